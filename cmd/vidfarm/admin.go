@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/vidfarm/vidfarm/controlplane/admin"
+)
+
+const adminUsage = `usage: vidfarm admin [--server URL] [--admin-token T] <command>
+
+  account create --name N --plan free|pro|max [--credits C]
+  account get --account ID
+  key create --account ID
+  key revoke --key ID
+  credits grant --account ID --amount C
+  plan set --account ID --plan free|pro|max
+  video fail --video ID [--reason TEXT]
+  snapshot
+  status
+`
+
+func runAdmin(args []string) error {
+	fs := flag.NewFlagSet("admin", flag.ExitOnError)
+	fs.Usage = func() { fmt.Fprint(os.Stderr, adminUsage); fs.PrintDefaults() }
+	cl := &admin.Client{}
+	fs.StringVar(&cl.Server, "server", "http://127.0.0.1:8081", "admin API address")
+	fs.StringVar(&cl.Token, "admin-token", "", "admin token")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		fs.Usage()
+		return fmt.Errorf("no command given")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := rest[0]
+	if len(rest) > 1 && !strings.HasPrefix(rest[1], "-") {
+		cmd += " " + rest[1]
+		rest = rest[1:]
+	}
+	sub := flag.NewFlagSet("admin "+cmd, flag.ExitOnError)
+	account := sub.String("account", "", "account id")
+	name := sub.String("name", "", "account name")
+	plan := sub.String("plan", "", "plan: free, pro or max")
+	credits := sub.Int64("credits", 0, "opening balance in credits")
+	amount := sub.Int64("amount", 0, "credits to grant")
+	key := sub.String("key", "", "key id")
+	video := sub.String("video", "", "video id")
+	reason := sub.String("reason", "", "why the video is failed")
+	if err := sub.Parse(rest[1:]); err != nil {
+		return err
+	}
+	var out any
+	var err error
+	switch cmd {
+	case "account create":
+		out, err = cl.CreateAccount(ctx, *name, *plan, *credits)
+	case "account get":
+		out, err = cl.Account(ctx, *account)
+	case "key create":
+		out, err = cl.CreateKey(ctx, *account)
+	case "key revoke":
+		out, err = cl.RevokeKey(ctx, *key)
+	case "credits grant":
+		out, err = cl.GrantCredits(ctx, *account, *amount)
+	case "plan set":
+		out, err = cl.SetPlan(ctx, *account, *plan)
+	case "video fail":
+		out, err = cl.FailVideo(ctx, *video, *reason)
+	case "snapshot":
+		out, err = cl.Snapshot(ctx)
+	case "status":
+		out, err = cl.Do(ctx, "GET", "/admin/v1/status", nil)
+	default:
+		fs.Usage()
+		return fmt.Errorf("unknown admin command %q", cmd)
+	}
+	if err != nil {
+		return err
+	}
+	return printJSON(out)
+}
+
+func printJSON(v any) error {
+	var b []byte
+	if raw, ok := v.(json.RawMessage); ok {
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, raw, "", "  "); err != nil {
+			return err
+		}
+		b = buf.Bytes()
+	} else {
+		var err error
+		if b, err = json.MarshalIndent(v, "", "  "); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Println(string(b))
+	return err
+}

@@ -1,0 +1,7 @@
+package main
+
+import "fmt"
+
+func runBench(args []string) error {
+	return fmt.Errorf("no bench command yet")
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/vidfarm/vidfarm/controlplane/admin"
+	"github.com/vidfarm/vidfarm/controlplane/server"
+)
+
+// devState is what `vidfarm dev` remembers between runs in its data directory.
+type devState struct {
+	AdminToken string `json:"admin_token"`
+	AccountID  string `json:"account_id"`
+}
+
+func runDev(args []string) error {
+	fs := flag.NewFlagSet("dev", flag.ExitOnError)
+	var sf serverFlags
+	bindServerFlags(fs, &sf, "./data/dev")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	statePath := filepath.Join(sf.cfg.DataDir, "dev.json")
+	st, err := loadDevState(statePath)
+	if err != nil {
+		return err
+	}
+	if sf.cfg.AdminToken == "" {
+		sf.cfg.AdminToken = st.AdminToken
+	}
+	if sf.cfg.AdminToken == "" {
+		b := make([]byte, 16)
+		_, _ = rand.Read(b)
+		sf.cfg.AdminToken = "vfadm_" + hex.EncodeToString(b)
+	}
+	st.AdminToken = sf.cfg.AdminToken
+	cfg, err := sf.config()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	s, err := server.Start(startCtx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = s.Close(c)
+	}()
+	cl := &admin.Client{Server: "http://" + s.AdminAddr(), Token: cfg.AdminToken}
+	key, err := devKey(startCtx, cl, &st)
+	if err != nil {
+		return err
+	}
+	if err := saveDevState(statePath, st); err != nil {
+		return err
+	}
+	fmt.Printf(`
+vidfarm is running (embedded single-node control plane, data in %s)
+
+  API:      %s/v1
+  admin:    http://%s  (token: %s)
+  account:  %s (plan pro)
+  API key:  %s
+
+Try it:
+  curl -s -H "Authorization: Bearer %s" %s/v1/me
+  curl -s -H "Authorization: Bearer %s" -H "Content-Type: application/json" \
+       -d '{"mode":"auto","prompt":"A product tour of a solar lantern","duration_seconds":15}' %s/v1/videos
+
+Press Ctrl-C to stop.
+`, cfg.DataDir, s.PublicURL(), s.AdminAddr(), cfg.AdminToken, st.AccountID, key,
+		key, s.PublicURL(), key, s.PublicURL())
+	<-ctx.Done()
+	return nil
+}
+
+// devKey makes a fresh key for the dev account, creating the account on first run.
+// Keys are shown only once, so every run prints a new one.
+func devKey(ctx context.Context, cl *admin.Client, st *devState) (string, error) {
+	if st.AccountID != "" {
+		if _, err := cl.Account(ctx, st.AccountID); err == nil {
+			k, err := cl.CreateKey(ctx, st.AccountID)
+			return k.APIKey, err
+		}
+	}
+	a, err := cl.CreateAccount(ctx, "dev", "pro", 1000)
+	if err != nil {
+		return "", fmt.Errorf("create dev account: %w", err)
+	}
+	st.AccountID = a.AccountID
+	return a.APIKey, nil
+}
+
+func loadDevState(p string) (devState, error) {
+	var st devState
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("read %s: %w", p, err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("parse %s: %w", p, err)
+	}
+	return st, nil
+}
+
+func saveDevState(p string, st devState) error {
+	b, _ := json.MarshalIndent(st, "", "  ")
+	if err := os.WriteFile(p, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	return nil
+}
+

@@ -1,0 +1,49 @@
+// Command vidfarm is the one binary of the render farm: the control-plane server,
+// the embedded development farm, the admin CLI and the bench tools. It only wires
+// flags to the packages that hold the logic.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+const usage = `vidfarm: a self-hostable GPU render farm for AI video generation
+
+usage:
+  vidfarm dev      start the embedded single-node farm and print a working API key
+  vidfarm server   run a control-plane node
+  vidfarm admin    manage accounts, keys, credits and plans (JSON output)
+  vidfarm bench    load tools for capacity planning
+
+Every flag has a VIDFARM_ environment equivalent (--data-dir = VIDFARM_DATA_DIR).
+Run "vidfarm <command> -h" for the flags of a command.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "dev":
+		err = runDev(os.Args[2:])
+	case "server":
+		err = runServer(os.Args[2:])
+	case "admin":
+		err = runAdmin(os.Args[2:])
+	case "bench":
+		err = runBench(os.Args[2:])
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "vidfarm: unknown command %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "vidfarm %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}

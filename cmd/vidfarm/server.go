@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/vidfarm/vidfarm/controlplane/api"
+	"github.com/vidfarm/vidfarm/controlplane/server"
+)
+
+type serverFlags struct {
+	cfg        server.Config
+	logLevel   string
+	rateLimits bool
+}
+
+func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
+	fs.StringVar(&sf.cfg.DataDir, "data-dir", dataDir, "directory for the Raft log, snapshots and keys")
+	fs.StringVar(&sf.cfg.Listen, "listen", "127.0.0.1:8080", "public API listen address")
+	fs.StringVar(&sf.cfg.AdminListen, "admin-listen", "127.0.0.1:8081", "admin API and metrics listen address")
+	fs.StringVar(&sf.cfg.RaftListen, "raft-listen", "127.0.0.1:7000", "Raft listen address")
+	fs.StringVar(&sf.cfg.NodeID, "node-id", "node1", "this node's Raft id")
+	fs.StringVar(&sf.cfg.AdminToken, "admin-token", "", "token guarding the admin API")
+	fs.StringVar(&sf.cfg.PublicURL, "public-url", "", "base URL clients use (default http://<listen>)")
+	fs.StringVar(&sf.cfg.AppURL, "app-url", "https://app.vidfarm.example", "the service's app, where credits and plans are bought")
+	fs.StringVar(&sf.cfg.BlobSecret, "blob-secret", "", "hex key signing file URLs (default: generated into the data dir)")
+	fs.StringVar(&sf.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.BoolVar(&sf.rateLimits, "rate-limits", true, "enforce the contract's rate limits (turn off only for benchmarks)")
+}
+
+func (sf *serverFlags) config() (server.Config, error) {
+	log, err := newLogger(sf.logLevel)
+	if err != nil {
+		return server.Config{}, err
+	}
+	cfg := sf.cfg
+	cfg.Logger = log
+	cfg.Limits = api.ContractLimits()
+	if !sf.rateLimits {
+		cfg.Limits.Disabled = true
+		log.Warn("rate limits are OFF: every client may send without limit; use this only for benchmarks")
+	}
+	return cfg, nil
+}
+
+func runServer(args []string) error {
+	fs := flag.NewFlagSet("server", flag.ExitOnError)
+	var sf serverFlags
+	bindServerFlags(fs, &sf, "./data/server")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := sf.config()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	s, err := server.Start(startCtx, cfg)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	cfg.Logger.Info("shutting down")
+	shutCtx, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel2()
+	return s.Close(shutCtx)
+}

@@ -1,0 +1,319 @@
+// Package admin is the operator's API on its own listener, guarded by the admin
+// token: accounts, keys, credits and plans (how the service's own app drives
+// vidfarm), failing a video with a refund, snapshots, status and Prometheus metrics.
+// Client is its Go client, used by the `vidfarm admin` CLI.
+package admin
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/vidfarm/vidfarm/controlplane/apierr"
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/ids"
+	"github.com/vidfarm/vidfarm/controlplane/raftnode"
+)
+
+// Node is what the admin API needs of the Raft node.
+type Node interface {
+	Apply(ctx context.Context, cmd fsm.Command) (any, error)
+	Snapshot() error
+	Stats() map[string]string
+}
+
+// Config wires the admin API.
+type Config struct {
+	Token    string
+	FSM      *fsm.FSM
+	Node     Node
+	Logger   *slog.Logger
+	Gatherer prometheus.Gatherer
+	Now      func() time.Time
+}
+
+type server struct {
+	cfg Config
+}
+
+// Handler returns the admin HTTP handler.
+func Handler(cfg Config) http.Handler {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &server{cfg: cfg}
+	r := chi.NewRouter()
+	r.Use(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			id := ids.New("req")
+			w.Header().Set("X-Request-Id", id)
+			next.ServeHTTP(w, r.WithContext(apierr.WithRequestID(r.Context(), id)))
+		})
+	})
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		apierr.Write(w, r, apierr.New(http.StatusNotFound, apierr.CodeNotFound, "no admin endpoint "+r.Method+" "+r.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		apierr.Write(w, r, apierr.New(http.StatusMethodNotAllowed, apierr.CodeInvalidRequest, r.Method+" is not allowed on "+r.URL.Path))
+	})
+	r.Group(func(r chi.Router) {
+		r.Use(s.auth)
+		r.Handle("/metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+		r.Post("/admin/v1/accounts", s.createAccount)
+		r.Get("/admin/v1/accounts/{id}", s.getAccount)
+		r.Post("/admin/v1/accounts/{id}/credits", s.grantCredits)
+		r.Put("/admin/v1/accounts/{id}/plan", s.setPlan)
+		r.Post("/admin/v1/keys", s.createKey)
+		r.Post("/admin/v1/keys/{id}/revoke", s.revokeKey)
+		r.Post("/admin/v1/videos/{id}/fail", s.failVideo)
+		r.Post("/admin/v1/snapshot", s.snapshot)
+		r.Get("/admin/v1/status", s.status)
+	})
+	return r
+}
+
+func (s *server) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if s.cfg.Token == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.Token)) != 1 {
+			apierr.Write(w, r, apierr.New(http.StatusUnauthorized, apierr.CodeUnauthorized, "admin token missing or wrong: send 'Authorization: Bearer <admin token>'"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// decode reads a strict JSON body into v.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		apierr.Write(w, r, apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, "invalid JSON body: "+err.Error()))
+		return false
+	}
+	return true
+}
+
+func (s *server) apply(w http.ResponseWriter, r *http.Request, cmd fsm.Command) (any, bool) {
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	out, err := s.cfg.Node.Apply(ctx, cmd)
+	if err == nil {
+		return out, true
+	}
+	var e *apierr.Error
+	switch {
+	case errors.Is(err, fsm.ErrAccountNotFound):
+		e = apierr.New(http.StatusNotFound, apierr.CodeAccountNotFound, "no such account")
+	case errors.Is(err, fsm.ErrKeyNotFound):
+		e = apierr.NotFound("api key")
+	case errors.Is(err, fsm.ErrVideoNotFound):
+		e = apierr.NotFound("video")
+	case errors.Is(err, fsm.ErrInvalidCommand), errors.Is(err, fsm.ErrInvalidTransition):
+		e = apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, err.Error())
+	case errors.Is(err, raftnode.ErrNotLeader), errors.Is(err, raftnode.ErrTimeout):
+		e = apierr.New(http.StatusServiceUnavailable, apierr.CodeInternalError, "not the leader or overloaded; retry")
+	default:
+		s.cfg.Logger.Error("admin apply failed", "request_id", apierr.RequestID(r.Context()), "err", err)
+		e = apierr.Internal()
+	}
+	apierr.Write(w, r, e)
+	return nil, false
+}
+
+// AccountJSON is an account as the admin API shows it.
+type AccountJSON struct {
+	ID            string `json:"id"`
+	Name          string `json:"name"`
+	Plan          string `json:"plan"`
+	Premium       bool   `json:"premium"`
+	Credits       int64  `json:"credits"`
+	FreeVideoUsed bool   `json:"free_video_used"`
+	CreatedAt     int64  `json:"created_at"`
+}
+
+func accountView(a fsm.Account) AccountJSON {
+	return AccountJSON{ID: a.ID, Name: a.Name, Plan: a.Plan, Premium: fsm.Premium(a.Plan), Credits: a.Credits,
+		FreeVideoUsed: a.FreeVideoUsed, CreatedAt: time.Unix(0, a.CreatedAt).Unix()}
+}
+
+// CreatedAccount answers account creation: the only time the key is shown.
+type CreatedAccount struct {
+	AccountID string      `json:"account_id"`
+	KeyID     string      `json:"key_id"`
+	APIKey    string      `json:"api_key"`
+	Account   AccountJSON `json:"account"`
+}
+
+func badPlan(plan string) *apierr.Error {
+	return apierr.Invalid("plan", fmt.Sprintf("plan %q is not valid: use free, pro or max", plan)).With("allowed", []string{fsm.PlanFree, fsm.PlanPro, fsm.PlanMax})
+}
+
+func (s *server) createAccount(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Name    string `json:"name"`
+		Plan    string `json:"plan"`
+		Credits int64  `json:"credits"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	if strings.TrimSpace(req.Name) == "" || len(req.Name) > 200 {
+		apierr.Write(w, r, apierr.Invalid("name", "name is required, at most 200 characters"))
+		return
+	}
+	if !fsm.ValidPlan(req.Plan) {
+		apierr.Write(w, r, badPlan(req.Plan))
+		return
+	}
+	if req.Credits < 0 {
+		apierr.Write(w, r, apierr.Invalid("credits", "credits must not be negative"))
+		return
+	}
+	key, hash := ids.NewAPIKey()
+	cmd := &fsm.CreateAccount{AccountID: ids.New("acct"), Name: req.Name, Plan: req.Plan, Credits: req.Credits,
+		KeyID: ids.New("key"), KeyHash: hash, KeyHint: ids.KeyHint(key), Now: s.cfg.Now().UnixNano()}
+	out, ok := s.apply(w, r, cmd)
+	if !ok {
+		return
+	}
+	apierr.WriteJSON(w, http.StatusCreated, CreatedAccount{AccountID: cmd.AccountID, KeyID: cmd.KeyID, APIKey: key, Account: accountView(out.(fsm.Account))})
+}
+
+func (s *server) getAccount(w http.ResponseWriter, r *http.Request) {
+	a, ok := s.cfg.FSM.Account(chi.URLParam(r, "id"))
+	if !ok {
+		apierr.Write(w, r, apierr.New(http.StatusNotFound, apierr.CodeAccountNotFound, "no such account"))
+		return
+	}
+	apierr.WriteJSON(w, http.StatusOK, accountView(a))
+}
+
+func (s *server) grantCredits(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Amount int64 `json:"amount"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	if req.Amount <= 0 {
+		apierr.Write(w, r, apierr.Invalid("amount", "amount must be a positive number of credits"))
+		return
+	}
+	out, ok := s.apply(w, r, &fsm.GrantCredits{AccountID: chi.URLParam(r, "id"), Amount: req.Amount, Now: s.cfg.Now().UnixNano()})
+	if ok {
+		apierr.WriteJSON(w, http.StatusOK, accountView(out.(fsm.Account)))
+	}
+}
+
+func (s *server) setPlan(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Plan string `json:"plan"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	if !fsm.ValidPlan(req.Plan) {
+		apierr.Write(w, r, badPlan(req.Plan))
+		return
+	}
+	out, ok := s.apply(w, r, &fsm.SetPlan{AccountID: chi.URLParam(r, "id"), Plan: req.Plan, Now: s.cfg.Now().UnixNano()})
+	if ok {
+		apierr.WriteJSON(w, http.StatusOK, accountView(out.(fsm.Account)))
+	}
+}
+
+// CreatedKey answers key creation: the only time the key is shown.
+type CreatedKey struct {
+	KeyID     string `json:"key_id"`
+	APIKey    string `json:"api_key"`
+	AccountID string `json:"account_id"`
+}
+
+func (s *server) createKey(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		AccountID string `json:"account_id"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	key, hash := ids.NewAPIKey()
+	cmd := &fsm.CreateKey{AccountID: req.AccountID, KeyID: ids.New("key"), KeyHash: hash, KeyHint: ids.KeyHint(key), Now: s.cfg.Now().UnixNano()}
+	if _, ok := s.apply(w, r, cmd); ok {
+		apierr.WriteJSON(w, http.StatusCreated, CreatedKey{KeyID: cmd.KeyID, APIKey: key, AccountID: req.AccountID})
+	}
+}
+
+// RevokedKey answers key revocation.
+type RevokedKey struct {
+	KeyID     string `json:"key_id"`
+	AccountID string `json:"account_id"`
+	Revoked   bool   `json:"revoked"`
+	RevokedAt int64  `json:"revoked_at"`
+}
+
+func (s *server) revokeKey(w http.ResponseWriter, r *http.Request) {
+	out, ok := s.apply(w, r, &fsm.RevokeKey{KeyID: chi.URLParam(r, "id"), Now: s.cfg.Now().UnixNano()})
+	if ok {
+		k := out.(fsm.Key)
+		apierr.WriteJSON(w, http.StatusOK, RevokedKey{KeyID: k.ID, AccountID: k.AccountID, Revoked: true, RevokedAt: time.Unix(0, k.RevokedAt).Unix()})
+	}
+}
+
+// FailedVideo answers an operator's fail.
+type FailedVideo struct {
+	VideoID         string `json:"video_id"`
+	Status          string `json:"status"`
+	CreditsRefunded bool   `json:"credits_refunded"`
+	Refunded        int64  `json:"refunded_credits"`
+}
+
+func (s *server) failVideo(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Reason string `json:"reason"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	if strings.TrimSpace(req.Reason) == "" {
+		req.Reason = "cancelled by the operator"
+	}
+	out, ok := s.apply(w, r, &fsm.FailVideo{VideoID: chi.URLParam(r, "id"), Reason: req.Reason, Now: s.cfg.Now().UnixNano()})
+	if ok {
+		v := out.(fsm.Video)
+		apierr.WriteJSON(w, http.StatusOK, FailedVideo{VideoID: v.ID, Status: v.Status, CreditsRefunded: v.CreditsRefunded, Refunded: v.CreditsCharged})
+	}
+}
+
+func (s *server) snapshot(w http.ResponseWriter, r *http.Request) {
+	if err := s.cfg.Node.Snapshot(); err != nil {
+		s.cfg.Logger.Error("snapshot failed", "err", err)
+		apierr.Write(w, r, apierr.New(http.StatusInternalServerError, apierr.CodeInternalError, "snapshot failed: "+err.Error()))
+		return
+	}
+	apierr.WriteJSON(w, http.StatusOK, map[string]any{"snapshot": "taken", "applied_index": s.cfg.FSM.AppliedIndex()})
+}
+
+func (s *server) status(w http.ResponseWriter, r *http.Request) {
+	st := s.cfg.FSM.Stats()
+	apierr.WriteJSON(w, http.StatusOK, map[string]any{
+		"raft": s.cfg.Node.Stats(),
+		"state": map[string]any{
+			"accounts": st.Accounts, "keys": st.Keys, "videos": st.Videos, "queued": st.Queued,
+			"idempotency_records": st.Idempotency, "videos_by_status": st.ByStatus, "applied_index": s.cfg.FSM.AppliedIndex(),
+		},
+	})
+}

@@ -1,0 +1,128 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/vidfarm/vidfarm/controlplane/apierr"
+)
+
+// Client calls the admin API.
+type Client struct {
+	Server string // e.g. http://127.0.0.1:8081
+	Token  string
+	HTTP   *http.Client
+}
+
+// Do sends one request and returns the raw JSON answer; an error answer comes back
+// as *apierr.Error.
+func (c *Client) Do(ctx context.Context, method, path string, body any) (json.RawMessage, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("encode request: %w", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.Server, "/")+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("read answer of %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		var env struct {
+			Error *apierr.Error `json:"error"`
+		}
+		if json.Unmarshal(raw, &env) == nil && env.Error != nil {
+			env.Error.Status = resp.StatusCode
+			return nil, env.Error
+		}
+		return nil, fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, strings.TrimSpace(string(raw)))
+	}
+	return raw, nil
+}
+
+func (c *Client) into(ctx context.Context, method, path string, body, out any) error {
+	raw, err := c.Do(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, out)
+}
+
+// CreateAccount opens an account and returns it with its first key.
+func (c *Client) CreateAccount(ctx context.Context, name, plan string, credits int64) (CreatedAccount, error) {
+	var out CreatedAccount
+	err := c.into(ctx, http.MethodPost, "/admin/v1/accounts", map[string]any{"name": name, "plan": plan, "credits": credits}, &out)
+	return out, err
+}
+
+// Account reads an account.
+func (c *Client) Account(ctx context.Context, id string) (AccountJSON, error) {
+	var out AccountJSON
+	err := c.into(ctx, http.MethodGet, "/admin/v1/accounts/"+url.PathEscape(id), nil, &out)
+	return out, err
+}
+
+// CreateKey adds an API key to an account.
+func (c *Client) CreateKey(ctx context.Context, accountID string) (CreatedKey, error) {
+	var out CreatedKey
+	err := c.into(ctx, http.MethodPost, "/admin/v1/keys", map[string]any{"account_id": accountID}, &out)
+	return out, err
+}
+
+// RevokeKey revokes an API key.
+func (c *Client) RevokeKey(ctx context.Context, keyID string) (RevokedKey, error) {
+	var out RevokedKey
+	err := c.into(ctx, http.MethodPost, "/admin/v1/keys/"+url.PathEscape(keyID)+"/revoke", nil, &out)
+	return out, err
+}
+
+// GrantCredits adds credits to an account.
+func (c *Client) GrantCredits(ctx context.Context, accountID string, amount int64) (AccountJSON, error) {
+	var out AccountJSON
+	err := c.into(ctx, http.MethodPost, "/admin/v1/accounts/"+url.PathEscape(accountID)+"/credits", map[string]any{"amount": amount}, &out)
+	return out, err
+}
+
+// SetPlan changes an account's plan.
+func (c *Client) SetPlan(ctx context.Context, accountID, plan string) (AccountJSON, error) {
+	var out AccountJSON
+	err := c.into(ctx, http.MethodPut, "/admin/v1/accounts/"+url.PathEscape(accountID)+"/plan", map[string]any{"plan": plan}, &out)
+	return out, err
+}
+
+// FailVideo fails a queued or processing video and refunds it.
+func (c *Client) FailVideo(ctx context.Context, videoID, reason string) (FailedVideo, error) {
+	var out FailedVideo
+	err := c.into(ctx, http.MethodPost, "/admin/v1/videos/"+url.PathEscape(videoID)+"/fail", map[string]any{"reason": reason}, &out)
+	return out, err
+}
+
+// Snapshot asks the node for a snapshot now.
+func (c *Client) Snapshot(ctx context.Context) (json.RawMessage, error) {
+	return c.Do(ctx, http.MethodPost, "/admin/v1/snapshot", nil)
+}

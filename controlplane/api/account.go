@@ -1,0 +1,153 @@
+package api
+
+import (
+	"context"
+	_ "embed"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/vidfarm/vidfarm/controlplane/apierr"
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/ids"
+	"github.com/vidfarm/vidfarm/controlplane/preview"
+	"github.com/vidfarm/vidfarm/models"
+)
+
+func contextWithTimeout(r *http.Request, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), d)
+}
+
+func (a *API) root(w http.ResponseWriter, r *http.Request) {
+	apierr.WriteJSON(w, http.StatusOK, map[string]any{
+		"object":         "api",
+		"name":           "vidfarm",
+		"version":        "v1",
+		"status":         "ok",
+		"documentation":  "/v1/openapi.json",
+		"authentication": "Authorization: Bearer <API_KEY> or X-API-Key: <API_KEY>",
+	})
+}
+
+//go:embed openapi.json
+var openAPIDoc []byte
+
+func (a *API) openAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(openAPIDoc)
+}
+
+type accountJSON struct {
+	Object             string            `json:"object"`
+	ID                 string            `json:"id"`
+	Name               string            `json:"name"`
+	Plan               string            `json:"plan"`
+	Premium            bool              `json:"premium"`
+	Credits            int64             `json:"credits"`
+	FreeVideoAvailable bool              `json:"free_video_available"`
+	Links              map[string]string `json:"links"`
+}
+
+func (a *API) me(w http.ResponseWriter, r *http.Request) {
+	acct, ok := a.fsm.Account(principalOf(r).AccountID)
+	if !ok {
+		apierr.Write(w, r, apierr.NotFound("account"))
+		return
+	}
+	apierr.WriteJSON(w, http.StatusOK, accountJSON{
+		Object: "account", ID: acct.ID, Name: acct.Name, Plan: acct.Plan, Premium: fsm.Premium(acct.Plan),
+		Credits: acct.Credits, FreeVideoAvailable: !fsm.Premium(acct.Plan) && !acct.FreeVideoUsed,
+		Links: map[string]string{"buy_credits": a.buyCreditsURL(), "upgrade": a.upgradeURL()},
+	})
+}
+
+func (a *API) listModels(w http.ResponseWriter, r *http.Request) {
+	all := models.All()
+	apierr.WriteJSON(w, http.StatusOK, listJSON[models.Model]{Object: "list", Data: all, Count: len(all), Total: len(all)})
+}
+
+type folderJSON struct {
+	ID        string `json:"id"`
+	Object    string `json:"object"`
+	Name      string `json:"name"`
+	CreatedAt int64  `json:"created_at"`
+}
+
+func folderView(f fsm.Folder) folderJSON {
+	return folderJSON{ID: f.ID, Object: "folder", Name: f.Name, CreatedAt: time.Unix(0, f.CreatedAt).Unix()}
+}
+
+func (a *API) listFolders(w http.ResponseWriter, r *http.Request) {
+	fs := a.fsm.Folders(principalOf(r).AccountID)
+	out := listJSON[folderJSON]{Object: "list", Data: make([]folderJSON, 0, len(fs)), Count: len(fs), Total: len(fs)}
+	for _, f := range fs {
+		out.Data = append(out.Data, folderView(f))
+	}
+	apierr.WriteJSON(w, http.StatusOK, out)
+}
+
+const maxFolderName = 100
+
+func (a *API) createFolder(w http.ResponseWriter, r *http.Request) {
+	body, e := readBody(r)
+	if e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	o, e := decodeObject(body)
+	if e == nil {
+		e = o.checkFields("name")
+	}
+	if e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	name, present, e := o.str("name")
+	if e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	if n := utf8.RuneCountInString(name); !present || strings.TrimSpace(name) == "" || n > maxFolderName {
+		apierr.Write(w, r, apierr.Invalid("name", "name is required, 1 to 100 characters").With("max_length", maxFolderName))
+		return
+	}
+	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
+	defer cancel()
+	out, err := a.store.Apply(ctx, &fsm.CreateFolder{FolderID: ids.New("fld"), AccountID: principalOf(r).AccountID, Name: name, Now: a.cfg.Now().UnixNano()})
+	if err != nil {
+		apierr.Write(w, r, a.fromApply(r, err))
+		return
+	}
+	apierr.WriteJSON(w, http.StatusCreated, folderView(out.(fsm.Folder)))
+}
+
+// previewFile serves a preview still. The signed URL is the credential: anyone
+// holding it may fetch the image until it expires, like any other file URL.
+func (a *API) previewFile(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if err := a.cfg.Signer.Verify(previewPath(id), r.URL.Query(), a.cfg.Now()); err != nil {
+		apierr.Write(w, r, apierr.New(http.StatusForbidden, apierr.CodeInvalidRequest, "this file URL is invalid or has expired; fetch the video again for a fresh URL").With("reason", err.Error()))
+		return
+	}
+	v, ok := a.fsm.Video("", id)
+	if !ok || (v.Status != fsm.StatusPreview && !v.RenderedFromPreview) {
+		apierr.Write(w, r, apierr.NotFound("file"))
+		return
+	}
+	shape := v.Spec.Orientation
+	if shape == "" {
+		shape = v.Spec.AspectRatio
+	}
+	img, err := preview.PNG(v.Spec.Prompt, shape)
+	if err != nil {
+		a.log.Error("render preview still", "video_id", id, "err", err)
+		apierr.Write(w, r, apierr.Internal())
+		return
+	}
+	w.Header().Set("Content-Type", "image/png")
+	w.Header().Set("Cache-Control", "private, max-age=3600")
+	_, _ = w.Write(img)
+}

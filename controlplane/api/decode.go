@@ -1,0 +1,154 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/vidfarm/vidfarm/controlplane/apierr"
+)
+
+// object is a JSON object body decoded one level deep: every field is checked for
+// its type on its own, so an error can name the field.
+type object map[string]json.RawMessage
+
+// decodeObject parses a body that must be one JSON object and nothing else.
+func decodeObject(body []byte) (object, *apierr.Error) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return nil, apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, "request body is empty; send a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	var o object
+	if err := dec.Decode(&o); err != nil || o == nil {
+		msg := "request body is not a JSON object"
+		if err != nil {
+			msg += ": " + err.Error()
+		}
+		return nil, apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, msg)
+	}
+	if dec.More() {
+		return nil, apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, "request body has data after the JSON object")
+	}
+	for k, v := range o {
+		if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+			delete(o, k) // null means absent
+		}
+	}
+	return o, nil
+}
+
+// checkFields refuses a field outside allowed, naming the first in sorted order.
+func (o object) checkFields(allowed ...string) *apierr.Error {
+	for _, k := range o.sortedKeys() {
+		if !slices.Contains(allowed, k) {
+			return apierr.Invalid(k, fmt.Sprintf("unknown field %q; allowed fields are %s", k, strings.Join(allowed, ", "))).
+				With("allowed", allowed)
+		}
+	}
+	return nil
+}
+
+func (o object) sortedKeys() []string {
+	keys := make([]string, 0, len(o))
+	for k := range o {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func typeError(field, want string) *apierr.Error {
+	return apierr.Invalid(field, fmt.Sprintf("field %q must be %s", field, want)).With("expected", want)
+}
+
+// str reads an optional string field.
+func (o object) str(field string) (string, bool, *apierr.Error) {
+	raw, ok := o[field]
+	if !ok {
+		return "", false, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", true, typeError(field, "a string")
+	}
+	return s, true, nil
+}
+
+func (o object) boolean(field string) (*bool, *apierr.Error) {
+	raw, ok := o[field]
+	if !ok {
+		return nil, nil
+	}
+	var b bool
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return nil, typeError(field, "a boolean (true or false)")
+	}
+	return &b, nil
+}
+
+// integer reads an optional integer field: a JSON number without a fraction.
+func (o object) integer(field string) (*int64, *apierr.Error) {
+	raw, ok := o[field]
+	if !ok {
+		return nil, nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return nil, typeError(field, "an integer")
+	}
+	i, err := strconv.ParseInt(n.String(), 10, 64)
+	if err != nil {
+		f, ferr := n.Float64()
+		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+			return nil, typeError(field, "an integer")
+		}
+		i = int64(f)
+	}
+	return &i, nil
+}
+
+func (o object) number(field string) (*float64, *apierr.Error) {
+	raw, ok := o[field]
+	if !ok {
+		return nil, nil
+	}
+	var f float64
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil, typeError(field, "a number")
+	}
+	return &f, nil
+}
+
+func (o object) strings(field string) ([]string, bool, *apierr.Error) {
+	raw, ok := o[field]
+	if !ok {
+		return nil, false, nil
+	}
+	var s []string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, true, typeError(field, "an array of strings")
+	}
+	return s, true, nil
+}
+
+// canonicalHash hashes the body's meaning, not its spelling: key order and spacing
+// do not change it, so a retry re-encoded by another client library still matches.
+func canonicalJSON(body []byte) []byte {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return body
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return body
+	}
+	return out
+}

@@ -1,0 +1,51 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/vidfarm/vidfarm/controlplane/apierr"
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/raftnode"
+)
+
+func (a *API) buyCreditsURL() string { return a.cfg.AppURL + "/billing/credits" }
+func (a *API) upgradeURL() string    { return a.cfg.AppURL + "/billing/plans" }
+
+// fromApply turns what a command's apply or proposal returned into the API error.
+func (a *API) fromApply(r *http.Request, err error) *apierr.Error {
+	var ins *fsm.InsufficientCreditsError
+	var dup *fsm.DuplicateRequestError
+	switch {
+	case errors.As(err, &ins):
+		return apierr.New(http.StatusPaymentRequired, apierr.CodeInsufficientCredits,
+			"not enough credits for this video; buy credits in the app, or choose a shorter duration or lower resolution").
+			With("required_credits", ins.Required).With("remaining_credits", ins.Remaining).
+			Link("buy_credits", a.buyCreditsURL())
+	case errors.Is(err, fsm.ErrFreeLimitReached):
+		return apierr.New(http.StatusForbidden, apierr.CodeFreeLimitReached,
+			"the free plan includes one video project and this account has used it; upgrade to Pro or Max to render more").
+			Link("upgrade", a.upgradeURL())
+	case errors.Is(err, fsm.ErrUpgradeRequired):
+		return apierr.New(http.StatusForbidden, apierr.CodeUpgradeRequired,
+			"rendering needs a premium plan (Pro or Max); upgrade the account, then call this endpoint again").
+			Link("upgrade", a.upgradeURL())
+	case errors.As(err, &dup):
+		return apierr.New(http.StatusConflict, apierr.CodeDuplicateRequest,
+			"this Idempotency-Key was already used with a different body; reuse the existing video or send a new key").
+			With("existing_video_id", dup.ExistingVideoID)
+	case errors.Is(err, fsm.ErrVideoNotFound):
+		return apierr.NotFound("video")
+	case errors.Is(err, fsm.ErrFolderNotFound):
+		return apierr.Invalid("folder_id", "no such folder for this account; list folders with GET /v1/folders")
+	case errors.Is(err, fsm.ErrNotPreview):
+		return apierr.Invalid("id", "only a video created as a free preview can be rendered with this endpoint; this one renders already")
+	case errors.Is(err, raftnode.ErrNotLeader), errors.Is(err, raftnode.ErrTimeout):
+		e := apierr.New(http.StatusServiceUnavailable, apierr.CodeInternalError,
+			"the control plane is electing a leader or overloaded; retry with exponential backoff")
+		e.RetryAfter = 1
+		return e
+	}
+	a.log.Error("apply failed", "request_id", apierr.RequestID(r.Context()), "err", err)
+	return apierr.Internal()
+}

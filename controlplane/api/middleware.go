@@ -1,0 +1,134 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/vidfarm/vidfarm/controlplane/apierr"
+	"github.com/vidfarm/vidfarm/controlplane/ids"
+)
+
+func (a *API) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := ids.New("req")
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(apierr.WithRequestID(r.Context(), id)))
+	})
+}
+
+func (a *API) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				a.log.Error("panic serving request", "request_id", apierr.RequestID(r.Context()),
+					"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				apierr.Write(w, r, apierr.Internal())
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// observe logs every request as one structured line and records its metrics.
+func (a *API) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		hold := &principalHolder{}
+		r = r.WithContext(context.WithValue(r.Context(), holderKey{}, hold))
+		next.ServeHTTP(sw, r)
+		route := chi.RouteContext(r.Context()).RoutePattern()
+		if route == "" {
+			route = "unmatched"
+		}
+		d := time.Since(start)
+		a.metrics.observe(r.Method, route, sw.status, d)
+		a.log.Info("request", "request_id", apierr.RequestID(r.Context()), "method", r.Method,
+			"route", route, "status", sw.status, "duration_ms", float64(d.Microseconds())/1000,
+			"account_id", hold.p.AccountID)
+	})
+}
+
+// limitBody refuses a declared body over the limit before anything reads it; bodies
+// without a length are cut off by readBody.
+func (a *API) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength >= MaxBodyBytes {
+			apierr.Write(w, r, tooLarge())
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes-1)
+		next.ServeHTTP(w, r)
+	})
+}
+
+func tooLarge() *apierr.Error {
+	return apierr.New(http.StatusRequestEntityTooLarge, apierr.CodePayloadTooLarge,
+		fmt.Sprintf("request body must be under %d bytes (256 KB)", MaxBodyBytes)).With("max_bytes", MaxBodyBytes-1)
+}
+
+// readBody reads the whole body within the limit.
+func readBody(r *http.Request) ([]byte, *apierr.Error) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge()
+		}
+		return nil, apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, "could not read request body: "+err.Error())
+	}
+	return b, nil
+}
+
+func (a *API) notFound(w http.ResponseWriter, r *http.Request) {
+	apierr.Write(w, r, apierr.New(http.StatusNotFound, apierr.CodeNotFound,
+		fmt.Sprintf("no endpoint %s %s; see GET /v1 for the API", r.Method, r.URL.Path)))
+}
+
+func (a *API) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	allowed := a.allowedMethods(r.URL.Path)
+	w.Header().Set("Allow", strings.Join(allowed, ", "))
+	apierr.Write(w, r, apierr.New(http.StatusMethodNotAllowed, apierr.CodeInvalidRequest,
+		fmt.Sprintf("%s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allowed, " or "))).
+		With("allowed_methods", allowed))
+}
+
+func (a *API) allowedMethods(path string) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if a.router.Match(chi.NewRouteContext(), m, path) {
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -1,0 +1,118 @@
+package api
+
+import (
+	"time"
+
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+)
+
+// PollIntervalSeconds is the polling interval suggested on every video.
+const PollIntervalSeconds = 5
+
+type progressJSON struct {
+	// QueuePosition is 1 for the next video to start, 0 once rendering.
+	QueuePosition uint64 `json:"queue_position"`
+	Percent       int    `json:"percent"`
+}
+
+type videoErrorJSON struct {
+	Message         string `json:"message"`
+	CreditsRefunded bool   `json:"credits_refunded"`
+}
+
+type previewJSON struct {
+	ImageURL   string `json:"image_url"`
+	ImageNote  string `json:"image_note"`
+	Message    string `json:"message"`
+	UpgradeURL string `json:"upgrade_url"`
+}
+
+// videoJSON is the contract's video object. Field order is fixed so that the same
+// video always encodes to the same bytes (idempotent replays depend on it).
+type videoJSON struct {
+	ID                 string          `json:"id"`
+	Object             string          `json:"object"`
+	Mode               string          `json:"mode"`
+	Model              string          `json:"model,omitempty"`
+	Operation          string          `json:"operation,omitempty"`
+	Status             string          `json:"status"`
+	Name               string          `json:"name"`
+	FolderID           *string         `json:"folder_id"`
+	Prompt             string          `json:"prompt"`
+	DurationSeconds    int             `json:"duration_seconds"`
+	Resolution         string          `json:"resolution,omitempty"`
+	AspectRatio        string          `json:"aspect_ratio,omitempty"`
+	Orientation        string          `json:"orientation,omitempty"`
+	CreditsCharged     int64           `json:"credits_charged"`
+	PollInterval       int             `json:"poll_interval_seconds"`
+	Progress           *progressJSON   `json:"progress,omitempty"`
+	VideoURL           string          `json:"video_url,omitempty"`
+	VideoURLNoCaptions string          `json:"video_url_no_captions,omitempty"`
+	CaptionURL         string          `json:"caption_url,omitempty"`
+	Error              *videoErrorJSON `json:"error,omitempty"`
+	Preview            *previewJSON    `json:"preview,omitempty"`
+	CreatedAt          int64           `json:"created_at"`
+}
+
+// previewNote and previewMessage are shown with every preview.
+const (
+	previewNote    = "Low-resolution still of the project; display it blurred."
+	previewMessage = "This free project is prepared but not rendered. Upgrade to Pro or Max, then call POST /v1/videos/{id}/render to render it at no charge."
+)
+
+// videoView renders v. urlExpiry is when signed file URLs in it stop working.
+func (a *API) videoView(v fsm.Video, queuePos uint64, urlExpiry time.Time) videoJSON {
+	s := v.Spec
+	out := videoJSON{
+		ID: v.ID, Object: "video", Mode: s.Mode, Model: s.Model, Operation: s.Operation,
+		Status: v.Status, Name: s.Name, Prompt: s.Prompt, DurationSeconds: s.DurationSeconds,
+		Resolution: s.Resolution, AspectRatio: s.AspectRatio, Orientation: s.Orientation,
+		CreditsCharged: v.CreditsCharged, PollInterval: PollIntervalSeconds,
+		CreatedAt: time.Unix(0, v.CreatedAt).Unix(),
+	}
+	if s.FolderID != "" {
+		f := s.FolderID
+		out.FolderID = &f
+	}
+	switch v.Status {
+	case fsm.StatusQueued:
+		out.Progress = &progressJSON{QueuePosition: queuePos}
+	case fsm.StatusProcessing:
+		out.Progress = &progressJSON{Percent: v.Percent}
+	case fsm.StatusCompleted:
+		out.VideoURL = a.fileURL(v.Outputs.Video, urlExpiry)
+		out.VideoURLNoCaptions = a.fileURL(v.Outputs.VideoNoCaptions, urlExpiry)
+		out.CaptionURL = a.fileURL(v.Outputs.Captions, urlExpiry)
+	case fsm.StatusFailed:
+		out.Error = &videoErrorJSON{Message: v.ErrorMessage, CreditsRefunded: v.CreditsRefunded}
+	case fsm.StatusPreview:
+		out.Preview = &previewJSON{
+			ImageURL:   a.cfg.Signer.URL(previewPath(v.ID), urlExpiry),
+			ImageNote:  previewNote,
+			Message:    previewMessage,
+			UpgradeURL: a.upgradeURL(),
+		}
+	}
+	return out
+}
+
+func previewPath(videoID string) string { return "/files/previews/" + videoID + ".png" }
+
+func (a *API) fileURL(key string, exp time.Time) string {
+	if key == "" {
+		return ""
+	}
+	return a.cfg.Signer.URL("/files/"+key, exp)
+}
+
+// readExpiry is the expiry of file URLs in a read: a whole hour ahead of the start
+// of the current hour, so repeated polls within an hour see the same URLs.
+func (a *API) readExpiry() time.Time {
+	return a.cfg.Now().Truncate(time.Hour).Add(25 * time.Hour)
+}
+
+// createExpiry is the expiry of file URLs in a create response; it depends only on
+// the video, so an idempotent replay carries the same URL.
+func createExpiry(v fsm.Video) time.Time {
+	return time.Unix(0, v.CreatedAt+fsm.IdempotencyTTL).Add(time.Hour)
+}

@@ -1,0 +1,130 @@
+// Package api serves the public /v1 API of the contract: authentication, rate
+// limits, the error envelope, accounts, the model catalog, folders and videos. Every
+// write becomes one FSM command proposed through the Raft node; reads come from the
+// local FSM.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vidfarm/vidfarm/controlplane/blob"
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+)
+
+// Store proposes commands to the replicated state; raftnode.Node is the real one.
+type Store interface {
+	Apply(ctx context.Context, cmd fsm.Command) (any, error)
+}
+
+// Config wires the API to the state, the outside world and its limits.
+type Config struct {
+	FSM    *fsm.FSM
+	Store  Store
+	Logger *slog.Logger
+	Signer blob.Signer
+	Limits Limits
+	// AppURL is the service's own app, where credits and plans are bought; the
+	// links in errors and in GET /v1/me point into it.
+	AppURL string
+	// Registry receives the API's Prometheus metrics; nil means none.
+	Registry prometheus.Registerer
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// ApplyTimeout bounds how long a request waits for its command to commit.
+	ApplyTimeout time.Duration
+}
+
+// API is the /v1 HTTP handler.
+type API struct {
+	cfg      Config
+	fsm      *fsm.FSM
+	store    Store
+	log      *slog.Logger
+	lim      *limiters
+	metrics  *metrics
+	inflight inflight
+	router   chi.Router
+}
+
+// MaxBodyBytes is the contract's body limit: a JSON body of 256 KB or more is refused.
+const MaxBodyBytes = 256 * 1024
+
+// New builds the API.
+func New(cfg Config) (*API, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.ApplyTimeout == 0 {
+		cfg.ApplyTimeout = 10 * time.Second
+	}
+	lim, err := newLimiters(cfg.Limits)
+	if err != nil {
+		return nil, err
+	}
+	a := &API{cfg: cfg, fsm: cfg.FSM, store: cfg.Store, log: cfg.Logger, lim: lim, metrics: newMetrics(cfg.Registry)}
+	a.inflight.m = map[inflightKey]struct{}{}
+	a.router = a.routes()
+	return a, nil
+}
+
+// ServeHTTP makes the API an http.Handler.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.router.ServeHTTP(w, r) }
+
+// Close stops the rate limiters' sweepers.
+func (a *API) Close() { a.lim.close() }
+
+func (a *API) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(a.requestID, a.recoverer, a.observe, a.limitBody)
+	r.NotFound(a.notFound)
+	r.MethodNotAllowed(a.methodNotAllowed)
+	r.Get("/v1", a.root)
+	r.Get("/files/previews/{id}.png", a.previewFile)
+	r.Group(func(r chi.Router) {
+		r.Use(a.authenticate)
+		r.Get("/v1/openapi.json", a.openAPI)
+		r.Get("/v1/me", a.me)
+		r.Get("/v1/models", a.listModels)
+		r.Get("/v1/folders", a.listFolders)
+		r.Post("/v1/folders", a.createFolder)
+		r.Post("/v1/videos", a.createVideo)
+		r.Get("/v1/videos", a.listVideos)
+		r.Get("/v1/videos/{id}", a.getVideo)
+		r.Post("/v1/videos/{id}/render", a.renderPreview)
+	})
+	return r
+}
+
+// inflight holds the idempotency keys whose create is being committed on this node.
+type inflightKey struct{ account, key string }
+
+type inflight struct {
+	mu sync.Mutex
+	m  map[inflightKey]struct{}
+}
+
+func (f *inflight) acquire(k inflightKey) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, busy := f.m[k]; busy {
+		return false
+	}
+	f.m[k] = struct{}{}
+	return true
+}
+
+func (f *inflight) release(k inflightKey) {
+	f.mu.Lock()
+	delete(f.m, k)
+	f.mu.Unlock()
+}

@@ -1,0 +1,190 @@
+package api
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/vidfarm/vidfarm/controlplane/apierr"
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/ids"
+)
+
+const maxIdempotencyKey = 255
+
+func (a *API) createVideo(w http.ResponseWriter, r *http.Request) {
+	p := principalOf(r)
+	body, e := readBody(r)
+	if e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	idemKey := r.Header.Get("Idempotency-Key")
+	if e := checkIdempotencyKey(idemKey); e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	spec, price, e := a.parseCreate(p.AccountID, body)
+	if e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	acct, ok := a.fsm.Account(p.AccountID)
+	if !ok {
+		apierr.Write(w, r, apierr.New(http.StatusUnauthorized, apierr.CodeInvalidAPIKey, "the account of this key no longer exists"))
+		return
+	}
+	class, scope := a.lim.freeAcc, "free video creation"
+	if fsm.Premium(acct.Plan) {
+		class, scope = a.lim.premium, "video creation"
+	}
+	if e := a.lim.check(r.Context(), class, scope, p.AccountID); e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	if idemKey != "" {
+		k := inflightKey{account: p.AccountID, key: idemKey}
+		if !a.inflight.acquire(k) {
+			e := apierr.New(http.StatusConflict, apierr.CodeIdempotencyInFlight,
+				"a request with this Idempotency-Key is still being processed; retry shortly")
+			e.Retryable = true
+			e.RetryAfter = 1
+			apierr.Write(w, r, e)
+			return
+		}
+		defer a.inflight.release(k)
+	}
+	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
+	defer cancel()
+	out, err := a.store.Apply(ctx, &fsm.CreateVideo{
+		VideoID: ids.New("vid"), AccountID: p.AccountID, Spec: spec, Price: price,
+		IdempotencyKey: idemKey, BodyHash: sha256.Sum256(canonicalJSON(body)), Now: a.cfg.Now().UnixNano(),
+	})
+	if err != nil {
+		apierr.Write(w, r, a.fromApply(r, err))
+		return
+	}
+	res := out.(fsm.CreateVideoResult)
+	if res.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	w.Header().Set("Location", "/v1/videos/"+res.Video.ID)
+	apierr.WriteJSON(w, http.StatusCreated, a.videoView(res.Video, res.QueuePosition, createExpiry(res.Video)))
+}
+
+func checkIdempotencyKey(k string) *apierr.Error {
+	if len(k) > maxIdempotencyKey {
+		return apierr.Invalid("Idempotency-Key", fmt.Sprintf("the Idempotency-Key header is longer than %d characters", maxIdempotencyKey))
+	}
+	if strings.IndexFunc(k, func(r rune) bool { return r > unicode.MaxASCII || !unicode.IsPrint(r) }) >= 0 {
+		return apierr.Invalid("Idempotency-Key", "the Idempotency-Key header must be printable ASCII")
+	}
+	return nil
+}
+
+func (a *API) getVideo(w http.ResponseWriter, r *http.Request) {
+	v, ok := a.fsm.Video(principalOf(r).AccountID, chi.URLParam(r, "id"))
+	if !ok {
+		apierr.Write(w, r, apierr.NotFound("video"))
+		return
+	}
+	apierr.WriteJSON(w, http.StatusOK, a.videoView(v.Video, v.QueuePosition, a.readExpiry()))
+}
+
+var videoStatuses = []string{fsm.StatusQueued, fsm.StatusProcessing, fsm.StatusCompleted, fsm.StatusFailed, fsm.StatusPreview}
+
+type listJSON[T any] struct {
+	Object  string `json:"object"`
+	Data    []T    `json:"data"`
+	Count   int    `json:"count"`
+	Total   int    `json:"total"`
+	HasMore bool   `json:"has_more"`
+}
+
+func (a *API) listVideos(w http.ResponseWriter, r *http.Request) {
+	p := principalOf(r)
+	q := r.URL.Query()
+	for k := range q {
+		switch k {
+		case "status", "folder_id", "limit", "starting_after":
+		default:
+			apierr.Write(w, r, apierr.Invalid(k, fmt.Sprintf("unknown query parameter %q; use status, folder_id, limit or starting_after", k)))
+			return
+		}
+	}
+	flt := fsm.VideoFilter{Status: q.Get("status"), FolderID: q.Get("folder_id"), Limit: 20, StartingAfter: q.Get("starting_after")}
+	if q.Has("status") && !contains(videoStatuses, flt.Status) {
+		apierr.Write(w, r, apierr.Invalid("status", fmt.Sprintf("status %q is not valid", flt.Status)).With("allowed", videoStatuses))
+		return
+	}
+	if q.Has("limit") {
+		n, err := strconv.Atoi(q.Get("limit"))
+		if err != nil || n < 1 || n > 100 {
+			apierr.Write(w, r, apierr.Invalid("limit", "limit must be an integer from 1 to 100").With("minimum", 1).With("maximum", 100))
+			return
+		}
+		flt.Limit = n
+	}
+	if flt.FolderID != "" {
+		if _, ok := a.fsm.Folder(p.AccountID, flt.FolderID); !ok {
+			apierr.Write(w, r, apierr.Invalid("folder_id", fmt.Sprintf("no folder %q in this account", flt.FolderID)))
+			return
+		}
+	}
+	page, err := a.fsm.ListVideos(p.AccountID, flt)
+	if err != nil {
+		apierr.Write(w, r, apierr.Invalid("starting_after", "starting_after must be the id of one of this account's videos"))
+		return
+	}
+	exp := a.readExpiry()
+	out := listJSON[videoJSON]{Object: "list", Data: make([]videoJSON, 0, len(page.Videos)), Total: page.Total, HasMore: page.HasMore}
+	for _, v := range page.Videos {
+		out.Data = append(out.Data, a.videoView(v.Video, v.QueuePosition, exp))
+	}
+	out.Count = len(out.Data)
+	apierr.WriteJSON(w, http.StatusOK, out)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// renderPreview renders a previewed project once the account is premium. The body
+// may be empty or {}; calling it again returns the video as it now stands.
+func (a *API) renderPreview(w http.ResponseWriter, r *http.Request) {
+	body, e := readBody(r)
+	if e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	if len(strings.TrimSpace(string(body))) > 0 {
+		o, e := decodeObject(body)
+		if e == nil {
+			e = o.checkFields()
+		}
+		if e != nil {
+			apierr.Write(w, r, e)
+			return
+		}
+	}
+	p := principalOf(r)
+	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
+	defer cancel()
+	out, err := a.store.Apply(ctx, &fsm.RenderPreview{VideoID: chi.URLParam(r, "id"), AccountID: p.AccountID, Now: a.cfg.Now().UnixNano()})
+	if err != nil {
+		apierr.Write(w, r, a.fromApply(r, err))
+		return
+	}
+	res := out.(fsm.CreateVideoResult)
+	apierr.WriteJSON(w, http.StatusOK, a.videoView(res.Video, res.QueuePosition, a.readExpiry()))
+}

@@ -1,0 +1,81 @@
+package fsm
+
+import "fmt"
+
+func (s *state) applyCreateAccount(c *CreateAccount) (any, error) {
+	if !ValidPlan(c.Plan) {
+		return nil, fmt.Errorf("%w: unknown plan %q", ErrInvalidCommand, c.Plan)
+	}
+	if c.Credits < 0 {
+		return nil, fmt.Errorf("%w: negative opening balance", ErrInvalidCommand)
+	}
+	if _, ok := s.accounts[c.AccountID]; ok {
+		return nil, fmt.Errorf("%w: account %s exists", ErrInvalidCommand, c.AccountID)
+	}
+	a := &Account{ID: c.AccountID, Name: c.Name, Plan: c.Plan, Credits: c.Credits, CreatedAt: c.Now}
+	s.accounts[a.ID] = a
+	s.addKey(c.KeyID, c.AccountID, c.KeyHash, c.KeyHint, c.Now)
+	return *a, nil
+}
+
+func (s *state) addKey(id, account string, hash [32]byte, hint string, now int64) *Key {
+	k := &Key{ID: id, AccountID: account, Hash: hash, Hint: hint, CreatedAt: now}
+	s.keys[id] = k
+	s.keyByHash[hash] = id
+	return k
+}
+
+func (s *state) applyCreateKey(c *CreateKey) (any, error) {
+	if _, ok := s.accounts[c.AccountID]; !ok {
+		return nil, fmt.Errorf("create key for %s: %w", c.AccountID, ErrAccountNotFound)
+	}
+	if _, ok := s.keyByHash[c.KeyHash]; ok {
+		return nil, fmt.Errorf("%w: key hash collision", ErrInvalidCommand)
+	}
+	return *s.addKey(c.KeyID, c.AccountID, c.KeyHash, c.KeyHint, c.Now), nil
+}
+
+func (s *state) applyRevokeKey(c *RevokeKey) (any, error) {
+	k, ok := s.keys[c.KeyID]
+	if !ok {
+		return nil, fmt.Errorf("revoke %s: %w", c.KeyID, ErrKeyNotFound)
+	}
+	if k.RevokedAt == 0 { // revoking twice keeps the first time
+		k.RevokedAt = c.Now
+	}
+	return *k, nil
+}
+
+func (s *state) applyGrantCredits(c *GrantCredits) (any, error) {
+	a, ok := s.accounts[c.AccountID]
+	if !ok {
+		return nil, fmt.Errorf("grant to %s: %w", c.AccountID, ErrAccountNotFound)
+	}
+	if c.Amount <= 0 {
+		return nil, fmt.Errorf("%w: grant must be positive, got %d", ErrInvalidCommand, c.Amount)
+	}
+	a.Credits += c.Amount
+	return *a, nil
+}
+
+func (s *state) applySetPlan(c *SetPlan) (any, error) {
+	a, ok := s.accounts[c.AccountID]
+	if !ok {
+		return nil, fmt.Errorf("set plan of %s: %w", c.AccountID, ErrAccountNotFound)
+	}
+	if !ValidPlan(c.Plan) {
+		return nil, fmt.Errorf("%w: unknown plan %q", ErrInvalidCommand, c.Plan)
+	}
+	a.Plan = c.Plan
+	return *a, nil
+}
+
+func (s *state) applyCreateFolder(c *CreateFolder) (any, error) {
+	if _, ok := s.accounts[c.AccountID]; !ok {
+		return nil, fmt.Errorf("create folder for %s: %w", c.AccountID, ErrAccountNotFound)
+	}
+	f := &Folder{ID: c.FolderID, AccountID: c.AccountID, Name: c.Name, CreatedAt: c.Now}
+	s.folders[f.ID] = f
+	s.accountFolders[f.AccountID] = append(s.accountFolders[f.AccountID], f.ID)
+	return *f, nil
+}

@@ -1,0 +1,235 @@
+package fsm
+
+import (
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// MessageType is the first byte of every log entry. Values are part of the on-disk
+// format: only ever append new ones, never reorder or reuse.
+type MessageType uint8
+
+const (
+	CreateAccountType MessageType = iota + 1
+	CreateKeyType
+	RevokeKeyType
+	GrantCreditsType
+	SetPlanType
+	CreateFolderType
+	CreateVideoType
+	RenderPreviewType
+	StartVideoType
+	VideoProgressType
+	CompleteVideoType
+	FailVideoType
+	ExpireIdempotencyType
+)
+
+func (t MessageType) String() string {
+	switch t {
+	case CreateAccountType:
+		return "create_account"
+	case CreateKeyType:
+		return "create_key"
+	case RevokeKeyType:
+		return "revoke_key"
+	case GrantCreditsType:
+		return "grant_credits"
+	case SetPlanType:
+		return "set_plan"
+	case CreateFolderType:
+		return "create_folder"
+	case CreateVideoType:
+		return "create_video"
+	case RenderPreviewType:
+		return "render_preview"
+	case StartVideoType:
+		return "start_video"
+	case VideoProgressType:
+		return "video_progress"
+	case CompleteVideoType:
+		return "complete_video"
+	case FailVideoType:
+		return "fail_video"
+	case ExpireIdempotencyType:
+		return "expire_idempotency"
+	}
+	return fmt.Sprintf("message_type_%d", uint8(t))
+}
+
+// Command is implemented by every payload; it names its message type.
+type Command interface {
+	Type() MessageType
+}
+
+// CreateAccount opens an account with its first API key.
+type CreateAccount struct {
+	AccountID string   `msgpack:"account"`
+	Name      string   `msgpack:"name"`
+	Plan      string   `msgpack:"plan"`
+	Credits   int64    `msgpack:"credits"`
+	KeyID     string   `msgpack:"key"`
+	KeyHash   [32]byte `msgpack:"key_hash"`
+	KeyHint   string   `msgpack:"key_hint"`
+	Now       int64    `msgpack:"now"`
+}
+
+// CreateKey adds an API key to an account.
+type CreateKey struct {
+	AccountID string   `msgpack:"account"`
+	KeyID     string   `msgpack:"key"`
+	KeyHash   [32]byte `msgpack:"key_hash"`
+	KeyHint   string   `msgpack:"key_hint"`
+	Now       int64    `msgpack:"now"`
+}
+
+// RevokeKey revokes an API key for good.
+type RevokeKey struct {
+	KeyID string `msgpack:"key"`
+	Now   int64  `msgpack:"now"`
+}
+
+// GrantCredits adds credits to an account (purchases, goodwill).
+type GrantCredits struct {
+	AccountID string `msgpack:"account"`
+	Amount    int64  `msgpack:"amount"`
+	Now       int64  `msgpack:"now"`
+}
+
+// SetPlan changes an account's plan.
+type SetPlan struct {
+	AccountID string `msgpack:"account"`
+	Plan      string `msgpack:"plan"`
+	Now       int64  `msgpack:"now"`
+}
+
+// CreateFolder adds a folder to an account's library.
+type CreateFolder struct {
+	FolderID  string `msgpack:"folder"`
+	AccountID string `msgpack:"account"`
+	Name      string `msgpack:"name"`
+	Now       int64  `msgpack:"now"`
+}
+
+// CreateVideo checks the balance, charges it and records the video, all at once.
+// A free account's first video becomes a preview instead; its second is refused.
+type CreateVideo struct {
+	VideoID   string `msgpack:"video"`
+	AccountID string `msgpack:"account"`
+	Spec      Spec   `msgpack:"spec"`
+	Price     int64  `msgpack:"price"`
+	// IdempotencyKey is empty when the client sent none.
+	IdempotencyKey string   `msgpack:"idem_key,omitempty"`
+	BodyHash       [32]byte `msgpack:"body_hash"`
+	Now            int64    `msgpack:"now"`
+}
+
+// RenderPreview queues a previewed project for rendering, free of charge, once the
+// account is premium. Applying it to an already rendered preview changes nothing.
+type RenderPreview struct {
+	VideoID   string `msgpack:"video"`
+	AccountID string `msgpack:"account"`
+	Now       int64  `msgpack:"now"`
+}
+
+// StartVideo moves a queued video to processing.
+type StartVideo struct {
+	VideoID string `msgpack:"video"`
+	Now     int64  `msgpack:"now"`
+}
+
+// VideoProgress records a processing video's percent.
+type VideoProgress struct {
+	VideoID string `msgpack:"video"`
+	Percent int    `msgpack:"percent"`
+	Now     int64  `msgpack:"now"`
+}
+
+// CompleteVideo marks a video completed with its outputs.
+type CompleteVideo struct {
+	VideoID         string  `msgpack:"video"`
+	Outputs         Outputs `msgpack:"outputs"`
+	DurationSeconds int     `msgpack:"duration"`
+	Now             int64   `msgpack:"now"`
+}
+
+// FailVideo marks a video failed and refunds its charge in the same step.
+type FailVideo struct {
+	VideoID string `msgpack:"video"`
+	Reason  string `msgpack:"reason"`
+	Now     int64  `msgpack:"now"`
+}
+
+// ExpireIdempotency forgets idempotency records created before Before.
+type ExpireIdempotency struct {
+	Before int64 `msgpack:"before"`
+}
+
+func (CreateAccount) Type() MessageType     { return CreateAccountType }
+func (CreateKey) Type() MessageType         { return CreateKeyType }
+func (RevokeKey) Type() MessageType         { return RevokeKeyType }
+func (GrantCredits) Type() MessageType      { return GrantCreditsType }
+func (SetPlan) Type() MessageType           { return SetPlanType }
+func (CreateFolder) Type() MessageType      { return CreateFolderType }
+func (CreateVideo) Type() MessageType       { return CreateVideoType }
+func (RenderPreview) Type() MessageType     { return RenderPreviewType }
+func (StartVideo) Type() MessageType        { return StartVideoType }
+func (VideoProgress) Type() MessageType     { return VideoProgressType }
+func (CompleteVideo) Type() MessageType     { return CompleteVideoType }
+func (FailVideo) Type() MessageType         { return FailVideoType }
+func (ExpireIdempotency) Type() MessageType { return ExpireIdempotencyType }
+
+// Encode turns a command into a log entry: its type byte, then its msgpack payload.
+func Encode(c Command) ([]byte, error) {
+	payload, err := msgpack.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", c.Type(), err)
+	}
+	out := make([]byte, 1+len(payload))
+	out[0] = byte(c.Type())
+	copy(out[1:], payload)
+	return out, nil
+}
+
+// Decode reads a log entry back into its command.
+func Decode(entry []byte) (Command, error) {
+	if len(entry) == 0 {
+		return nil, fmt.Errorf("decode: empty log entry")
+	}
+	var c Command
+	switch MessageType(entry[0]) {
+	case CreateAccountType:
+		c = &CreateAccount{}
+	case CreateKeyType:
+		c = &CreateKey{}
+	case RevokeKeyType:
+		c = &RevokeKey{}
+	case GrantCreditsType:
+		c = &GrantCredits{}
+	case SetPlanType:
+		c = &SetPlan{}
+	case CreateFolderType:
+		c = &CreateFolder{}
+	case CreateVideoType:
+		c = &CreateVideo{}
+	case RenderPreviewType:
+		c = &RenderPreview{}
+	case StartVideoType:
+		c = &StartVideo{}
+	case VideoProgressType:
+		c = &VideoProgress{}
+	case CompleteVideoType:
+		c = &CompleteVideo{}
+	case FailVideoType:
+		c = &FailVideo{}
+	case ExpireIdempotencyType:
+		c = &ExpireIdempotency{}
+	default:
+		return nil, fmt.Errorf("decode: unknown message type %d", entry[0])
+	}
+	if err := msgpack.Unmarshal(entry[1:], c); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", MessageType(entry[0]), err)
+	}
+	return c, nil
+}

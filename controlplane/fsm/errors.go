@@ -1,0 +1,75 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrAccountNotFound means the command named an account that does not exist.
+	ErrAccountNotFound = errors.New("account not found")
+	// ErrKeyNotFound means the command named an API key that does not exist.
+	ErrKeyNotFound = errors.New("api key not found")
+	// ErrVideoNotFound means the video does not exist for the account that asked.
+	ErrVideoNotFound = errors.New("video not found")
+	// ErrFolderNotFound means the folder does not exist for the account that asked.
+	ErrFolderNotFound = errors.New("folder not found")
+	// ErrInsufficientCredits means the balance does not cover the charge; the
+	// concrete error is *InsufficientCreditsError.
+	ErrInsufficientCredits = errors.New("insufficient credits")
+	// ErrFreeLimitReached means a free account already used its one free project.
+	ErrFreeLimitReached = errors.New("free video project already used")
+	// ErrUpgradeRequired means the operation needs a premium plan.
+	ErrUpgradeRequired = errors.New("premium plan required")
+	// ErrNotPreview means a render-from-preview was asked for a video that was not
+	// created as a preview.
+	ErrNotPreview = errors.New("video is not a preview")
+	// ErrDuplicateRequest means an idempotency key was reused with another body; the
+	// concrete error is *DuplicateRequestError.
+	ErrDuplicateRequest = errors.New("idempotency key reused with a different body")
+	// ErrInvalidTransition means a lifecycle command does not apply to the video's
+	// current status (completing a failed video, say).
+	ErrInvalidTransition = errors.New("invalid video status transition")
+	// ErrInvalidCommand means a well-formed command carries values Apply refuses
+	// (a negative grant, an unknown plan).
+	ErrInvalidCommand = errors.New("invalid command")
+)
+
+// InsufficientCreditsError carries the numbers a client needs to top up.
+type InsufficientCreditsError struct {
+	Required  int64
+	Remaining int64
+}
+
+func (e *InsufficientCreditsError) Error() string {
+	return fmt.Sprintf("insufficient credits: %d required, %d remaining", e.Required, e.Remaining)
+}
+
+// Is makes errors.Is(err, ErrInsufficientCredits) true.
+func (e *InsufficientCreditsError) Is(target error) bool { return target == ErrInsufficientCredits }
+
+// DuplicateRequestError names the video the idempotency key already produced.
+type DuplicateRequestError struct {
+	ExistingVideoID string
+}
+
+func (e *DuplicateRequestError) Error() string {
+	return fmt.Sprintf("idempotency key already used for video %s with a different body", e.ExistingVideoID)
+}
+
+// Is makes errors.Is(err, ErrDuplicateRequest) true.
+func (e *DuplicateRequestError) Is(target error) bool { return target == ErrDuplicateRequest }
+
+// TransitionError says which status a lifecycle command found.
+type TransitionError struct {
+	VideoID string
+	From    string
+	To      string
+}
+
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("video %s: cannot move from %s to %s", e.VideoID, e.From, e.To)
+}
+
+// Is makes errors.Is(err, ErrInvalidTransition) true.
+func (e *TransitionError) Is(target error) bool { return target == ErrInvalidTransition }

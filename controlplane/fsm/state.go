@@ -1,0 +1,103 @@
+package fsm
+
+type idemKey struct {
+	account string
+	key     string
+}
+
+// state is the data behind the FSM. Apply functions change it in place; readers
+// get copies through the FSM's methods.
+type state struct {
+	accounts  map[string]*Account
+	keys      map[string]*Key
+	keyByHash map[[32]byte]string
+
+	folders        map[string]*Folder
+	accountFolders map[string][]string // folder ids in creation order
+
+	videos        map[string]*Video
+	accountVideos map[string][]string // video ids in creation order
+
+	idem map[idemKey]*Idempotency
+
+	lastQueueSeq uint64
+	queue        queueIndex
+}
+
+func newState() *state {
+	return &state{
+		accounts:       map[string]*Account{},
+		keys:           map[string]*Key{},
+		keyByHash:      map[[32]byte]string{},
+		folders:        map[string]*Folder{},
+		accountFolders: map[string][]string{},
+		videos:         map[string]*Video{},
+		accountVideos:  map[string][]string{},
+		idem:           map[idemKey]*Idempotency{},
+	}
+}
+
+func cloneString(p *string) *string {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+func cloneInt64(p *int64) *int64 {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+func cloneBool(p *bool) *bool {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+func cloneFloat(p *float64) *float64 {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+func cloneStrings(s []string) []string {
+	if s == nil {
+		return nil
+	}
+	return append([]string(nil), s...)
+}
+
+// Clone returns a deep copy of the spec.
+func (s Spec) Clone() Spec {
+	s.FileAssetIDs = cloneStrings(s.FileAssetIDs)
+	s.ImageURLs = cloneStrings(s.ImageURLs)
+	s.NegativePrompt = cloneString(s.NegativePrompt)
+	s.Seed = cloneInt64(s.Seed)
+	s.GenerateAudio = cloneBool(s.GenerateAudio)
+	s.Style = cloneString(s.Style)
+	s.MovementAmplitude = cloneString(s.MovementAmplitude)
+	s.CfgScale = cloneFloat(s.CfgScale)
+	s.CameraFixed = cloneBool(s.CameraFixed)
+	s.AutoFix = cloneBool(s.AutoFix)
+	return s
+}
+
+// Clone returns a deep copy of the video.
+func (v Video) Clone() Video {
+	v.Spec = v.Spec.Clone()
+	return v
+}
+
+func (i Idempotency) clone() Idempotency {
+	i.Original = i.Original.Clone()
+	return i
+}

@@ -1,0 +1,141 @@
+package fsm
+
+// Plans an account can be on. Premium plans render; the free plan gets one preview.
+const (
+	PlanFree = "free"
+	PlanPro  = "pro"
+	PlanMax  = "max"
+)
+
+// ValidPlan reports whether p is a plan vidfarm knows.
+func ValidPlan(p string) bool { return p == PlanFree || p == PlanPro || p == PlanMax }
+
+// Premium reports whether plan p may render.
+func Premium(p string) bool { return p == PlanPro || p == PlanMax }
+
+// Video statuses, as the contract names them.
+const (
+	StatusQueued     = "queued"
+	StatusProcessing = "processing"
+	StatusCompleted  = "completed"
+	StatusFailed     = "failed"
+	StatusPreview    = "preview"
+)
+
+// Video modes.
+const (
+	ModeAuto   = "auto"
+	ModeManual = "manual"
+)
+
+// Account is a customer: its plan, balance and free-project flag. Times are Unix
+// nanoseconds stamped by the leader.
+type Account struct {
+	ID             string `msgpack:"id"`
+	Name           string `msgpack:"name"`
+	Plan           string `msgpack:"plan"`
+	Credits        int64  `msgpack:"credits"`
+	FreeVideoUsed  bool   `msgpack:"free_used"`
+	PreviewVideoID string `msgpack:"preview_video"`
+	CreatedAt      int64  `msgpack:"created_at"`
+}
+
+// Key is an API key. Only the SHA-256 of the secret is kept.
+type Key struct {
+	ID        string   `msgpack:"id"`
+	AccountID string   `msgpack:"account"`
+	Hash      [32]byte `msgpack:"hash"`
+	Hint      string   `msgpack:"hint"` // the first characters, to tell keys apart in listings
+	CreatedAt int64    `msgpack:"created_at"`
+	RevokedAt int64    `msgpack:"revoked_at"` // 0 while valid
+}
+
+// Folder files videos of one account.
+type Folder struct {
+	ID        string `msgpack:"id"`
+	AccountID string `msgpack:"account"`
+	Name      string `msgpack:"name"`
+	CreatedAt int64  `msgpack:"created_at"`
+}
+
+// Spec is a validated video request with every default filled in: what the render
+// farm needs to produce the video. Fields of the other mode stay zero.
+type Spec struct {
+	Mode            string `msgpack:"mode"`
+	Prompt          string `msgpack:"prompt"`
+	Name            string `msgpack:"name"`
+	FolderID        string `msgpack:"folder"`
+	DurationSeconds int    `msgpack:"duration"`
+
+	// auto
+	AvatarID     string   `msgpack:"avatar,omitempty"`
+	VoiceID      string   `msgpack:"voice,omitempty"`
+	BrandKitID   string   `msgpack:"brand_kit,omitempty"`
+	StyleID      string   `msgpack:"style_id,omitempty"`
+	FileAssetIDs []string `msgpack:"assets,omitempty"`
+	Orientation  string   `msgpack:"orientation,omitempty"`
+
+	// manual
+	Model             string   `msgpack:"model,omitempty"`
+	Operation         string   `msgpack:"operation,omitempty"`
+	Resolution        string   `msgpack:"resolution,omitempty"`
+	AspectRatio       string   `msgpack:"aspect_ratio,omitempty"`
+	ImageURL          string   `msgpack:"image_url,omitempty"`
+	FirstFrameURL     string   `msgpack:"first_frame_url,omitempty"`
+	LastFrameURL      string   `msgpack:"last_frame_url,omitempty"`
+	ImageURLs         []string `msgpack:"image_urls,omitempty"`
+	NegativePrompt    *string  `msgpack:"negative_prompt,omitempty"`
+	Seed              *int64   `msgpack:"seed,omitempty"`
+	GenerateAudio     *bool    `msgpack:"generate_audio,omitempty"`
+	Style             *string  `msgpack:"style,omitempty"`
+	MovementAmplitude *string  `msgpack:"movement_amplitude,omitempty"`
+	CfgScale          *float64 `msgpack:"cfg_scale,omitempty"`
+	CameraFixed       *bool    `msgpack:"camera_fixed,omitempty"`
+	AutoFix           *bool    `msgpack:"auto_fix,omitempty"`
+}
+
+// Outputs are the blob keys of a finished video.
+type Outputs struct {
+	Video           string `msgpack:"video"`
+	VideoNoCaptions string `msgpack:"video_no_captions,omitempty"`
+	Captions        string `msgpack:"captions,omitempty"`
+}
+
+// Video is one render project and where it stands.
+type Video struct {
+	ID             string `msgpack:"id"`
+	AccountID      string `msgpack:"account"`
+	Spec           Spec   `msgpack:"spec"`
+	Status         string `msgpack:"status"`
+	CreditsCharged int64  `msgpack:"charged"`
+	// Price is what the video would cost; for a preview it is what rendering would
+	// have cost, shown to help the upgrade decision.
+	Price int64 `msgpack:"price"`
+	// QueueSeq orders queued videos; 0 when not queued.
+	QueueSeq            uint64  `msgpack:"queue_seq"`
+	Percent             int     `msgpack:"percent"`
+	ErrorMessage        string  `msgpack:"error,omitempty"`
+	CreditsRefunded     bool    `msgpack:"refunded"`
+	RenderedFromPreview bool    `msgpack:"from_preview"`
+	Outputs             Outputs `msgpack:"outputs"`
+	CreatedAt           int64   `msgpack:"created_at"`
+	UpdatedAt           int64   `msgpack:"updated_at"`
+	StartedAt           int64   `msgpack:"started_at"`
+	FinishedAt          int64   `msgpack:"finished_at"`
+}
+
+// Idempotency remembers what an Idempotency-Key produced, for 24 hours.
+type Idempotency struct {
+	AccountID string   `msgpack:"account"`
+	Key       string   `msgpack:"key"`
+	BodyHash  [32]byte `msgpack:"body_hash"`
+	VideoID   string   `msgpack:"video"`
+	// Original is the video exactly as the creating request returned it, so a replay
+	// answers byte for byte what the first response said.
+	Original      Video  `msgpack:"original"`
+	QueuePosition uint64 `msgpack:"queue_position"`
+	CreatedAt     int64  `msgpack:"created_at"`
+}
+
+// IdempotencyTTL is how long an Idempotency-Key is remembered, in nanoseconds.
+const IdempotencyTTL int64 = 24 * 3600 * 1e9

@@ -1,0 +1,180 @@
+package fsm
+
+import "fmt"
+
+// CreateVideoResult is what CreateVideo answers: the video as the creating request
+// saw it. On an idempotent replay it is the original answer, not today's state.
+type CreateVideoResult struct {
+	Video         Video
+	QueuePosition uint64
+	Replayed      bool
+}
+
+func (s *state) applyCreateVideo(c *CreateVideo) (any, error) {
+	a, ok := s.accounts[c.AccountID]
+	if !ok {
+		return nil, fmt.Errorf("create video for %s: %w", c.AccountID, ErrAccountNotFound)
+	}
+	ik := idemKey{account: c.AccountID, key: c.IdempotencyKey}
+	if c.IdempotencyKey != "" {
+		if rec, ok := s.idem[ik]; ok && rec.CreatedAt+IdempotencyTTL > c.Now {
+			if rec.BodyHash != c.BodyHash {
+				return nil, &DuplicateRequestError{ExistingVideoID: rec.VideoID}
+			}
+			return CreateVideoResult{Video: rec.Original.Clone(), QueuePosition: rec.QueuePosition, Replayed: true}, nil
+		}
+	}
+	if f := c.Spec.FolderID; f != "" {
+		if fo, ok := s.folders[f]; !ok || fo.AccountID != c.AccountID {
+			return nil, fmt.Errorf("folder %s: %w", f, ErrFolderNotFound)
+		}
+	}
+	if c.Price < 0 {
+		return nil, fmt.Errorf("%w: negative price", ErrInvalidCommand)
+	}
+	v := &Video{
+		ID: c.VideoID, AccountID: c.AccountID, Spec: c.Spec.Clone(), Price: c.Price,
+		CreatedAt: c.Now, UpdatedAt: c.Now,
+	}
+	if Premium(a.Plan) {
+		if a.Credits < c.Price {
+			return nil, &InsufficientCreditsError{Required: c.Price, Remaining: a.Credits}
+		}
+		a.Credits -= c.Price
+		v.CreditsCharged = c.Price
+		s.enqueue(v)
+	} else {
+		if a.FreeVideoUsed {
+			return nil, ErrFreeLimitReached
+		}
+		a.FreeVideoUsed = true
+		a.PreviewVideoID = v.ID
+		v.Status = StatusPreview
+	}
+	s.videos[v.ID] = v
+	s.accountVideos[v.AccountID] = append(s.accountVideos[v.AccountID], v.ID)
+	res := CreateVideoResult{Video: v.Clone(), QueuePosition: s.queue.position(v.QueueSeq)}
+	if c.IdempotencyKey != "" {
+		s.idem[ik] = &Idempotency{
+			AccountID: c.AccountID, Key: c.IdempotencyKey, BodyHash: c.BodyHash, VideoID: v.ID,
+			Original: v.Clone(), QueuePosition: res.QueuePosition, CreatedAt: c.Now,
+		}
+	}
+	return res, nil
+}
+
+func (s *state) enqueue(v *Video) {
+	s.lastQueueSeq++
+	v.QueueSeq = s.lastQueueSeq
+	v.Status = StatusQueued
+	s.queue.push(v.QueueSeq)
+}
+
+func (s *state) dequeue(v *Video) {
+	s.queue.remove(v.QueueSeq)
+	v.QueueSeq = 0
+}
+
+func (s *state) applyRenderPreview(c *RenderPreview) (any, error) {
+	v, ok := s.videos[c.VideoID]
+	if !ok || v.AccountID != c.AccountID {
+		return nil, fmt.Errorf("render %s: %w", c.VideoID, ErrVideoNotFound)
+	}
+	if v.RenderedFromPreview {
+		return CreateVideoResult{Video: v.Clone(), QueuePosition: s.queue.position(v.QueueSeq)}, nil
+	}
+	if v.Status != StatusPreview {
+		return nil, fmt.Errorf("render %s (status %s): %w", v.ID, v.Status, ErrNotPreview)
+	}
+	if a := s.accounts[v.AccountID]; a == nil || !Premium(a.Plan) {
+		return nil, fmt.Errorf("render %s: %w", v.ID, ErrUpgradeRequired)
+	}
+	v.RenderedFromPreview = true
+	v.UpdatedAt = c.Now
+	s.enqueue(v)
+	return CreateVideoResult{Video: v.Clone(), QueuePosition: s.queue.position(v.QueueSeq)}, nil
+}
+
+func (s *state) video(id string) (*Video, error) {
+	v, ok := s.videos[id]
+	if !ok {
+		return nil, fmt.Errorf("video %s: %w", id, ErrVideoNotFound)
+	}
+	return v, nil
+}
+
+func (s *state) applyStartVideo(c *StartVideo) (any, error) {
+	v, err := s.video(c.VideoID)
+	if err != nil {
+		return nil, err
+	}
+	if v.Status != StatusQueued {
+		return nil, &TransitionError{VideoID: v.ID, From: v.Status, To: StatusProcessing}
+	}
+	s.dequeue(v)
+	v.Status = StatusProcessing
+	v.StartedAt, v.UpdatedAt = c.Now, c.Now
+	return v.Clone(), nil
+}
+
+func (s *state) applyVideoProgress(c *VideoProgress) (any, error) {
+	v, err := s.video(c.VideoID)
+	if err != nil {
+		return nil, err
+	}
+	if v.Status != StatusProcessing {
+		return nil, &TransitionError{VideoID: v.ID, From: v.Status, To: StatusProcessing}
+	}
+	v.Percent = min(max(c.Percent, 0), 100)
+	v.UpdatedAt = c.Now
+	return v.Clone(), nil
+}
+
+func (s *state) applyCompleteVideo(c *CompleteVideo) (any, error) {
+	v, err := s.video(c.VideoID)
+	if err != nil {
+		return nil, err
+	}
+	if v.Status != StatusQueued && v.Status != StatusProcessing {
+		return nil, &TransitionError{VideoID: v.ID, From: v.Status, To: StatusCompleted}
+	}
+	s.dequeue(v)
+	v.Status = StatusCompleted
+	v.Percent = 100
+	v.Outputs = c.Outputs
+	if c.DurationSeconds > 0 {
+		v.Spec.DurationSeconds = c.DurationSeconds
+	}
+	v.FinishedAt, v.UpdatedAt = c.Now, c.Now
+	return v.Clone(), nil
+}
+
+func (s *state) applyFailVideo(c *FailVideo) (any, error) {
+	v, err := s.video(c.VideoID)
+	if err != nil {
+		return nil, err
+	}
+	if v.Status != StatusQueued && v.Status != StatusProcessing {
+		return nil, &TransitionError{VideoID: v.ID, From: v.Status, To: StatusFailed}
+	}
+	s.dequeue(v)
+	if a := s.accounts[v.AccountID]; a != nil {
+		a.Credits += v.CreditsCharged
+	}
+	v.Status = StatusFailed
+	v.ErrorMessage = c.Reason
+	v.CreditsRefunded = true
+	v.FinishedAt, v.UpdatedAt = c.Now, c.Now
+	return v.Clone(), nil
+}
+
+func (s *state) applyExpireIdempotency(c *ExpireIdempotency) (any, error) {
+	n := 0
+	for k, rec := range s.idem {
+		if rec.CreatedAt < c.Before {
+			delete(s.idem, k)
+			n++
+		}
+	}
+	return n, nil
+}

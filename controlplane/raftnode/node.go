@@ -1,0 +1,232 @@
+// Package raftnode runs the Raft node that replicates the control plane's FSM:
+// hashicorp/raft over TCP, raft-boltdb (bbolt) as log and stable store, and a file
+// snapshot store, all under one data directory. It bootstraps a single-node cluster
+// when the directory is new, which is the embedded default, and offers one Apply
+// helper that proposes a command, waits for it and unwraps the FSM's answer.
+package raftnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+)
+
+// ErrNotLeader means this node cannot take writes because it is not the leader.
+// Every layer that proposes matches it with errors.Is.
+var ErrNotLeader = errors.New("not the raft leader")
+
+// ErrTimeout means a proposal did not commit within its deadline; it may still commit.
+var ErrTimeout = errors.New("raft apply timed out")
+
+// Config says where the node keeps its data and how it talks to peers.
+type Config struct {
+	DataDir  string
+	NodeID   string
+	RaftAddr string // listen address for Raft traffic, e.g. 127.0.0.1:7000
+	// Advertise is the address peers dial; defaults to RaftAddr's bound address.
+	Advertise string
+	Logger    *slog.Logger
+	// NoSync skips fsync on the log store. Only for tests of things other than
+	// durability; servers always sync.
+	NoSync bool
+	// SnapshotThreshold is how many new log entries trigger a snapshot (default 8192);
+	// TrailingLogs how many entries stay after compaction (default 10240).
+	SnapshotThreshold uint64
+	TrailingLogs      uint64
+	SnapshotInterval  time.Duration
+}
+
+// Node is a running Raft member with its FSM.
+type Node struct {
+	Raft      *raft.Raft
+	FSM       *fsm.FSM
+	cfg       Config
+	log       *slog.Logger
+	store     *raftboltdb.BoltStore
+	transport *raft.NetworkTransport
+	snaps     *raft.FileSnapshotStore
+}
+
+// Open starts the node; with a new data directory it bootstraps a cluster of itself.
+func Open(cfg Config, f *fsm.FSM) (*Node, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.NodeID == "" {
+		return nil, fmt.Errorf("raftnode: node id is required")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.HeartbeatTimeout = 500 * time.Millisecond
+	rc.ElectionTimeout = 500 * time.Millisecond
+	rc.LeaderLeaseTimeout = 250 * time.Millisecond
+	rc.CommitTimeout = 5 * time.Millisecond
+	// Batching: concurrent proposals queue up and are written with one fsync.
+	rc.BatchApplyCh = true
+	rc.MaxAppendEntries = 512
+	rc.SnapshotThreshold = orDefault(cfg.SnapshotThreshold, 8192)
+	rc.TrailingLogs = orDefault(cfg.TrailingLogs, 10240)
+	if cfg.SnapshotInterval > 0 {
+		rc.SnapshotInterval = cfg.SnapshotInterval
+	}
+	rc.Logger = hclog.New(&hclog.LoggerOptions{
+		Name: "raft", Level: hclog.Warn, JSONFormat: true, Output: os.Stderr,
+	})
+
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db"), NoSync: cfg.NoSync})
+	if err != nil {
+		return nil, fmt.Errorf("open raft log store: %w", err)
+	}
+	logs, err := raft.NewLogCache(1024, store)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("log cache: %w", err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, rc.Logger)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("open snapshot store: %w", err)
+	}
+	var adv net.Addr
+	if cfg.Advertise != "" {
+		if adv, err = net.ResolveTCPAddr("tcp", cfg.Advertise); err != nil {
+			store.Close()
+			return nil, fmt.Errorf("resolve advertise address %q: %w", cfg.Advertise, err)
+		}
+	}
+	transport, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, adv, 3, 10*time.Second, rc.Logger)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("raft transport on %s: %w", cfg.RaftAddr, err)
+	}
+	existing, err := raft.HasExistingState(logs, store, snaps)
+	if err != nil {
+		transport.Close()
+		store.Close()
+		return nil, fmt.Errorf("inspect raft state: %w", err)
+	}
+	r, err := raft.NewRaft(rc, f, logs, store, snaps, transport)
+	if err != nil {
+		transport.Close()
+		store.Close()
+		return nil, fmt.Errorf("start raft: %w", err)
+	}
+	n := &Node{Raft: r, FSM: f, cfg: cfg, log: cfg.Logger, store: store, transport: transport, snaps: snaps}
+	if !existing {
+		boot := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: transport.LocalAddr()}}}
+		if err := r.BootstrapCluster(boot).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			n.Close()
+			return nil, fmt.Errorf("bootstrap single-node cluster: %w", err)
+		}
+		n.log.Info("bootstrapped single-node cluster", "node_id", cfg.NodeID, "raft_addr", string(transport.LocalAddr()))
+	}
+	return n, nil
+}
+
+func orDefault(v, d uint64) uint64 {
+	if v == 0 {
+		return d
+	}
+	return v
+}
+
+// RaftAddr is the address the transport listens on.
+func (n *Node) RaftAddr() string { return string(n.transport.LocalAddr()) }
+
+// IsLeader reports whether this node currently leads.
+func (n *Node) IsLeader() bool { return n.Raft.State() == raft.Leader }
+
+// WaitLeader blocks until this node leads or ctx ends.
+func (n *Node) WaitLeader(ctx context.Context) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for !n.IsLeader() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for leadership: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// Apply proposes cmd, waits until it is applied and returns the FSM's value, or its
+// domain refusal as the error. Not being the leader is ErrNotLeader.
+func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (any, error) {
+	data, err := fsm.Encode(cmd)
+	if err != nil {
+		return nil, err
+	}
+	timeout := 10 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	fut := n.Raft.Apply(data, timeout)
+	if err := fut.Error(); err != nil {
+		switch {
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+			return nil, fmt.Errorf("apply %s: %w: %w", cmd.Type(), ErrNotLeader, err)
+		case errors.Is(err, raft.ErrEnqueueTimeout):
+			return nil, fmt.Errorf("apply %s: %w", cmd.Type(), ErrTimeout)
+		}
+		return nil, fmt.Errorf("apply %s: %w", cmd.Type(), err)
+	}
+	res, ok := fut.Response().(*fsm.Result)
+	if !ok {
+		return nil, fmt.Errorf("apply %s: unexpected fsm response %T", cmd.Type(), fut.Response())
+	}
+	return res.Value, res.Err
+}
+
+// Barrier waits until every entry committed before it is applied, so a read after
+// it sees every acknowledged write.
+func (n *Node) Barrier(ctx context.Context) error {
+	timeout := 10 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	if err := n.Raft.Barrier(timeout).Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) {
+			return fmt.Errorf("barrier: %w", ErrNotLeader)
+		}
+		return fmt.Errorf("barrier: %w", err)
+	}
+	return nil
+}
+
+// Snapshot takes a snapshot now and compacts the log behind it.
+func (n *Node) Snapshot() error {
+	if err := n.Raft.Snapshot().Error(); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	return nil
+}
+
+// Stats is Raft's own view of the node (state, term, indexes).
+func (n *Node) Stats() map[string]string { return n.Raft.Stats() }
+
+// Close shuts Raft down and closes the stores.
+func (n *Node) Close() error {
+	err := n.Raft.Shutdown().Error()
+	if cerr := n.transport.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := n.store.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,58 @@
+package server
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/raftnode"
+)
+
+// stateCollector exports the FSM's counts and Raft's indexes at scrape time.
+type stateCollector struct {
+	f      *fsm.FSM
+	node   *raftnode.Node
+	videos *prometheus.Desc
+	counts *prometheus.Desc
+	raft   *prometheus.Desc
+	leader *prometheus.Desc
+}
+
+func newStateCollector(f *fsm.FSM, n *raftnode.Node) *stateCollector {
+	return &stateCollector{
+		f: f, node: n,
+		videos: prometheus.NewDesc("vidfarm_videos", "Videos by status.", []string{"status"}, nil),
+		counts: prometheus.NewDesc("vidfarm_state_records", "Records in the replicated state by kind.", []string{"kind"}, nil),
+		raft:   prometheus.NewDesc("vidfarm_raft_index", "Raft log indexes of this node.", []string{"index"}, nil),
+		leader: prometheus.NewDesc("vidfarm_raft_leader", "1 when this node is the Raft leader.", nil, nil),
+	}
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.videos
+	ch <- c.counts
+	ch <- c.raft
+	ch <- c.leader
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.f.Stats()
+	for status, n := range st.ByStatus {
+		ch <- prometheus.MustNewConstMetric(c.videos, prometheus.GaugeValue, float64(n), status)
+	}
+	for kind, n := range map[string]int{"accounts": st.Accounts, "keys": st.Keys, "videos": st.Videos, "idempotency": st.Idempotency, "queued": st.Queued} {
+		ch <- prometheus.MustNewConstMetric(c.counts, prometheus.GaugeValue, float64(n), kind)
+	}
+	stats := c.node.Stats()
+	for _, k := range []string{"commit_index", "applied_index", "last_log_index", "last_snapshot_index"} {
+		if v, err := strconv.ParseFloat(stats[k], 64); err == nil {
+			ch <- prometheus.MustNewConstMetric(c.raft, prometheus.GaugeValue, v, k)
+		}
+	}
+	leader := 0.0
+	if c.node.IsLeader() {
+		leader = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.leader, prometheus.GaugeValue, leader)
+}

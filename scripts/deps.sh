@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what the tests need where it is missing: ffmpeg/ffprobe and espeak-ng
+# (Debian packages) and staticcheck (Go module proxy). Safe to run repeatedly.
+set -euo pipefail
+
+need=()
+command -v ffmpeg >/dev/null 2>&1 || need+=(ffmpeg)
+command -v ffprobe >/dev/null 2>&1 || need+=(ffmpeg)
+command -v espeak-ng >/dev/null 2>&1 || need+=(espeak-ng)
+if [ ${#need[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "deps: installing ${need[*]} with apt-get"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+gobin="$(go env GOPATH)/bin"
+if ! command -v staticcheck >/dev/null 2>&1 && [ ! -x "$gobin/staticcheck" ]; then
+  echo "deps: installing staticcheck"
+  go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+fi
+
+go mod download
