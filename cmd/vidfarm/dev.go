@@ -129,4 +129,3 @@ func saveDevState(p string, st devState) error {
 	}
 	return nil
 }
-
