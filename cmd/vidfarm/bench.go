@@ -1,7 +1,73 @@
 package main
 
-import "fmt"
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/vidfarm/vidfarm/bench"
+	"github.com/vidfarm/vidfarm/controlplane/admin"
+)
+
+const benchUsage = `usage: vidfarm bench <command>
+
+  create   closed-loop POST /v1/videos load against a live control plane
+`
 
 func runBench(args []string) error {
-	return fmt.Errorf("no bench command yet")
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, benchUsage)
+		return fmt.Errorf("no bench command given")
+	}
+	switch args[0] {
+	case "create":
+		return runBenchCreate(args[1:])
+	}
+	fmt.Fprint(os.Stderr, benchUsage)
+	return fmt.Errorf("unknown bench command %q", args[0])
+}
+
+func runBenchCreate(args []string) error {
+	fs := flag.NewFlagSet("bench create", flag.ExitOnError)
+	server := fs.String("server", "http://127.0.0.1:8080", "public API base URL")
+	cl := &admin.Client{}
+	fs.StringVar(&cl.Server, "admin-server", "http://127.0.0.1:8081", "admin API address (accounts for the run are created there)")
+	fs.StringVar(&cl.Token, "admin-token", "", "admin token")
+	accounts := fs.Int("accounts", 64, "accounts to spread the load over")
+	concurrency := fs.Int("concurrency", 64, "concurrent clients")
+	duration := fs.Duration("duration", 10*time.Second, "how long to run")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	keys := make([]string, 0, *accounts)
+	for i := 0; i < *accounts; i++ {
+		a, err := cl.CreateAccount(ctx, fmt.Sprintf("bench-%d", i), "max", 1<<40)
+		if err != nil {
+			return fmt.Errorf("create bench account: %w", err)
+		}
+		keys = append(keys, a.APIKey)
+	}
+	fmt.Fprintf(os.Stderr, "bench create: %d clients over %d accounts for %s against %s\n", *concurrency, *accounts, *duration, *server)
+	rep, err := bench.RunCreate(ctx, bench.CreateConfig{
+		BaseURL: *server, APIKeys: keys, Concurrency: *concurrency, Duration: *duration,
+		Progress: func(done int64, el time.Duration) {
+			fmt.Fprintf(os.Stderr, "\r  %5.1fs / %s  %8d created  %6.0f/s", el.Seconds(), *duration, done, float64(done)/el.Seconds())
+		},
+	})
+	fmt.Fprintln(os.Stderr)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(os.Stdout).Encode(rep)
+	}
+	fmt.Print(rep.String())
+	return nil
 }

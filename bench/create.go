@@ -1,0 +1,191 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// CreateConfig describes a closed-loop create benchmark.
+type CreateConfig struct {
+	BaseURL     string   // e.g. http://127.0.0.1:8080
+	APIKeys     []string // spread over the workers, worker i uses key i mod len
+	Concurrency int
+	Duration    time.Duration
+	// Body is the POST /v1/videos body; nil means a 5 s auto video.
+	Body []byte
+	// Progress, when set, is called about once a second with the creates so far.
+	Progress func(done int64, elapsed time.Duration)
+	Client   *http.Client
+}
+
+// CreateReport is what a create benchmark measured.
+type CreateReport struct {
+	Concurrency int              `json:"concurrency"`
+	Elapsed     time.Duration    `json:"elapsed_ns"`
+	Requests    int64            `json:"requests"`
+	Created     int64            `json:"created"`
+	Failures    map[string]int64 `json:"failures"` // by error code or transport error
+	PerSecond   float64          `json:"creates_per_second"`
+	P50         time.Duration    `json:"p50_ns"`
+	P90         time.Duration    `json:"p90_ns"`
+	P99         time.Duration    `json:"p99_ns"`
+	Max         time.Duration    `json:"max_ns"`
+}
+
+// String formats the report as a small table.
+func (r CreateReport) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "clients      %d\n", r.Concurrency)
+	fmt.Fprintf(&b, "duration     %s\n", r.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(&b, "requests     %d\n", r.Requests)
+	fmt.Fprintf(&b, "created      %d\n", r.Created)
+	fmt.Fprintf(&b, "creates/s    %.0f\n", r.PerSecond)
+	fmt.Fprintf(&b, "latency p50  %s\n", r.P50.Round(10*time.Microsecond))
+	fmt.Fprintf(&b, "latency p90  %s\n", r.P90.Round(10*time.Microsecond))
+	fmt.Fprintf(&b, "latency p99  %s\n", r.P99.Round(10*time.Microsecond))
+	fmt.Fprintf(&b, "latency max  %s\n", r.Max.Round(10*time.Microsecond))
+	codes := make([]string, 0, len(r.Failures))
+	for c := range r.Failures {
+		codes = append(codes, c)
+	}
+	slices.Sort(codes)
+	for _, c := range codes {
+		fmt.Fprintf(&b, "failed       %d × %s\n", r.Failures[c], c)
+	}
+	return b.String()
+}
+
+// DefaultCreateBody is a 5-second auto video: the cheapest create.
+var DefaultCreateBody = []byte(`{"mode":"auto","prompt":"A thirty second tour of a solar lantern for campers","duration_seconds":5}`)
+
+// RunCreate runs the benchmark until Duration passes or ctx ends.
+func RunCreate(ctx context.Context, cfg CreateConfig) (CreateReport, error) {
+	if cfg.Concurrency < 1 || len(cfg.APIKeys) == 0 || cfg.Duration <= 0 {
+		return CreateReport{}, errors.New("bench: need concurrency ≥ 1, at least one API key and a duration")
+	}
+	body := cfg.Body
+	if body == nil {
+		body = DefaultCreateBody
+	}
+	client := cfg.Client
+	if client == nil {
+		client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency, MaxConnsPerHost: cfg.Concurrency}}
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	defer cancel()
+	url := strings.TrimRight(cfg.BaseURL, "/") + "/v1/videos"
+
+	var created, requests atomic.Int64
+	lat := make([][]time.Duration, cfg.Concurrency)
+	fails := make([]map[string]int64, cfg.Concurrency)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < cfg.Concurrency; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			key := cfg.APIKeys[w%len(cfg.APIKeys)]
+			fails[w] = map[string]int64{}
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				code, err := createOnce(ctx, client, url, key, body)
+				if ctx.Err() != nil {
+					return // the request was cut by the end of the run; don't count it
+				}
+				requests.Add(1)
+				lat[w] = append(lat[w], time.Since(t0))
+				switch {
+				case err != nil:
+					fails[w]["transport: "+err.Error()]++
+				case code == "":
+					created.Add(1)
+				default:
+					fails[w][code]++
+				}
+			}
+		}(w)
+	}
+	if cfg.Progress != nil {
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		t := time.NewTicker(time.Second)
+	loop:
+		for {
+			select {
+			case <-done:
+				break loop
+			case <-t.C:
+				cfg.Progress(created.Load(), time.Since(start))
+			}
+		}
+		t.Stop()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	var all []time.Duration
+	rep := CreateReport{Concurrency: cfg.Concurrency, Elapsed: elapsed, Requests: requests.Load(), Created: created.Load(), Failures: map[string]int64{}}
+	for w := range lat {
+		all = append(all, lat[w]...)
+		for c, n := range fails[w] {
+			rep.Failures[c] += n
+		}
+	}
+	slices.Sort(all)
+	rep.PerSecond = float64(rep.Created) / elapsed.Seconds()
+	rep.P50, rep.P90, rep.P99 = percentile(all, 0.50), percentile(all, 0.90), percentile(all, 0.99)
+	if len(all) > 0 {
+		rep.Max = all[len(all)-1]
+	}
+	return rep, nil
+}
+
+// percentile reads the q-quantile of sorted durations (nearest rank).
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// createOnce sends one create; code is "" on 201, else the error code (or status).
+func createOnce(ctx context.Context, c *http.Client, url, key string, body []byte) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode == http.StatusCreated {
+		return "", nil
+	}
+	var env struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(raw, &env) == nil && env.Error.Code != "" {
+		return env.Error.Code, nil
+	}
+	return "http_" + strconv.Itoa(resp.StatusCode), nil
+}
