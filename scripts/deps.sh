@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Installs what the tests need where it is missing: ffmpeg/ffprobe and espeak-ng
-# (Debian packages) and staticcheck (Go module proxy). Safe to run repeatedly.
+# Installs what the tests need where it is missing: ffmpeg/ffprobe, espeak-ng and a
+# font for burned-in captions (Debian packages) and staticcheck (Go module proxy). Safe to run repeatedly.
 set -euo pipefail
 
 need=()
 command -v ffmpeg >/dev/null 2>&1 || need+=(ffmpeg)
 command -v ffprobe >/dev/null 2>&1 || need+=(ffmpeg)
 command -v espeak-ng >/dev/null 2>&1 || need+=(espeak-ng)
+# Burned-in captions (libass) need at least one font.
+{ command -v fc-list >/dev/null 2>&1 && [ -n "$(fc-list 2>/dev/null | head -1)" ]; } || need+=(fonts-dejavu-core)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -1,0 +1,306 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Names of the files Composite writes into CompositeInput.OutDir.
+const (
+	VideoFile           = "video.mp4"             // captions burned in (video_url)
+	VideoNoCaptionsFile = "video_no_captions.mp4" // clean (video_url_no_captions)
+	SRTFile             = "captions.srt"          // caption_url
+	VTTFile             = "captions.vtt"
+)
+
+// DefaultCompositeResolution is the resolution of an auto video.
+const DefaultCompositeResolution = "720p"
+
+// Brand is the part of a brand kit the composite draws.
+type Brand struct {
+	// Colors are "#RRGGBB" (or "#RGB"): the first fills the lower-third bar
+	// behind the captions, the second (if any) is a thin accent line on it.
+	Colors []string
+	// LogoPath is an image drawn in the top-right corner; "" for none.
+	LogoPath string
+}
+
+// CompositeInput is everything the composite stage of an auto video needs.
+type CompositeInput struct {
+	Plan        Plan
+	SceneClips  []string     // one rendered clip per Plan.Scenes entry, in order
+	Lines       []SpokenLine // the narration, from Narrate
+	Orientation string       // Landscape ("" too) or Portrait
+	Resolution  string       // "" = DefaultCompositeResolution
+	FPS         int          // 0 = DefaultFPS
+	AvatarID    string       // stock presenter; "" = DefaultAvatar
+	AvatarImage string       // picture of the account's own avatar; overrides AvatarID
+	Brand       *Brand       // nil: a neutral translucent bar, no logo
+	OutDir      string       // where the outputs go (created if needed)
+}
+
+// CompositeResult names the files of a finished auto video.
+type CompositeResult struct {
+	Video           string // OutDir/video.mp4
+	VideoNoCaptions string // OutDir/video_no_captions.mp4
+	SRT             string // OutDir/captions.srt
+	VTT             string // OutDir/captions.vtt
+	Cues            []Cue
+	Duration        time.Duration
+}
+
+// compositeLayout is the geometry and inputs of one composite.
+type compositeLayout struct {
+	w, h, fps int
+	total     time.Duration
+	portrait  bool
+	barColor  string // ffmpeg colour with alpha
+	accent    string // "" for none
+	avatar    string // image path
+	ownAvatar bool   // avatar is the account's picture: crop it round
+	logo      string // "" for none
+	clips     []string
+	placed    []PlacedLine
+	burnSRT   bool // captions.srt has cues to burn in
+	x264, aac []string
+}
+
+// Composite builds the finished auto video: the scene clips cut together at
+// the orientation's frame size, the narration mixed at the times PlaceLines
+// gives, the presenter (a stock avatar or the account's picture) above a
+// lower-third bar in the brand colour, the brand logo, and captions timed
+// by the measured length of each spoken line. It writes video.mp4
+// (captions burned in), video_no_captions.mp4, captions.srt and
+// captions.vtt into in.OutDir in one ffmpeg pass.
+func (t *Tools) Composite(ctx context.Context, in CompositeInput, progress ProgressFunc) (CompositeResult, error) {
+	rep := newReporter(progress)
+	rep.report(0)
+	lay, err := newCompositeLayout(in)
+	if err != nil {
+		return CompositeResult{}, err
+	}
+	if err := os.MkdirAll(in.OutDir, 0o755); err != nil {
+		return CompositeResult{}, fmt.Errorf("composite: %w", err)
+	}
+	res := CompositeResult{
+		Video:           filepath.Join(in.OutDir, VideoFile),
+		VideoNoCaptions: filepath.Join(in.OutDir, VideoNoCaptionsFile),
+		SRT:             filepath.Join(in.OutDir, SRTFile),
+		VTT:             filepath.Join(in.OutDir, VTTFile),
+		Cues:            CaptionCues(lay.placed),
+		Duration:        lay.total,
+	}
+	if err := WriteCaptions(res.Cues, res.SRT, res.VTT); err != nil {
+		return CompositeResult{}, err
+	}
+	lay.burnSRT = len(res.Cues) > 0
+	if lay.avatar == "" {
+		lay.avatar = filepath.Join(in.OutDir, "avatar.png")
+		if err := WriteStockAvatar(orDefault(in.AvatarID, DefaultAvatar), lay.avatar); err != nil {
+			return CompositeResult{}, fmt.Errorf("composite: %w", err)
+		}
+	}
+	lay.x264, lay.aac = t.x264Args(), aacArgs
+	rep.report(2)
+	// Run in OutDir so the subtitles filter can name captions.srt without
+	// filter-graph escaping; every other path is absolute.
+	if err := t.ffmpeg(ctx, in.OutDir, compositeArgs(lay, res.Video, res.VideoNoCaptions), lay.total, rep.span(2, 99)); err != nil {
+		return CompositeResult{}, fmt.Errorf("composite: %w", err)
+	}
+	for _, p := range []string{res.Video, res.VideoNoCaptions} {
+		if err := checkOutput(p); err != nil {
+			return CompositeResult{}, err
+		}
+	}
+	rep.report(100)
+	return res, nil
+}
+
+// newCompositeLayout checks in and works out the geometry.
+func newCompositeLayout(in CompositeInput) (compositeLayout, error) {
+	var lay compositeLayout
+	if in.OutDir == "" {
+		return lay, invalidf("composite: OutDir is empty")
+	}
+	if len(in.Plan.Scenes) == 0 || len(in.SceneClips) != len(in.Plan.Scenes) {
+		return lay, invalidf("composite: %d scene clips for %d scenes", len(in.SceneClips), len(in.Plan.Scenes))
+	}
+	aspect, err := OrientationAspect(in.Orientation)
+	if err != nil {
+		return lay, err
+	}
+	if lay.w, lay.h, err = FrameSize(orDefault(in.Resolution, DefaultCompositeResolution), aspect); err != nil {
+		return lay, err
+	}
+	lay.portrait = in.Orientation == Portrait
+	lay.fps = in.FPS
+	if lay.fps == 0 {
+		lay.fps = DefaultFPS
+	}
+	lay.total = time.Duration(in.Plan.DurationSeconds) * time.Second
+	if lay.total <= 0 {
+		return lay, invalidf("composite: plan has no duration")
+	}
+	abs := func(p string) (string, error) {
+		a, err := filepath.Abs(p)
+		if err == nil {
+			_, err = os.Stat(a)
+		}
+		if err != nil {
+			return "", invalidf("composite: %v", err)
+		}
+		return a, nil
+	}
+	for _, c := range in.SceneClips {
+		a, err := abs(c)
+		if err != nil {
+			return lay, err
+		}
+		lay.clips = append(lay.clips, a)
+	}
+	lines := make([]SpokenLine, len(in.Lines))
+	for i, l := range in.Lines {
+		lines[i] = l
+		if lines[i].Audio, err = abs(l.Audio); err != nil {
+			return lay, err
+		}
+	}
+	lay.placed = PlaceLines(in.Plan, lines)
+	lay.barColor = "black@0.55"
+	if b := in.Brand; b != nil {
+		if len(b.Colors) > 0 {
+			c, err := ffmpegColor(b.Colors[0])
+			if err != nil {
+				return lay, err
+			}
+			lay.barColor = c + "@0.85"
+		}
+		if len(b.Colors) > 1 {
+			if lay.accent, err = ffmpegColor(b.Colors[1]); err != nil {
+				return lay, err
+			}
+		}
+		if b.LogoPath != "" {
+			if lay.logo, err = abs(b.LogoPath); err != nil {
+				return lay, err
+			}
+		}
+	}
+	if in.AvatarImage != "" {
+		if lay.avatar, err = abs(in.AvatarImage); err != nil {
+			return lay, err
+		}
+		lay.ownAvatar = true
+	}
+	return lay, nil
+}
+
+// ffmpegColor turns "#RRGGBB" or "#RGB" into ffmpeg's "0xRRGGBB".
+func ffmpegColor(c string) (string, error) {
+	h := strings.TrimPrefix(strings.TrimSpace(c), "#")
+	if len(h) == 3 {
+		h = string([]byte{h[0], h[0], h[1], h[1], h[2], h[2]})
+	}
+	if _, err := strconv.ParseUint(h, 16, 32); err != nil || len(h) != 6 {
+		return "", invalidf("brand colour %q: use #RRGGBB", c)
+	}
+	return "0x" + strings.ToUpper(h), nil
+}
+
+// compositeArgs builds the single ffmpeg pass of Composite (run in OutDir).
+func compositeArgs(lay compositeLayout, video, clean string) []string {
+	var args, parts []string
+	input := 0
+	addInput := func(a ...string) int {
+		args = append(args, a...)
+		input++
+		return input - 1
+	}
+	short := min(lay.w, lay.h)
+	bar := even(float64(short) * 0.16)
+	accentH := max(2, even(float64(short)*0.012))
+	margin := even(float64(short) * 0.03)
+	total := secs(lay.total)
+
+	// Scenes, cut together and held or trimmed to exactly the plan's length.
+	var labels string
+	for i, c := range lay.clips {
+		n := addInput("-i", c)
+		parts = append(parts, fmt.Sprintf("[%d:v]%s,fps=%d,format=yuv420p[c%d]", n, fitFilter(lay.w, lay.h), lay.fps, i))
+		labels += fmt.Sprintf("[c%d]", i)
+	}
+	parts = append(parts, fmt.Sprintf("%sconcat=n=%d:v=1:a=0,tpad=stop_mode=clone:stop_duration=%s,trim=duration=%s,setpts=PTS-STARTPTS[scenes]",
+		labels, len(lay.clips), total, total))
+
+	// Lower-third bar, accent line, presenter, logo.
+	chain := fmt.Sprintf("[scenes]drawbox=x=0:y=ih-%d:w=iw:h=%d:color=%s:t=fill", bar, bar, lay.barColor)
+	if lay.accent != "" {
+		chain += fmt.Sprintf(",drawbox=x=0:y=ih-%d:w=iw:h=%d:color=%s:t=fill", bar+accentH, accentH, lay.accent)
+	}
+	parts = append(parts, chain+"[framed]")
+	av := addInput("-i", lay.avatar)
+	size := even(float64(short) * 0.3)
+	bob := fnum(max(1, float64(short)/240))
+	avatarChain := fmt.Sprintf("[%d:v]scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d,format=rgba", av, size, size, size, size)
+	if lay.ownAvatar { // a round badge like the stock avatars; runs once, on the one frame
+		avatarChain += ",geq=r='r(X,Y)':g='g(X,Y)':b='b(X,Y)':a='alpha(X,Y)*clip(W/2-hypot(X-W/2+0.5,Y-H/2+0.5),0,1)'"
+	}
+	parts = append(parts,
+		avatarChain+"[avatar]",
+		fmt.Sprintf("[framed][avatar]overlay=x=W-w-%d:y='H-h-%d+%s*sin(2*PI*t*1.2)':eval=frame[presented]", margin, bar+accentH+margin, bob))
+	last := "presented"
+	if lay.logo != "" {
+		lg := addInput("-i", lay.logo)
+		parts = append(parts,
+			fmt.Sprintf("[%d:v]scale=%d:%d:force_original_aspect_ratio=decrease,format=rgba[logo]", lg, even(float64(lay.w)*0.25), even(float64(short)*0.1)),
+			fmt.Sprintf("[presented][logo]overlay=x=W-w-%d:y=%d[branded]", margin, margin))
+		last = "branded"
+	}
+	if lay.burnSRT {
+		parts = append(parts, fmt.Sprintf("[%s]split[clean][tocaption]", last),
+			"[tocaption]subtitles=filename="+SRTFile+":force_style='"+captionStyle(lay, bar)+"'[captioned]")
+	} else {
+		parts = append(parts, fmt.Sprintf("[%s]split[clean][captioned]", last))
+	}
+
+	// Narration: every line delayed to its start, mixed, cut to length.
+	var mix string
+	for i, p := range lay.placed {
+		n := addInput("-i", p.Audio)
+		parts = append(parts, fmt.Sprintf("[%d:a]aresample=48000,adelay=delays=%d:all=1[l%d]", n, p.Start.Milliseconds(), i))
+		mix += fmt.Sprintf("[l%d]", i)
+	}
+	audioTail := fmt.Sprintf("aformat=sample_rates=48000:channel_layouts=stereo,apad,atrim=duration=%s,asplit=2[a1][a2]", total)
+	if len(lay.placed) == 0 {
+		parts = append(parts, "anullsrc=r=48000:cl=stereo,"+audioTail)
+	} else {
+		parts = append(parts, fmt.Sprintf("%samix=inputs=%d:duration=longest:normalize=0,%s", mix, len(lay.placed), audioTail))
+	}
+
+	args = append(args, "-filter_complex", strings.Join(parts, ";"))
+	for _, out := range []struct{ v, a, path string }{{"captioned", "a1", video}, {"clean", "a2", clean}} {
+		args = append(args, "-map", "["+out.v+"]", "-map", "["+out.a+"]", "-r", strconv.Itoa(lay.fps))
+		args = append(args, lay.x264...)
+		args = append(args, lay.aac...)
+		args = append(args, "-t", total, "-map_metadata", "-1", out.path)
+	}
+	return args
+}
+
+// captionStyle is the libass style of burned-in captions: white text with a
+// dark outline, centred in the lower-third bar. libass measures sizes on a
+// 288-line canvas whatever the video size, so the numbers are fractions of
+// the height; portrait frames get a smaller font because they are narrow.
+func captionStyle(lay compositeLayout, bar int) string {
+	size := 15
+	if lay.portrait {
+		size = 9
+	}
+	marginV := int(float64(bar) / float64(lay.h) * 288 * 0.2)
+	return fmt.Sprintf("FontSize=%d,PrimaryColour=&H00FFFFFF,OutlineColour=&H00000000,BorderStyle=1,Outline=1,Shadow=0,Alignment=2,MarginV=%d", size, marginV)
+}

@@ -1,0 +1,63 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// Tools is the set of external programs the stages drive, and how they are
+// run. The zero value is ready to use: programs are looked up on PATH and run
+// with OSExecutor. A Tools must not be copied after first use (it caches the
+// voice list); share a *Tools between goroutines freely.
+type Tools struct {
+	Exec     Executor // nil: OSExecutor{}
+	FFmpeg   string   // "": "ffmpeg"
+	FFprobe  string   // "": "ffprobe"
+	EspeakNG string   // "": "espeak-ng"
+
+	// Preset is the libx264 preset for every encode ("" = "veryfast").
+	// Tests use "ultrafast".
+	Preset string
+	// CRF is the libx264 constant rate factor (0 = 21).
+	CRF int
+
+	voicesMu  sync.Mutex
+	voices    []Voice           // cached ListVoices result
+	voiceArgs map[string]string // voice id → espeak-ng -v argument
+}
+
+func (t *Tools) exec() Executor {
+	if t.Exec == nil {
+		return OSExecutor{}
+	}
+	return t.Exec
+}
+
+func (t *Tools) ffmpegBin() string  { return orDefault(t.FFmpeg, "ffmpeg") }
+func (t *Tools) ffprobeBin() string { return orDefault(t.FFprobe, "ffprobe") }
+func (t *Tools) espeakBin() string  { return orDefault(t.EspeakNG, "espeak-ng") }
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Check runs each tool once with its version flag and returns an error
+// wrapping ErrToolMissing for every one that is not installed. Agents call it
+// at start to advertise what they can run.
+func (t *Tools) Check(ctx context.Context) error {
+	var errs []error
+	for _, c := range []Command{
+		{Name: t.ffmpegBin(), Args: []string{"-hide_banner", "-version"}},
+		{Name: t.ffprobeBin(), Args: []string{"-hide_banner", "-version"}},
+		{Name: t.espeakBin(), Args: []string{"--version"}},
+	} {
+		if _, err := t.exec().Run(ctx, c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
