@@ -14,6 +14,7 @@ usage:
   vidfarm dev      start the embedded single-node farm and print a working API key
   vidfarm server   run a control-plane node
   vidfarm admin    manage accounts, keys, credits and plans (JSON output)
+  vidfarm agent    GPU node agent (today: --print-capacity, what NVML reports)
   vidfarm bench    load tools for capacity planning
 
 Every flag has a VIDFARM_ environment equivalent (--data-dir = VIDFARM_DATA_DIR).
@@ -33,6 +34,8 @@ func main() {
 		err = runServer(os.Args[2:])
 	case "admin":
 		err = runAdmin(os.Args[2:])
+	case "agent":
+		err = runAgent(os.Args[2:])
 	case "bench":
 		err = runBench(os.Args[2:])
 	case "-h", "--help", "help":
