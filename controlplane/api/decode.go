@@ -98,8 +98,9 @@ func (o object) integer(field string) (*int64, *apierr.Error) {
 	if !ok {
 		return nil, nil
 	}
+	// json.Number also accepts a quoted number ("30"); a string is not an integer.
 	var n json.Number
-	if err := json.Unmarshal(raw, &n); err != nil {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] == '"' || json.Unmarshal(t, &n) != nil {
 		return nil, typeError(field, "an integer")
 	}
 	i, err := strconv.ParseInt(n.String(), 10, 64)

@@ -88,6 +88,7 @@ func (a *API) routes() chi.Router {
 	r.Use(a.requestID, a.recoverer, a.observe, a.limitBody)
 	r.NotFound(a.notFound)
 	r.MethodNotAllowed(a.methodNotAllowed)
+	r.Get("/", a.root)
 	r.Get("/v1", a.root)
 	r.Get("/files/previews/{id}.png", a.previewFile)
 	r.Group(func(r chi.Router) {

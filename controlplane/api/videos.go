@@ -39,13 +39,19 @@ func (a *API) createVideo(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.New(http.StatusUnauthorized, apierr.CodeInvalidAPIKey, "the account of this key no longer exists"))
 		return
 	}
-	class, scope := a.lim.freeAcc, "free video creation"
-	if fsm.Premium(acct.Plan) {
-		class, scope = a.lim.premium, "video creation"
-	}
-	if e := a.lim.check(r.Context(), class, scope, p.AccountID); e != nil {
-		apierr.Write(w, r, e)
-		return
+	bodyHash := sha256.Sum256(canonicalJSON(body))
+	now := a.cfg.Now().UnixNano()
+	// A retry that will replay its first answer creates nothing, so it does not
+	// spend the creation quota: clients can always recover their original response.
+	if idemKey == "" || !a.fsm.IdempotencyReplays(p.AccountID, idemKey, bodyHash, now) {
+		class, scope := a.lim.freeAcc, "free video creation"
+		if fsm.Premium(acct.Plan) {
+			class, scope = a.lim.premium, "video creation"
+		}
+		if e := a.lim.check(r.Context(), class, scope, p.AccountID); e != nil {
+			apierr.Write(w, r, e)
+			return
+		}
 	}
 	if idemKey != "" {
 		k := inflightKey{account: p.AccountID, key: idemKey}
@@ -63,7 +69,7 @@ func (a *API) createVideo(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	out, err := a.store.Apply(ctx, &fsm.CreateVideo{
 		VideoID: ids.New("vid"), AccountID: p.AccountID, Spec: spec, Price: price,
-		IdempotencyKey: idemKey, BodyHash: sha256.Sum256(canonicalJSON(body)), Now: a.cfg.Now().UnixNano(),
+		IdempotencyKey: idemKey, BodyHash: bodyHash, Now: now,
 	})
 	if err != nil {
 		apierr.Write(w, r, a.fromApply(r, err))

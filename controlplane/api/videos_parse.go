@@ -3,10 +3,12 @@ package api
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -71,10 +73,14 @@ func (a *API) parseCreate(accountID string, body []byte) (fsm.Spec, int64, *apie
 	if e := a.parseCommon(o, accountID, &spec); e != nil {
 		return fsm.Spec{}, 0, e
 	}
-	if mode == fsm.ModeAuto {
-		return parseAuto(o, spec)
+	dur, e := o.integer("duration_seconds")
+	if e != nil {
+		return fsm.Spec{}, 0, e
 	}
-	return parseManual(o, spec)
+	if mode == fsm.ModeAuto {
+		return parseAuto(o, spec, dur)
+	}
+	return parseManual(o, spec, dur)
 }
 
 func (a *API) parseCommon(o object, accountID string, spec *fsm.Spec) *apierr.Error {
@@ -106,30 +112,18 @@ func (a *API) parseCommon(o object, accountID string, spec *fsm.Spec) *apierr.Er
 			return apierr.Invalid("folder_id", fmt.Sprintf("no folder %q in this account; list folders with GET /v1/folders", spec.FolderID))
 		}
 	}
-	d, e := o.integer("duration_seconds")
-	if e != nil {
-		return e
-	}
-	if d != nil {
-		if *d < 1 || *d > 3600 {
-			// Out of any model's range; the mode-specific check below explains more.
-			*d = max(min(*d, 3601), 0)
-		}
-		spec.DurationSeconds = int(*d)
-		if spec.DurationSeconds == 0 {
-			spec.DurationSeconds = -1 // 0 was sent: invalid, not "default"
-		}
-	}
 	return nil
 }
 
-func parseAuto(o object, spec fsm.Spec) (fsm.Spec, int64, *apierr.Error) {
-	switch d := spec.DurationSeconds; {
-	case d == 0:
+func parseAuto(o object, spec fsm.Spec, dur *int64) (fsm.Spec, int64, *apierr.Error) {
+	switch {
+	case dur == nil:
 		spec.DurationSeconds = defaultAutoSecs
-	case d < models.AutoMinDuration || d > models.AutoMaxDuration:
+	case *dur >= models.AutoMinDuration && *dur <= models.AutoMaxDuration:
+		spec.DurationSeconds = int(*dur)
+	default:
 		return fsm.Spec{}, 0, apierr.Invalid("duration_seconds",
-			fmt.Sprintf("auto videos last %d to %d seconds", models.AutoMinDuration, models.AutoMaxDuration)).
+			fmt.Sprintf("duration_seconds %d is out of range: auto videos last %d to %d seconds", *dur, models.AutoMinDuration, models.AutoMaxDuration)).
 			With("minimum", models.AutoMinDuration).With("maximum", models.AutoMaxDuration)
 	}
 	var e *apierr.Error
@@ -187,7 +181,7 @@ func checkID(field, v, prefix string) *apierr.Error {
 	return nil
 }
 
-func parseManual(o object, spec fsm.Spec) (fsm.Spec, int64, *apierr.Error) {
+func parseManual(o object, spec fsm.Spec, dur *int64) (fsm.Spec, int64, *apierr.Error) {
 	var e *apierr.Error
 	for _, f := range []struct {
 		name string
@@ -203,19 +197,29 @@ func parseManual(o object, spec fsm.Spec) (fsm.Spec, int64, *apierr.Error) {
 	if spec.ImageURLs, _, e = o.strings("image_urls"); e != nil {
 		return fsm.Spec{}, 0, e
 	}
+	// An empty address is not "no image": it would silently change the operation.
+	for _, f := range []string{"image_url", "first_frame_url", "last_frame_url"} {
+		if v, present, _ := o.str(f); present && v == "" {
+			return fsm.Spec{}, 0, checkURL(f, v)
+		}
+	}
 	op, e := inferOperation(&spec)
 	if e != nil {
 		return fsm.Spec{}, 0, e
 	}
 	req := models.ManualRequest{
 		Model: spec.Model, Operation: op, Resolution: spec.Resolution, AspectRatio: spec.AspectRatio,
-		DurationSeconds: max(spec.DurationSeconds, 0), ImageCount: len(spec.ImageURLs),
-	}
-	if spec.DurationSeconds < 0 {
-		req.DurationSeconds = -1
+		ImageCount: len(spec.ImageURLs),
 	}
 	if req.Model == "" {
 		req.Model = DefaultManualMdl
+	}
+	if dur != nil {
+		// 0 is a value the client sent, not "use the default"; no model renders it.
+		if *dur <= 0 || *dur > math.MaxInt32 {
+			return fsm.Spec{}, 0, manualDurationError(req.Model, *dur)
+		}
+		req.DurationSeconds = int(*dur)
 	}
 	if e := parseAdvanced(o, &req); e != nil {
 		return fsm.Spec{}, 0, e
@@ -318,6 +322,9 @@ func checkURL(field, raw string) *apierr.Error {
 		return apierr.New(http.StatusBadRequest, apierr.CodeInvalidURL,
 			fmt.Sprintf("%s %q is not usable: %s", field, raw, reason)).With("field", field).With("reason", reason)
 	}
+	if raw == "" {
+		return bad("the address is empty")
+	}
 	if len(raw) > maxURL {
 		return bad(fmt.Sprintf("longer than %d characters", maxURL))
 	}
@@ -336,8 +343,7 @@ func checkURL(field, raw string) *apierr.Error {
 		return bad("the address has no host")
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
-		ip = ip.Unmap()
-		if !ip.IsGlobalUnicast() || ip.IsPrivate() || ip.IsLoopback() || ip.IsLinkLocalUnicast() {
+		if !publicIP(ip) {
 			return bad("the address is not public")
 		}
 		return nil
@@ -347,7 +353,40 @@ func checkURL(field, raw string) *apierr.Error {
 		strings.HasSuffix(h, ".local") || !strings.Contains(h, ".") {
 		return bad("the host is not a public name")
 	}
+	// No public name ends in a numeric label: "127.1", "0177.0.0.1" or "0x7f.1" are
+	// addresses in forms that other resolvers (libc, FFmpeg) read as loopback.
+	if tld := h[strings.LastIndexByte(h, '.')+1:]; strings.HasPrefix(tld, "0x") || strings.Trim(tld, "0123456789") == "" {
+		return bad("the host is an address in a non-standard form")
+	}
 	return nil
+}
+
+// nonPublic are special-purpose ranges netip's predicates do not cover: shared
+// address space (carrier NAT, and cloud metadata such as 100.100.100.200), IETF
+// protocol assignments, benchmarking, reserved, and NAT64/6to4 prefixes that embed
+// an IPv4 address which may be private.
+var nonPublic = []netip.Prefix{
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("64:ff9b::/96"),
+	netip.MustParsePrefix("64:ff9b:1::/48"),
+	netip.MustParsePrefix("2002::/16"),
+}
+
+// publicIP reports whether ip is a public unicast address.
+func publicIP(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	if !ip.IsGlobalUnicast() || ip.IsPrivate() || ip.IsLoopback() || ip.IsLinkLocalUnicast() {
+		return false
+	}
+	for _, p := range nonPublic {
+		if p.Contains(ip) {
+			return false
+		}
+	}
+	return true
 }
 
 func modelError(id string, err error) *apierr.Error {
@@ -360,9 +399,37 @@ func modelError(id string, err error) *apierr.Error {
 	case errors.As(err, &fe):
 		e := apierr.Invalid(fe.Field, fe.Message).With("model", fe.Model)
 		if fe.Allowed != nil {
-			e = e.With("allowed", fe.Allowed)
+			e = e.With("allowed", allowedValues(fe))
 		}
 		return e
 	}
 	return apierr.Invalid("model", err.Error())
+}
+
+// manualDurationError explains a duration no model could render, with the model's
+// own durations when the model exists.
+func manualDurationError(model string, d int64) *apierr.Error {
+	m, ok := models.Get(model)
+	if !ok {
+		return modelError(model, models.ErrUnknownModel)
+	}
+	return apierr.Invalid("duration_seconds", fmt.Sprintf("duration_seconds %d is not offered by %s", d, m.ID)).
+		With("model", m.ID).With("allowed", m.Durations)
+}
+
+// allowedValues lists a field's allowed values with the field's own JSON type:
+// durations are integers, as the client sends them, not strings.
+func allowedValues(fe *models.FieldError) any {
+	if fe.Field != "duration_seconds" {
+		return fe.Allowed
+	}
+	out := make([]int, 0, len(fe.Allowed))
+	for _, s := range fe.Allowed {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return fe.Allowed
+		}
+		out = append(out, n)
+	}
+	return out
 }

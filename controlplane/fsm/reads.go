@@ -149,3 +149,13 @@ func (f *FSM) Stats() Stats {
 	}
 	return st
 }
+
+// IdempotencyReplays reports whether a create with this key and body hash, at time
+// now, would replay a remembered answer rather than create anything. The API uses
+// it to let retries through the creation rate limit; the create command decides.
+func (f *FSM) IdempotencyReplays(accountID, key string, bodyHash [32]byte, now int64) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	rec, ok := f.s.idem[idemKey{account: accountID, key: key}]
+	return ok && rec.CreatedAt+IdempotencyTTL > now && rec.BodyHash == bodyHash
+}
