@@ -46,10 +46,14 @@ func decodeObject(body []byte) (object, *apierr.Error) {
 // checkFields refuses a field outside allowed, naming the first in sorted order.
 func (o object) checkFields(allowed ...string) *apierr.Error {
 	for _, k := range o.sortedKeys() {
-		if !slices.Contains(allowed, k) {
-			return apierr.Invalid(k, fmt.Sprintf("unknown field %q; allowed fields are %s", k, strings.Join(allowed, ", "))).
-				With("allowed", allowed)
+		if slices.Contains(allowed, k) {
+			continue
 		}
+		msg := fmt.Sprintf("unknown field %q; allowed fields are %s", k, strings.Join(allowed, ", "))
+		if len(allowed) == 0 {
+			msg = fmt.Sprintf("unknown field %q; this endpoint takes no fields (send an empty body or {})", k)
+		}
+		return apierr.Invalid(k, msg).With("allowed", append([]string{}, allowed...))
 	}
 	return nil
 }

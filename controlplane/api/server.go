@@ -8,6 +8,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -128,4 +129,15 @@ func (f *inflight) release(k inflightKey) {
 	f.mu.Lock()
 	delete(f.m, k)
 	f.mu.Unlock()
+}
+
+// Routes lists every route the API serves as "METHOD /pattern", sorted.
+func (a *API) Routes() []string {
+	var out []string
+	_ = chi.Walk(a.router, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		out = append(out, method+" "+route)
+		return nil
+	})
+	slices.Sort(out)
+	return out
 }
