@@ -1,0 +1,253 @@
+package scheduler
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// Lease is a node's right to run one task until Deadline. Token is the
+// fencing token: it is unique, grows with every lease the state grants,
+// and a report is accepted only with the current lease's node and token.
+type Lease struct {
+	TaskID    string       `json:"task_id"`
+	VideoID   string       `json:"video_id"`
+	AccountID string       `json:"account_id"`
+	NodeID    string       `json:"node_id"`
+	Token     uint64       `json:"token"`
+	Kind      Kind         `json:"kind"`
+	Req       Requirements `json:"req"`
+	GPUIDs    []string     `json:"gpu_ids,omitempty"` // the GPUs it holds on the node
+	Attempt   int          `json:"attempt"`           // 1 for the first lease of the task
+	GrantedAt time.Time    `json:"granted_at"`
+	Deadline  time.Time    `json:"deadline"` // expires when now >= Deadline
+}
+
+// Ref is the lease's identity for reports.
+func (l Lease) Ref() LeaseRef { return LeaseRef{TaskID: l.TaskID, NodeID: l.NodeID, Token: l.Token} }
+
+// LeaseRef names a lease in reports from its holder.
+type LeaseRef struct {
+	TaskID string `json:"task_id"`
+	NodeID string `json:"node_id"`
+	Token  uint64 `json:"token"`
+}
+
+// lease is the mutable record behind Lease.
+type lease struct {
+	node     *node
+	token    uint64
+	gpus     []string
+	granted  int64
+	deadline int64
+}
+
+func (t *task) leaseRef() LeaseRef {
+	return LeaseRef{TaskID: t.id, NodeID: t.lease.node.spec.ID, Token: t.lease.token}
+}
+
+func (t *task) leaseInfo() Lease {
+	l := t.lease
+	return Lease{
+		TaskID:    t.id,
+		VideoID:   t.v.id,
+		AccountID: t.v.acct.id,
+		NodeID:    l.node.spec.ID,
+		Token:     l.token,
+		Kind:      t.kind,
+		Req:       t.req.clone(),
+		GPUIDs:    slices.Clone(l.gpus),
+		Attempt:   t.attempts,
+		GrantedAt: fromMS(l.granted),
+		Deadline:  fromMS(l.deadline),
+	}
+}
+
+func leaseMS(d time.Duration) (int64, error) {
+	if d < time.Millisecond {
+		return 0, fmt.Errorf("%w: lease duration must be at least 1ms, got %v", ErrInvalid, d)
+	}
+	return d.Milliseconds(), nil
+}
+
+// grant leases ready task t to node n. The caller has checked that t fits.
+func (s *State) grant(t *task, n *node, now, dur int64) Lease {
+	s.unready(t)
+	s.served(t.v.acct)
+	s.nextToken++
+	l := &lease{node: n, token: s.nextToken, granted: now, deadline: now + dur}
+	for _, g := range n.pickGPUs(&t.req) {
+		g.busy = t
+		l.gpus = append(l.gpus, g.id)
+	}
+	n.usedCPU += t.req.CPUSlots
+	t.nIdx = len(n.leased)
+	n.leased = append(n.leased, t)
+	t.lease = l
+	t.state = TaskLeased
+	t.attempts++
+	t.percent = 0
+	s.pushLease(t)
+	if t.v.state == VideoQueued {
+		t.v.state = VideoProcessing
+	}
+	return t.leaseInfo()
+}
+
+// releaseLease ends t's lease: frees the node's resources and the
+// account's running slot. The caller sets t's next state.
+func (s *State) releaseLease(t *task) {
+	l := t.lease
+	n := l.node
+	for _, id := range l.gpus {
+		if g := n.gpu(id); g != nil && g.busy == t {
+			g.busy = nil
+		}
+	}
+	n.usedCPU -= t.req.CPUSlots
+	last := len(n.leased) - 1
+	n.leased[t.nIdx] = n.leased[last]
+	n.leased[t.nIdx].nIdx = t.nIdx
+	n.leased[last] = nil
+	n.leased = n.leased[:last]
+	s.removeLease(t)
+	t.lease = nil
+	t.nIdx = -1
+	t.v.acct.finished()
+}
+
+// holder returns the task ref names if ref is its current lease, and
+// ErrStaleLease (or ErrUnknownTask) otherwise.
+func (s *State) holder(ref LeaseRef) (*task, error) {
+	t, ok := s.tasks[ref.TaskID]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTask, ref.TaskID)
+	}
+	if t.lease == nil {
+		return t, fmt.Errorf("%w: task %s has no lease (it is %s)", ErrStaleLease, t.id, t.state)
+	}
+	if t.lease.node.spec.ID != ref.NodeID || t.lease.token != ref.Token {
+		return t, fmt.Errorf("%w: task %s is leased to %s with token %d, not %s with token %d",
+			ErrStaleLease, t.id, t.lease.node.spec.ID, t.lease.token, ref.NodeID, ref.Token)
+	}
+	return t, nil
+}
+
+// Renew extends the lease to now+dur (never shortens it).
+func (s *State) Renew(ref LeaseRef, now time.Time, dur time.Duration) (Lease, error) {
+	d, err := leaseMS(dur)
+	if err != nil {
+		return Lease{}, err
+	}
+	t, err := s.holder(ref)
+	if err != nil {
+		return Lease{}, err
+	}
+	if dl := ms(now) + d; dl > t.lease.deadline {
+		t.lease.deadline = dl
+		s.fixLease(t)
+	}
+	return t.leaseInfo(), nil
+}
+
+// HeartbeatResult says which of the leases a node listed were renewed and
+// which are stale (the node must stop those tasks).
+type HeartbeatResult struct {
+	Renewed []Lease    `json:"renewed,omitempty"`
+	Stale   []LeaseRef `json:"stale,omitempty"`
+}
+
+// Heartbeat records that a node is alive and renews the leases it lists as
+// held, to now+dur. Leases it holds but does not list are left to expire.
+func (s *State) Heartbeat(nodeID string, held []LeaseRef, now time.Time, dur time.Duration) (HeartbeatResult, error) {
+	if _, err := leaseMS(dur); err != nil {
+		return HeartbeatResult{}, err
+	}
+	n, err := s.node(nodeID)
+	if err != nil {
+		return HeartbeatResult{}, err
+	}
+	s.touch(n, ms(now))
+	var res HeartbeatResult
+	for _, ref := range held {
+		if ref.NodeID != nodeID {
+			res.Stale = append(res.Stale, ref)
+			continue
+		}
+		l, err := s.Renew(ref, now, dur)
+		if err != nil {
+			res.Stale = append(res.Stale, ref)
+			continue
+		}
+		res.Renewed = append(res.Renewed, l)
+	}
+	return res, nil
+}
+
+// Progress records the holder's percent (0..100) for its task.
+func (s *State) Progress(ref LeaseRef, percent float64) error {
+	if math.IsNaN(percent) || percent < 0 || percent > 100 {
+		return fmt.Errorf("%w: percent must be 0..100, got %v", ErrInvalid, percent)
+	}
+	t, err := s.holder(ref)
+	if err != nil {
+		return err
+	}
+	t.percent = percent
+	return nil
+}
+
+// Complete records that the holder finished its task: the lease ends, the
+// node's resources free up, dependents become ready. A repeat from the
+// same holder after success returns Outcome.Duplicate and no error.
+func (s *State) Complete(ref LeaseRef, now time.Time) (Outcome, error) {
+	t, err := s.holder(ref)
+	if err != nil {
+		if t != nil && t.state == TaskDone && t.doneNode == ref.NodeID && t.doneToken == ref.Token {
+			return Outcome{TaskID: t.id, VideoID: t.v.id, Duplicate: true}, nil
+		}
+		return Outcome{}, err
+	}
+	out := Outcome{TaskID: t.id, VideoID: t.v.id}
+	t.doneNode, t.doneToken = ref.NodeID, ref.Token
+	s.releaseLease(t)
+	s.finishTask(t, ms(now), &out)
+	return out, nil
+}
+
+// Fail records that the holder could not run its task. The task is
+// requeued, unless it has now failed on Config.MaxNodeFailures distinct
+// nodes or Config.MaxAttempts times: then it and its video fail
+// (Outcome.VideoFailed: refund) and the video's other leases are revoked.
+func (s *State) Fail(ref LeaseRef, message string, now time.Time) (Outcome, error) {
+	t, err := s.holder(ref)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return s.failAttempt(t, message, ms(now)), nil
+}
+
+// failAttempt ends t's lease as a failure on its node.
+func (s *State) failAttempt(t *task, message string, now int64) Outcome {
+	out := Outcome{TaskID: t.id, VideoID: t.v.id}
+	nodeID := t.lease.node.spec.ID
+	s.releaseLease(t)
+	t.failures++
+	if !slices.Contains(t.failedNodes, nodeID) {
+		t.failedNodes = append(t.failedNodes, nodeID)
+	}
+	if len(t.failedNodes) < s.cfg.MaxNodeFailures && t.failures < s.cfg.MaxAttempts {
+		s.makeReady(t, now)
+		out.Requeued = true
+		return out
+	}
+	t.state = TaskFailed
+	v := t.v
+	v.failedTask = t.id
+	v.failure = fmt.Sprintf("task %s failed %d time(s) on %d node(s); last: %s", t.name, t.failures, len(t.failedNodes), message)
+	out.VideoFailed = true
+	out.Failure = v.failure
+	s.endVideo(v, VideoFailed, &out)
+	return out
+}

@@ -1,0 +1,349 @@
+package scheduler
+
+import (
+	"cmp"
+	"slices"
+)
+
+// The ready queue is indexed three levels deep so that a placement never
+// scans tasks:
+//
+//	level (priority)  ->  bucket (requirement class)  ->  acctQueue (account)
+//	                      heap of accounts by             heap of tasks by age
+//	                      fair-share key
+//
+// A node visits, at the highest non-empty priority, the buckets of the
+// classes its hardware can run, looks at the top account of each, and takes
+// that account's oldest task. Each level keeps a flat array with a copy of
+// every bucket's top (account key and oldest task), so that visit touches
+// one array and, for the few buckets that can win, one task.
+
+// level holds the ready tasks of one priority.
+type level struct {
+	prio    int
+	buckets []*bucket  // by class index; nil where none
+	tops    []topEntry // by class index: copy of each bucket's top
+	ready   int
+}
+
+// topKey is a copy of an account's fair-share key (see account.ahead).
+type topKey struct {
+	acct    *account
+	running int
+	served  uint64
+}
+
+// ahead reports whether the account with key k is served before the one
+// with key o: fewer running tasks, then served longer ago, then smaller id.
+func (k topKey) ahead(o topKey) bool {
+	if k.running != o.running {
+		return k.running < o.running
+	}
+	if k.served != o.served {
+		return k.served < o.served
+	}
+	return k.acct.id < o.acct.id
+}
+
+func keyOf(a *account) topKey { return topKey{acct: a, running: a.running, served: a.lastServed} }
+
+// topEntry is what a bucket offers first: its top account's key and that
+// account's oldest task. key.acct is nil for an empty bucket.
+type topEntry struct {
+	key  topKey
+	head *task
+}
+
+// bucket holds, for one (priority, class), the accounts with ready tasks,
+// in a min-heap by fair-share key. Keys are stored in the heap array so
+// that sifting does not chase pointers.
+type bucket struct {
+	lvl   *level
+	ci    int
+	heap  []bucketEntry
+	tasks int
+}
+
+type bucketEntry struct {
+	key  topKey
+	aq   *acctQueue
+	head *task // aq's oldest task, copied so that retop reads only the heap
+}
+
+// acctQueue is one account's ready tasks of one (priority, class).
+type acctQueue struct {
+	acct  *account
+	lvl   *level
+	cls   *class
+	b     *bucket
+	tasks []*task // min-heap by age
+	bIdx  int     // index in b.heap
+	aIdx  int     // index in acct.queues
+}
+
+// newHead refreshes the copies of aq's oldest task after its task heap
+// changed.
+func (aq *acctQueue) newHead() {
+	e := &aq.b.heap[aq.bIdx]
+	if e.head != aq.tasks[0] {
+		e.head = aq.tasks[0]
+		if aq.bIdx == 0 {
+			aq.b.retop()
+		}
+	}
+}
+
+// retop refreshes the bucket's entry in lvl.tops.
+func (b *bucket) retop() {
+	if len(b.heap) == 0 {
+		b.lvl.tops[b.ci] = topEntry{}
+		return
+	}
+	e := &b.heap[0]
+	b.lvl.tops[b.ci] = topEntry{key: e.key, head: e.head}
+}
+
+// levelFor returns the level of priority p, creating it if needed.
+func (s *State) levelFor(p int) *level {
+	if l, ok := s.levels[p]; ok {
+		return l
+	}
+	l := &level{prio: p}
+	s.levels[p] = l
+	i, _ := slices.BinarySearchFunc(s.prios, p, func(a, b int) int { return cmp.Compare(b, a) })
+	s.prios = slices.Insert(s.prios, i, p)
+	return l
+}
+
+func (s *State) dropLevel(l *level) {
+	delete(s.levels, l.prio)
+	i, found := slices.BinarySearchFunc(s.prios, l.prio, func(a, b int) int { return cmp.Compare(b, a) })
+	if found {
+		s.prios = slices.Delete(s.prios, i, i+1)
+	}
+}
+
+func (l *level) bucket(ci int) *bucket {
+	if ci < len(l.buckets) {
+		return l.buckets[ci]
+	}
+	return nil
+}
+
+// makeReady queues t for placement, as of now (unix ms).
+func (s *State) makeReady(t *task, now int64) {
+	t.state = TaskReady
+	t.readyAt = now
+	t.percent = 0
+	a := t.v.acct
+	l := s.levelFor(t.v.prio)
+	ci := t.cls.idx
+	if ci >= len(l.buckets) {
+		l.buckets = append(l.buckets, make([]*bucket, ci+1-len(l.buckets))...)
+		l.tops = append(l.tops, make([]topEntry, ci+1-len(l.tops))...)
+	}
+	b := l.buckets[ci]
+	if b == nil {
+		b = &bucket{lvl: l, ci: ci}
+		l.buckets[ci] = b
+	}
+	b.tasks++
+	l.ready++
+	qk := queueKey{prio: l.prio, ci: ci}
+	if aq := a.byKey[qk]; aq != nil {
+		aq.pushTask(t)
+		aq.newHead()
+		return
+	}
+	aq := &acctQueue{acct: a, lvl: l, cls: t.cls, b: b, aIdx: len(a.queues)}
+	a.queues = append(a.queues, aq)
+	if a.byKey == nil {
+		a.byKey = make(map[queueKey]*acctQueue)
+	}
+	a.byKey[qk] = aq
+	aq.pushTask(t)
+	b.push(aq)
+}
+
+// unready takes a ready task out of the queue.
+func (s *State) unready(t *task) {
+	aq := t.aq
+	b := aq.b
+	aq.removeTask(t.qIdx)
+	b.tasks--
+	aq.lvl.ready--
+	if len(aq.tasks) > 0 {
+		aq.newHead()
+		return
+	}
+	b.remove(aq.bIdx)
+	a := aq.acct
+	last := len(a.queues) - 1
+	a.queues[aq.aIdx] = a.queues[last]
+	a.queues[aq.aIdx].aIdx = aq.aIdx
+	a.queues[last] = nil
+	a.queues = a.queues[:last]
+	delete(a.byKey, queueKey{prio: aq.lvl.prio, ci: aq.cls.idx})
+	if len(b.heap) == 0 {
+		aq.lvl.buckets[b.ci] = nil
+	}
+	if aq.lvl.ready == 0 {
+		s.dropLevel(aq.lvl)
+	}
+}
+
+// rekey stores a's new key in every bucket it is queued in and restores
+// heap order: worse says the key got worse (a was served), else better.
+func (a *account) rekey(worse bool) {
+	k := keyOf(a)
+	for _, aq := range a.queues {
+		b := aq.b
+		i := aq.bIdx
+		b.heap[i].key = k
+		if worse {
+			b.down(i)
+		} else {
+			b.up(i)
+		}
+		if i == 0 || aq.bIdx == 0 {
+			b.retop()
+		}
+	}
+}
+
+// ---- bucket heap, ordered by fair-share key ----
+
+func (b *bucket) less(i, j int) bool { return b.heap[i].key.ahead(b.heap[j].key) }
+
+func (b *bucket) swap(i, j int) {
+	b.heap[i], b.heap[j] = b.heap[j], b.heap[i]
+	b.heap[i].aq.bIdx = i
+	b.heap[j].aq.bIdx = j
+}
+
+func (b *bucket) push(aq *acctQueue) {
+	aq.bIdx = len(b.heap)
+	b.heap = append(b.heap, bucketEntry{key: keyOf(aq.acct), aq: aq, head: aq.tasks[0]})
+	b.up(aq.bIdx)
+	b.retop()
+}
+
+func (b *bucket) remove(i int) {
+	last := len(b.heap) - 1
+	if i != last {
+		b.swap(i, last)
+	}
+	b.heap[last] = bucketEntry{}
+	b.heap = b.heap[:last]
+	if i != last && !b.down(i) {
+		b.up(i)
+	}
+	b.retop()
+}
+
+// up and down move the entry at i with a hole: children or parents shift
+// one step and the entry is written once, at its final index.
+func (b *bucket) up(i int) {
+	e := b.heap[i]
+	start := i
+	for i > 0 {
+		p := (i - 1) / 2
+		if !e.key.ahead(b.heap[p].key) {
+			break
+		}
+		b.heap[i] = b.heap[p]
+		b.heap[i].aq.bIdx = i
+		i = p
+	}
+	if i != start {
+		b.heap[i] = e
+		e.aq.bIdx = i
+	}
+}
+
+func (b *bucket) down(i int) bool {
+	e := b.heap[i]
+	start, n := i, len(b.heap)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && b.less(r, l) {
+			m = r
+		}
+		if !b.heap[m].key.ahead(e.key) {
+			break
+		}
+		b.heap[i] = b.heap[m]
+		b.heap[i].aq.bIdx = i
+		i = m
+	}
+	if i != start {
+		b.heap[i] = e
+		e.aq.bIdx = i
+	}
+	return i > start
+}
+
+// ---- acctQueue heap of tasks, ordered by task.older ----
+
+func (aq *acctQueue) swapT(i, j int) {
+	aq.tasks[i], aq.tasks[j] = aq.tasks[j], aq.tasks[i]
+	aq.tasks[i].qIdx = i
+	aq.tasks[j].qIdx = j
+}
+
+func (aq *acctQueue) pushTask(t *task) {
+	t.aq = aq
+	t.qIdx = len(aq.tasks)
+	aq.tasks = append(aq.tasks, t)
+	aq.upT(t.qIdx)
+}
+
+func (aq *acctQueue) removeTask(i int) {
+	t := aq.tasks[i]
+	last := len(aq.tasks) - 1
+	if i != last {
+		aq.swapT(i, last)
+	}
+	aq.tasks[last] = nil
+	aq.tasks = aq.tasks[:last]
+	if i != last && !aq.downT(i) {
+		aq.upT(i)
+	}
+	t.aq = nil
+	t.qIdx = -1
+}
+
+func (aq *acctQueue) upT(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !aq.tasks[i].older(aq.tasks[p]) {
+			return
+		}
+		aq.swapT(i, p)
+		i = p
+	}
+}
+
+func (aq *acctQueue) downT(i int) bool {
+	start, n := i, len(aq.tasks)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && aq.tasks[r].older(aq.tasks[l]) {
+			m = r
+		}
+		if !aq.tasks[m].older(aq.tasks[i]) {
+			break
+		}
+		aq.swapT(i, m)
+		i = m
+	}
+	return i > start
+}

@@ -1,0 +1,126 @@
+package scheduler
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// State is the scheduler's whole world: videos and their tasks, nodes,
+// accounts, leases and the indexes placement needs. It is not safe for
+// concurrent use; the FSM applies commands to it one at a time.
+//
+// Every method is deterministic: the same sequence of calls with the same
+// arguments gives the same results on every replica, and on a State
+// restored from a Snapshot taken at any point of that sequence.
+type State struct {
+	cfg Config
+
+	nextToken uint64 // last fencing token handed out
+	serveSeq  uint64 // last fair-share service stamp
+	videoSeq  uint64 // last video sequence number
+
+	videos   map[string]*video
+	tasks    map[string]*task
+	nodes    map[string]*node
+	accounts map[string]*account
+
+	classes    []*class
+	classByKey map[string]*class
+
+	levels map[int]*level
+	prios  []int // priorities of non-empty levels, highest first
+
+	leaseHeap []*task // leased tasks ordered by (deadline, token)
+}
+
+// New returns an empty State with cfg (zero fields take defaults).
+func New(cfg Config) (*State, error) {
+	cfg, err := cfg.normalized()
+	if err != nil {
+		return nil, err
+	}
+	return &State{
+		cfg:        cfg,
+		videos:     make(map[string]*video),
+		tasks:      make(map[string]*task),
+		nodes:      make(map[string]*node),
+		accounts:   make(map[string]*account),
+		classByKey: make(map[string]*class),
+		levels:     make(map[int]*level),
+	}, nil
+}
+
+// Config returns the policy the state applies.
+func (s *State) Config() Config { return s.cfg }
+
+// Task returns a copy of the task with the given id.
+func (s *State) Task(id string) (Task, bool) {
+	t, ok := s.tasks[id]
+	if !ok {
+		return Task{}, false
+	}
+	return t.info(), true
+}
+
+// VideoTasks returns copies of a video's tasks in graph order.
+func (s *State) VideoTasks(videoID string) ([]Task, error) {
+	v, err := s.video(videoID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Task, len(v.tasks))
+	for i, t := range v.tasks {
+		out[i] = t.info()
+	}
+	return out, nil
+}
+
+// Leases returns copies of all current leases, by fencing token.
+func (s *State) Leases() []Lease {
+	out := make([]Lease, 0, len(s.leaseHeap))
+	for _, t := range s.leaseHeap {
+		out = append(out, t.leaseInfo())
+	}
+	slices.SortFunc(out, func(a, b Lease) int { return cmp.Compare(a.Token, b.Token) })
+	return out
+}
+
+// Stats counts what the state holds, for metrics and the simulator.
+type Stats struct {
+	Videos      int `json:"videos"`
+	Tasks       int `json:"tasks"`
+	ReadyTasks  int `json:"ready_tasks"`
+	LeasedTasks int `json:"leased_tasks"`
+	Nodes       int `json:"nodes"`
+	DownNodes   int `json:"down_nodes"`
+	Accounts    int `json:"accounts"`
+	Classes     int `json:"classes"`
+}
+
+// Stats returns counts of what the state holds.
+func (s *State) Stats() Stats {
+	st := Stats{
+		Videos:      len(s.videos),
+		Tasks:       len(s.tasks),
+		LeasedTasks: len(s.leaseHeap),
+		Nodes:       len(s.nodes),
+		Accounts:    len(s.accounts),
+		Classes:     len(s.classes),
+	}
+	for _, l := range s.levels {
+		st.ReadyTasks += l.ready
+	}
+	for _, n := range s.nodes {
+		if n.down {
+			st.DownNodes++
+		}
+	}
+	return st
+}
+
+// ms converts a time argument to the state's unit, unix milliseconds.
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// fromMS converts back to a UTC time.Time.
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }

@@ -1,0 +1,223 @@
+package scheduler
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Reason says why a video waits. Codes are stable; messages may change.
+type Reason string
+
+// Reason codes.
+const (
+	// ReasonNone: the video is not waiting (a task runs, or it finished).
+	ReasonNone Reason = ""
+	// ReasonWaitingForDependencies: nothing is ready or running; the next
+	// task waits for earlier ones (e.g. scenes not yet added after plan).
+	ReasonWaitingForDependencies Reason = "waiting_for_dependencies"
+	// ReasonNoNodeSupportsModel: no live node supports the task's model.
+	ReasonNoNodeSupportsModel Reason = "no_node_supports_model"
+	// ReasonInsufficientGPUMemory: nodes support the model, but none has
+	// enough GPUs with enough memory for it.
+	ReasonInsufficientGPUMemory Reason = "insufficient_gpu_memory"
+	// ReasonNoNodeFits: no live node has the tools or CPU slots the task
+	// needs (or no node is registered at all).
+	ReasonNoNodeFits Reason = "no_node_fits"
+	// ReasonFairShare: the account already runs tasks and other accounts
+	// with fewer running tasks are served first.
+	ReasonFairShare Reason = "fair_share_in_use"
+	// ReasonNodesBusy: nodes that can run the task exist but are busy with
+	// work ahead of it.
+	ReasonNodesBusy Reason = "all_matching_nodes_busy"
+)
+
+// VideoStatus is what a waiting or running video reports.
+type VideoStatus struct {
+	VideoID   string     `json:"video_id"`
+	AccountID string     `json:"account_id"`
+	State     VideoState `json:"state"`
+	// QueuePosition is 1-based while the video waits (no task leased and
+	// one ready), 0 otherwise. See VideoStatus (the method) for how it is
+	// estimated.
+	QueuePosition int `json:"queue_position"`
+	// Reason and Message say why the video waits (ReasonNone otherwise).
+	Reason  Reason `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Percent is the weighted progress 0..100 (100 once completed).
+	Percent    int `json:"percent"`
+	TasksDone  int `json:"tasks_done"`
+	TasksTotal int `json:"tasks_total"`
+	// FailedTask and Failure are set when the video failed.
+	FailedTask string `json:"failed_task,omitempty"`
+	Failure    string `json:"failure,omitempty"`
+}
+
+// VideoStatus reports a video's state, percent and, while it waits, its
+// queue position and the reason.
+//
+// Percent weighs each task by its kind (Kind.Weight; scenes share one
+// weight): a done task counts fully, a leased one by its reported percent.
+//
+// QueuePosition is an estimate computed from the per-account queues of
+// one bucket, without scanning tasks: the video's oldest ready task is
+// placed among the ready tasks of the same requirement class (those that
+// compete for the same nodes) in the order Place would serve them if no
+// task finished meanwhile: every task of a higher priority first, then
+// round robin from the accounts' current running counts. It is exact under
+// that assumption for one class; tasks of other classes that compete for
+// some of the same nodes, completions, and the warm-model preference make
+// it approximate.
+func (s *State) VideoStatus(videoID string) (VideoStatus, error) {
+	v, err := s.video(videoID)
+	if err != nil {
+		return VideoStatus{}, err
+	}
+	st := VideoStatus{
+		VideoID:    v.id,
+		AccountID:  v.acct.id,
+		State:      v.state,
+		TasksDone:  v.done,
+		TasksTotal: len(v.tasks),
+		FailedTask: v.failedTask,
+		Failure:    v.failure,
+		Percent:    v.percent(),
+	}
+	if v.state.terminal() {
+		return st, nil
+	}
+	var waiting *task
+	for _, t := range v.tasks {
+		if t.state == TaskLeased {
+			return st, nil
+		}
+		if t.state == TaskReady && (waiting == nil || t.older(waiting)) {
+			waiting = t
+		}
+	}
+	if waiting == nil {
+		st.Reason = ReasonWaitingForDependencies
+		st.Message = "waiting for earlier steps of the video"
+		return st, nil
+	}
+	st.QueuePosition = s.position(waiting)
+	st.Reason, st.Message = s.reason(waiting)
+	return st, nil
+}
+
+func (v *video) percent() int {
+	if v.state == VideoCompleted {
+		return 100
+	}
+	var total, done float64
+	for _, t := range v.tasks {
+		total += t.weight
+		switch t.state {
+		case TaskDone:
+			done += t.weight
+		case TaskLeased:
+			done += t.weight * t.percent / 100
+		}
+	}
+	if v.mode == ModeAuto && !v.scenesAdded {
+		total += float64(KindScene.Weight())
+	}
+	if total == 0 {
+		return 0
+	}
+	return min(int(math.Floor(100*done/total)), 99)
+}
+
+// position estimates t's 1-based place in the queue (see VideoStatus).
+func (s *State) position(t *task) int {
+	aq := t.aq
+	pos := 1
+	for _, p := range s.prios {
+		if p <= aq.lvl.prio {
+			break
+		}
+		if b := s.levels[p].bucket(t.cls.idx); b != nil {
+			pos += b.tasks
+		}
+	}
+	rank := 0 // the account's own tasks ahead of t
+	for _, u := range aq.tasks {
+		if u.older(t) {
+			rank++
+		}
+	}
+	// Round robin by levels: with no task finishing, an account starting
+	// at r running tasks is served once at each level r, r+1, ... until
+	// its queue is empty. Within a level, accounts that start there go
+	// first, then those that reached it by being served, in the order they
+	// were served at the level below; which comes to ordering a level by
+	// (start level, highest first; then the fair-share stamp and id).
+	a := aq.acct
+	level := a.running + rank // the level at which t is served
+	for _, e := range aq.b.heap {
+		other := e.aq
+		if other == aq {
+			pos += rank
+			continue
+		}
+		o := other.acct
+		below := min(max(level-o.running, 0), len(other.tasks)) // its services at lower levels
+		pos += below
+		active := o.running <= level && level < o.running+len(other.tasks)
+		if active && (o.running > a.running || (o.running == a.running && (o.lastServed < a.lastServed ||
+			(o.lastServed == a.lastServed && o.id < a.id)))) {
+			pos++ // served before t at t's own level
+		}
+	}
+	return pos
+}
+
+// reason says why ready task t is not running.
+func (s *State) reason(t *task) (Reason, string) {
+	if t.cls.capable == 0 {
+		return s.diagnose(&t.cls.req)
+	}
+	top := t.aq.b.heap[0].aq.acct
+	if a := t.v.acct; top != a && a.running > 0 && top.running < a.running {
+		return ReasonFairShare, fmt.Sprintf("the account already runs %d task(s); accounts with fewer running tasks go first", a.running)
+	}
+	return ReasonNodesBusy, fmt.Sprintf("all %d node(s) that can run %s are busy with work ahead of this video", t.cls.capable, t.kind)
+}
+
+// diagnose explains why no live node can run r. It scans the nodes, which
+// is fine: it only runs for work no node can take.
+func (s *State) diagnose(r *Requirements) (Reason, string) {
+	var live, model, memory int
+	for _, n := range s.nodes { // counts only: order-independent
+		if !n.live() {
+			continue
+		}
+		live++
+		if r.Model != "" && !n.models[r.Model] {
+			continue
+		}
+		model++
+		probe := Requirements{GPUs: r.GPUs, GPUMemoryGB: r.GPUMemoryGB}
+		if n.staticFit(&probe) {
+			memory++
+		}
+	}
+	gb := strconv.FormatFloat(r.GPUMemoryGB, 'g', -1, 64)
+	switch {
+	case live == 0:
+		return ReasonNoNodeFits, "no node is online"
+	case r.Model != "" && model == 0:
+		return ReasonNoNodeSupportsModel, fmt.Sprintf("no online node supports model %s", r.Model)
+	case memory == 0:
+		return ReasonInsufficientGPUMemory, fmt.Sprintf("no online node that supports %s has %d GPU(s) with %s GB free", modelName(r), r.GPUs, gb)
+	}
+	return ReasonNoNodeFits, fmt.Sprintf("no online node offers %d CPU slot(s) with tools [%s] for %s", r.CPUSlots, strings.Join(r.Tools, " "), modelName(r))
+}
+
+func modelName(r *Requirements) string {
+	if r.Model == "" {
+		return "this task"
+	}
+	return "model " + r.Model
+}

@@ -1,0 +1,152 @@
+package scheduler
+
+import "slices"
+
+// Kind is the kind of a task in a video's graph.
+type Kind string
+
+// Task kinds. Manual videos run render then finalize; auto videos run plan,
+// then tts and one scene per planned scene, then composite.
+const (
+	KindRender    Kind = "render"    // GPU: model inference for a manual video
+	KindFinalize  Kind = "finalize"  // CPU: encode/mux, poster still
+	KindPlan      Kind = "plan"      // CPU: script and scenes from the prompt
+	KindTTS       Kind = "tts"       // CPU: voiceover with espeak-ng
+	KindScene     Kind = "scene"     // GPU: one scene of an auto video
+	KindComposite Kind = "composite" // CPU: avatar, brand kit, scenes, voice, captions
+)
+
+// Weight is the share of a video's percent that tasks of this kind carry.
+// For KindScene it is the share of all scenes together, divided equally
+// among them once AddScenes knows how many there are; so percent never
+// goes backwards when scenes are added. Unknown kinds weigh 0.
+func (k Kind) Weight() int {
+	switch k {
+	case KindRender:
+		return 85
+	case KindFinalize:
+		return 15
+	case KindPlan:
+		return 10
+	case KindTTS:
+		return 10
+	case KindScene:
+		return 60
+	case KindComposite:
+		return 20
+	}
+	return 0
+}
+
+func (k Kind) valid() bool { return k.Weight() > 0 }
+
+// TaskState is where a task is in its life.
+type TaskState string
+
+// Task states.
+const (
+	TaskBlocked  TaskState = "blocked"  // waits for dependencies (or for AddScenes)
+	TaskReady    TaskState = "ready"    // queued for placement
+	TaskLeased   TaskState = "leased"   // held by a node under a lease
+	TaskDone     TaskState = "done"     // completed by its lease holder
+	TaskFailed   TaskState = "failed"   // failed on too many nodes; its video failed
+	TaskCanceled TaskState = "canceled" // its video failed or was cancelled
+)
+
+func (s TaskState) terminal() bool {
+	return s == TaskDone || s == TaskFailed || s == TaskCanceled
+}
+
+// Task is a read-only copy of one task, as returned by State.Task.
+type Task struct {
+	ID          string       `json:"id"`
+	VideoID     string       `json:"video_id"`
+	Name        string       `json:"name"`
+	Kind        Kind         `json:"kind"`
+	Req         Requirements `json:"req"`
+	Deps        []string     `json:"deps,omitempty"` // task names within the video
+	State       TaskState    `json:"state"`
+	Attempts    int          `json:"attempts"`               // leases granted so far
+	Failures    int          `json:"failures"`               // failed or expired leases
+	FailedNodes []string     `json:"failed_nodes,omitempty"` // distinct, in order of failure
+	Percent     float64      `json:"percent"`                // last reported, while leased
+	Lease       *Lease       `json:"lease,omitempty"`        // current lease, while leased
+}
+
+// task is the mutable record behind Task.
+type task struct {
+	id    string
+	name  string
+	v     *video
+	idx   int    // position in v.tasks: part of the age key
+	sub   int64  // v.submitted, copied: part of the age key
+	seq   uint64 // v.seq, copied: part of the age key
+	kind  Kind
+	req   Requirements
+	cls   *class
+	deps  []*task
+	after []*task // dependents
+	// pending counts unfinished deps, plus one while the task waits for
+	// AddScenes (the composite of an auto video).
+	pending      int
+	awaitsScenes bool
+	weight       float64
+
+	state       TaskState
+	attempts    int
+	failures    int
+	failedNodes []string
+	percent     float64
+	readyAt     int64 // unix ms it last became ready
+
+	// queue position while ready
+	aq   *acctQueue
+	qIdx int
+
+	// lease while leased
+	lease *lease
+	lIdx  int // index in State.leaseHeap
+	nIdx  int // index in node.leased
+
+	// last completion, so a retried Complete by the same holder is a no-op
+	doneNode  string
+	doneToken uint64
+}
+
+// older reports whether a is ahead of b in age order: older video first,
+// then submission order, then position in the graph. Unique per task.
+func (a *task) older(b *task) bool {
+	if a.sub != b.sub {
+		return a.sub < b.sub
+	}
+	if a.seq != b.seq {
+		return a.seq < b.seq
+	}
+	return a.idx < b.idx
+}
+
+func (t *task) info() Task {
+	out := Task{
+		ID:          t.id,
+		VideoID:     t.v.id,
+		Name:        t.name,
+		Kind:        t.kind,
+		Req:         t.req.clone(),
+		State:       t.state,
+		Attempts:    t.attempts,
+		Failures:    t.failures,
+		FailedNodes: slices.Clone(t.failedNodes),
+		Percent:     t.percent,
+	}
+	for _, d := range t.deps {
+		out.Deps = append(out.Deps, d.name)
+	}
+	if t.lease != nil {
+		l := t.leaseInfo()
+		out.Lease = &l
+	}
+	return out
+}
+
+// taskID is the id of the task named name in video videoID.
+func taskID(videoID, name string) string { return videoID + "/" + name }

@@ -1,0 +1,280 @@
+package scheduler
+
+import (
+	"fmt"
+	"time"
+)
+
+// VideoState is where a video is, as far as scheduling goes.
+type VideoState string
+
+// Video states. Queued: no task has been leased yet. Processing: at least
+// one has. Failed videos are refunded by the caller.
+const (
+	VideoQueued     VideoState = "queued"
+	VideoProcessing VideoState = "processing"
+	VideoCompleted  VideoState = "completed"
+	VideoFailed     VideoState = "failed"
+	VideoCanceled   VideoState = "canceled"
+)
+
+func (s VideoState) terminal() bool {
+	return s == VideoCompleted || s == VideoFailed || s == VideoCanceled
+}
+
+// MaxPriority bounds VideoInfo.Priority in both directions.
+const MaxPriority = 1_000_000
+
+// Outcome tells the caller what a state change did beyond its own task.
+type Outcome struct {
+	TaskID  string `json:"task_id,omitempty"`
+	VideoID string `json:"video_id"`
+	// Duplicate: a repeated Complete from the holder that already
+	// completed the task; nothing changed.
+	Duplicate bool `json:"duplicate,omitempty"`
+	// Requeued: the task went back to the queue (failure or expiry below
+	// the limits).
+	Requeued bool `json:"requeued,omitempty"`
+	// NeedsScenes: plan completed; call AddScenes with the scene count.
+	NeedsScenes bool `json:"needs_scenes,omitempty"`
+	// VideoCompleted: every task of the video is done.
+	VideoCompleted bool `json:"video_completed,omitempty"`
+	// VideoFailed: the task failed on too many nodes and the video failed:
+	// refund it. Failure says why.
+	VideoFailed bool   `json:"video_failed,omitempty"`
+	Failure     string `json:"failure,omitempty"`
+	// Revoked lists the other leases of the video that were revoked
+	// because it failed or was cancelled; their holders should stop.
+	Revoked []LeaseRef `json:"revoked,omitempty"`
+}
+
+// video is one submitted video and its tasks.
+type video struct {
+	id          string
+	acct        *account
+	mode        Mode
+	prio        int
+	seq         uint64
+	submitted   int64 // unix ms
+	state       VideoState
+	scenesAdded bool
+	tasks       []*task
+	done        int   // tasks in TaskDone
+	gate        *task // the task awaiting scenes, auto only
+	plan        *task // auto only
+	failedTask  string
+	failure     string
+}
+
+func (s *State) video(id string) (*video, error) {
+	v, ok := s.videos[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownVideo, id)
+	}
+	return v, nil
+}
+
+// Submit adds a video's task graph as of now. Tasks without dependencies
+// become ready at once.
+func (s *State) Submit(g Graph, now time.Time) error {
+	if err := g.Validate(); err != nil {
+		return err
+	}
+	if g.Video.Priority < -MaxPriority || g.Video.Priority > MaxPriority {
+		return fmt.Errorf("%w: priority must be within +-%d", ErrInvalid, MaxPriority)
+	}
+	if _, ok := s.videos[g.Video.ID]; ok {
+		return fmt.Errorf("%w: video %q", ErrDuplicate, g.Video.ID)
+	}
+	for _, ts := range g.Tasks {
+		if _, ok := s.tasks[taskID(g.Video.ID, ts.Name)]; ok {
+			return fmt.Errorf("%w: task %q", ErrDuplicate, taskID(g.Video.ID, ts.Name))
+		}
+	}
+	s.videoSeq++
+	v := s.newVideo(g, s.videoSeq, ms(now))
+	for _, t := range v.tasks {
+		if t.pending == 0 {
+			s.makeReady(t, ms(now))
+		}
+	}
+	return nil
+}
+
+// newVideo builds a video's records in the blocked state and indexes them.
+func (s *State) newVideo(g Graph, seq uint64, submitted int64) *video {
+	v := &video{
+		id:        g.Video.ID,
+		acct:      s.accountFor(g.Video.AccountID),
+		mode:      g.Mode,
+		prio:      g.Video.Priority,
+		seq:       seq,
+		submitted: submitted,
+		state:     VideoQueued,
+	}
+	byName := make(map[string]*task, len(g.Tasks))
+	for _, ts := range g.Tasks {
+		t := s.newTask(v, ts.Name, ts.Kind, ts.Req)
+		t.weight = float64(ts.Kind.Weight())
+		for _, d := range ts.Deps {
+			s.link(byName[d], t)
+		}
+		if ts.AwaitsScenes {
+			t.awaitsScenes = true
+			t.pending++
+			v.gate = t
+		}
+		if ts.Kind == KindPlan {
+			v.plan = t
+		}
+		byName[ts.Name] = t
+	}
+	s.videos[v.id] = v
+	return v
+}
+
+func (s *State) newTask(v *video, name string, kind Kind, req Requirements) *task {
+	req = req.normalized()
+	t := &task{
+		id:    taskID(v.id, name),
+		name:  name,
+		v:     v,
+		idx:   len(v.tasks),
+		sub:   v.submitted,
+		seq:   v.seq,
+		kind:  kind,
+		req:   req,
+		cls:   s.classFor(req),
+		state: TaskBlocked,
+		qIdx:  -1,
+		lIdx:  -1,
+		nIdx:  -1,
+	}
+	v.tasks = append(v.tasks, t)
+	s.tasks[t.id] = t
+	return t
+}
+
+// link makes after depend on dep.
+func (s *State) link(dep, after *task) {
+	after.deps = append(after.deps, dep)
+	dep.after = append(dep.after, after)
+	if dep.state != TaskDone {
+		after.pending++
+	}
+}
+
+// AddScenes adds n scene tasks to an auto video once its plan task is
+// done, each needing req. Scenes depend on plan (so they are ready at
+// once) and the composite waits for all of them. n may be 0.
+func (s *State) AddScenes(videoID string, n int, req Requirements, now time.Time) error {
+	v, err := s.video(videoID)
+	if err != nil {
+		return err
+	}
+	switch {
+	case v.state.terminal():
+		return fmt.Errorf("%w: video %q is %s", ErrWrongState, videoID, v.state)
+	case v.mode != ModeAuto:
+		return fmt.Errorf("%w: video %q is not an auto video", ErrWrongState, videoID)
+	case v.scenesAdded:
+		return fmt.Errorf("%w: video %q already has its scenes", ErrWrongState, videoID)
+	case v.plan.state != TaskDone:
+		return fmt.Errorf("%w: video %q: scenes are added after plan is done", ErrWrongState, videoID)
+	case n < 0 || n > MaxScenes:
+		return fmt.Errorf("%w: scene count must be 0..%d, got %d", ErrInvalid, MaxScenes, n)
+	}
+	if n > 0 {
+		if err := req.Validate(); err != nil {
+			return fmt.Errorf("scenes: %w", err)
+		}
+	}
+	at := ms(now)
+	for i := 1; i <= n; i++ {
+		sc := s.newTask(v, sceneName(i), KindScene, req)
+		sc.weight = float64(KindScene.Weight()) / float64(n)
+		s.link(v.plan, sc)
+		s.link(sc, v.gate)
+	}
+	v.scenesAdded = true
+	v.gate.pending--
+	for _, t := range v.tasks {
+		if t.state == TaskBlocked && t.pending == 0 {
+			s.makeReady(t, at)
+		}
+	}
+	return nil
+}
+
+// finishTask marks t done and unblocks its dependents.
+func (s *State) finishTask(t *task, now int64, out *Outcome) {
+	v := t.v
+	t.state = TaskDone
+	t.percent = 100
+	v.done++
+	for _, d := range t.after {
+		d.pending--
+		if d.pending == 0 && d.state == TaskBlocked {
+			s.makeReady(d, now)
+		}
+	}
+	if t == v.plan && !v.scenesAdded {
+		out.NeedsScenes = true
+	}
+	if v.done == len(v.tasks) && (v.mode == ModeManual || v.scenesAdded) {
+		v.state = VideoCompleted
+		out.VideoCompleted = true
+	}
+}
+
+// endVideo moves v to a terminal state and cancels every unfinished task,
+// revoking leases.
+func (s *State) endVideo(v *video, state VideoState, out *Outcome) {
+	v.state = state
+	for _, t := range v.tasks {
+		switch t.state {
+		case TaskReady:
+			s.unready(t)
+		case TaskLeased:
+			out.Revoked = append(out.Revoked, t.leaseRef())
+			s.releaseLease(t)
+		case TaskBlocked:
+		default:
+			continue
+		}
+		t.state = TaskCanceled
+	}
+}
+
+// Cancel stops a video that has not finished: its ready tasks leave the
+// queue and its leases are revoked (listed in the outcome).
+func (s *State) Cancel(videoID string, now time.Time) (Outcome, error) {
+	v, err := s.video(videoID)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if v.state.terminal() {
+		return Outcome{}, fmt.Errorf("%w: video %q is %s", ErrWrongState, videoID, v.state)
+	}
+	out := Outcome{VideoID: videoID}
+	s.endVideo(v, VideoCanceled, &out)
+	return out, nil
+}
+
+// Forget drops a finished (completed, failed or cancelled) video and its
+// tasks from the state, so the state does not grow without bound. The
+// account's fair-share record stays.
+func (s *State) Forget(videoID string) error {
+	v, err := s.video(videoID)
+	if err != nil {
+		return err
+	}
+	if !v.state.terminal() {
+		return fmt.Errorf("%w: video %q is %s", ErrWrongState, videoID, v.state)
+	}
+	for _, t := range v.tasks {
+		delete(s.tasks, t.id)
+	}
+	delete(s.videos, videoID)
+	return nil
+}
