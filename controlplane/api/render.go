@@ -13,6 +13,9 @@ type progressJSON struct {
 	// QueuePosition is 1 for the next video to start, 0 once rendering.
 	QueuePosition uint64 `json:"queue_position"`
 	Percent       int    `json:"percent"`
+	// Reason and Message say why a video waits (scheduler reason codes).
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
 }
 
 type videoErrorJSON struct {
@@ -49,6 +52,8 @@ type videoJSON struct {
 	VideoURL           string          `json:"video_url,omitempty"`
 	VideoURLNoCaptions string          `json:"video_url_no_captions,omitempty"`
 	CaptionURL         string          `json:"caption_url,omitempty"`
+	CaptionURLSRT      string          `json:"caption_url_srt,omitempty"`
+	PosterURL          string          `json:"poster_url,omitempty"`
 	Error              *videoErrorJSON `json:"error,omitempty"`
 	Preview            *previewJSON    `json:"preview,omitempty"`
 	CreatedAt          int64           `json:"created_at"`
@@ -61,7 +66,8 @@ const (
 )
 
 // videoView renders v. urlExpiry is when signed file URLs in it stop working.
-func (a *API) videoView(v fsm.Video, queuePos uint64, urlExpiry time.Time) videoJSON {
+func (a *API) videoView(q fsm.QueuedVideo, urlExpiry time.Time) videoJSON {
+	v := q.Video
 	s := v.Spec
 	out := videoJSON{
 		ID: v.ID, Object: "video", Mode: s.Mode, Model: s.Model, Operation: s.Operation,
@@ -75,14 +81,14 @@ func (a *API) videoView(v fsm.Video, queuePos uint64, urlExpiry time.Time) video
 		out.FolderID = &f
 	}
 	switch v.Status {
-	case fsm.StatusQueued:
-		out.Progress = &progressJSON{QueuePosition: queuePos}
-	case fsm.StatusProcessing:
-		out.Progress = &progressJSON{Percent: v.Percent}
+	case fsm.StatusQueued, fsm.StatusProcessing:
+		out.Progress = &progressJSON{QueuePosition: q.QueuePosition, Percent: v.Percent, Reason: q.WaitReason, Message: q.WaitMessage}
 	case fsm.StatusCompleted:
 		out.VideoURL = a.fileURL(v.Outputs.Video, urlExpiry)
 		out.VideoURLNoCaptions = a.fileURL(v.Outputs.VideoNoCaptions, urlExpiry)
 		out.CaptionURL = a.fileURL(v.Outputs.Captions, urlExpiry)
+		out.CaptionURLSRT = a.fileURL(v.Outputs.CaptionsSRT, urlExpiry)
+		out.PosterURL = a.fileURL(v.Outputs.Poster, urlExpiry)
 	case fsm.StatusFailed:
 		out.Error = &videoErrorJSON{Message: v.ErrorMessage, CreditsRefunded: v.CreditsRefunded}
 	case fsm.StatusPreview:

@@ -80,7 +80,7 @@ func (a *API) createVideo(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	w.Header().Set("Location", "/v1/videos/"+res.Video.ID)
-	apierr.WriteJSON(w, http.StatusCreated, a.videoView(res.Video, res.QueuePosition, createExpiry(res.Video)))
+	apierr.WriteJSON(w, http.StatusCreated, a.videoView(res.QueuedVideo, createExpiry(res.Video)))
 }
 
 func checkIdempotencyKey(k string) *apierr.Error {
@@ -99,7 +99,7 @@ func (a *API) getVideo(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.NotFound("video"))
 		return
 	}
-	apierr.WriteJSON(w, http.StatusOK, a.videoView(v.Video, v.QueuePosition, a.readExpiry()))
+	apierr.WriteJSON(w, http.StatusOK, a.videoView(v, a.readExpiry()))
 }
 
 var videoStatuses = []string{fsm.StatusQueued, fsm.StatusProcessing, fsm.StatusCompleted, fsm.StatusFailed, fsm.StatusPreview}
@@ -150,7 +150,7 @@ func (a *API) listVideos(w http.ResponseWriter, r *http.Request) {
 	exp := a.readExpiry()
 	out := listJSON[videoJSON]{Object: "list", Data: make([]videoJSON, 0, len(page.Videos)), Total: page.Total, HasMore: page.HasMore}
 	for _, v := range page.Videos {
-		out.Data = append(out.Data, a.videoView(v.Video, v.QueuePosition, exp))
+		out.Data = append(out.Data, a.videoView(v, exp))
 	}
 	out.Count = len(out.Data)
 	apierr.WriteJSON(w, http.StatusOK, out)
@@ -192,5 +192,5 @@ func (a *API) renderPreview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res := out.(fsm.CreateVideoResult)
-	apierr.WriteJSON(w, http.StatusOK, a.videoView(res.Video, res.QueuePosition, a.readExpiry()))
+	apierr.WriteJSON(w, http.StatusOK, a.videoView(res.QueuedVideo, a.readExpiry()))
 }

@@ -19,11 +19,16 @@ const (
 	CreateFolderType
 	CreateVideoType
 	RenderPreviewType
-	StartVideoType
-	VideoProgressType
-	CompleteVideoType
 	FailVideoType
 	ExpireIdempotencyType
+	RegisterNodeType
+	NodeHeartbeatType
+	LeaseTaskType
+	TaskProgressType
+	CompleteTaskType
+	FailTaskType
+	ExpireLeasesType
+	DeregisterNodeType
 )
 
 func (t MessageType) String() string {
@@ -44,16 +49,26 @@ func (t MessageType) String() string {
 		return "create_video"
 	case RenderPreviewType:
 		return "render_preview"
-	case StartVideoType:
-		return "start_video"
-	case VideoProgressType:
-		return "video_progress"
-	case CompleteVideoType:
-		return "complete_video"
 	case FailVideoType:
 		return "fail_video"
 	case ExpireIdempotencyType:
 		return "expire_idempotency"
+	case RegisterNodeType:
+		return "register_node"
+	case NodeHeartbeatType:
+		return "node_heartbeat"
+	case LeaseTaskType:
+		return "lease_task"
+	case TaskProgressType:
+		return "task_progress"
+	case CompleteTaskType:
+		return "complete_task"
+	case FailTaskType:
+		return "fail_task"
+	case ExpireLeasesType:
+		return "expire_leases"
+	case DeregisterNodeType:
+		return "deregister_node"
 	}
 	return fmt.Sprintf("message_type_%d", uint8(t))
 }
@@ -133,27 +148,6 @@ type RenderPreview struct {
 	Now       int64  `msgpack:"now"`
 }
 
-// StartVideo moves a queued video to processing.
-type StartVideo struct {
-	VideoID string `msgpack:"video"`
-	Now     int64  `msgpack:"now"`
-}
-
-// VideoProgress records a processing video's percent.
-type VideoProgress struct {
-	VideoID string `msgpack:"video"`
-	Percent int    `msgpack:"percent"`
-	Now     int64  `msgpack:"now"`
-}
-
-// CompleteVideo marks a video completed with its outputs.
-type CompleteVideo struct {
-	VideoID         string  `msgpack:"video"`
-	Outputs         Outputs `msgpack:"outputs"`
-	DurationSeconds int     `msgpack:"duration"`
-	Now             int64   `msgpack:"now"`
-}
-
 // FailVideo marks a video failed and refunds its charge in the same step.
 type FailVideo struct {
 	VideoID string `msgpack:"video"`
@@ -174,9 +168,6 @@ func (SetPlan) Type() MessageType           { return SetPlanType }
 func (CreateFolder) Type() MessageType      { return CreateFolderType }
 func (CreateVideo) Type() MessageType       { return CreateVideoType }
 func (RenderPreview) Type() MessageType     { return RenderPreviewType }
-func (StartVideo) Type() MessageType        { return StartVideoType }
-func (VideoProgress) Type() MessageType     { return VideoProgressType }
-func (CompleteVideo) Type() MessageType     { return CompleteVideoType }
 func (FailVideo) Type() MessageType         { return FailVideoType }
 func (ExpireIdempotency) Type() MessageType { return ExpireIdempotencyType }
 
@@ -215,16 +206,26 @@ func Decode(entry []byte) (Command, error) {
 		c = &CreateVideo{}
 	case RenderPreviewType:
 		c = &RenderPreview{}
-	case StartVideoType:
-		c = &StartVideo{}
-	case VideoProgressType:
-		c = &VideoProgress{}
-	case CompleteVideoType:
-		c = &CompleteVideo{}
 	case FailVideoType:
 		c = &FailVideo{}
 	case ExpireIdempotencyType:
 		c = &ExpireIdempotency{}
+	case RegisterNodeType:
+		c = &RegisterNode{}
+	case NodeHeartbeatType:
+		c = &NodeHeartbeat{}
+	case LeaseTaskType:
+		c = &LeaseTask{}
+	case TaskProgressType:
+		c = &TaskProgress{}
+	case CompleteTaskType:
+		c = &CompleteTask{}
+	case FailTaskType:
+		c = &FailTask{}
+	case ExpireLeasesType:
+		c = &ExpireLeases{}
+	case DeregisterNodeType:
+		c = &DeregisterNode{}
 	default:
 		return nil, fmt.Errorf("decode: unknown message type %d", entry[0])
 	}

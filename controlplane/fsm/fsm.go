@@ -89,16 +89,26 @@ func (s *state) apply(cmd Command) (any, error) {
 		return s.applyCreateVideo(c)
 	case *RenderPreview:
 		return s.applyRenderPreview(c)
-	case *StartVideo:
-		return s.applyStartVideo(c)
-	case *VideoProgress:
-		return s.applyVideoProgress(c)
-	case *CompleteVideo:
-		return s.applyCompleteVideo(c)
 	case *FailVideo:
 		return s.applyFailVideo(c)
 	case *ExpireIdempotency:
 		return s.applyExpireIdempotency(c)
+	case *RegisterNode:
+		return s.applyRegisterNode(c)
+	case *NodeHeartbeat:
+		return s.applyNodeHeartbeat(c)
+	case *LeaseTask:
+		return s.applyLeaseTask(c)
+	case *TaskProgress:
+		return s.applyTaskProgress(c)
+	case *CompleteTask:
+		return s.applyCompleteTask(c)
+	case *FailTask:
+		return s.applyFailTask(c)
+	case *ExpireLeases:
+		return s.applyExpireLeases(c)
+	case *DeregisterNode:
+		return s.applyDeregisterNode(c)
 	}
 	panic(fmt.Sprintf("fsm: no apply function for %T", cmd))
 }

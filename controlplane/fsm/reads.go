@@ -1,12 +1,35 @@
 package fsm
 
+import "github.com/vidfarm/vidfarm/scheduler"
+
 // Reads. Each takes the read lock and returns copies the caller may keep and change.
 
-// QueuedVideo is a video with its place in the queue (0 when not queued).
+// QueuedVideo is a video with where it stands in the render farm: its place in
+// the queue (0 when not waiting), why it waits, and its percent while processing.
 type QueuedVideo struct {
 	Video
 	QueuePosition uint64
+	// WaitReason is a stable code (scheduler.Reason) and WaitMessage its text.
+	WaitReason  string
+	WaitMessage string
 }
+
+// queued adds the scheduler's view to a copy of v.
+func (s *state) queued(v *Video) QueuedVideo {
+	q := QueuedVideo{Video: v.Clone()}
+	if v.Status != StatusQueued && v.Status != StatusProcessing {
+		return q
+	}
+	st, err := s.sched.VideoStatus(v.ID)
+	if err != nil {
+		return q
+	}
+	q.QueuePosition = uint64(max(st.QueuePosition, 0))
+	q.WaitReason, q.WaitMessage = string(st.Reason), st.Message
+	q.Percent = st.Percent
+	return q
+}
+
 
 // KeyByHash finds the API key whose secret hashes to h.
 func (f *FSM) KeyByHash(h [32]byte) (Key, bool) {
@@ -50,7 +73,7 @@ func (f *FSM) Video(accountID, id string) (QueuedVideo, bool) {
 	if !ok || (accountID != "" && v.AccountID != accountID) {
 		return QueuedVideo{}, false
 	}
-	return QueuedVideo{Video: v.Clone(), QueuePosition: f.s.queue.position(v.QueueSeq)}, true
+	return f.s.queued(v), true
 }
 
 // VideoFilter selects videos of one account for a listing.
@@ -95,7 +118,7 @@ func (f *FSM) ListVideos(accountID string, flt VideoFilter) (VideoPage, error) {
 			continue
 		}
 		if len(page.Videos) < flt.Limit {
-			page.Videos = append(page.Videos, QueuedVideo{Video: v.Clone(), QueuePosition: f.s.queue.position(v.QueueSeq)})
+			page.Videos = append(page.Videos, f.s.queued(v))
 		} else {
 			page.HasMore = true
 		}
@@ -133,6 +156,7 @@ type Stats struct {
 	Videos      int
 	Queued      int
 	Idempotency int
+	Nodes       int
 	ByStatus    map[string]int
 }
 
@@ -142,11 +166,12 @@ func (f *FSM) Stats() Stats {
 	defer f.mu.RUnlock()
 	st := Stats{
 		Accounts: len(f.s.accounts), Keys: len(f.s.keys), Videos: len(f.s.videos),
-		Queued: f.s.queue.size, Idempotency: len(f.s.idem), ByStatus: map[string]int{},
+		Idempotency: len(f.s.idem), ByStatus: map[string]int{}, Nodes: len(f.s.nodes),
 	}
 	for _, v := range f.s.videos {
 		st.ByStatus[v.Status]++
 	}
+	st.Queued = st.ByStatus[StatusQueued]
 	return st
 }
 
@@ -158,4 +183,41 @@ func (f *FSM) IdempotencyReplays(accountID, key string, bodyHash [32]byte, now i
 	defer f.mu.RUnlock()
 	rec, ok := f.s.idem[idemKey{account: accountID, key: key}]
 	return ok && rec.CreatedAt+IdempotencyTTL > now && rec.BodyHash == bodyHash
+}
+
+// NodeByCredHash finds the node whose credential hashes to h.
+func (f *FSM) NodeByCredHash(h [32]byte) (Node, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	id, ok := f.s.nodeByCred[h]
+	if !ok {
+		return Node{}, false
+	}
+	return *f.s.nodes[id], true
+}
+
+// Nodes lists the registered nodes with what the scheduler knows of them, by id.
+func (f *FSM) Nodes() []NodeView {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]NodeView, 0, len(f.s.nodes))
+	for _, info := range f.s.sched.Nodes() {
+		if n, ok := f.s.nodes[info.ID]; ok {
+			out = append(out, NodeView{Node: *n, Info: info})
+		}
+	}
+	return out
+}
+
+// NodeView is a registered node and its scheduler view.
+type NodeView struct {
+	Node Node
+	Info scheduler.NodeInfo
+}
+
+// Task returns a scheduler task by id.
+func (f *FSM) Task(id string) (scheduler.Task, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.sched.Task(id)
 }

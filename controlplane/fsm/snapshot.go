@@ -5,33 +5,44 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
+	"hash/crc32"
 	"io"
 	"slices"
 
 	"github.com/hashicorp/raft"
+	"github.com/vidfarm/vidfarm/scheduler"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
 // The snapshot stream: a magic line, then records, each a type byte, a uvarint
 // length and a msgpack body. Records come in a fixed order (accounts by id, then each
 // account's keys, folders and videos in creation order), so every replica writes the
-// same bytes for the same state.
-const snapshotMagic = "vidfarm-fsm-snapshot-v1\n"
+// same bytes for the same state. The last record is an end record holding the number
+// of records before it and the CRC-32C of every byte before it, so a stream cut at a
+// record boundary or changed in transit is refused instead of restored in part.
+const snapshotMagic = "vidfarm-fsm-snapshot-v2\n"
 
 type recordType byte
 
 const (
-	recMeta recordType = iota + 1
+	recScheduler recordType = iota + 1
 	recAccount
 	recKey
 	recFolder
 	recVideo
 	recIdempotency
+	recEnd
+	recNode
 )
 
-type meta struct {
-	LastQueueSeq uint64 `msgpack:"last_queue_seq"`
+// trailer is the body of the end record.
+type trailer struct {
+	Records uint64 `msgpack:"records"`
+	CRC32C  uint32 `msgpack:"crc32c"`
 }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 type record struct {
 	typ recordType
@@ -40,8 +51,16 @@ type record struct {
 
 // records copies the whole state into a list of records; the caller holds the read lock.
 func (s *state) records() []record {
-	out := make([]record, 0, 1+len(s.accounts)+len(s.keys)+len(s.folders)+len(s.videos)+len(s.idem))
-	out = append(out, record{recMeta, meta{LastQueueSeq: s.lastQueueSeq}})
+	out := make([]record, 0, 1+len(s.nodes)+len(s.accounts)+len(s.keys)+len(s.folders)+len(s.videos)+len(s.idem))
+	out = append(out, record{recScheduler, s.sched.Snapshot()})
+	nodeIDs := make([]string, 0, len(s.nodes))
+	for id := range s.nodes {
+		nodeIDs = append(nodeIDs, id)
+	}
+	slices.Sort(nodeIDs)
+	for _, id := range nodeIDs {
+		out = append(out, record{recNode, *s.nodes[id]})
+	}
 	ids := make([]string, 0, len(s.accounts))
 	for id := range s.accounts {
 		ids = append(ids, id)
@@ -105,25 +124,18 @@ func (sn *snapshot) Release() {}
 
 func writeSnapshot(w io.Writer, records []record) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
-	if _, err := bw.WriteString(snapshotMagic); err != nil {
+	sum := crc32.New(castagnoli)
+	out := io.MultiWriter(bw, sum)
+	if _, err := io.WriteString(out, snapshotMagic); err != nil {
 		return fmt.Errorf("write snapshot header: %w", err)
 	}
-	var lenBuf [binary.MaxVarintLen64]byte
 	for _, r := range records {
-		body, err := msgpack.Marshal(r.v)
-		if err != nil {
-			return fmt.Errorf("encode snapshot record %d: %w", r.typ, err)
+		if err := writeRecord(out, r); err != nil {
+			return err
 		}
-		if err := bw.WriteByte(byte(r.typ)); err != nil {
-			return fmt.Errorf("write snapshot: %w", err)
-		}
-		n := binary.PutUvarint(lenBuf[:], uint64(len(body)))
-		if _, err := bw.Write(lenBuf[:n]); err != nil {
-			return fmt.Errorf("write snapshot: %w", err)
-		}
-		if _, err := bw.Write(body); err != nil {
-			return fmt.Errorf("write snapshot: %w", err)
-		}
+	}
+	if err := writeRecord(bw, record{recEnd, trailer{Records: uint64(len(records)), CRC32C: sum.Sum32()}}); err != nil {
+		return err
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("flush snapshot: %w", err)
@@ -131,11 +143,45 @@ func writeSnapshot(w io.Writer, records []record) error {
 	return nil
 }
 
+func writeRecord(w io.Writer, r record) error {
+	body, err := msgpack.Marshal(r.v)
+	if err != nil {
+		return fmt.Errorf("encode snapshot record %d: %w", r.typ, err)
+	}
+	buf := make([]byte, 0, 1+binary.MaxVarintLen64+len(body))
+	buf = append(buf, byte(r.typ))
+	buf = binary.AppendUvarint(buf, uint64(len(body)))
+	if _, err := w.Write(append(buf, body...)); err != nil {
+		return fmt.Errorf("write snapshot: %w", err)
+	}
+	return nil
+}
+
+// checksumReader hashes every byte read through it.
+type checksumReader struct {
+	r   *bufio.Reader
+	sum hash.Hash32
+}
+
+func (c *checksumReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.sum.Write(p[:n])
+	return n, err
+}
+
+func (c *checksumReader) ReadByte() (byte, error) {
+	b, err := c.r.ReadByte()
+	if err == nil {
+		c.sum.Write([]byte{b})
+	}
+	return b, err
+}
+
 // maxRecord bounds one record so a corrupt length cannot allocate the machine away.
 const maxRecord = 64 << 20
 
 func readSnapshot(r io.Reader) (*state, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
+	br := &checksumReader{r: bufio.NewReaderSize(r, 1<<16), sum: crc32.New(castagnoli)}
 	magic := make([]byte, len(snapshotMagic))
 	if _, err := io.ReadFull(br, magic); err != nil {
 		return nil, fmt.Errorf("read header: %w", err)
@@ -144,10 +190,11 @@ func readSnapshot(r io.Reader) (*state, error) {
 		return nil, fmt.Errorf("not a vidfarm snapshot (header %q)", magic)
 	}
 	s := newState()
-	for {
+	for count := uint64(0); ; count++ {
+		sum := br.sum.Sum32() // of every byte before this record
 		t, err := br.ReadByte()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil, fmt.Errorf("snapshot ends after %d records without its end record: truncated", count)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read record type: %w", err)
@@ -163,21 +210,55 @@ func readSnapshot(r io.Reader) (*state, error) {
 		if _, err := io.ReadFull(br, body); err != nil {
 			return nil, fmt.Errorf("read record body: %w", err)
 		}
+		if recordType(t) == recEnd {
+			if err := checkEnd(br, body, count, sum); err != nil {
+				return nil, err
+			}
+			return s, nil
+		}
 		if err := s.restoreRecord(recordType(t), body); err != nil {
 			return nil, err
 		}
 	}
-	return s, nil
+}
+
+// checkEnd checks the end record against what was read, and that nothing follows it.
+func checkEnd(br *checksumReader, body []byte, count uint64, sum uint32) error {
+	var tr trailer
+	if err := msgpack.Unmarshal(body, &tr); err != nil {
+		return fmt.Errorf("decode end record: %w", err)
+	}
+	if tr.Records != count {
+		return fmt.Errorf("snapshot holds %d records, its end record says %d", count, tr.Records)
+	}
+	if tr.CRC32C != sum {
+		return fmt.Errorf("snapshot checksum %08x does not match %08x: corrupt", sum, tr.CRC32C)
+	}
+	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+		return errors.New("data after the snapshot's end record")
+	}
+	return nil
 }
 
 func (s *state) restoreRecord(t recordType, body []byte) error {
 	switch t {
-	case recMeta:
-		var m meta
-		if err := msgpack.Unmarshal(body, &m); err != nil {
-			return fmt.Errorf("decode meta: %w", err)
+	case recScheduler:
+		var snap scheduler.Snapshot
+		if err := msgpack.Unmarshal(body, &snap); err != nil {
+			return fmt.Errorf("decode scheduler: %w", err)
 		}
-		s.lastQueueSeq = m.LastQueueSeq
+		sched, err := scheduler.Restore(snap)
+		if err != nil {
+			return fmt.Errorf("restore scheduler: %w", err)
+		}
+		s.sched = sched
+	case recNode:
+		var n Node
+		if err := msgpack.Unmarshal(body, &n); err != nil {
+			return fmt.Errorf("decode node: %w", err)
+		}
+		s.nodes[n.ID] = &n
+		s.nodeByCred[n.CredHash] = n.ID
 	case recAccount:
 		var a Account
 		if err := msgpack.Unmarshal(body, &a); err != nil {
@@ -205,9 +286,6 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 		}
 		s.videos[v.ID] = &v
 		s.accountVideos[v.AccountID] = append(s.accountVideos[v.AccountID], v.ID)
-		if v.Status == StatusQueued && v.QueueSeq != 0 {
-			s.queue.push(v.QueueSeq)
-		}
 	case recIdempotency:
 		var r Idempotency
 		if err := msgpack.Unmarshal(body, &r); err != nil {

@@ -1,5 +1,12 @@
 package fsm
 
+import (
+	"fmt"
+	"maps"
+
+	"github.com/vidfarm/vidfarm/scheduler"
+)
+
 type idemKey struct {
 	account string
 	key     string
@@ -20,8 +27,11 @@ type state struct {
 
 	idem map[idemKey]*Idempotency
 
-	lastQueueSeq uint64
-	queue        queueIndex
+	nodes      map[string]*Node
+	nodeByCred map[[32]byte]string
+
+	// sched holds the render work: task graphs, nodes' capacity, leases.
+	sched *scheduler.State
 }
 
 func newState() *state {
@@ -34,7 +44,18 @@ func newState() *state {
 		videos:         map[string]*Video{},
 		accountVideos:  map[string][]string{},
 		idem:           map[idemKey]*Idempotency{},
+		nodes:          map[string]*Node{},
+		nodeByCred:     map[[32]byte]string{},
+		sched:          newScheduler(),
 	}
+}
+
+func newScheduler() *scheduler.State {
+	s, err := scheduler.New(scheduler.DefaultConfig())
+	if err != nil {
+		panic(fmt.Sprintf("fsm: default scheduler config refused: %v", err))
+	}
+	return s
 }
 
 func cloneString(p *string) *string {
@@ -94,6 +115,7 @@ func (s Spec) Clone() Spec {
 // Clone returns a deep copy of the video.
 func (v Video) Clone() Video {
 	v.Spec = v.Spec.Clone()
+	v.Artifacts = maps.Clone(v.Artifacts)
 	return v
 }
 

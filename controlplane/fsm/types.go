@@ -98,7 +98,9 @@ type Spec struct {
 type Outputs struct {
 	Video           string `msgpack:"video"`
 	VideoNoCaptions string `msgpack:"video_no_captions,omitempty"`
-	Captions        string `msgpack:"captions,omitempty"`
+	Captions        string `msgpack:"captions,omitempty"` // WebVTT
+	CaptionsSRT     string `msgpack:"captions_srt,omitempty"`
+	Poster          string `msgpack:"poster,omitempty"`
 }
 
 // Video is one render project and where it stands.
@@ -110,18 +112,18 @@ type Video struct {
 	CreditsCharged int64  `msgpack:"charged"`
 	// Price is what the video would cost; for a preview it is what rendering would
 	// have cost, shown to help the upgrade decision.
-	Price int64 `msgpack:"price"`
-	// QueueSeq orders queued videos; 0 when not queued.
-	QueueSeq            uint64  `msgpack:"queue_seq"`
+	Price               int64   `msgpack:"price"`
 	Percent             int     `msgpack:"percent"`
 	ErrorMessage        string  `msgpack:"error,omitempty"`
 	CreditsRefunded     bool    `msgpack:"refunded"`
 	RenderedFromPreview bool    `msgpack:"from_preview"`
 	Outputs             Outputs `msgpack:"outputs"`
-	CreatedAt           int64   `msgpack:"created_at"`
-	UpdatedAt           int64   `msgpack:"updated_at"`
-	StartedAt           int64   `msgpack:"started_at"`
-	FinishedAt          int64   `msgpack:"finished_at"`
+	// Artifacts are the blobs its finished tasks produced, "task/file" -> key.
+	Artifacts  map[string]string `msgpack:"artifacts,omitempty"`
+	CreatedAt  int64             `msgpack:"created_at"`
+	UpdatedAt  int64             `msgpack:"updated_at"`
+	StartedAt  int64             `msgpack:"started_at"`
+	FinishedAt int64             `msgpack:"finished_at"`
 }
 
 // Idempotency remembers what an Idempotency-Key produced, for 24 hours.
@@ -134,6 +136,8 @@ type Idempotency struct {
 	// answers byte for byte what the first response said.
 	Original      Video  `msgpack:"original"`
 	QueuePosition uint64 `msgpack:"queue_position"`
+	WaitReason    string `msgpack:"wait_reason,omitempty"`
+	WaitMessage   string `msgpack:"wait_message,omitempty"`
 	CreatedAt     int64  `msgpack:"created_at"`
 }
 

@@ -5,9 +5,8 @@ import "fmt"
 // CreateVideoResult is what CreateVideo answers: the video as the creating request
 // saw it. On an idempotent replay it is the original answer, not today's state.
 type CreateVideoResult struct {
-	Video         Video
-	QueuePosition uint64
-	Replayed      bool
+	QueuedVideo
+	Replayed bool
 }
 
 func (s *state) applyCreateVideo(c *CreateVideo) (any, error) {
@@ -21,7 +20,8 @@ func (s *state) applyCreateVideo(c *CreateVideo) (any, error) {
 			if rec.BodyHash != c.BodyHash {
 				return nil, &DuplicateRequestError{ExistingVideoID: rec.VideoID}
 			}
-			return CreateVideoResult{Video: rec.Original.Clone(), QueuePosition: rec.QueuePosition, Replayed: true}, nil
+			return CreateVideoResult{QueuedVideo: QueuedVideo{Video: rec.Original.Clone(), QueuePosition: rec.QueuePosition,
+				WaitReason: rec.WaitReason, WaitMessage: rec.WaitMessage}, Replayed: true}, nil
 		}
 	}
 	if f := c.Spec.FolderID; f != "" {
@@ -40,9 +40,12 @@ func (s *state) applyCreateVideo(c *CreateVideo) (any, error) {
 		if a.Credits < c.Price {
 			return nil, &InsufficientCreditsError{Required: c.Price, Remaining: a.Credits}
 		}
+		v.Status = StatusQueued
+		if err := s.submit(v, a.Plan, c.Now); err != nil {
+			return nil, err
+		}
 		a.Credits -= c.Price
 		v.CreditsCharged = c.Price
-		s.enqueue(v)
 	} else {
 		if a.FreeVideoUsed {
 			return nil, ErrFreeLimitReached
@@ -53,26 +56,15 @@ func (s *state) applyCreateVideo(c *CreateVideo) (any, error) {
 	}
 	s.videos[v.ID] = v
 	s.accountVideos[v.AccountID] = append(s.accountVideos[v.AccountID], v.ID)
-	res := CreateVideoResult{Video: v.Clone(), QueuePosition: s.queue.position(v.QueueSeq)}
+	res := CreateVideoResult{QueuedVideo: s.queued(v)}
 	if c.IdempotencyKey != "" {
 		s.idem[ik] = &Idempotency{
 			AccountID: c.AccountID, Key: c.IdempotencyKey, BodyHash: c.BodyHash, VideoID: v.ID,
-			Original: v.Clone(), QueuePosition: res.QueuePosition, CreatedAt: c.Now,
+			Original: res.Video.Clone(), QueuePosition: res.QueuePosition, WaitReason: res.WaitReason,
+			WaitMessage: res.WaitMessage, CreatedAt: c.Now,
 		}
 	}
 	return res, nil
-}
-
-func (s *state) enqueue(v *Video) {
-	s.lastQueueSeq++
-	v.QueueSeq = s.lastQueueSeq
-	v.Status = StatusQueued
-	s.queue.push(v.QueueSeq)
-}
-
-func (s *state) dequeue(v *Video) {
-	s.queue.remove(v.QueueSeq)
-	v.QueueSeq = 0
 }
 
 func (s *state) applyRenderPreview(c *RenderPreview) (any, error) {
@@ -81,7 +73,7 @@ func (s *state) applyRenderPreview(c *RenderPreview) (any, error) {
 		return nil, fmt.Errorf("render %s: %w", c.VideoID, ErrVideoNotFound)
 	}
 	if v.RenderedFromPreview {
-		return CreateVideoResult{Video: v.Clone(), QueuePosition: s.queue.position(v.QueueSeq)}, nil
+		return CreateVideoResult{QueuedVideo: s.queued(v)}, nil
 	}
 	if v.Status != StatusPreview {
 		return nil, fmt.Errorf("render %s (status %s): %w", v.ID, v.Status, ErrNotPreview)
@@ -89,10 +81,13 @@ func (s *state) applyRenderPreview(c *RenderPreview) (any, error) {
 	if a := s.accounts[v.AccountID]; a == nil || !Premium(a.Plan) {
 		return nil, fmt.Errorf("render %s: %w", v.ID, ErrUpgradeRequired)
 	}
+	if err := s.submit(v, s.accounts[v.AccountID].Plan, c.Now); err != nil {
+		return nil, err
+	}
 	v.RenderedFromPreview = true
+	v.Status = StatusQueued
 	v.UpdatedAt = c.Now
-	s.enqueue(v)
-	return CreateVideoResult{Video: v.Clone(), QueuePosition: s.queue.position(v.QueueSeq)}, nil
+	return CreateVideoResult{QueuedVideo: s.queued(v)}, nil
 }
 
 func (s *state) video(id string) (*Video, error) {
@@ -103,52 +98,6 @@ func (s *state) video(id string) (*Video, error) {
 	return v, nil
 }
 
-func (s *state) applyStartVideo(c *StartVideo) (any, error) {
-	v, err := s.video(c.VideoID)
-	if err != nil {
-		return nil, err
-	}
-	if v.Status != StatusQueued {
-		return nil, &TransitionError{VideoID: v.ID, From: v.Status, To: StatusProcessing}
-	}
-	s.dequeue(v)
-	v.Status = StatusProcessing
-	v.StartedAt, v.UpdatedAt = c.Now, c.Now
-	return v.Clone(), nil
-}
-
-func (s *state) applyVideoProgress(c *VideoProgress) (any, error) {
-	v, err := s.video(c.VideoID)
-	if err != nil {
-		return nil, err
-	}
-	if v.Status != StatusProcessing {
-		return nil, &TransitionError{VideoID: v.ID, From: v.Status, To: StatusProcessing}
-	}
-	v.Percent = min(max(c.Percent, 0), 100)
-	v.UpdatedAt = c.Now
-	return v.Clone(), nil
-}
-
-func (s *state) applyCompleteVideo(c *CompleteVideo) (any, error) {
-	v, err := s.video(c.VideoID)
-	if err != nil {
-		return nil, err
-	}
-	if v.Status != StatusQueued && v.Status != StatusProcessing {
-		return nil, &TransitionError{VideoID: v.ID, From: v.Status, To: StatusCompleted}
-	}
-	s.dequeue(v)
-	v.Status = StatusCompleted
-	v.Percent = 100
-	v.Outputs = c.Outputs
-	if c.DurationSeconds > 0 {
-		v.Spec.DurationSeconds = c.DurationSeconds
-	}
-	v.FinishedAt, v.UpdatedAt = c.Now, c.Now
-	return v.Clone(), nil
-}
-
 func (s *state) applyFailVideo(c *FailVideo) (any, error) {
 	v, err := s.video(c.VideoID)
 	if err != nil {
@@ -157,14 +106,7 @@ func (s *state) applyFailVideo(c *FailVideo) (any, error) {
 	if v.Status != StatusQueued && v.Status != StatusProcessing {
 		return nil, &TransitionError{VideoID: v.ID, From: v.Status, To: StatusFailed}
 	}
-	s.dequeue(v)
-	if a := s.accounts[v.AccountID]; a != nil {
-		a.Credits += v.CreditsCharged
-	}
-	v.Status = StatusFailed
-	v.ErrorMessage = c.Reason
-	v.CreditsRefunded = true
-	v.FinishedAt, v.UpdatedAt = c.Now, c.Now
+	s.failVideo(v, c.Reason, c.Now)
 	return v.Clone(), nil
 }
 

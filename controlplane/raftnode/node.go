@@ -18,6 +18,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 )
@@ -87,7 +89,15 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		Name: "raft", Level: hclog.Warn, JSONFormat: true, Output: os.Stderr,
 	})
 
-	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db"), NoSync: cfg.NoSync})
+	// The store is locked while open; wait a little for it, never forever, so a
+	// second node started on the same directory says why it cannot start.
+	boltOpts := *bbolt.DefaultOptions
+	boltOpts.Timeout = storeLockTimeout
+	dbPath := filepath.Join(cfg.DataDir, "raft.db")
+	store, err := raftboltdb.New(raftboltdb.Options{Path: dbPath, NoSync: cfg.NoSync, BoltOptions: &boltOpts})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("open raft log store %s: locked by another process (is a node already running on this data directory?): %w", dbPath, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open raft log store: %w", err)
 	}
@@ -137,6 +147,9 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	return n, nil
 }
 
+// storeLockTimeout bounds the wait for the log store's file lock.
+const storeLockTimeout = 3 * time.Second
+
 func orDefault(v, d uint64) uint64 {
 	if v == 0 {
 		return d
@@ -150,18 +163,30 @@ func (n *Node) RaftAddr() string { return string(n.transport.LocalAddr()) }
 // IsLeader reports whether this node currently leads.
 func (n *Node) IsLeader() bool { return n.Raft.State() == raft.Leader }
 
-// WaitLeader blocks until this node leads or ctx ends.
+// WaitLeader blocks until this node leads and its FSM has applied every entry
+// committed before, or until ctx ends. Leadership alone is not enough: a node that
+// restarts wins the election before it has replayed its log, and reads served in
+// that gap would miss acknowledged writes.
 func (n *Node) WaitLeader(ctx context.Context) error {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
-	for !n.IsLeader() {
+	for {
+		if n.IsLeader() {
+			err := n.Barrier(ctx)
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, ErrNotLeader) {
+				return fmt.Errorf("wait for leadership: %w", err)
+			}
+			// Lost the leadership before catching up: wait for it again.
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("wait for leadership: %w", ctx.Err())
 		case <-t.C:
 		}
 	}
-	return nil
 }
 
 // Apply proposes cmd, waits until it is applied and returns the FSM's value, or its
@@ -171,9 +196,16 @@ func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A caller that already gave up gets nothing proposed on its behalf; raft would
+	// read a timeout of zero or less as "wait forever".
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("apply %s: %w", cmd.Type(), err)
+	}
 	timeout := 10 * time.Second
 	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
+		if timeout = time.Until(dl); timeout <= 0 {
+			return nil, fmt.Errorf("apply %s: %w", cmd.Type(), context.DeadlineExceeded)
+		}
 	}
 	fut := n.Raft.Apply(data, timeout)
 	if err := fut.Error(); err != nil {
@@ -195,13 +227,18 @@ func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (any, error) {
 // Barrier waits until every entry committed before it is applied, so a read after
 // it sees every acknowledged write.
 func (n *Node) Barrier(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("barrier: %w", err)
+	}
 	timeout := 10 * time.Second
 	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
+		if timeout = time.Until(dl); timeout <= 0 {
+			return fmt.Errorf("barrier: %w", context.DeadlineExceeded)
+		}
 	}
 	if err := n.Raft.Barrier(timeout).Error(); err != nil {
-		if errors.Is(err, raft.ErrNotLeader) {
-			return fmt.Errorf("barrier: %w", ErrNotLeader)
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return fmt.Errorf("barrier: %w: %w", ErrNotLeader, err)
 		}
 		return fmt.Errorf("barrier: %w", err)
 	}

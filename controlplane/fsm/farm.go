@@ -1,0 +1,232 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/vidfarm/vidfarm/scheduler"
+)
+
+// Node is a registered agent. What it offers lives in the scheduler; this is who
+// it is and how it proves it.
+type Node struct {
+	ID           string   `msgpack:"id"`
+	Name         string   `msgpack:"name"`
+	CredHash     [32]byte `msgpack:"cred_hash"`
+	Virtual      bool     `msgpack:"virtual"`
+	RegisteredAt int64    `msgpack:"registered_at"`
+}
+
+// LeaseResult answers LeaseTask: a lease, or why there is none.
+type LeaseResult struct {
+	Lease scheduler.Lease
+	Found bool
+	// Why says why nothing was placed when Found is false.
+	Why string
+}
+
+func timeOf(ns int64) time.Time { return time.Unix(0, ns) }
+
+func leaseDur(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+func (s *state) applyRegisterNode(c *RegisterNode) (any, error) {
+	for id, n := range s.nodes {
+		if n.Name == c.Name && id != c.NodeID {
+			if err := s.removeNode(id, c.Now); err != nil {
+				return nil, err
+			}
+		}
+	}
+	spec := c.Node
+	spec.ID = c.NodeID
+	if err := s.sched.UpsertNode(spec, timeOf(c.Now)); err != nil {
+		return nil, fmt.Errorf("register node %s: %w", c.Name, err)
+	}
+	n := &Node{ID: c.NodeID, Name: c.Name, CredHash: c.CredHash, Virtual: c.Virtual, RegisteredAt: c.Now}
+	s.nodes[n.ID] = n
+	s.nodeByCred[n.CredHash] = n.ID
+	return *n, nil
+}
+
+func (s *state) removeNode(id string, now int64) error {
+	n, ok := s.nodes[id]
+	if !ok {
+		return fmt.Errorf("node %s: %w", id, scheduler.ErrUnknownNode)
+	}
+	if _, err := s.sched.RemoveNode(id, timeOf(now)); err != nil && !errors.Is(err, scheduler.ErrUnknownNode) {
+		return fmt.Errorf("remove node %s: %w", id, err)
+	}
+	delete(s.nodeByCred, n.CredHash)
+	delete(s.nodes, id)
+	return nil
+}
+
+func (s *state) applyDeregisterNode(c *DeregisterNode) (any, error) {
+	return nil, s.removeNode(c.NodeID, c.Now)
+}
+
+func (s *state) applyNodeHeartbeat(c *NodeHeartbeat) (any, error) {
+	if _, ok := s.nodes[c.NodeID]; !ok {
+		return nil, fmt.Errorf("heartbeat: %w", scheduler.ErrUnknownNode)
+	}
+	if err := s.sched.SetDraining(c.NodeID, c.Draining); err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
+	refs := make([]scheduler.LeaseRef, len(c.Held))
+	for i, h := range c.Held {
+		refs[i] = scheduler.LeaseRef{TaskID: h.TaskID, NodeID: c.NodeID, Token: h.Token}
+	}
+	res, err := s.sched.Heartbeat(c.NodeID, refs, timeOf(c.Now), leaseDur(c.LeaseMS))
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
+	for i, h := range c.Held {
+		if !math.IsNaN(h.Percent) && h.Percent >= 0 && h.Percent <= 100 {
+			_ = s.sched.Progress(refs[i], h.Percent) // stale refs are already in res.Stale
+		}
+	}
+	return res, nil
+}
+
+func (s *state) applyLeaseTask(c *LeaseTask) (any, error) {
+	if _, ok := s.nodes[c.NodeID]; !ok {
+		return nil, fmt.Errorf("lease: %w", scheduler.ErrUnknownNode)
+	}
+	l, err := s.sched.Place(c.NodeID, timeOf(c.Now), leaseDur(c.LeaseMS))
+	if errors.Is(err, scheduler.ErrNoWork) {
+		return LeaseResult{Why: err.Error()}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lease: %w", err)
+	}
+	if v, ok := s.videos[l.VideoID]; ok && v.Status == StatusQueued {
+		v.Status = StatusProcessing
+		v.StartedAt, v.UpdatedAt = c.Now, c.Now
+	}
+	return LeaseResult{Lease: l, Found: true}, nil
+}
+
+func (s *state) applyTaskProgress(c *TaskProgress) (any, error) {
+	ref := scheduler.LeaseRef{TaskID: c.TaskID, NodeID: c.NodeID, Token: c.Token}
+	if err := s.sched.Progress(ref, c.Percent); err != nil {
+		return nil, fmt.Errorf("progress of %s: %w", c.TaskID, err)
+	}
+	return nil, nil
+}
+
+// artifactPrefix is where a task's artifacts must live in the blob store.
+func artifactPrefix(videoID, taskName string) string {
+	return "videos/" + videoID + "/" + taskName + "/"
+}
+
+func (s *state) applyCompleteTask(c *CompleteTask) (any, error) {
+	ref := scheduler.LeaseRef{TaskID: c.TaskID, NodeID: c.NodeID, Token: c.Token}
+	t, ok := s.sched.Task(c.TaskID)
+	if !ok {
+		return nil, fmt.Errorf("complete %s: %w", c.TaskID, scheduler.ErrUnknownTask)
+	}
+	prefix := artifactPrefix(t.VideoID, t.Name)
+	for file, key := range c.Artifacts {
+		if file == "" || strings.Contains(file, "/") || !strings.HasPrefix(key, prefix) || strings.Contains(key[len(prefix):], "/") {
+			return nil, fmt.Errorf("%w: artifact %q at %q: keys must be %s<file>", ErrInvalidCommand, file, key, prefix)
+		}
+	}
+	out, err := s.sched.Complete(ref, timeOf(c.Now))
+	if err != nil || out.Duplicate {
+		return out, err
+	}
+	v := s.videos[t.VideoID]
+	if v == nil {
+		return out, nil
+	}
+	if v.Artifacts == nil {
+		v.Artifacts = map[string]string{}
+	}
+	for file, key := range c.Artifacts {
+		v.Artifacts[t.Name+"/"+file] = key
+	}
+	v.UpdatedAt = c.Now
+	if out.NeedsScenes {
+		if err := s.addScenes(v, c.Scenes, c.Now); err != nil {
+			s.failVideo(v, "planning failed: "+err.Error(), c.Now)
+			return out, nil
+		}
+	}
+	if out.VideoCompleted {
+		s.completeVideo(v, t.Name, c.DurationSeconds, c.Now)
+	}
+	return out, nil
+}
+
+func (s *state) addScenes(v *Video, n int, now int64) error {
+	if n < 1 || n > scheduler.MaxScenes {
+		return fmt.Errorf("plan reported %d scenes; want 1..%d", n, scheduler.MaxScenes)
+	}
+	req, err := modelRequirements(AutoSceneModel, AutoSceneResolution)
+	if err != nil {
+		return err
+	}
+	return s.sched.AddScenes(v.ID, n, req, timeOf(now))
+}
+
+// completeVideo marks v completed with the artifacts of its final task.
+func (s *state) completeVideo(v *Video, final string, seconds float64, now int64) {
+	v.Status = StatusCompleted
+	v.Percent = 100
+	v.Outputs = Outputs{
+		Video:           v.Artifacts[final+"/video.mp4"],
+		VideoNoCaptions: v.Artifacts[final+"/video_no_captions.mp4"],
+		Captions:        v.Artifacts[final+"/captions.vtt"],
+		CaptionsSRT:     v.Artifacts[final+"/captions.srt"],
+		Poster:          v.Artifacts[final+"/poster.jpg"],
+	}
+	if seconds > 0 {
+		v.Spec.DurationSeconds = int(math.Round(seconds))
+	}
+	v.FinishedAt, v.UpdatedAt = now, now
+	_ = s.sched.Forget(v.ID)
+}
+
+// failVideo marks v failed and refunds its charge, in the same step.
+func (s *state) failVideo(v *Video, reason string, now int64) {
+	if _, err := s.sched.Cancel(v.ID, timeOf(now)); err == nil || errors.Is(err, scheduler.ErrWrongState) {
+		_ = s.sched.Forget(v.ID)
+	}
+	if a := s.accounts[v.AccountID]; a != nil {
+		a.Credits += v.CreditsCharged
+	}
+	v.Status = StatusFailed
+	v.ErrorMessage = reason
+	v.CreditsRefunded = true
+	v.FinishedAt, v.UpdatedAt = now, now
+}
+
+func (s *state) applyFailTask(c *FailTask) (any, error) {
+	ref := scheduler.LeaseRef{TaskID: c.TaskID, NodeID: c.NodeID, Token: c.Token}
+	out, err := s.sched.Fail(ref, c.Reason, timeOf(c.Now))
+	if err != nil {
+		return nil, fmt.Errorf("fail %s: %w", c.TaskID, err)
+	}
+	s.afterOutcome(out, c.Now)
+	return out, nil
+}
+
+func (s *state) afterOutcome(out scheduler.Outcome, now int64) {
+	if !out.VideoFailed {
+		return
+	}
+	if v := s.videos[out.VideoID]; v != nil && (v.Status == StatusQueued || v.Status == StatusProcessing) {
+		s.failVideo(v, "rendering failed: "+out.Failure, now)
+	}
+}
+
+func (s *state) applyExpireLeases(c *ExpireLeases) (any, error) {
+	res := s.sched.Expire(timeOf(c.Now))
+	for _, out := range res.Expired {
+		s.afterOutcome(out, c.Now)
+	}
+	return res, nil
+}

@@ -1,0 +1,65 @@
+package fsm
+
+import (
+	"fmt"
+
+	"github.com/vidfarm/vidfarm/models"
+	"github.com/vidfarm/vidfarm/scheduler"
+)
+
+// Auto videos render their scenes with one catalog model at one resolution; the
+// model's requirements decide which nodes may take a scene.
+const (
+	AutoSceneModel      = "wan-2.2-a14b"
+	AutoSceneResolution = "720p"
+)
+
+// priority orders work across accounts: Max plans are served before Pro; fair
+// share applies within a plan.
+func priority(plan string) int {
+	if plan == PlanMax {
+		return 1
+	}
+	return 0
+}
+
+// modelRequirements is what rendering model at resolution needs from a node.
+func modelRequirements(model, resolution string) (scheduler.Requirements, error) {
+	m, ok := models.Get(model)
+	if !ok {
+		return scheduler.Requirements{}, fmt.Errorf("%w: unknown model %q", ErrInvalidCommand, model)
+	}
+	mem, ok := m.Requirements.GPUMemoryGB[resolution]
+	if !ok {
+		return scheduler.Requirements{}, fmt.Errorf("%w: %s has no resolution %q", ErrInvalidCommand, model, resolution)
+	}
+	return scheduler.Requirements{
+		GPUs: max(m.Requirements.GPUCount, 1), GPUMemoryGB: float64(mem), Model: m.ID,
+		CPUSlots: 1, Tools: []string{"ffmpeg"},
+	}, nil
+}
+
+// graph builds the scheduler's task graph of a video.
+func graph(v *Video, plan string) (scheduler.Graph, error) {
+	info := scheduler.VideoInfo{ID: v.ID, AccountID: v.AccountID, Priority: priority(plan)}
+	if v.Spec.Mode == ModeAuto {
+		return scheduler.AutoGraph(info), nil
+	}
+	req, err := modelRequirements(v.Spec.Model, v.Spec.Resolution)
+	if err != nil {
+		return scheduler.Graph{}, err
+	}
+	return scheduler.ManualGraph(info, req), nil
+}
+
+// submit hands a queued video's graph to the scheduler.
+func (s *state) submit(v *Video, plan string, now int64) error {
+	g, err := graph(v, plan)
+	if err != nil {
+		return err
+	}
+	if err := s.sched.Submit(g, timeOf(now)); err != nil {
+		return fmt.Errorf("submit video %s: %w", v.ID, err)
+	}
+	return nil
+}
