@@ -28,6 +28,11 @@ func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
 	fs.StringVar(&sf.cfg.PublicURL, "public-url", "", "base URL clients use (default http://<listen>)")
 	fs.StringVar(&sf.cfg.AppURL, "app-url", "https://app.vidfarm.example", "the service's app, where credits and plans are bought")
 	fs.StringVar(&sf.cfg.BlobSecret, "blob-secret", "", "hex key signing file URLs (default: generated into the data dir)")
+	fs.StringVar(&sf.cfg.AgentListen, "agent-listen", "127.0.0.1:8082", "agent listener address (GPU nodes register and lease work here)")
+	fs.StringVar(&sf.cfg.AgentToken, "agent-token", "", "token agents register with (default: generated into <data-dir>/agent.token)")
+	fs.StringVar(&sf.cfg.BlobDir, "blob-dir", "", "directory for rendered files and task artifacts (default <data-dir>/blobs)")
+	fs.DurationVar(&sf.cfg.LeaseDuration, "lease-duration", 30*time.Second, "how long a task lease lasts without an agent heartbeat")
+	fs.DurationVar(&sf.cfg.HeartbeatInterval, "heartbeat-interval", 5*time.Second, "how often agents are told to heartbeat")
 	fs.StringVar(&sf.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&sf.rateLimits, "rate-limits", true, "enforce the contract's rate limits (turn off only for benchmarks)")
 }

@@ -30,6 +30,8 @@ type Config struct {
 	Store  Store
 	Logger *slog.Logger
 	Signer blob.Signer
+	// Blobs holds the files signed URLs point at (GET /files/...); nil serves none.
+	Blobs  blob.Store
 	Limits Limits
 	// AppURL is the service's own app, where credits and plans are bought; the
 	// links in errors and in GET /v1/me point into it.
@@ -40,6 +42,9 @@ type Config struct {
 	Now func() time.Time
 	// ApplyTimeout bounds how long a request waits for its command to commit.
 	ApplyTimeout time.Duration
+	// WorkQueued, when set, is called after a video was queued for rendering, so
+	// waiting agents look for work at once (agentapi.Notifier.Notify).
+	WorkQueued func()
 }
 
 // API is the /v1 HTTP handler.
@@ -78,6 +83,13 @@ func New(cfg Config) (*API, error) {
 	return a, nil
 }
 
+// workQueued tells waiting agents that a video was queued.
+func (a *API) workQueued() {
+	if a.cfg.WorkQueued != nil {
+		a.cfg.WorkQueued()
+	}
+}
+
 // ServeHTTP makes the API an http.Handler.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.router.ServeHTTP(w, r) }
 
@@ -92,6 +104,8 @@ func (a *API) routes() chi.Router {
 	r.Get("/", a.root)
 	r.Get("/v1", a.root)
 	r.Get("/files/previews/{id}.png", a.previewFile)
+	r.Get("/files/*", a.serveFile)
+	r.Head("/files/*", a.serveFile)
 	r.Group(func(r chi.Router) {
 		r.Use(a.authenticate)
 		r.Get("/v1/openapi.json", a.openAPI)

@@ -78,6 +78,8 @@ func (a *API) createVideo(w http.ResponseWriter, r *http.Request) {
 	res := out.(fsm.CreateVideoResult)
 	if res.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
+	} else if res.Video.Status == fsm.StatusQueued {
+		a.workQueued()
 	}
 	w.Header().Set("Location", "/v1/videos/"+res.Video.ID)
 	apierr.WriteJSON(w, http.StatusCreated, a.videoView(res.QueuedVideo, createExpiry(res.Video)))
@@ -192,5 +194,8 @@ func (a *API) renderPreview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res := out.(fsm.CreateVideoResult)
+	if res.Video.Status == fsm.StatusQueued {
+		a.workQueued()
+	}
 	apierr.WriteJSON(w, http.StatusOK, a.videoView(res.QueuedVideo, a.readExpiry()))
 }

@@ -19,6 +19,9 @@ const (
 	CreateFolderType
 	CreateVideoType
 	RenderPreviewType
+	_ // 9: start_video, retired; never reuse
+	_ // 10: video_progress, retired
+	_ // 11: complete_video, retired
 	FailVideoType
 	ExpireIdempotencyType
 	RegisterNodeType

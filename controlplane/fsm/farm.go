@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,17 +34,23 @@ func timeOf(ns int64) time.Time { return time.Unix(0, ns) }
 func leaseDur(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
 
 func (s *state) applyRegisterNode(c *RegisterNode) (any, error) {
-	for id, n := range s.nodes {
-		if n.Name == c.Name && id != c.NodeID {
-			if err := s.removeNode(id, c.Now); err != nil {
-				return nil, err
-			}
-		}
-	}
 	spec := c.Node
 	spec.ID = c.NodeID
+	// The new node first: a spec the scheduler refuses leaves the old one in place.
 	if err := s.sched.UpsertNode(spec, timeOf(c.Now)); err != nil {
 		return nil, fmt.Errorf("register node %s: %w", c.Name, err)
+	}
+	var replaced []string
+	for id, n := range s.nodes {
+		if n.Name == c.Name && id != c.NodeID {
+			replaced = append(replaced, id)
+		}
+	}
+	slices.Sort(replaced) // removal order decides requeue order: keep it replica-independent
+	for _, id := range replaced {
+		if err := s.removeNode(id, c.Now); err != nil {
+			return nil, err
+		}
 	}
 	n := &Node{ID: c.NodeID, Name: c.Name, CredHash: c.CredHash, Virtual: c.Virtual, RegisteredAt: c.Now}
 	s.nodes[n.ID] = n

@@ -30,7 +30,6 @@ func (s *state) queued(v *Video) QueuedVideo {
 	return q
 }
 
-
 // KeyByHash finds the API key whose secret hashes to h.
 func (f *FSM) KeyByHash(h [32]byte) (Key, bool) {
 	f.mu.RLock()

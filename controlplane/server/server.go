@@ -1,5 +1,6 @@
 // Package server assembles a control-plane node: the Raft node and its FSM, the
-// public /v1 listener, the admin listener and the jobs that run only on the leader.
+// public /v1 listener, the admin listener, the agent listener GPU nodes talk to,
+// the blob store and the jobs that run only on the leader.
 // cmd/vidfarm turns flags into a Config and calls Start.
 package server
 
@@ -22,10 +23,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/vidfarm/vidfarm/controlplane/admin"
+	"github.com/vidfarm/vidfarm/controlplane/agentapi"
 	"github.com/vidfarm/vidfarm/controlplane/api"
 	"github.com/vidfarm/vidfarm/controlplane/blob"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/controlplane/raftnode"
+	"github.com/vidfarm/vidfarm/scheduler"
 )
 
 // Config is everything a control-plane node is started with.
@@ -36,6 +39,18 @@ type Config struct {
 	AdminListen string
 	RaftListen  string
 	AdminToken  string
+	// AgentListen is the agent listener (the agent protocol of scheduler/wire).
+	// Empty means 127.0.0.1:0, an ephemeral loopback port (AgentAddr says which).
+	AgentListen string
+	// AgentToken lets nodes register. Empty means a token kept in the data
+	// directory (agent.token), generated on first start.
+	AgentToken string
+	// BlobDir holds rendered files and task artifacts; default <data-dir>/blobs.
+	BlobDir string
+	// LeaseDuration is how long a task lease lasts without a heartbeat (default
+	// 30 s); HeartbeatInterval how often agents heartbeat (default 5 s).
+	LeaseDuration     time.Duration
+	HeartbeatInterval time.Duration
 	// PublicURL is how clients reach the public listener; file URLs start with it.
 	// Empty means http://<Listen's bound address>.
 	PublicURL string
@@ -53,10 +68,14 @@ type Server struct {
 	cfg       Config
 	Node      *raftnode.Node
 	API       *api.API
+	Blobs     blob.Store
 	public    *http.Server
 	admin     *http.Server
+	agent     *http.Server
 	publicLn  net.Listener
 	adminLn   net.Listener
+	agentLn   net.Listener
+	notify    *agentapi.Notifier
 	log       *slog.Logger
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
@@ -81,6 +100,19 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.AgentToken, err = agentToken(cfg); err != nil {
+		return nil, err
+	}
+	if cfg.BlobDir == "" {
+		cfg.BlobDir = filepath.Join(cfg.DataDir, "blobs")
+	}
+	blobs, err := blob.NewLocalStore(cfg.BlobDir)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.AgentListen == "" {
+		cfg.AgentListen = "127.0.0.1:0"
+	}
 	publicLn, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
@@ -89,6 +121,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		publicLn.Close()
 		return nil, fmt.Errorf("admin listen on %s: %w", cfg.AdminListen, err)
+	}
+	agentLn, err := net.Listen("tcp", cfg.AgentListen)
+	if err != nil {
+		publicLn.Close()
+		adminLn.Close()
+		return nil, fmt.Errorf("agent listen on %s: %w", cfg.AgentListen, err)
 	}
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "http://" + publicLn.Addr().String()
@@ -105,39 +143,52 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		publicLn.Close()
 		adminLn.Close()
+		agentLn.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, Node: node, publicLn: publicLn, adminLn: adminLn, log: cfg.Logger}
+	s := &Server{cfg: cfg, Node: node, Blobs: blobs, publicLn: publicLn, adminLn: adminLn, agentLn: agentLn,
+		notify: agentapi.NewNotifier(), log: cfg.Logger}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newStateCollector(f, node))
 	s.API, err = api.New(api.Config{
 		FSM: f, Store: node, Logger: cfg.Logger, Signer: blob.Signer{Key: secret, BaseURL: cfg.PublicURL},
-		Limits: cfg.Limits, AppURL: cfg.AppURL, Registry: reg,
+		Limits: cfg.Limits, AppURL: cfg.AppURL, Registry: reg, Blobs: blobs, WorkQueued: s.notify.Notify,
 	})
 	if err != nil {
 		node.Close()
 		publicLn.Close()
 		adminLn.Close()
+		agentLn.Close()
 		return nil, err
 	}
 	s.public = &http.Server{Handler: s.API, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	s.admin = &http.Server{Handler: admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg}),
 		ReadHeaderTimeout: 10 * time.Second}
+	bg, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	// No write timeout on the agent listener: lease polls wait up to a minute and
+	// uploads are as long as the video. Its requests live in bg, so closing the
+	// server ends waiting polls at once instead of holding the shutdown.
+	s.agent = &http.Server{Handler: agentapi.Handler(agentapi.Config{
+		FSM: f, Store: node, Blobs: blobs, Token: cfg.AgentToken, Notifier: s.notify, Logger: cfg.Logger,
+		LeaseDuration: cfg.LeaseDuration, HeartbeatInterval: cfg.HeartbeatInterval,
+	}), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return bg }}
 	if err := node.WaitLeader(ctx); err != nil {
 		s.Close(context.Background())
 		return nil, err
 	}
-	bg, stop := context.WithCancel(context.Background())
-	s.stop = stop
 	s.serve(s.public, publicLn, "public")
 	s.serve(s.admin, adminLn, "admin")
+	s.serve(s.agent, agentLn, "agent")
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		s.leaderJobs(bg)
 	}()
 	s.log.Info("control plane ready", "node_id", cfg.NodeID, "public", publicLn.Addr().String(),
-		"admin", adminLn.Addr().String(), "raft", node.RaftAddr(), "data_dir", cfg.DataDir)
+		"admin", adminLn.Addr().String(), "agent", agentLn.Addr().String(), "raft", node.RaftAddr(),
+		"data_dir", cfg.DataDir, "blob_dir", cfg.BlobDir)
 	return s, nil
 }
 
@@ -157,6 +208,16 @@ func (s *Server) PublicAddr() string { return s.publicLn.Addr().String() }
 // AdminAddr is the bound address of the admin API.
 func (s *Server) AdminAddr() string { return s.adminLn.Addr().String() }
 
+// AgentAddr is the bound address of the agent listener.
+func (s *Server) AgentAddr() string { return s.agentLn.Addr().String() }
+
+// AgentToken is the token nodes register with.
+func (s *Server) AgentToken() string { return s.cfg.AgentToken }
+
+// NotifyWork wakes agents waiting for a lease: call it after anything that may
+// have made work placeable outside the agent and public APIs.
+func (s *Server) NotifyWork() { s.notify.Notify() }
+
 // PublicURL is the base URL clients use.
 func (s *Server) PublicURL() string { return s.cfg.PublicURL }
 
@@ -169,6 +230,7 @@ func (s *Server) Close(ctx context.Context) error {
 		}
 		_ = s.public.Shutdown(ctx)
 		_ = s.admin.Shutdown(ctx)
+		_ = s.agent.Shutdown(ctx)
 		s.wg.Wait()
 		s.API.Close()
 		err = s.Node.Close()
@@ -200,27 +262,90 @@ func blobSecret(cfg Config) ([]byte, error) {
 	return b, nil
 }
 
+// agentToken returns the token nodes register with: the configured one, or one
+// kept in the data directory (agent.token), generated on first start.
+func agentToken(cfg Config) (string, error) {
+	if cfg.AgentToken != "" {
+		return cfg.AgentToken, nil
+	}
+	p := filepath.Join(cfg.DataDir, "agent.token")
+	if b, err := os.ReadFile(p); err == nil {
+		if tok := strings.TrimSpace(string(b)); tok != "" {
+			return tok, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("read agent token: %w", err)
+	}
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	tok := "vfagent_" + hex.EncodeToString(b)
+	if err := os.WriteFile(p, []byte(tok+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write agent token: %w", err)
+	}
+	cfg.Logger.Info("generated the agent registration token; give it to agents with --agent-token", "path", p)
+	return tok, nil
+}
+
 // leaderJobs runs what only the leader does; each tick checks leadership, so a
 // node that loses it stops and a new leader picks up from FSM state.
 func (s *Server) leaderJobs(ctx context.Context) {
-	t := time.NewTicker(time.Minute)
-	defer t.Stop()
+	idem := time.NewTicker(time.Minute)
+	defer idem.Stop()
+	leases := time.NewTicker(time.Second)
+	defer leases.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-idem.C:
+			if s.Node.IsLeader() {
+				s.expireIdempotency(ctx)
+			}
+		case <-leases.C:
+			if s.Node.IsLeader() {
+				s.expireLeases(ctx)
+			}
 		}
-		if !s.Node.IsLeader() {
-			continue
+	}
+}
+
+func (s *Server) expireIdempotency(ctx context.Context) {
+	before := time.Now().Add(-time.Duration(fsm.IdempotencyTTL)).UnixNano()
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if n, err := s.Node.Apply(actx, &fsm.ExpireIdempotency{Before: before}); err != nil {
+		s.log.Warn("expire idempotency keys", "err", err)
+	} else if n.(int) > 0 {
+		s.log.Info("expired idempotency keys", "count", n)
+	}
+}
+
+// expireLeases requeues the tasks whose lease ran out (their node stopped
+// heartbeating) and marks silent nodes down. With no node registered there is no
+// lease to expire, and nothing is proposed.
+func (s *Server) expireLeases(ctx context.Context) {
+	if len(s.Node.FSM.Nodes()) == 0 {
+		return
+	}
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := s.Node.Apply(actx, &fsm.ExpireLeases{Now: time.Now().UnixNano()})
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("expire leases", "err", err)
 		}
-		before := time.Now().Add(-time.Duration(fsm.IdempotencyTTL)).UnixNano()
-		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		if n, err := s.Node.Apply(actx, &fsm.ExpireIdempotency{Before: before}); err != nil {
-			s.log.Warn("expire idempotency keys", "err", err)
-		} else if n.(int) > 0 {
-			s.log.Info("expired idempotency keys", "count", n)
-		}
-		cancel()
+		return
+	}
+	res, _ := out.(scheduler.ExpireResult)
+	for i, l := range res.Leases {
+		o := res.Expired[i]
+		s.log.Warn("lease expired", "node_id", l.NodeID, "task_id", l.TaskID, "video_id", l.VideoID,
+			"requeued", o.Requeued, "video_failed", o.VideoFailed)
+	}
+	if len(res.NodesDown) > 0 {
+		s.log.Warn("nodes stopped heartbeating", "node_ids", res.NodesDown)
+	}
+	if len(res.Expired) > 0 || len(res.NodesDown) > 0 {
+		s.notify.Notify()
 	}
 }

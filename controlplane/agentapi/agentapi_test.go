@@ -1,0 +1,366 @@
+package agentapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vidfarm/vidfarm/controlplane/agentapi"
+	"github.com/vidfarm/vidfarm/controlplane/apierr"
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/scheduler"
+	"github.com/vidfarm/vidfarm/scheduler/wire"
+)
+
+func TestRegisterNeedsTheAgentToken(t *testing.T) {
+	e := newEnv(t)
+	body := wire.RegisterRequest{Name: "gpu-1", Capacity: capacity("gpu-1")}
+	want(t, e.call("POST", "/agent/v1/register", "wrong-token", body), http.StatusUnauthorized, apierr.CodeUnauthorized)
+	want(t, e.call("POST", "/agent/v1/register", "", body), http.StatusUnauthorized, apierr.CodeUnauthorized)
+	want(t, e.call("POST", "/agent/v1/register", agentToken, []byte("{not json")), http.StatusBadRequest, apierr.CodeInvalidRequest)
+	bad := capacity("gpu-1")
+	bad.GPUs = append(bad.GPUs, bad.GPUs[0]) // duplicate GPU id
+	want(t, e.call("POST", "/agent/v1/register", agentToken, wire.RegisterRequest{Name: "gpu-1", Capacity: bad}),
+		http.StatusBadRequest, apierr.CodeInvalidRequest)
+	if n := len(e.fsm.Nodes()); n != 0 {
+		t.Fatalf("%d nodes registered by refused requests", n)
+	}
+
+	reg := e.register("gpu-1")
+	if !strings.HasPrefix(reg.NodeID, "node_") || !strings.HasPrefix(reg.Credential, agentapi.CredentialPrefix) ||
+		reg.LeaseSeconds != 30 || reg.HeartbeatSeconds != 5 {
+		t.Fatalf("register answered %+v", reg)
+	}
+	n, ok := e.fsm.NodeByCredHash(agentapi.HashCredential(reg.Credential))
+	if !ok || n.ID != reg.NodeID || n.Name != "gpu-1" {
+		t.Fatalf("NodeByCredHash = %+v, %v", n, ok)
+	}
+
+	// Every other call wants a credential the FSM knows.
+	want(t, e.call("POST", "/agent/v1/heartbeat", "", wire.HeartbeatRequest{}), http.StatusUnauthorized, apierr.CodeUnauthorized)
+	want(t, e.call("POST", "/agent/v1/heartbeat", agentToken, wire.HeartbeatRequest{}), http.StatusUnauthorized, apierr.CodeUnauthorized)
+	want(t, e.call("POST", "/agent/v1/heartbeat", "vfn_forged", wire.HeartbeatRequest{}), http.StatusUnauthorized, apierr.CodeUnauthorized)
+
+	// Registering again under the same name replaces the node: the old credential is dead.
+	again := e.register("gpu-1")
+	want(t, e.call("POST", "/agent/v1/heartbeat", reg.Credential, wire.HeartbeatRequest{}), http.StatusUnauthorized, apierr.CodeUnauthorized)
+	want(t, e.call("POST", "/agent/v1/heartbeat", again.Credential, wire.HeartbeatRequest{}), http.StatusOK, "")
+}
+
+func TestRegistrationDisabledWithoutToken(t *testing.T) {
+	e := newEnv(t, func(c *agentapi.Config) { c.Token = "" })
+	r := e.call("POST", "/agent/v1/register", "", wire.RegisterRequest{Name: "gpu-1", Capacity: capacity("gpu-1")})
+	want(t, r, http.StatusUnauthorized, apierr.CodeUnauthorized)
+	if !contains(string(r.body), "--agent-token") {
+		t.Fatalf("refusal does not say how to enable registration: %s", r.body)
+	}
+}
+
+// One node takes a manual video through render and finalize.
+func TestTaskLifecycle(t *testing.T) {
+	e := newEnv(t)
+	reg := e.register("gpu-1")
+	cred := reg.Credential
+
+	r := e.call("POST", "/agent/v1/heartbeat", cred, wire.HeartbeatRequest{})
+	want(t, r, http.StatusOK, "")
+
+	// Nothing queued: an immediate answer with wait=0, and one after about a second with wait=1.
+	if _, r := e.lease(cred, 0); r.status != http.StatusNoContent {
+		t.Fatalf("lease with nothing queued: %s", r)
+	}
+	start := time.Now()
+	if _, r := e.lease(cred, 1); r.status != http.StatusNoContent {
+		t.Fatalf("lease?wait=1 with nothing queued: %s", r)
+	}
+	if d := time.Since(start); d < 900*time.Millisecond || d > 10*time.Second {
+		t.Fatalf("lease?wait=1 answered after %v", d)
+	}
+
+	vid := e.createVideo()
+	render, r := e.lease(cred, 5)
+	want(t, r, http.StatusOK, "")
+	if render.Name != scheduler.NameRender || render.Kind != scheduler.KindRender || render.Attempt != 1 ||
+		render.TaskID != vid+"/render" || render.Token == 0 || len(render.GPUIDs) != 1 || !render.Deadline.After(time.Now()) {
+		t.Fatalf("first assignment: %+v", render)
+	}
+	if v := render.Video; v.ID != vid || v.Mode != fsm.ModeManual || v.Model != fsm.AutoSceneModel || v.Resolution != "720p" ||
+		v.Prompt != "a red fox in the snow" || v.DurationSeconds != 5 || v.AspectRatio != "16:9" {
+		t.Fatalf("assignment's video: %+v", v)
+	}
+	if len(render.Inputs) != 0 {
+		t.Fatalf("render has inputs %v", render.Inputs)
+	}
+	if v, _ := e.fsm.Video("", vid); v.Status != fsm.StatusProcessing {
+		t.Fatalf("video status after lease: %s", v.Status)
+	}
+
+	want(t, e.call("POST", taskPath(render.TaskID, "progress"), cred, wire.ProgressRequest{Token: render.Token, Percent: 40}), http.StatusNoContent, "")
+	// The unescaped form of the task id works too.
+	want(t, e.call("POST", "/agent/v1/tasks/"+render.TaskID+"/progress", cred, wire.ProgressRequest{Token: render.Token, Percent: 50}), http.StatusNoContent, "")
+	if v, _ := e.fsm.Video("", vid); v.Percent <= 0 {
+		t.Fatalf("video percent after progress: %d", v.Percent)
+	}
+	want(t, e.call("POST", taskPath(render.TaskID, "progress"), cred, wire.ProgressRequest{Token: render.Token, Percent: 101}), http.StatusBadRequest, apierr.CodeInvalidRequest)
+	want(t, e.call("POST", taskPath(render.TaskID, "progress"), cred, []byte(`{"token": "x"}`)), http.StatusBadRequest, apierr.CodeInvalidRequest)
+	want(t, e.call("POST", taskPath(vid+"/nope", "progress"), cred, wire.ProgressRequest{Token: render.Token}), http.StatusNotFound, apierr.CodeNotFound)
+
+	// A heartbeat renews the lease; a stale token in it comes back as stale.
+	r = e.call("POST", "/agent/v1/heartbeat", cred, wire.HeartbeatRequest{Leases: []wire.LeaseReport{
+		{TaskID: render.TaskID, Token: render.Token, Percent: 60},
+		{TaskID: render.TaskID, Token: render.Token + 100},
+	}})
+	want(t, r, http.StatusOK, "")
+	var hb wire.HeartbeatResponse
+	if err := json.Unmarshal(r.body, &hb); err != nil || len(hb.Stale) != 1 || hb.Stale[0] != render.TaskID {
+		t.Fatalf("heartbeat answered %s", r.body)
+	}
+
+	// Completing with an artifact that was never uploaded is refused.
+	clip := artifactKey(render, "clip.mp4")
+	complete := wire.CompleteRequest{Token: render.Token, Artifacts: map[string]string{"clip.mp4": clip}}
+	r = e.call("POST", taskPath(render.TaskID, "complete"), cred, complete)
+	want(t, r, http.StatusBadRequest, apierr.CodeInvalidRequest)
+	if !contains(string(r.body), "not uploaded") {
+		t.Fatalf("missing artifact refusal: %s", r.body)
+	}
+	// So is an artifact outside the task's prefix.
+	r = e.call("POST", taskPath(render.TaskID, "complete"), cred,
+		wire.CompleteRequest{Token: render.Token, Artifacts: map[string]string{"clip.mp4": "videos/" + vid + "/finalize/clip.mp4"}})
+	want(t, r, http.StatusBadRequest, apierr.CodeInvalidRequest)
+
+	want(t, e.upload(cred, clip, "frames of a fox"), http.StatusCreated, "")
+	r = e.call("GET", "/agent/v1/blobs/"+clip, cred, nil)
+	want(t, r, http.StatusOK, "")
+	if string(r.body) != "frames of a fox" || r.header.Get("Content-Type") != "video/mp4" {
+		t.Fatalf("GET blob: %s (%s)", r, r.header.Get("Content-Type"))
+	}
+
+	// A report with an old token is stale, and the task stays where it was.
+	want(t, e.call("POST", taskPath(render.TaskID, "complete"), cred,
+		wire.CompleteRequest{Token: render.Token - 1, Artifacts: complete.Artifacts}), http.StatusConflict, wire.CodeStaleLease)
+	want(t, e.call("POST", taskPath(render.TaskID, "progress"), cred, wire.ProgressRequest{Token: render.Token + 1, Percent: 1}), http.StatusConflict, wire.CodeStaleLease)
+	want(t, e.call("POST", taskPath(render.TaskID, "fail"), cred, wire.FailRequest{Token: render.Token + 1, Reason: "x"}), http.StatusConflict, wire.CodeStaleLease)
+
+	want(t, e.call("POST", taskPath(render.TaskID, "complete"), cred, complete), http.StatusNoContent, "")
+	// The holder's retry of its completion is answered the same.
+	want(t, e.call("POST", taskPath(render.TaskID, "complete"), cred, complete), http.StatusNoContent, "")
+	// After completion every report about the task is stale.
+	want(t, e.call("POST", taskPath(render.TaskID, "progress"), cred, wire.ProgressRequest{Token: render.Token, Percent: 99}), http.StatusConflict, wire.CodeStaleLease)
+	// Its blobs take no more uploads.
+	want(t, e.upload(cred, clip, "late"), http.StatusConflict, wire.CodeStaleLease)
+
+	// The next task is finalize, with render's clip as its input.
+	fin, r := e.lease(cred, 5)
+	want(t, r, http.StatusOK, "")
+	if fin.Name != scheduler.NameFinalize || fin.Kind != scheduler.KindFinalize || fin.Inputs["render/clip.mp4"] != clip {
+		t.Fatalf("second assignment: %+v", fin)
+	}
+	files := map[string]string{}
+	for _, f := range []string{wire.ArtifactVideo, wire.ArtifactPoster} {
+		files[f] = artifactKey(fin, f)
+		want(t, e.upload(cred, files[f], "bytes of "+f), http.StatusCreated, "")
+	}
+	want(t, e.call("POST", taskPath(fin.TaskID, "complete"), cred,
+		wire.CompleteRequest{Token: fin.Token, Artifacts: files, DurationSeconds: 5.04}), http.StatusNoContent, "")
+	v, _ := e.fsm.Video("", vid)
+	if v.Status != fsm.StatusCompleted || v.Outputs.Video != files[wire.ArtifactVideo] {
+		t.Fatalf("video after finalize: status %s outputs %+v", v.Status, v.Outputs)
+	}
+	if _, r := e.lease(cred, 0); r.status != http.StatusNoContent {
+		t.Fatalf("lease after the video completed: %s", r)
+	}
+}
+
+// A waiting lease poll is woken by new work, long before its wait or the retry
+// interval is over.
+func TestLeaseLongPollWakesOnNewWork(t *testing.T) {
+	e := newEnv(t, func(c *agentapi.Config) { c.LeaseRetry = time.Minute })
+	cred := e.register("gpu-1").Credential
+
+	type result struct {
+		a wire.Assignment
+		r resp
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		r := e.do(context.Background(), "POST", "/agent/v1/lease?wait=30", cred, nil)
+		var a wire.Assignment
+		_ = json.Unmarshal(r.body, &a)
+		done <- result{a, r}
+	}()
+	// Wait until the poll has looked and found nothing, so the video arrives while it waits.
+	select {
+	case <-e.idle:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lease poll never tried to place")
+	}
+	vid := e.createVideo()
+	select {
+	case res := <-done:
+		if res.r.status != http.StatusOK || res.a.Video.ID != vid {
+			t.Fatalf("woken lease answered %s", res.r)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Fatalf("woken lease took %v", d)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the lease poll was not woken by the new video")
+	}
+}
+
+// A poll whose client hangs up stops waiting.
+func TestLeaseLongPollEndsWhenClientLeaves(t *testing.T) {
+	e := newEnv(t, func(c *agentapi.Config) { c.LeaseRetry = time.Minute })
+	cred := e.register("gpu-1").Credential
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "POST", e.srv.URL+"/agent/v1/lease?wait=60", nil)
+		req.Header.Set("Authorization", "Bearer "+cred)
+		res, err := http.DefaultClient.Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		done <- err
+	}()
+	<-e.idle
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a cancelled poll got an answer")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("cancelling the poll did not end it")
+	}
+	// The server side of the poll ends too: Close returns only once every handler has.
+	start := time.Now()
+	e.srv.Close()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the poll's handler went on for %v after its client left", d)
+	}
+}
+
+func TestLeaseWaitValidation(t *testing.T) {
+	e := newEnv(t)
+	cred := e.register("gpu-1").Credential
+	for _, w := range []string{"-1", "abc", "NaN"} {
+		want(t, e.call("POST", "/agent/v1/lease?wait="+w, cred, nil), http.StatusBadRequest, apierr.CodeInvalidRequest)
+	}
+}
+
+// Deregistering hands the node's leases back: another node gets the same task.
+func TestDeregisterRequeues(t *testing.T) {
+	e := newEnv(t)
+	a := e.register("gpu-a")
+	vid := e.createVideo()
+	first, r := e.lease(a.Credential, 5)
+	want(t, r, http.StatusOK, "")
+
+	want(t, e.call("POST", "/agent/v1/deregister", a.Credential, nil), http.StatusNoContent, "")
+	want(t, e.call("POST", "/agent/v1/heartbeat", a.Credential, wire.HeartbeatRequest{}), http.StatusUnauthorized, apierr.CodeUnauthorized)
+	want(t, e.call("POST", "/agent/v1/lease?wait=0", a.Credential, nil), http.StatusUnauthorized, apierr.CodeUnauthorized)
+
+	b := e.register("gpu-b")
+	second, r := e.lease(b.Credential, 5)
+	want(t, r, http.StatusOK, "")
+	if second.TaskID != first.TaskID || second.Video.ID != vid || second.Token <= first.Token {
+		t.Fatalf("after deregister: first %+v, second %+v", first, second)
+	}
+	if v, _ := e.fsm.Video("", vid); v.Status == fsm.StatusFailed {
+		t.Fatalf("deregistering failed the video: %s", v.ErrorMessage)
+	}
+}
+
+// A failed task goes back to the queue; the node that failed it is avoided
+// while others could take it, so with one node it comes back to the same one.
+func TestFailRequeues(t *testing.T) {
+	e := newEnv(t)
+	cred := e.register("gpu-1").Credential
+	vid := e.createVideo()
+	first, _ := e.lease(cred, 5)
+	want(t, e.call("POST", taskPath(first.TaskID, "fail"), cred, wire.FailRequest{Token: first.Token, Reason: "CUDA out of memory"}), http.StatusNoContent, "")
+	want(t, e.call("POST", taskPath(first.TaskID, "fail"), cred, wire.FailRequest{Token: first.Token, Reason: "again"}), http.StatusConflict, wire.CodeStaleLease)
+	second, r := e.lease(cred, 5)
+	want(t, r, http.StatusOK, "")
+	if second.TaskID != first.TaskID || second.Attempt != 2 {
+		t.Fatalf("after a failure: %+v", second)
+	}
+	if v, _ := e.fsm.Video("", vid); v.Status != fsm.StatusProcessing {
+		t.Fatalf("video after one failure: %s", v.Status)
+	}
+}
+
+func TestBlobRules(t *testing.T) {
+	e := newEnv(t, func(c *agentapi.Config) { c.MaxBlobBytes = 1024 })
+	holder := e.register("gpu-a").Credential
+	other := e.register("gpu-b").Credential
+	e.createVideo()
+	a, r := e.lease(holder, 5)
+	want(t, r, http.StatusOK, "")
+	key := artifactKey(a, "clip.mp4")
+
+	want(t, e.upload(other, key, "not mine"), http.StatusConflict, wire.CodeStaleLease)
+	want(t, e.upload(holder, "videos/"+a.Video.ID+"/nope/clip.mp4", "x"), http.StatusNotFound, apierr.CodeNotFound)
+	want(t, e.upload(holder, "videos/vid_unknown/render/clip.mp4", "x"), http.StatusNotFound, apierr.CodeNotFound)
+	want(t, e.upload(holder, "other/"+a.Video.ID+"/render/clip.mp4", "x"), http.StatusBadRequest, apierr.CodeInvalidRequest)
+	want(t, e.upload(holder, "videos/"+a.Video.ID+"/render/sub/clip.mp4", "x"), http.StatusBadRequest, apierr.CodeInvalidRequest)
+	want(t, e.upload(holder, "videos/"+a.Video.ID+"/render/.hidden", "x"), http.StatusBadRequest, apierr.CodeInvalidRequest)
+	want(t, e.upload(holder, "videos/"+a.Video.ID+"/render/a%20b.mp4", "x"), http.StatusBadRequest, apierr.CodeInvalidRequest)
+	want(t, e.upload(holder, key, strings.Repeat("x", 1025)), http.StatusRequestEntityTooLarge, apierr.CodePayloadTooLarge)
+	if _, err := e.blobs.Stat(context.Background(), key); err == nil {
+		t.Fatal("a refused upload was stored")
+	}
+	want(t, e.upload(holder, key, strings.Repeat("x", 1024)), http.StatusCreated, "")
+	want(t, e.call("GET", "/agent/v1/blobs/videos/"+a.Video.ID+"/render/missing.mp4", holder, nil), http.StatusNotFound, apierr.CodeNotFound)
+	want(t, e.call("GET", "/agent/v1/blobs/"+key, "", nil), http.StatusUnauthorized, apierr.CodeUnauthorized)
+
+	// Any node may read inputs, with ranges.
+	req, _ := http.NewRequest("GET", e.srv.URL+"/agent/v1/blobs/"+key, nil)
+	req.Header.Set("Authorization", "Bearer "+other)
+	req.Header.Set("Range", "bytes=0-9")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusPartialContent || res.ContentLength != 10 {
+		t.Fatalf("range GET: %d, length %d", res.StatusCode, res.ContentLength)
+	}
+}
+
+func TestUnknownRoutesUseTheEnvelope(t *testing.T) {
+	e := newEnv(t)
+	want(t, e.call("GET", "/agent/v1/nope", "", nil), http.StatusNotFound, apierr.CodeNotFound)
+	want(t, e.call("GET", "/agent/v1/register", "", nil), http.StatusMethodNotAllowed, apierr.CodeInvalidRequest)
+	cred := e.register("gpu-1").Credential
+	want(t, e.call("POST", "/agent/v1/tasks/vid_x%2Frender/explode", cred, nil), http.StatusNotFound, apierr.CodeNotFound)
+}
+
+func TestNotifier(t *testing.T) {
+	var n agentapi.Notifier
+	c1 := n.Changed()
+	c2 := n.Changed()
+	select {
+	case <-c1:
+		t.Fatal("closed before Notify")
+	default:
+	}
+	n.Notify()
+	<-c1
+	<-c2
+	c3 := n.Changed()
+	select {
+	case <-c3:
+		t.Fatal("a channel taken after Notify is already closed")
+	default:
+	}
+	n.Notify()
+	n.Notify() // no waiters: nothing to do, never blocks
+	<-c3
+}

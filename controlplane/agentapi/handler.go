@@ -1,0 +1,234 @@
+// Package agentapi serves the agent protocol of scheduler/wire on the control
+// plane's agent listener: GPU nodes register with the agent token, then, with the
+// credential they got, heartbeat, long-poll for leases, report progress, upload
+// artifacts to the blob store and complete or fail their tasks. Every change is an
+// FSM command proposed through Raft (fsm.RegisterNode ... fsm.DeregisterNode);
+// reads come from the local FSM.
+//
+// Semantics an agent relies on (see scheduler/wire for the endpoints):
+//
+//   - 401 unauthorized: the agent token (register) or the credential (everything
+//     else) is missing or unknown. A node that gets it on a credential call has
+//     been deregistered or replaced: register again.
+//   - 409 stale_lease: the report is about a lease the node no longer holds; drop
+//     the task and never retry the report.
+//   - 404 not_found: the task or blob does not exist.
+//   - 400 invalid_request: the body or a value in it is malformed; details say which.
+//   - 503 (retryable): the control plane is electing a leader; retry with backoff.
+//
+// The lease long-poll (POST /agent/v1/lease?wait=N) proposes a lease at once; when
+// nothing can be placed it waits until a Notifier says work may have changed (a
+// video queued, a task finished, leases expired, a node came or went), or a
+// second passes, and tries again, until N seconds (default 20, at most 60) are up:
+// then 204. A client that hangs up ends the wait.
+//
+// Credentials are "vfn_" and 256 random bits; only their SHA-256 is replicated
+// (fsm.RegisterNode.CredHash), and a call finds its node with
+// fsm.FSM.NodeByCredHash.
+//
+// Blob uploads (PUT /agent/v1/blobs/videos/<video>/<task>/<file>) are accepted only
+// from the node that holds the lease of that task, and up to Config.MaxBlobBytes;
+// a task completes only once every artifact it names is in the store.
+package agentapi
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/vidfarm/vidfarm/controlplane/apierr"
+	"github.com/vidfarm/vidfarm/controlplane/blob"
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/ids"
+)
+
+// Store proposes commands to the replicated state; raftnode.Node is the real one.
+type Store interface {
+	Apply(ctx context.Context, cmd fsm.Command) (any, error)
+}
+
+// Config wires the agent API.
+type Config struct {
+	FSM   *fsm.FSM
+	Store Store
+	Blobs blob.Store
+	// Token is the agent registration token. Empty refuses every registration.
+	Token string
+	// LeaseDuration is how long a lease lasts without a heartbeat (default 30 s);
+	// HeartbeatInterval how often agents are told to heartbeat (default 5 s).
+	LeaseDuration     time.Duration
+	HeartbeatInterval time.Duration
+	// Notifier wakes lease long-polls; share it with whatever else queues work (the
+	// public API, the leader's lease expiry). Nil means a private one.
+	Notifier *Notifier
+	Logger   *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// ApplyTimeout bounds how long a call waits for its command to commit (default 10 s).
+	ApplyTimeout time.Duration
+	// MaxBlobBytes is the largest upload (default 2 GiB).
+	MaxBlobBytes int64
+	// LeaseRetry is how often a waiting lease poll tries again without being
+	// notified (default 1 s): the fallback for changes no Notify announced.
+	LeaseRetry time.Duration
+}
+
+// Defaults of Config.
+const (
+	DefaultLeaseDuration     = 30 * time.Second
+	DefaultHeartbeatInterval = 5 * time.Second
+	DefaultMaxBlobBytes      = 2 << 30
+	DefaultLeaseRetry        = time.Second
+	defaultApplyTimeout      = 10 * time.Second
+)
+
+// maxJSONBytes bounds the JSON bodies of the protocol.
+const maxJSONBytes = 1 << 20
+
+type server struct {
+	cfg    Config
+	fsm    *fsm.FSM
+	log    *slog.Logger
+	notify *Notifier
+}
+
+// Handler returns the agent listener's HTTP handler.
+func Handler(cfg Config) http.Handler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.LeaseDuration <= 0 {
+		cfg.LeaseDuration = DefaultLeaseDuration
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if cfg.ApplyTimeout <= 0 {
+		cfg.ApplyTimeout = defaultApplyTimeout
+	}
+	if cfg.MaxBlobBytes <= 0 {
+		cfg.MaxBlobBytes = DefaultMaxBlobBytes
+	}
+	if cfg.LeaseRetry <= 0 {
+		cfg.LeaseRetry = DefaultLeaseRetry
+	}
+	if cfg.Notifier == nil {
+		cfg.Notifier = NewNotifier()
+	}
+	s := &server{cfg: cfg, fsm: cfg.FSM, log: cfg.Logger, notify: cfg.Notifier}
+	r := chi.NewRouter()
+	r.Use(s.requestID, s.observe, s.recoverer)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		apierr.Write(w, r, apierr.New(http.StatusNotFound, apierr.CodeNotFound,
+			fmt.Sprintf("no agent endpoint %s %s; the agent protocol lives under /agent/v1", r.Method, r.URL.Path)))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		apierr.Write(w, r, apierr.New(http.StatusMethodNotAllowed, apierr.CodeInvalidRequest,
+			r.Method+" is not allowed on "+r.URL.Path))
+	})
+	r.Post("/agent/v1/register", s.register)
+	r.Group(func(r chi.Router) {
+		r.Use(s.authenticate)
+		r.Post("/agent/v1/heartbeat", s.heartbeat)
+		r.Post("/agent/v1/lease", s.lease)
+		r.Post("/agent/v1/tasks/*", s.taskReport)
+		r.Post("/agent/v1/deregister", s.deregister)
+		r.Put("/agent/v1/blobs/*", s.putBlob)
+		r.Get("/agent/v1/blobs/*", s.getBlob)
+		r.Head("/agent/v1/blobs/*", s.getBlob)
+	})
+	return r
+}
+
+// reqInfo is what a request's log line says beyond the basics; handlers fill it in.
+type reqInfo struct {
+	nodeID string
+	taskID string
+}
+
+type infoKey struct{}
+
+func info(r *http.Request) *reqInfo {
+	if ri, ok := r.Context().Value(infoKey{}).(*reqInfo); ok {
+		return ri
+	}
+	return &reqInfo{}
+}
+
+func (s *server) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := ids.New("req")
+		w.Header().Set("X-Request-Id", id)
+		ctx := apierr.WithRequestID(r.Context(), id)
+		ctx = context.WithValue(ctx, infoKey{}, &reqInfo{})
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+func (s *server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic serving agent request", "request_id", apierr.RequestID(r.Context()),
+					"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				apierr.Write(w, r, apierr.Internal())
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// observe logs every request as one structured line with the node and task it was about.
+func (s *server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		route := chi.RouteContext(r.Context()).RoutePattern()
+		if route == "" {
+			route = "unmatched"
+		}
+		ri := info(r)
+		lvl := slog.LevelInfo
+		if sw.status < 400 && (route == "/agent/v1/heartbeat" || (route == "/agent/v1/lease" && sw.status == http.StatusNoContent)) {
+			lvl = slog.LevelDebug // routine: every node, every few seconds
+		}
+		s.log.Log(r.Context(), lvl, "agent request", "request_id", apierr.RequestID(r.Context()),
+			"method", r.Method, "route", route, "status", sw.status,
+			"duration_ms", float64(time.Since(start).Microseconds())/1000,
+			"node_id", ri.nodeID, "task_id", ri.taskID)
+	})
+}

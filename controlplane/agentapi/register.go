@@ -1,0 +1,158 @@
+package agentapi
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base32"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode"
+
+	"github.com/vidfarm/vidfarm/controlplane/apierr"
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/ids"
+	"github.com/vidfarm/vidfarm/scheduler"
+	"github.com/vidfarm/vidfarm/scheduler/wire"
+)
+
+// CredentialPrefix starts every node credential, so a leaked one is easy to recognise.
+const CredentialPrefix = "vfn_"
+
+var credEnc = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// newCredential returns a node credential (256 random bits) and its SHA-256.
+func newCredential() (string, [32]byte) {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	c := CredentialPrefix + credEnc.EncodeToString(b[:])
+	return c, HashCredential(c)
+}
+
+// HashCredential is how credentials are stored. They carry 256 random bits, so a
+// fast hash is enough.
+func HashCredential(c string) [32]byte { return sha256.Sum256([]byte(c)) }
+
+// Limits on what a node may describe of itself.
+const (
+	maxNameLen  = 128
+	maxGPUs     = 64
+	maxListLen  = 1024
+	maxCPUSlots = 4096
+)
+
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	if len(h) < 7 || !strings.EqualFold(h[:7], "Bearer ") {
+		return "", false
+	}
+	tok := strings.TrimSpace(h[7:])
+	return tok, tok != ""
+}
+
+func (s *server) register(w http.ResponseWriter, r *http.Request) {
+	tok, _ := bearer(r)
+	if s.cfg.Token == "" {
+		apierr.Write(w, r, unauthorized("node registration is disabled: start the control plane with --agent-token"))
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.Token)) != 1 {
+		apierr.Write(w, r, unauthorized("agent token missing or wrong: send 'Authorization: Bearer <agent token>' (the server's --agent-token)"))
+		return
+	}
+	var req wire.RegisterRequest
+	if e := decode(w, r, &req, false); e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	name := strings.TrimSpace(req.Name)
+	if name == "" {
+		name = strings.TrimSpace(req.Capacity.Hostname)
+	}
+	if e := checkCapacity(name, req.Capacity); e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	nodeID := ids.New("node")
+	cred, hash := newCredential()
+	info(r).nodeID = nodeID
+	c := req.Capacity
+	_, err := s.apply(r, &fsm.RegisterNode{
+		NodeID: nodeID, Name: name, CredHash: hash, Virtual: c.Virtual, Now: s.cfg.Now().UnixNano(),
+		Node: scheduler.Node{ID: nodeID, GPUs: c.GPUs, CPUSlots: c.CPUSlots, Tools: c.Tools, Models: c.Models, WarmModels: c.WarmModels},
+	})
+	if err != nil {
+		apierr.Write(w, r, s.fromApply(r, err))
+		return
+	}
+	s.notify.Notify()
+	s.log.Info("node registered", "node_id", nodeID, "name", name, "gpus", len(c.GPUs), "cpu_slots", c.CPUSlots,
+		"virtual", c.Virtual, "models", len(c.Models))
+	apierr.WriteJSON(w, http.StatusCreated, wire.RegisterResponse{
+		NodeID: nodeID, Credential: cred,
+		LeaseSeconds:     max(int(s.cfg.LeaseDuration.Seconds()), 1),
+		HeartbeatSeconds: max(int(s.cfg.HeartbeatInterval.Seconds()), 1),
+	})
+}
+
+// checkCapacity refuses what no scheduler should have to read; the scheduler
+// checks the rest (GPU ids, memory).
+func checkCapacity(name string, c wire.Capacity) *apierr.Error {
+	switch {
+	case name == "":
+		return invalid("name is required (or capacity.hostname)").With("field", "name")
+	case len(name) > maxNameLen || strings.IndexFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0:
+		return invalid(fmt.Sprintf("name must be at most %d printable characters", maxNameLen)).With("field", "name")
+	case len(c.GPUs) > maxGPUs:
+		return invalid(fmt.Sprintf("at most %d GPUs per node", maxGPUs)).With("field", "capacity.gpus")
+	case c.CPUSlots < 0 || c.CPUSlots > maxCPUSlots:
+		return invalid(fmt.Sprintf("cpu_slots must be 0..%d", maxCPUSlots)).With("field", "capacity.cpu_slots")
+	case len(c.GPUs) == 0 && c.CPUSlots == 0:
+		return invalid("a node must offer GPUs or CPU slots").With("field", "capacity")
+	}
+	seen := make(map[string]bool, len(c.GPUs))
+	for i, g := range c.GPUs {
+		field := fmt.Sprintf("capacity.gpus[%d]", i)
+		if g.ID == "" || seen[g.ID] {
+			return invalid("GPU ids must be unique and non-empty").With("field", field+".id")
+		}
+		seen[g.ID] = true
+		if !(g.MemoryFreeGB >= 0 && g.MemoryFreeGB <= g.MemoryTotalGB && g.MemoryTotalGB <= 1<<20) {
+			return invalid("need 0 <= memory_free_gb <= memory_total_gb").With("field", field)
+		}
+	}
+	for field, l := range map[string][]string{"capacity.tools": c.Tools, "capacity.models": c.Models, "capacity.warm_models": c.WarmModels} {
+		if len(l) > maxListLen {
+			return invalid(fmt.Sprintf("at most %d entries", maxListLen)).With("field", field)
+		}
+	}
+	return nil
+}
+
+type nodeKey struct{}
+
+// nodeOf returns the node the request's credential belongs to.
+func nodeOf(r *http.Request) fsm.Node {
+	n, _ := r.Context().Value(nodeKey{}).(fsm.Node)
+	return n
+}
+
+// authenticate finds the node by its credential's hash: 401 when there is none.
+func (s *server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cred, ok := bearer(r)
+		if !ok {
+			apierr.Write(w, r, unauthorized("node credential missing: send 'Authorization: Bearer <credential>' as returned by POST /agent/v1/register"))
+			return
+		}
+		n, ok := s.fsm.NodeByCredHash(HashCredential(cred))
+		if !ok {
+			apierr.Write(w, r, unauthorized("unknown node credential (the node was deregistered or replaced); register again"))
+			return
+		}
+		info(r).nodeID = n.ID
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), nodeKey{}, n)))
+	})
+}

@@ -1,0 +1,325 @@
+package agentapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/vidfarm/vidfarm/controlplane/apierr"
+	"github.com/vidfarm/vidfarm/controlplane/blob"
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/scheduler"
+	"github.com/vidfarm/vidfarm/scheduler/wire"
+)
+
+// Long-poll bounds of POST /agent/v1/lease?wait=<seconds>.
+const (
+	DefaultLeaseWait = 20 * time.Second
+	MaxLeaseWait     = 60 * time.Second
+)
+
+// Limits on reports.
+const (
+	maxHeldLeases = 1024
+	maxArtifacts  = 64
+	maxReasonLen  = 2000
+)
+
+func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
+	n := nodeOf(r)
+	var req wire.HeartbeatRequest
+	if e := decode(w, r, &req, true); e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	if len(req.Leases) > maxHeldLeases {
+		apierr.Write(w, r, invalid(fmt.Sprintf("at most %d leases per heartbeat", maxHeldLeases)).With("field", "leases"))
+		return
+	}
+	held := make([]fsm.HeldLease, len(req.Leases))
+	for i, l := range req.Leases {
+		held[i] = fsm.HeldLease{TaskID: l.TaskID, Token: l.Token, Percent: l.Percent}
+	}
+	out, err := s.apply(r, &fsm.NodeHeartbeat{
+		NodeID: n.ID, Held: held, Draining: req.Draining,
+		LeaseMS: s.cfg.LeaseDuration.Milliseconds(), Now: s.cfg.Now().UnixNano(),
+	})
+	if err != nil {
+		apierr.Write(w, r, s.fromApply(r, err))
+		return
+	}
+	res, _ := out.(scheduler.HeartbeatResult)
+	resp := wire.HeartbeatResponse{}
+	for _, ref := range res.Stale {
+		resp.Stale = append(resp.Stale, ref.TaskID)
+	}
+	if len(resp.Stale) > 0 {
+		s.log.Info("heartbeat named stale leases", "node_id", n.ID, "stale", resp.Stale)
+	}
+	apierr.WriteJSON(w, http.StatusOK, resp)
+}
+
+// parseWait reads ?wait=<seconds>: default DefaultLeaseWait, at most MaxLeaseWait.
+func parseWait(r *http.Request) (time.Duration, *apierr.Error) {
+	v := r.URL.Query().Get("wait")
+	if v == "" {
+		return DefaultLeaseWait, nil
+	}
+	sec, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(sec >= 0) {
+		return 0, invalid("wait must be a number of seconds >= 0").With("field", "wait")
+	}
+	return min(time.Duration(sec*float64(time.Second)), MaxLeaseWait), nil
+}
+
+// lease proposes a lease for the node; while there is nothing to place it waits
+// for a notification (or a second) and tries again, until the wait is over.
+func (s *server) lease(w http.ResponseWriter, r *http.Request) {
+	n := nodeOf(r)
+	wait, e := parseWait(r)
+	if e == nil {
+		e = decode(w, r, &wire.LeaseRequest{}, true)
+	}
+	if e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	retry := time.NewTicker(s.cfg.LeaseRetry)
+	defer retry.Stop()
+	for {
+		changed := s.notify.Changed()
+		out, err := s.apply(r, &fsm.LeaseTask{NodeID: n.ID, LeaseMS: s.cfg.LeaseDuration.Milliseconds(), Now: s.cfg.Now().UnixNano()})
+		if err != nil {
+			apierr.Write(w, r, s.fromApply(r, err))
+			return
+		}
+		res, _ := out.(fsm.LeaseResult)
+		if res.Found {
+			a := s.assignment(res.Lease)
+			info(r).taskID = a.TaskID
+			if r.Context().Err() != nil {
+				s.log.Warn("leased a task to a node that hung up; the lease will expire", "node_id", n.ID, "task_id", a.TaskID)
+			}
+			s.log.Info("task leased", "node_id", n.ID, "task_id", a.TaskID, "video_id", res.Lease.VideoID,
+				"token", a.Token, "attempt", a.Attempt, "kind", a.Kind)
+			apierr.WriteJSON(w, http.StatusOK, a)
+			return
+		}
+		select {
+		case <-changed:
+		case <-retry.C:
+		case <-deadline.C:
+			s.log.Debug("no work for node", "node_id", n.ID, "why", res.Why)
+			w.WriteHeader(http.StatusNoContent)
+			return
+		case <-r.Context().Done():
+			// The agent left (nobody reads this) or the server is shutting down
+			// (the agent polls again, perhaps elsewhere).
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+}
+
+// assignment describes a granted lease with what its task needs of its video.
+func (s *server) assignment(l scheduler.Lease) wire.Assignment {
+	a := wire.Assignment{
+		TaskID: l.TaskID, Token: l.Token, Name: strings.TrimPrefix(l.TaskID, l.VideoID+"/"),
+		Kind: l.Kind, Attempt: l.Attempt, GPUIDs: l.GPUIDs, Deadline: l.Deadline,
+		Video: wire.Video{ID: l.VideoID},
+	}
+	if t, ok := s.fsm.Task(l.TaskID); ok {
+		a.Name = t.Name
+	}
+	v, ok := s.fsm.Video("", l.VideoID)
+	if !ok {
+		s.log.Error("leased task of an unknown video", "task_id", l.TaskID, "video_id", l.VideoID)
+		return a
+	}
+	a.Video = wireVideo(v.Video)
+	if len(v.Artifacts) > 0 {
+		a.Inputs = v.Artifacts // a copy: FSM reads return copies
+	}
+	return a
+}
+
+func wireVideo(v fsm.Video) wire.Video {
+	s := v.Spec
+	return wire.Video{
+		ID: v.ID, Mode: s.Mode, Prompt: s.Prompt, DurationSeconds: s.DurationSeconds,
+		AvatarID: s.AvatarID, VoiceID: s.VoiceID, BrandKitID: s.BrandKitID, StyleID: s.StyleID,
+		FileAssetIDs: s.FileAssetIDs, Orientation: s.Orientation,
+		Model: s.Model, Operation: s.Operation, Resolution: s.Resolution, AspectRatio: s.AspectRatio,
+		ImageURL: s.ImageURL, FirstFrameURL: s.FirstFrameURL, LastFrameURL: s.LastFrameURL, ImageURLs: s.ImageURLs,
+		NegativePrompt: s.NegativePrompt, Seed: s.Seed, GenerateAudio: s.GenerateAudio, Style: s.Style,
+		MovementAmplitude: s.MovementAmplitude, CfgScale: s.CfgScale, CameraFixed: s.CameraFixed, AutoFix: s.AutoFix,
+	}
+}
+
+// taskReport routes POST /agent/v1/tasks/{id}/{progress|complete|fail}. Task ids
+// hold a slash ("<video id>/<task name>"); agents may send it as is or escaped
+// (%2F), so the id is everything between the prefix and the last segment.
+func (s *server) taskReport(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.EscapedPath(), "/agent/v1/tasks/")
+	i := strings.LastIndexByte(rest, '/')
+	if i <= 0 {
+		apierr.Write(w, r, apierr.New(http.StatusNotFound, apierr.CodeNotFound,
+			"use POST /agent/v1/tasks/{task id}/progress, /complete or /fail"))
+		return
+	}
+	id, err := url.PathUnescape(rest[:i])
+	if err != nil {
+		apierr.Write(w, r, invalid("malformed task id in the path"))
+		return
+	}
+	info(r).taskID = id
+	switch rest[i+1:] {
+	case "progress":
+		s.progress(w, r, id)
+	case "complete":
+		s.complete(w, r, id)
+	case "fail":
+		s.fail(w, r, id)
+	default:
+		apierr.Write(w, r, apierr.New(http.StatusNotFound, apierr.CodeNotFound,
+			fmt.Sprintf("no task report %q; use progress, complete or fail", rest[i+1:])))
+	}
+}
+
+func (s *server) progress(w http.ResponseWriter, r *http.Request, taskID string) {
+	var req wire.ProgressRequest
+	if e := decode(w, r, &req, false); e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	if !(req.Percent >= 0 && req.Percent <= 100) {
+		apierr.Write(w, r, invalid("percent must be 0..100").With("field", "percent"))
+		return
+	}
+	_, err := s.apply(r, &fsm.TaskProgress{
+		NodeID: nodeOf(r).ID, TaskID: taskID, Token: req.Token, Percent: req.Percent, Now: s.cfg.Now().UnixNano(),
+	})
+	if err != nil {
+		apierr.Write(w, r, s.fromApply(r, err))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *server) complete(w http.ResponseWriter, r *http.Request, taskID string) {
+	n := nodeOf(r)
+	var req wire.CompleteRequest
+	if e := decode(w, r, &req, false); e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	t, ok := s.fsm.Task(taskID)
+	if !ok {
+		apierr.Write(w, r, apierr.NotFound("task"))
+		return
+	}
+	// The holder's artifacts must be in the store before the task counts as done;
+	// a report from anyone else goes straight to the FSM, which refuses it as stale
+	// (or, for the holder's own retry of a completion, accepts it as a duplicate).
+	if t.Lease != nil && t.Lease.NodeID == n.ID && t.Lease.Token == req.Token {
+		if e := s.checkArtifacts(r, t, req.Artifacts); e != nil {
+			apierr.Write(w, r, e)
+			return
+		}
+	}
+	out, err := s.apply(r, &fsm.CompleteTask{
+		NodeID: n.ID, TaskID: taskID, Token: req.Token, Artifacts: req.Artifacts,
+		Scenes: req.Scenes, DurationSeconds: req.DurationSeconds, Now: s.cfg.Now().UnixNano(),
+	})
+	if err != nil {
+		apierr.Write(w, r, s.fromApply(r, err))
+		return
+	}
+	o, _ := out.(scheduler.Outcome)
+	if !o.Duplicate {
+		s.notify.Notify()
+		s.log.Info("task completed", "node_id", n.ID, "task_id", taskID, "video_id", t.VideoID,
+			"artifacts", len(req.Artifacts), "video_completed", o.VideoCompleted)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// checkArtifacts checks that every artifact is a well-formed key of the task and
+// is in the blob store.
+func (s *server) checkArtifacts(r *http.Request, t scheduler.Task, arts map[string]string) *apierr.Error {
+	if len(arts) > maxArtifacts {
+		return invalid(fmt.Sprintf("at most %d artifacts per task", maxArtifacts)).With("field", "artifacts")
+	}
+	prefix := artifactPrefix(t.VideoID, t.Name)
+	for file, key := range arts {
+		field := "artifacts." + file
+		if file == "" || strings.Contains(file, "/") || blob.ValidateKey(file) != nil {
+			return invalid(fmt.Sprintf("artifact name %q must be a file name (letters, digits, . _ -)", file)).With("field", field)
+		}
+		if !strings.HasPrefix(key, prefix) || strings.Contains(key[len(prefix):], "/") || blob.ValidateKey(key) != nil {
+			return invalid(fmt.Sprintf("artifact %q is at %q; a task's blobs must be %s<file name>", file, key, prefix)).With("field", field)
+		}
+		if _, err := s.cfg.Blobs.Stat(r.Context(), key); err != nil {
+			if errors.Is(err, blob.ErrNotFound) {
+				return invalid(fmt.Sprintf("artifact %q was not uploaded: PUT it to /agent/v1/blobs/%s first", file, key)).
+					With("field", field).With("key", key)
+			}
+			s.log.Error("stat artifact", "request_id", apierr.RequestID(r.Context()), "key", key, "err", err)
+			return apierr.Internal()
+		}
+	}
+	return nil
+}
+
+// artifactPrefix is where a task's blobs live: "videos/<video id>/<task name>/".
+func artifactPrefix(videoID, taskName string) string {
+	return "videos/" + videoID + "/" + taskName + "/"
+}
+
+func (s *server) fail(w http.ResponseWriter, r *http.Request, taskID string) {
+	n := nodeOf(r)
+	var req wire.FailRequest
+	if e := decode(w, r, &req, false); e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	reason := strings.ToValidUTF8(strings.TrimSpace(req.Reason), "?")
+	if reason == "" {
+		reason = "the node reported a failure without a reason"
+	}
+	if len(reason) > maxReasonLen {
+		cut := maxReasonLen
+		for cut > 0 && !utf8.RuneStart(reason[cut]) {
+			cut--
+		}
+		reason = reason[:cut] + "..."
+	}
+	out, err := s.apply(r, &fsm.FailTask{NodeID: n.ID, TaskID: taskID, Token: req.Token, Reason: reason, Now: s.cfg.Now().UnixNano()})
+	if err != nil {
+		apierr.Write(w, r, s.fromApply(r, err))
+		return
+	}
+	o, _ := out.(scheduler.Outcome)
+	s.notify.Notify()
+	s.log.Warn("task failed", "node_id", n.ID, "task_id", taskID, "video_id", o.VideoID, "reason", reason,
+		"requeued", o.Requeued, "video_failed", o.VideoFailed)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *server) deregister(w http.ResponseWriter, r *http.Request) {
+	n := nodeOf(r)
+	if _, err := s.apply(r, &fsm.DeregisterNode{NodeID: n.ID, Now: s.cfg.Now().UnixNano()}); err != nil {
+		apierr.Write(w, r, s.fromApply(r, err))
+		return
+	}
+	s.notify.Notify()
+	s.log.Info("node deregistered", "node_id", n.ID, "name", n.Name)
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,170 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/vidfarm/vidfarm/controlplane/server"
+	"github.com/vidfarm/vidfarm/models"
+	"github.com/vidfarm/vidfarm/scheduler"
+	"github.com/vidfarm/vidfarm/scheduler/wire"
+)
+
+const testAgentToken = "test-agent-token"
+
+func withAgent(lease time.Duration) option {
+	return func(c *server.Config) {
+		c.AgentToken = testAgentToken
+		c.LeaseDuration = lease
+	}
+}
+
+// agentCall sends a JSON body (or raw bytes) to the agent listener.
+func (h *harness) agentCall(method, path, token string, body any) response {
+	h.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		raw, _ := json.Marshal(b)
+		rd = bytes.NewReader(raw)
+	}
+	req, _ := http.NewRequest(method, "http://"+h.srv.AgentAddr()+path, rd)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return response{Status: res.StatusCode, Header: res.Header, Body: b}
+}
+
+func (h *harness) registerNode(name string) string {
+	h.t.Helper()
+	gpus := []scheduler.GPU{{ID: "GPU-0", MemoryTotalGB: 80, MemoryFreeGB: 80}, {ID: "GPU-1", MemoryTotalGB: 80, MemoryFreeGB: 80}}
+	r := h.agentCall("POST", "/agent/v1/register", testAgentToken, wire.RegisterRequest{Name: name,
+		Capacity: wire.Capacity{Hostname: name, GPUs: gpus, CPUSlots: 4, Tools: []string{"ffmpeg", "espeak-ng"}, Models: models.IDs(), Virtual: true}})
+	if r.Status != http.StatusCreated {
+		h.t.Fatalf("register: %d %s", r.Status, r.Body)
+	}
+	var reg wire.RegisterResponse
+	_ = json.Unmarshal(r.Body, &reg)
+	return reg.Credential
+}
+
+func (h *harness) leaseTask(cred string, wait int) wire.Assignment {
+	h.t.Helper()
+	r := h.agentCall("POST", fmt.Sprintf("/agent/v1/lease?wait=%d", wait), cred, nil)
+	if r.Status != http.StatusOK {
+		h.t.Fatalf("lease: %d %s", r.Status, r.Body)
+	}
+	var a wire.Assignment
+	_ = json.Unmarshal(r.Body, &a)
+	return a
+}
+
+// runTask uploads one blob per file and completes the task.
+func (h *harness) runTask(cred string, a wire.Assignment, files ...string) {
+	h.t.Helper()
+	arts := map[string]string{}
+	for _, f := range files {
+		key := "videos/" + a.Video.ID + "/" + a.Name + "/" + f
+		if r := h.agentCall("PUT", "/agent/v1/blobs/"+key, cred, []byte("bytes of "+key)); r.Status != http.StatusCreated {
+			h.t.Fatalf("upload %s: %d %s", key, r.Status, r.Body)
+		}
+		arts[f] = key
+	}
+	r := h.agentCall("POST", "/agent/v1/tasks/"+url.PathEscape(a.TaskID)+"/complete", cred,
+		wire.CompleteRequest{Token: a.Token, Artifacts: arts, DurationSeconds: float64(a.Video.DurationSeconds)})
+	if r.Status != http.StatusNoContent {
+		h.t.Fatalf("complete %s: %d %s", a.TaskID, r.Status, r.Body)
+	}
+}
+
+// A video created through the public API is rendered by an agent on the agent
+// listener and delivered through a signed file URL.
+func TestAgentRendersVideoEndToEnd(t *testing.T) {
+	h := start(t, withAgent(30*time.Second))
+	_, key := h.account("pro", 1000)
+	cred := h.registerNode("gpu-1")
+
+	// A poll waiting when the video is created gets its first task.
+	got := make(chan wire.Assignment, 1)
+	go func() {
+		r := h.agentCall("POST", "/agent/v1/lease?wait=30", cred, nil)
+		var a wire.Assignment
+		_ = json.Unmarshal(r.Body, &a)
+		got <- a
+	}()
+	created := h.do("POST", "/v1/videos", key, manualReq("duration_seconds", 5))
+	if created.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", created.Status, created.Body)
+	}
+	vid := created.json(t)["id"].(string)
+	var render wire.Assignment
+	select {
+	case render = <-got:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the waiting lease poll did not get the new video")
+	}
+	if render.Video.ID != vid || render.Kind != scheduler.KindRender {
+		t.Fatalf("first task: %+v", render)
+	}
+	h.runTask(cred, render, "clip.mp4")
+	fin := h.leaseTask(cred, 5)
+	if fin.Kind != scheduler.KindFinalize || fin.Inputs["render/clip.mp4"] == "" {
+		t.Fatalf("second task: %+v", fin)
+	}
+	h.runTask(cred, fin, wire.ArtifactVideo, wire.ArtifactPoster)
+
+	v := h.do("GET", "/v1/videos/"+vid, key, nil).json(t)
+	videoURL, _ := v["video_url"].(string)
+	if v["status"] != "completed" || videoURL == "" {
+		t.Fatalf("video after rendering: %v", v)
+	}
+	res, err := http.Get(videoURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "video/mp4" ||
+		string(body) != "bytes of videos/"+vid+"/finalize/video.mp4" {
+		t.Fatalf("GET video_url: %d %q %q", res.StatusCode, res.Header.Get("Content-Type"), body)
+	}
+}
+
+// A node that stops heartbeating loses its lease to the leader's expiry job, and
+// another node gets the task; the first node's late report is stale.
+func TestExpiredLeaseGoesToAnotherNode(t *testing.T) {
+	h := start(t, withAgent(time.Second))
+	_, key := h.account("pro", 1000)
+	silent := h.registerNode("gpu-silent")
+	if r := h.do("POST", "/v1/videos", key, manualReq("duration_seconds", 5)); r.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	first := h.leaseTask(silent, 5)
+	other := h.registerNode("gpu-other")
+	// The expiry runs every second; the woken poll gets the task well before its wait ends.
+	start := time.Now()
+	second := h.leaseTask(other, 30)
+	if second.TaskID != first.TaskID || second.Attempt != 2 {
+		t.Fatalf("after expiry: first %+v, second %+v", first, second)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Fatalf("the requeued task took %v to reach the other node", d)
+	}
+	r := h.agentCall("POST", "/agent/v1/tasks/"+url.PathEscape(first.TaskID)+"/progress", silent, wire.ProgressRequest{Token: first.Token, Percent: 50})
+	if r.Status != http.StatusConflict || r.errorCode(t) != wire.CodeStaleLease {
+		t.Fatalf("late report: %d %s", r.Status, r.Body)
+	}
+}
