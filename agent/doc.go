@@ -1,17 +1,94 @@
 // Package agent is vidfarm's node daemon, the program a GPU node operator runs
 // as "vidfarm agent" on each machine of the farm.
 //
-// It owns, or will own:
+// It owns:
 //
 //   - discovery: what the machine offers to the farm (Capacity), read from
 //     NVML for the GPUs and from the operating system for the host
-//     (Discover, DiscoverSystem, PrintCapacity for "--print-capacity");
-//   - later: registration with the control plane, heartbeats, the long-poll
-//     lease of tasks, running pipeline stages, uploads to the blob store,
-//     progress reports and draining.
+//     (Discover, DiscoverSystem, PrintCapacity for "--print-capacity"), and
+//     its wire form (SchedulerGPUs; virtual GPUs for procedural nodes);
+//   - the daemon (Run, Config): registration with the control plane,
+//     heartbeats, the long-poll lease of tasks, running the pipeline stage
+//     of each task, input downloads, uploads to the blob store, progress,
+//     complete and fail reports, and draining on shutdown.
 //
-// The package never imports controlplane internals; the wire types it shares
-// with the control plane live in scheduler.
+// It speaks only the agent protocol of scheduler/wire (see that package for
+// the endpoints) and never imports controlplane internals. README.md has a
+// picture of the daemon's goroutines and the life of one task.
+//
+// # The daemon
+//
+// Run registers with Config.Token, retrying with backoff until the control
+// plane answers (a 400, 401 or 403 to the registration is final:
+// ErrRegistrationRefused), and keeps the credential it gets. A heartbeat
+// goroutine reports every held lease with its percent every
+// heartbeat_seconds (Config.HeartbeatInterval overrides); a lease the answer
+// calls stale, or that a progress or report call answers 409 stale_lease to,
+// cancels its task, whose result is discarded: no complete or fail is sent.
+// A 401 on any call means the control plane forgot the node: the agent
+// registers again and drops its running tasks, whose leases went with the
+// old credential.
+//
+// Config.Workers workers (default: CPU slots plus GPUs) each long-poll
+// POST /agent/v1/lease?wait=20 and run one task at a time under a
+// per-task context, in a fresh directory "task-*" of Config.WorkDir that is
+// removed when the task ends; leftovers of earlier runs are removed at
+// start. While the work dir holds more than Config.WorkDirMaxBytes no worker
+// leases, and the log says so. Progress goes out at most once a second
+// (ProgressInterval) and in every heartbeat. Complete and fail reports are
+// retried on transient errors; a fail carries the error on one line, cut
+// to 600 characters.
+//
+// When Run's context ends (SIGTERM) the agent drains: no more leasing, a
+// heartbeat with Draining true, up to Config.DrainTimeout for running tasks
+// to finish and report, then the rest are cancelled (reporting nothing) and
+// POST /agent/v1/deregister hands their leases back without counting a
+// failure. Every log line about a task carries task_id, video_id and kind.
+//
+// # Tasks
+//
+// Artifacts are uploaded to "videos/<video id>/<task name>/<file>" and
+// listed in the complete report (file name → key); inputs are the
+// Assignment.Inputs of earlier tasks ("<task>/<file>" → key).
+//
+//   - plan: pipeline.NewPlan(prompt, duration) → plan.json; reports Scenes.
+//   - tts: plan.json → Tools.Narrate with the video's voice (default
+//     pipeline.DefaultVoice) → line-NNN.wav per spoken line and lines.json
+//     (the SpokenLines, each Audio the name of its WAV).
+//   - scene-NNNN: scene N (from 1) of plan.json rendered from its Visual
+//     for its duration, at the video's resolution (default 720p), 16:9 or
+//     9:16 by orientation, with a seed derived from the video id and N, by
+//     the runner of the video's model or Config.SceneModel → clip.mp4.
+//   - composite: plan.json, lines.json and its WAVs, every scene's clip.mp4
+//     and the stock avatar (the video's or pipeline.DefaultAvatar; an id
+//     that is not a stock avatar falls back to the default, with a warning,
+//     since account avatars do not reach agents yet) → Tools.Composite →
+//     video.mp4, video_no_captions.mp4, captions.srt, captions.vtt; reports
+//     DurationSeconds measured with ffprobe. The video carries only
+//     brand_kit_id today, so the lower-third bar is the neutral one; brand
+//     colours and the logo arrive with the brand-kit endpoints.
+//   - render (manual): the input images (image_url, first and last frame,
+//     or image_urls) are downloaded, then the model's runner renders with
+//     the request's operation, prompt, negative prompt, seed, style,
+//     resolution, aspect ratio, duration and advanced fields → clip.mp4.
+//   - finalize: render/clip.mp4 → Tools.Finalize → video.mp4 and
+//     poster.jpg; reports DurationSeconds.
+//
+// Runners: Config.Runners names an external command per model
+// (pipeline.ExternalRunner, which sees only its lease's GPUs through
+// CUDA_VISIBLE_DEVICES); every other model renders with
+// pipeline.ProceduralRunner, which is not a video model. A machine on which
+// NVML finds no GPU advertises, with Config.Procedural, Config.VirtualGPUs
+// virtual GPUs of 80 GB (wire.Capacity.Virtual) so the procedural runner
+// takes GPU tasks there, and says loudly that real models cannot run on it.
+//
+// Input images are fetched over https only, at most MaxInputImageBytes,
+// within InputFetchTimeout, with no proxy, and must sniff as PNG, JPEG,
+// WebP, GIF or BMP. The dialer refuses loopback, private, link-local,
+// carrier-grade NAT, metadata and other non-public addresses at connect
+// time, for every redirect too, so a name that resolves somewhere else by
+// then (DNS rebinding) is still refused; Config.AllowPrivateInputs lifts
+// that for development and is logged loudly.
 //
 // # Discovery
 //

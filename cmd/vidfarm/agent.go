@@ -1,30 +1,77 @@
 package main
 
 import (
-	"errors"
+	"context"
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/vidfarm/vidfarm/agent"
 )
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, "; ") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func runAgent(args []string) error {
 	fs := flag.NewFlagSet("agent", flag.ExitOnError)
 	printCapacity := fs.Bool("print-capacity", false, "print the GPUs (NVML), CPU, memory and tools of this node and exit")
 	asJSON := fs.Bool("json", false, "with --print-capacity: print JSON")
+	server := fs.String("server", "", "URL of the control plane's agent listener, e.g. https://cp.example.com:7443")
+	token := fs.String("token", "", "agent registration token")
+	name := fs.String("name", "", "node name at the control plane (default: the hostname)")
+	workDir := fs.String("work-dir", "", "directory for task files (default: <tmp>/vidfarm-agent); leftover task-* directories in it are removed at start")
+	workDirMax := fs.Int64("work-dir-max-bytes", 0, "lease no new work while the work dir holds more than this many bytes (0: no bound)")
+	workers := fs.Int("workers", 0, "tasks run at once (default: CPU slots + GPUs)")
+	virtualGPUs := fs.Int("virtual-gpus", agent.DefaultVirtualGPUs, "on a machine without NVIDIA GPUs, advertise this many procedural render slots (0: take CPU tasks only)")
+	var runners stringList
+	fs.Var(&runners, "runner", "MODEL=COMMAND: render MODEL with an external runner command (split at spaces, no shell); repeatable, or ';'-separated in the environment variable")
+	allowPrivate := fs.Bool("allow-private-inputs", false, "development only: fetch input images from loopback and private addresses")
+	drainTimeout := fs.Duration("drain-timeout", agent.DefaultDrainTimeout, "on SIGTERM, how long running tasks may finish before they are handed back")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if !*printCapacity {
-		return errors.New("this build's agent can only --print-capacity; pulling render work from the control plane is not wired yet")
+
+	if *printCapacity {
+		c, err := agent.DiscoverSystem()
+		if perr := agent.PrintCapacity(os.Stdout, c, *asJSON); perr != nil {
+			return perr
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "vidfarm agent: some GPU details could not be read: %v\n", err)
+		}
+		return nil
 	}
-	c, err := agent.DiscoverSystem()
-	if perr := agent.PrintCapacity(os.Stdout, c, *asJSON); perr != nil {
-		return perr
-	}
+
+	log, err := newLogger(*logLevel)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "vidfarm agent: some GPU details could not be read: %v\n", err)
+		return err
 	}
-	return nil
+	runnerMap, err := agent.ParseRunners(runners...)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return agent.Run(ctx, agent.Config{
+		Server:             *server,
+		Token:              *token,
+		Name:               *name,
+		WorkDir:            *workDir,
+		WorkDirMaxBytes:    *workDirMax,
+		Workers:            *workers,
+		Procedural:         *virtualGPUs > 0,
+		VirtualGPUs:        *virtualGPUs,
+		Runners:            runnerMap,
+		AllowPrivateInputs: *allowPrivate,
+		DrainTimeout:       max(*drainTimeout, time.Nanosecond), // 0 here means no wait; in Config, the default
+		Logger:             log,
+	})
 }

@@ -14,7 +14,7 @@ usage:
   vidfarm dev      start the embedded single-node farm and print a working API key
   vidfarm server   run a control-plane node
   vidfarm admin    manage accounts, keys, credits and plans (JSON output)
-  vidfarm agent    GPU node agent (today: --print-capacity, what NVML reports)
+  vidfarm agent    run a render node: register, lease tasks, render (--print-capacity: what NVML sees)
   vidfarm bench    load tools for capacity planning
 
 Every flag has a VIDFARM_ environment equivalent (--data-dir = VIDFARM_DATA_DIR).

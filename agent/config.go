@@ -1,0 +1,232 @@
+package agent
+
+import (
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/vidfarm/vidfarm/models"
+	"github.com/vidfarm/vidfarm/pipeline"
+)
+
+// Defaults of Config.
+const (
+	// DefaultVirtualGPUs is how many procedural render slots a node without
+	// NVIDIA GPUs advertises when Config.Procedural is set.
+	DefaultVirtualGPUs = 4
+	// VirtualGPUMemoryGB is the memory each virtual GPU advertises: that of
+	// the catalog's reference GPU, so every model's requirements fit.
+	VirtualGPUMemoryGB = 80
+	// DefaultDrainTimeout is how long a stopping agent waits for its
+	// running tasks before it cancels them and hands them back.
+	DefaultDrainTimeout = 2 * time.Minute
+	// DefaultSceneModel renders the scenes of auto videos whose request
+	// names no model: an open-weights model that offers 720p at 16:9 and
+	// 9:16. Give it an external runner (Config.Runners) to render scenes
+	// with the real model; otherwise the procedural runner draws them.
+	DefaultSceneModel = "wan-2.2-a14b"
+	// DefaultRetryBackoff is the first pause after a failed call to the
+	// control plane; it doubles on every further failure, up to maxBackoff.
+	DefaultRetryBackoff = time.Second
+)
+
+// ErrConfig means a Config cannot be used; the message says which field and why.
+var ErrConfig = errors.New("invalid agent configuration")
+
+// Config configures Run. Server and Token are required; every other field
+// has a default, noted on the field.
+type Config struct {
+	// Server is the base URL of the control plane's agent listener, e.g.
+	// "https://cp.example.com:7443".
+	Server string
+	// Token is the agent registration token the control plane was given.
+	Token string
+	// Name is the node's name at the control plane; registering under a
+	// name that is taken replaces that node. Default: the hostname.
+	Name string
+
+	// WorkDir holds one directory per running task, removed when the task
+	// ends. The directory belongs to this agent: leftover task directories
+	// ("task-*") of earlier runs are removed at start. Default:
+	// <os.TempDir()>/vidfarm-agent.
+	WorkDir string
+	// WorkDirMaxBytes bounds WorkDir: while it holds more than this, the
+	// agent leases no new work (and logs why). 0 means no bound.
+	WorkDirMaxBytes int64
+
+	// Workers is how many tasks run at once, each worker holding at most
+	// one lease. Default: CPUSlots plus the number of GPUs advertised.
+	Workers int
+	// CPUSlots is the number of CPU task slots advertised. Default:
+	// runtime.NumCPU().
+	CPUSlots int
+	// Procedural makes a node on which NVML finds no GPU advertise
+	// VirtualGPUs procedural render slots (virtual GPUs of
+	// VirtualGPUMemoryGB each), so that the procedural runner takes GPU
+	// tasks on the CPU. Without it such a node takes CPU tasks only.
+	Procedural bool
+	// VirtualGPUs is the number of virtual GPUs (see Procedural).
+	// Default: DefaultVirtualGPUs.
+	VirtualGPUs int
+
+	// Runners maps a model id to the command (program and arguments, no
+	// shell) of its external runner (pipeline.ExternalRunner, protocol
+	// vidfarm.render.v1). Models without one render with the procedural
+	// runner. See ParseRunners for the --runner flag's form.
+	Runners map[string][]string
+	// Models are the model ids the node can render. Default: every model
+	// of the catalog (models.IDs()).
+	Models []string
+	// SceneModel renders auto-video scenes when the video names no model.
+	// Default: DefaultSceneModel.
+	SceneModel string
+
+	// AllowPrivateInputs lets manual renders fetch input images from
+	// loopback, private and link-local addresses. A development switch:
+	// in production the API's image URLs must be public https addresses,
+	// and the agent checks that again when it connects.
+	AllowPrivateInputs bool
+	// InputRootCAs, if set, are the certificate authorities trusted for
+	// input image downloads instead of the system's (a private CA).
+	InputRootCAs *x509.CertPool
+
+	// DrainTimeout is how long Run waits, once its context is done, for
+	// running tasks to finish and report. Default: DefaultDrainTimeout.
+	DrainTimeout time.Duration
+	// HeartbeatInterval overrides the control plane's heartbeat_seconds;
+	// 0 uses the control plane's.
+	HeartbeatInterval time.Duration
+	// RetryBackoff is the first pause after a failed control-plane call.
+	// Default: DefaultRetryBackoff.
+	RetryBackoff time.Duration
+
+	// Tools drives ffmpeg, ffprobe and espeak-ng. Default: &pipeline.Tools{}.
+	Tools *pipeline.Tools
+	// Logger receives the agent's structured logs. Default: slog.Default().
+	Logger *slog.Logger
+	// HTTPClient talks to the control plane. It must not have a Timeout
+	// shorter than the lease long-poll (20 s); the agent bounds every call
+	// with its own deadline. Default: a client with no overall timeout.
+	HTTPClient *http.Client
+	// Discover reads the machine's capacity. Default: DiscoverSystem.
+	Discover func() (Capacity, error)
+}
+
+// withDefaults checks c and fills in the defaults that need no discovery.
+func (c Config) withDefaults() (Config, error) {
+	if c.Server == "" {
+		return c, fmt.Errorf("%w: Server (the control plane's agent listener URL) is required", ErrConfig)
+	}
+	u, err := url.Parse(c.Server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return c, fmt.Errorf("%w: Server %q: want an http or https URL such as https://cp.example.com:7443", ErrConfig, c.Server)
+	}
+	c.Server = strings.TrimRight(c.Server, "/")
+	if c.Token == "" {
+		return c, fmt.Errorf("%w: Token (the agent registration token) is required", ErrConfig)
+	}
+	if c.WorkDir == "" {
+		c.WorkDir = filepath.Join(os.TempDir(), "vidfarm-agent")
+	}
+	if c.WorkDir, err = filepath.Abs(c.WorkDir); err != nil {
+		return c, fmt.Errorf("%w: WorkDir: %w", ErrConfig, err)
+	}
+	switch {
+	case c.WorkDirMaxBytes < 0:
+		return c, fmt.Errorf("%w: WorkDirMaxBytes %d: want 0 (no bound) or more", ErrConfig, c.WorkDirMaxBytes)
+	case c.Workers < 0:
+		return c, fmt.Errorf("%w: Workers %d: want 0 (default) or more", ErrConfig, c.Workers)
+	case c.CPUSlots < 0:
+		return c, fmt.Errorf("%w: CPUSlots %d: want 0 (default) or more", ErrConfig, c.CPUSlots)
+	case c.VirtualGPUs < 0 || c.VirtualGPUs > 64:
+		return c, fmt.Errorf("%w: VirtualGPUs %d: want 0 (default) to 64", ErrConfig, c.VirtualGPUs)
+	case c.DrainTimeout < 0:
+		return c, fmt.Errorf("%w: DrainTimeout %v: want 0 (default) or more", ErrConfig, c.DrainTimeout)
+	}
+	if c.CPUSlots == 0 {
+		c.CPUSlots = runtime.NumCPU()
+	}
+	if c.VirtualGPUs == 0 {
+		c.VirtualGPUs = DefaultVirtualGPUs
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.RetryBackoff <= 0 {
+		c.RetryBackoff = DefaultRetryBackoff
+	}
+	if c.SceneModel == "" {
+		c.SceneModel = DefaultSceneModel
+	}
+	if c.Models == nil {
+		c.Models = models.IDs()
+	}
+	c.Models = slices.Clone(c.Models)
+	for _, id := range c.Models {
+		if _, ok := models.Get(id); !ok {
+			return c, fmt.Errorf("%w: Models: %q is not a catalog model", ErrConfig, id)
+		}
+	}
+	runners := make(map[string][]string, len(c.Runners))
+	for id, argv := range c.Runners {
+		if _, ok := models.Get(id); !ok {
+			return c, fmt.Errorf("%w: Runners: %q is not a catalog model", ErrConfig, id)
+		}
+		if len(argv) == 0 || argv[0] == "" {
+			return c, fmt.Errorf("%w: Runners: model %q has no command", ErrConfig, id)
+		}
+		runners[id] = slices.Clone(argv)
+	}
+	c.Runners = runners
+	if c.Tools == nil {
+		c.Tools = &pipeline.Tools{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.HTTPClient == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 128 // one long poll per worker
+		c.HTTPClient = &http.Client{Transport: tr}
+	}
+	if c.Discover == nil {
+		c.Discover = DiscoverSystem
+	}
+	return c, nil
+}
+
+// ParseRunners parses "MODEL=COMMAND" specs, the form of the agent's
+// --runner flag, into Config.Runners. COMMAND is split at white space into
+// the program and its arguments (no shell, no quoting). One spec may hold
+// several runners separated by ";", the form of VIDFARM_RUNNER. A model
+// named twice is an error.
+func ParseRunners(specs ...string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, spec := range specs {
+		for part := range strings.SplitSeq(spec, ";") {
+			if strings.TrimSpace(part) == "" {
+				continue
+			}
+			model, command, ok := strings.Cut(part, "=")
+			model = strings.TrimSpace(model)
+			argv := strings.Fields(command)
+			if !ok || model == "" || len(argv) == 0 {
+				return nil, fmt.Errorf("%w: runner %q: want MODEL=COMMAND, e.g. wan-2.2-a14b=/opt/runners/wan.sh --fast", ErrConfig, part)
+			}
+			if _, dup := out[model]; dup {
+				return nil, fmt.Errorf("%w: runner for model %q given twice", ErrConfig, model)
+			}
+			out[model] = argv
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,173 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/vidfarm/vidfarm/pipeline"
+	"github.com/vidfarm/vidfarm/scheduler"
+	"github.com/vidfarm/vidfarm/scheduler/wire"
+)
+
+func TestParseRunners(t *testing.T) {
+	got, err := ParseRunners("wan-2.2-a14b=/opt/runners/wan.sh --fast", "veo-3 = /opt/veo ;sora-2=/bin/sora;")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"wan-2.2-a14b": {"/opt/runners/wan.sh", "--fast"},
+		"veo-3":        {"/opt/veo"},
+		"sora-2":       {"/bin/sora"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ParseRunners = %v, want %v", got, want)
+	}
+	for _, bad := range []string{"wan-2.2-a14b", "=cmd", "veo-3=", "veo-3=a;veo-3=b"} {
+		if _, err := ParseRunners(bad); !errors.Is(err, ErrConfig) {
+			t.Errorf("ParseRunners(%q) = %v, want ErrConfig", bad, err)
+		}
+	}
+}
+
+func TestConfigDefaultsAndErrors(t *testing.T) {
+	c, err := Config{Server: "http://cp:7443/", Token: "t"}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server != "http://cp:7443" || c.CPUSlots < 1 || c.VirtualGPUs != DefaultVirtualGPUs || c.DrainTimeout != DefaultDrainTimeout ||
+		c.SceneModel != DefaultSceneModel || len(c.Models) != 32 || c.WorkDir == "" || c.Tools == nil || c.Logger == nil ||
+		c.HTTPClient == nil || c.Discover == nil || c.RetryBackoff != DefaultRetryBackoff {
+		t.Errorf("defaults: %+v", c)
+	}
+	for name, cfg := range map[string]Config{
+		"no server":       {Token: "t"},
+		"bad server":      {Server: "cp:7443", Token: "t"},
+		"no token":        {Server: "http://cp"},
+		"unknown model":   {Server: "http://cp", Token: "t", Models: []string{"gpt-video"}},
+		"runner no model": {Server: "http://cp", Token: "t", Runners: map[string][]string{"gpt-video": {"x"}}},
+		"runner no cmd":   {Server: "http://cp", Token: "t", Runners: map[string][]string{"veo-3": {}}},
+		"negative max":    {Server: "http://cp", Token: "t", WorkDirMaxBytes: -1},
+		"too many vgpus":  {Server: "http://cp", Token: "t", VirtualGPUs: 65},
+	} {
+		if _, err := cfg.withDefaults(); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: error = %v, want ErrConfig", name, err)
+		}
+	}
+}
+
+func TestSchedulerGPUs(t *testing.T) {
+	got := SchedulerGPUs(migCapacity())
+	want := []scheduler.GPU{
+		{ID: "GPU-a1000000-0000-0000-0000-000000000000", MemoryTotalGB: 42.94, MemoryFreeGB: 42.94},
+		{ID: "MIG-11111111-0000-0000-0000-000000000000", MemoryTotalGB: 20.93, MemoryFreeGB: 19.92, MIG: true},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("SchedulerGPUs = %+v, want %+v", got, want)
+	}
+	if g := gb(81559); g < 80 { // an H100 80GB meets an 80 GB requirement
+		t.Errorf("gb(81559 MiB) = %v", g)
+	}
+}
+
+func TestWireCapacity(t *testing.T) {
+	cfg := Config{CPUSlots: 3, Procedural: true, VirtualGPUs: 2, Models: []string{"veo-3"}}
+	cpu, _ := cpuMachine()
+	w := wireCapacity(cpu, cfg)
+	if !w.Virtual || len(w.GPUs) != 2 || w.GPUs[1].ID != "virtual-1" || w.CPUSlots != 3 || w.Hostname != "test-node" {
+		t.Errorf("procedural CPU node: %+v", w)
+	}
+	cfg.Procedural = false
+	if w := wireCapacity(cpu, cfg); w.Virtual || w.GPUs == nil || len(w.GPUs) != 0 {
+		t.Errorf("CPU-only node: %+v", w)
+	}
+	cfg.Procedural = true
+	if w := wireCapacity(migCapacity(), cfg); w.Virtual || len(w.GPUs) != 2 {
+		t.Errorf("a GPU node advertised virtual GPUs: %+v", w)
+	}
+}
+
+func TestFailReason(t *testing.T) {
+	err := fmt.Errorf("render: %w", &pipeline.ToolError{Tool: "ffmpeg", ExitCode: 1, Stderr: "line one\n\n  line two\t end\n"})
+	if got := failReason(err); got != "render: ffmpeg exited with status 1: line one line two end" {
+		t.Errorf("failReason = %q", got)
+	}
+	long := failReason(errors.New(strings.Repeat("é", 2000)))
+	if n := len([]rune(long)); n != maxReasonRunes || !strings.HasSuffix(long, "…") {
+		t.Errorf("long reason has %d runes: %q…", n, long[:20])
+	}
+}
+
+func TestSceneIndexAndSeed(t *testing.T) {
+	for name, want := range map[string]int{"scene-0001": 1, "scene-0042": 42, "scene-12345": 12345} {
+		if got, err := sceneIndex(name); err != nil || got != want {
+			t.Errorf("sceneIndex(%q) = %d, %v", name, got, err)
+		}
+		if sceneName(want) != name && want < 10000 {
+			t.Errorf("sceneName(%d) = %q", want, sceneName(want))
+		}
+	}
+	for _, bad := range []string{"scene-0000", "scene-", "scene-x", "render", "scene--1"} {
+		if _, err := sceneIndex(bad); !errors.Is(err, errBadAssignment) {
+			t.Errorf("sceneIndex(%q) = %v", bad, err)
+		}
+	}
+	if s1, again := seed("v1", 1), seed("v1", 1); s1 != again || s1 == seed("v1", 2) || s1 == seed("v2", 1) {
+		t.Error("seeds are not derived from video id and index")
+	}
+	if s := seed("v1", 3); s < 0 || s > 1<<31-1 {
+		t.Errorf("seed %d out of range", s)
+	}
+}
+
+func TestImageInputs(t *testing.T) {
+	for _, tc := range []struct {
+		v    wire.Video
+		op   string
+		urls []string
+	}{
+		{wire.Video{}, pipeline.TextToVideo, nil},
+		{wire.Video{ImageURL: "https://a/1.png"}, pipeline.ImageToVideo, []string{"https://a/1.png"}},
+		{wire.Video{FirstFrameURL: "https://a/f.png", LastFrameURL: "https://a/l.png"}, pipeline.FirstLastFrame, []string{"https://a/f.png", "https://a/l.png"}},
+		{wire.Video{ImageURLs: []string{"https://a/1", "https://a/2"}}, pipeline.MultipleImages, []string{"https://a/1", "https://a/2"}},
+		{wire.Video{Operation: pipeline.ImageToVideo, ImageURL: "https://a/1.png", ImageURLs: []string{"x"}}, pipeline.ImageToVideo, []string{"https://a/1.png"}},
+	} {
+		op, urls := imageInputs(&tc.v)
+		if op != tc.op || !reflect.DeepEqual(urls, tc.urls) {
+			t.Errorf("imageInputs(%+v) = %s %v, want %s %v", tc.v, op, urls, tc.op, tc.urls)
+		}
+	}
+}
+
+func TestProtocolErrors(t *testing.T) {
+	if p := blobPath("videos/vid 1/scene-0001/clip.mp4"); p != "/agent/v1/blobs/videos/vid%201/scene-0001/clip.mp4" {
+		t.Errorf("blobPath = %s", p)
+	}
+	if p := taskPath("vid_1/render", "complete"); p != "/agent/v1/tasks/vid_1%2Frender/complete" {
+		t.Errorf("taskPath = %s", p)
+	}
+	stale := &apiError{Status: 409, Code: wire.CodeStaleLease}
+	conflict := &apiError{Status: 409, task: true}
+	blobConflict := &apiError{Status: 409}
+	noRoute := &apiError{Status: 404, task: true}
+	if !errors.Is(fmt.Errorf("x: %w", stale), errStaleLease) || !errors.Is(conflict, errStaleLease) ||
+		errors.Is(blobConflict, errStaleLease) || errors.Is(noRoute, errStaleLease) {
+		t.Error("stale lease matching")
+	}
+	if !errors.Is(&apiError{Status: 401}, errUnauthorized) || errors.Is(stale, errUnauthorized) {
+		t.Error("401 matching")
+	}
+	for err, want := range map[error]bool{
+		&apiError{Status: 503}:   true,
+		&apiError{Status: 429}:   true,
+		&apiError{Status: 400}:   false,
+		stale:                    false,
+		errors.New("conn reset"): true,
+	} {
+		if transient(err) != want {
+			t.Errorf("transient(%v) = %v", err, !want)
+		}
+	}
+}

@@ -1,0 +1,488 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/vidfarm/vidfarm/scheduler/wire"
+)
+
+// ErrRegistrationRefused means the control plane refused to register the
+// node (400, 401 or 403): a wrong agent token, or a capacity it does not
+// accept. Retrying does not help, so Run stops with an error wrapping it.
+var ErrRegistrationRefused = errors.New("agent: the control plane refused the registration")
+
+// Timing of the protocol.
+const (
+	// LeaseWaitSeconds is how long one lease request waits on the control
+	// plane for work (the wait query parameter).
+	LeaseWaitSeconds = 20
+	// DefaultHeartbeatInterval is used when the control plane names none.
+	DefaultHeartbeatInterval = 10 * time.Second
+	// ProgressInterval is the shortest time between two progress reports
+	// of one task.
+	ProgressInterval = time.Second
+
+	callTimeout     = 30 * time.Second // one small control-plane call
+	blobTimeout     = 30 * time.Minute // one upload or download
+	deregTimeout    = 15 * time.Second // the final deregister
+	maxBackoff      = 30 * time.Second
+	reportAttempts  = 10 // complete and fail, on transient errors
+	blobAttempts    = 3
+	workDirRecheck  = 5 * time.Second
+	leaseCallMargin = 30 * time.Second // lease call deadline beyond the server's wait
+)
+
+// Causes of a task's cancellation. Tasks cancelled for one of these report
+// nothing: their lease is gone or is handed back by deregister.
+var (
+	errShutdown       = errors.New("agent stopping: drain timeout reached")
+	errCredentialLost = errors.New("the control plane forgot this node's credential; its leases were handed back")
+)
+
+// Run is the node daemon: it registers with the control plane at
+// cfg.Server, heartbeats, leases tasks with cfg.Workers workers, runs their
+// pipeline stages, uploads their artifacts and reports them, until ctx is
+// done. Then it drains: it asks for no more work, waits up to
+// cfg.DrainTimeout for running tasks to finish and report, cancels the
+// rest, deregisters (so the control plane hands those tasks to other nodes
+// without counting a failure) and returns nil. It returns an error for a
+// bad Config, for a registration the control plane refuses
+// (ErrRegistrationRefused) and when the final deregister fails.
+func Run(ctx context.Context, cfg Config) error {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	a, err := newAgent(cfg)
+	if err != nil {
+		return err
+	}
+	return a.run(ctx)
+}
+
+// agent is one running daemon.
+type agent struct {
+	cfg      Config
+	log      *slog.Logger
+	cp       *cpClient
+	inputs   *inputFetcher
+	capacity wire.Capacity
+
+	regMu sync.Mutex // serialises (re)registration
+
+	mu       sync.Mutex
+	cred     string // "" before registration and after a lost credential
+	gen      uint64 // registrations so far
+	hbEvery  time.Duration
+	draining bool
+	held     map[string]*task // leases held, by task id
+
+	hbNow    chan struct{} // asks the heartbeat loop for a beat now
+	fatal    chan error    // a reason to stop that is not ctx
+	leaseCtx context.Context
+	tasksCtx context.Context
+}
+
+func newAgent(cfg Config) (*agent, error) {
+	log := cfg.Logger
+	c, err := cfg.Discover()
+	if err != nil {
+		log.Warn("some of this machine's capacity could not be read", "err", err)
+	}
+	if cfg.Name == "" {
+		cfg.Name = c.Hostname
+	}
+	if cfg.Name == "" {
+		if cfg.Name, err = os.Hostname(); err != nil || cfg.Name == "" {
+			return nil, fmt.Errorf("%w: Name is empty and the hostname cannot be read: %v", ErrConfig, err)
+		}
+	}
+	capacity := wireCapacity(c, cfg)
+	switch {
+	case capacity.Virtual:
+		log.Warn(fmt.Sprintf("no NVIDIA GPU: advertising %d procedural render slots on CPU; real models cannot run here", len(capacity.GPUs)),
+			"virtual_gpus", len(capacity.GPUs), "why", c.Note)
+	case len(capacity.GPUs) == 0:
+		log.Warn("no NVIDIA GPU and no procedural render slots: this node takes CPU tasks only", "why", c.Note)
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = cfg.CPUSlots + len(capacity.GPUs)
+	}
+	if cfg.AllowPrivateInputs {
+		log.Warn("input images may be fetched from loopback, private and link-local addresses (AllowPrivateInputs): " +
+			"a development switch, never for a farm that takes requests from others")
+	}
+	if len(cfg.Runners) == 0 {
+		log.Warn("no external runners: every model renders with the built-in procedural runner, which is not a video model")
+	}
+	for model, argv := range cfg.Runners {
+		log.Info("external runner", "model", model, "command", argv)
+	}
+	if missing := missingTools(c); len(missing) > 0 {
+		log.Warn("tools missing: tasks that need them are not offered to this node", "missing", missing)
+	}
+	if err := prepareWorkDir(cfg.WorkDir); err != nil {
+		return nil, err
+	}
+	return &agent{
+		cfg:      cfg,
+		log:      log,
+		cp:       &cpClient{base: cfg.Server, hc: cfg.HTTPClient},
+		inputs:   newInputFetcher(cfg.AllowPrivateInputs, cfg.InputRootCAs),
+		capacity: capacity,
+		held:     map[string]*task{},
+		hbNow:    make(chan struct{}, 1),
+		fatal:    make(chan error, 1),
+	}, nil
+}
+
+func missingTools(c Capacity) []string {
+	var out []string
+	for _, t := range c.Tools {
+		if !t.Found {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
+func (a *agent) run(ctx context.Context) error {
+	// life outlives ctx: heartbeats, running tasks and their reports go on
+	// while the agent drains.
+	life, endLife := context.WithCancel(context.WithoutCancel(ctx))
+	defer endLife()
+	leaseCtx, stopLeasing := context.WithCancel(life)
+	defer stopLeasing()
+	tasksCtx, cancelTasks := context.WithCancelCause(life)
+	defer cancelTasks(errShutdown)
+	a.leaseCtx, a.tasksCtx = leaseCtx, tasksCtx
+
+	// Register before anything else; give up when ctx ends first.
+	regCtx, stopReg := context.WithCancel(leaseCtx)
+	stopOnCtx := context.AfterFunc(ctx, stopReg)
+	err := a.registerLoop(regCtx)
+	stopOnCtx()
+	stopReg()
+	if err != nil {
+		if errors.Is(err, ErrRegistrationRefused) {
+			return err
+		}
+		a.log.Info("stopped before the control plane answered; nothing to hand back")
+		return nil
+	}
+
+	var hbWG, workers sync.WaitGroup
+	hbCtx, stopHeartbeats := context.WithCancel(life)
+	defer stopHeartbeats()
+	hbWG.Go(func() { a.heartbeats(hbCtx) })
+	for i := range a.cfg.Workers {
+		workers.Go(func() { a.worker(i) })
+	}
+	a.log.Info("agent running", "workers", a.cfg.Workers, "work_dir", a.cfg.WorkDir)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-a.fatal:
+		a.log.Error("agent stopping", "err", runErr)
+	}
+
+	// Drain: no new work, tell the control plane, let running tasks finish.
+	a.mu.Lock()
+	a.draining = true
+	running := len(a.held)
+	a.mu.Unlock()
+	stopLeasing()
+	a.beatNow()
+	a.log.Info("draining: leasing no new work", "running_tasks", running, "drain_timeout", a.cfg.DrainTimeout.String())
+	workersDone := make(chan struct{})
+	go func() { workers.Wait(); close(workersDone) }()
+	timer := time.NewTimer(a.cfg.DrainTimeout)
+	defer timer.Stop()
+	select {
+	case <-workersDone:
+	case <-timer.C:
+		a.mu.Lock()
+		left := len(a.held)
+		a.mu.Unlock()
+		a.log.Warn("drain timeout: cancelling the tasks still running; deregistering hands them to other nodes", "tasks", left)
+		cancelTasks(errShutdown)
+		<-workersDone
+	}
+	stopHeartbeats()
+	hbWG.Wait()
+
+	cred, _ := a.session()
+	if cred == "" {
+		return runErr
+	}
+	dctx, cancel := context.WithTimeout(life, deregTimeout)
+	defer cancel()
+	if err := a.cp.deregister(dctx, cred); err != nil {
+		a.log.Error("deregister failed: the control plane gives this node's leases to others only when they expire", "err", err)
+		return errors.Join(runErr, fmt.Errorf("agent: deregister: %w", err))
+	}
+	a.log.Info("deregistered; agent stopped")
+	return runErr
+}
+
+// session returns the current credential and its registration number.
+func (a *agent) session() (string, uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cred, a.gen
+}
+
+// stop makes Run drain and return err.
+func (a *agent) stop(err error) {
+	select {
+	case a.fatal <- err:
+	default:
+	}
+}
+
+// registerLoop registers, retrying with backoff until the control plane
+// answers, ctx ends, or the registration is refused.
+func (a *agent) registerLoop(ctx context.Context) error {
+	b := a.backoff()
+	for attempt := 1; ; attempt++ {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		resp, err := a.cp.register(cctx, a.cfg.Token, wire.RegisterRequest{Name: a.cfg.Name, Capacity: a.capacity})
+		cancel()
+		if err == nil {
+			every := time.Duration(resp.HeartbeatSeconds) * time.Second
+			if every <= 0 {
+				every = DefaultHeartbeatInterval
+			}
+			if a.cfg.HeartbeatInterval > 0 {
+				every = a.cfg.HeartbeatInterval
+			}
+			a.mu.Lock()
+			a.cred, a.gen, a.hbEvery = resp.Credential, a.gen+1, every
+			a.mu.Unlock()
+			a.log.Info("registered", "node_id", resp.NodeID, "name", a.cfg.Name, "gpus", len(a.capacity.GPUs),
+				"virtual", a.capacity.Virtual, "cpu_slots", a.capacity.CPUSlots, "models", len(a.capacity.Models),
+				"tools", a.capacity.Tools, "lease_seconds", resp.LeaseSeconds, "heartbeat_every", every.String())
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var ae *apiError
+		if errors.As(err, &ae) && (ae.Status == 400 || ae.Status == 401 || ae.Status == 403) {
+			return fmt.Errorf("%w: %w", ErrRegistrationRefused, err)
+		}
+		wait := b.next()
+		a.log.Warn("cannot register with the control plane; retrying", "server", a.cfg.Server, "attempt", attempt, "retry_in", wait.Round(time.Millisecond).String(), "err", err)
+		if !sleep(ctx, wait) {
+			return ctx.Err()
+		}
+	}
+}
+
+// reregister replaces a credential the control plane answered 401 to. The
+// leases of the old credential are gone (the control plane hands them back
+// when the node registers again), so every running task is cancelled and
+// reports nothing. gen is the registration the caller's credential came
+// from: if another goroutine has registered since, there is nothing to do.
+func (a *agent) reregister(gen uint64) {
+	a.regMu.Lock()
+	defer a.regMu.Unlock()
+	a.mu.Lock()
+	if a.gen != gen || a.cred == "" {
+		a.mu.Unlock()
+		return
+	}
+	a.cred = ""
+	draining := a.draining
+	a.mu.Unlock()
+	a.cancelAll(errCredentialLost)
+	if draining {
+		a.log.Warn("the control plane no longer knows this node (401) while draining: running tasks dropped")
+		return
+	}
+	a.log.Warn("the control plane no longer knows this node (401): registering again; running tasks dropped")
+	if err := a.registerLoop(a.leaseCtx); errors.Is(err, ErrRegistrationRefused) {
+		a.stop(err)
+	}
+}
+
+// awaitRegistration waits for a registration in progress to end.
+func (a *agent) awaitRegistration() {
+	a.regMu.Lock()
+	defer a.regMu.Unlock()
+}
+
+// unauthorized handles a 401 from a call made with registration gen.
+func (a *agent) unauthorized(err error, gen uint64) bool {
+	if !errors.Is(err, errUnauthorized) {
+		return false
+	}
+	a.reregister(gen)
+	return true
+}
+
+// cancelAll cancels every running task with cause.
+func (a *agent) cancelAll(cause error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, t := range a.held {
+		t.cancel(cause)
+	}
+}
+
+func (a *agent) beatNow() {
+	select {
+	case a.hbNow <- struct{}{}:
+	default:
+	}
+}
+
+func (a *agent) heartbeatEvery() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.hbEvery
+}
+
+// heartbeats renews the held leases until ctx ends.
+func (a *agent) heartbeats(ctx context.Context) {
+	timer := time.NewTimer(a.heartbeatEvery())
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-a.hbNow:
+		}
+		a.heartbeat(ctx)
+		timer.Reset(a.heartbeatEvery())
+	}
+}
+
+// heartbeat sends one heartbeat and cancels the tasks whose leases the
+// control plane says are stale.
+func (a *agent) heartbeat(ctx context.Context) {
+	a.mu.Lock()
+	cred, gen, draining := a.cred, a.gen, a.draining
+	req := wire.HeartbeatRequest{Leases: []wire.LeaseReport{}, Draining: draining}
+	sent := make(map[string]uint64, len(a.held))
+	for _, t := range a.held {
+		req.Leases = append(req.Leases, wire.LeaseReport{TaskID: t.asg.TaskID, Token: t.asg.Token, Percent: t.percent()})
+		sent[t.asg.TaskID] = t.asg.Token
+	}
+	a.mu.Unlock()
+	if cred == "" {
+		return // registering again
+	}
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	resp, err := a.cp.heartbeat(cctx, cred, req)
+	cancel()
+	if a.unauthorized(err, gen) {
+		return
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			a.log.Warn("heartbeat failed; leases expire unless a later one gets through", "leases", len(req.Leases), "err", err)
+		}
+		return
+	}
+	for _, id := range resp.Stale {
+		a.mu.Lock()
+		t := a.held[id]
+		a.mu.Unlock()
+		if t == nil || sent[id] != t.asg.Token {
+			continue
+		}
+		if t.isFinished() { // its report may just have ended the lease
+			t.log.Debug("lease is stale (heartbeat) while its report is under way")
+		} else {
+			t.log.Warn("lease is stale (heartbeat): stopping the task and discarding its result")
+		}
+		t.cancel(errStaleLease)
+	}
+}
+
+// worker leases and runs one task at a time until the agent drains.
+func (a *agent) worker(n int) {
+	log := a.log.With("worker", n)
+	b := a.backoff()
+	full := false
+	for a.leaseCtx.Err() == nil {
+		if over, size := a.workDirFull(); over {
+			if !full {
+				log.Warn("work dir is over its limit: leasing no new work until it shrinks",
+					"work_dir", a.cfg.WorkDir, "bytes", size, "max_bytes", a.cfg.WorkDirMaxBytes)
+				full = true
+			}
+			sleep(a.leaseCtx, workDirRecheck)
+			continue
+		} else if full {
+			log.Info("work dir is back under its limit: leasing again", "bytes", size, "max_bytes", a.cfg.WorkDirMaxBytes)
+			full = false
+		}
+		cred, gen := a.session()
+		if cred == "" { // another goroutine is registering again
+			a.awaitRegistration()
+			sleep(a.leaseCtx, a.cfg.RetryBackoff)
+			continue
+		}
+		cctx, cancel := context.WithTimeout(a.leaseCtx, LeaseWaitSeconds*time.Second+leaseCallMargin)
+		asg, err := a.cp.lease(cctx, cred, LeaseWaitSeconds)
+		cancel()
+		switch {
+		case err != nil && a.leaseCtx.Err() != nil:
+			return
+		case a.unauthorized(err, gen):
+			continue
+		case err != nil:
+			wait := b.next()
+			log.Warn("lease request failed; retrying", "retry_in", wait.Round(time.Millisecond).String(), "err", err)
+			sleep(a.leaseCtx, wait)
+			continue
+		}
+		b.reset()
+		if asg != nil {
+			a.runTask(*asg)
+		}
+	}
+}
+
+// backoff is an exponential backoff with jitter.
+type backoff struct {
+	first, cur time.Duration
+}
+
+func (a *agent) backoff() *backoff { return &backoff{first: a.cfg.RetryBackoff} }
+
+func (b *backoff) reset() { b.cur = 0 }
+
+// next returns the pause before the next try: between half and all of the
+// current step, which doubles up to maxBackoff.
+func (b *backoff) next() time.Duration {
+	if b.cur == 0 {
+		b.cur = b.first
+	} else {
+		b.cur = min(b.cur*2, maxBackoff)
+	}
+	return b.cur/2 + rand.N(b.cur/2+1)
+}
+
+// sleep waits d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,513 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"image"
+	"image/color"
+	"image/png"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vidfarm/vidfarm/models"
+	"github.com/vidfarm/vidfarm/pipeline"
+	"github.com/vidfarm/vidfarm/scheduler"
+	"github.com/vidfarm/vidfarm/scheduler/wire"
+)
+
+func TestRegisterAndHeartbeatHeldLeases(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	fails := 0
+	f.RegisterStatus = func(n int) int { // the control plane is not up yet
+		if n <= 2 {
+			fails++
+			return http.StatusServiceUnavailable
+		}
+		return 0
+	}
+	cfg := testConfig(t, f)
+	gate := filepath.Join(t.TempDir(), "gate")
+	cfg.Runners = map[string][]string{"wan-2.2-a14b": gateRunner(gate)}
+	leftover := filepath.Join(cfg.WorkDir, "task-123", "clip.mp4")
+	if err := os.MkdirAll(filepath.Dir(leftover), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(leftover, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := startAgent(t, cfg)
+
+	waitFor(t, "registration", func() bool { return len(f.snapshot().registrations) == 3 })
+	reg := f.snapshot().registrations[2]
+	if reg.Name != "test-node" {
+		t.Errorf("registered as %q", reg.Name)
+	}
+	c := reg.Capacity
+	if !c.Virtual || len(c.GPUs) != 2 || c.GPUs[0].MemoryFreeGB != VirtualGPUMemoryGB || c.CPUSlots != 2 ||
+		!slices.Equal(c.Tools, []string{"ffmpeg", "ffprobe", "espeak-ng"}) || !slices.Equal(c.Models, models.IDs()) {
+		t.Errorf("capacity = %+v", c)
+	}
+	if !strings.Contains(r.logs.String(), "no NVIDIA GPU: advertising 2 procedural render slots on CPU; real models cannot run here") {
+		t.Errorf("no loud log about virtual GPUs:\n%s", r.logs.String())
+	}
+	if _, err := os.Stat(filepath.Dir(leftover)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("leftover task dir of an earlier run not removed: %v", err)
+	}
+
+	a := assignment("vid_hb", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: "wan-2.2-a14b",
+		Prompt: "a boat", Resolution: "480p", AspectRatio: "16:9", DurationSeconds: 5})
+	f.enqueue(a)
+	waitFor(t, "a heartbeat with the lease and its progress", func() bool {
+		for _, hb := range f.snapshot().heartbeats {
+			if len(hb.Leases) == 1 && hb.Leases[0].TaskID == a.TaskID && hb.Leases[0].Token == 1 && hb.Leases[0].Percent > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, "a progress report", func() bool { return len(f.snapshot().progress) > 0 })
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := waitComplete(t, f, a.TaskID)
+	if key := done.Artifacts[ClipFile]; key != "videos/vid_hb/render/clip.mp4" || string(f.blob(key)) != "not really a clip" {
+		t.Errorf("artifacts = %v", done.Artifacts)
+	}
+	for _, p := range f.snapshot().progress {
+		if p.Percent < 0 || p.Percent >= 100 || p.Token != 1 {
+			t.Errorf("progress report %+v", p)
+		}
+	}
+	waitFor(t, "the work dir to empty", func() bool { return emptyDir(t, cfg.WorkDir) })
+	waitFor(t, "a heartbeat without leases", func() bool {
+		hbs := f.snapshot().heartbeats
+		return len(hbs[len(hbs)-1].Leases) == 0
+	})
+}
+
+func TestPlanTask(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	cfg := testConfig(t, f)
+	startAgent(t, cfg)
+	prompt := "A tour of an old lighthouse on a stormy coast. The keeper climbs the stairs at dusk."
+	a := assignment("vid_plan", "plan", scheduler.KindPlan, wire.Video{Mode: "auto", Prompt: prompt, DurationSeconds: 30})
+	f.enqueue(a)
+	c := waitComplete(t, f, a.TaskID)
+	want, err := pipeline.NewPlan(prompt, 30, pipeline.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Scenes != len(want.Scenes) || c.Scenes < 2 {
+		t.Errorf("scenes = %d, want %d", c.Scenes, len(want.Scenes))
+	}
+	key := c.Artifacts[PlanFile]
+	if key != "videos/vid_plan/plan/plan.json" {
+		t.Fatalf("artifacts = %v", c.Artifacts)
+	}
+	var got pipeline.Plan
+	if err := json.Unmarshal(f.blob(key), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.DurationSeconds != 30 || len(got.Scenes) != c.Scenes || got.Scenes[0].Visual != want.Scenes[0].Visual {
+		t.Errorf("plan.json = %+v", got)
+	}
+	waitFor(t, "the work dir to empty", func() bool { return emptyDir(t, cfg.WorkDir) })
+}
+
+// pngServer serves a small PNG over https from 127.0.0.1.
+func pngServer(t *testing.T) *httptest.Server {
+	img := image.NewRGBA(image.Rect(0, 0, 64, 48))
+	for y := range 48 {
+		for x := range 64 {
+			img.Set(x, y, color.RGBA{uint8(4 * x), uint8(5 * y), 120, 255})
+		}
+	}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/boat.png" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "image/png")
+		_ = png.Encode(w, img)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestManualRenderAndFinalize(t *testing.T) {
+	t.Parallel()
+	requireTools(t, "ffmpeg", "ffprobe")
+	f := newFakeCP(t)
+	images := pngServer(t)
+	cfg := testConfig(t, f)
+	cfg.AllowPrivateInputs = true // the image server is on 127.0.0.1
+	cfg.InputRootCAs = images.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	r := startAgent(t, cfg)
+
+	seedV := int64(7)
+	v := wire.Video{Mode: "manual", Model: "kling-2.1-pro", Operation: pipeline.ImageToVideo, Prompt: "the boat sails away",
+		Resolution: "120p", AspectRatio: "16:9", DurationSeconds: 2, ImageURL: images.URL + "/boat.png", Seed: &seedV}
+	render := assignment("vid_manual", "render", scheduler.KindRender, v)
+	render.GPUIDs = []string{"virtual-0"}
+	f.enqueue(render)
+	rc := waitComplete(t, f, render.TaskID)
+	if rc.Artifacts[ClipFile] != "videos/vid_manual/render/clip.mp4" {
+		t.Fatalf("render artifacts = %v", rc.Artifacts)
+	}
+
+	fin := assignment("vid_manual", "finalize", scheduler.KindFinalize, v)
+	fin.Inputs = inputsOf(nil, "render", rc)
+	f.enqueue(fin)
+	fc := waitComplete(t, f, fin.TaskID)
+	if len(fc.Artifacts) != 2 || fc.Artifacts[wire.ArtifactVideo] != "videos/vid_manual/finalize/video.mp4" ||
+		fc.Artifacts[wire.ArtifactPoster] != "videos/vid_manual/finalize/poster.jpg" {
+		t.Fatalf("finalize artifacts = %v", fc.Artifacts)
+	}
+	video := filepath.Join(t.TempDir(), "video.mp4")
+	if err := os.WriteFile(video, f.blob(fc.Artifacts[wire.ArtifactVideo]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	info, err := pipeline.Probe(context.Background(), video)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Width != 214 || info.Height != 120 || info.VideoCodec != "h264" || math.Abs(info.Duration.Seconds()-2) > 0.2 {
+		t.Errorf("video.mp4: %+v", info)
+	}
+	if math.Abs(fc.DurationSeconds-info.Duration.Seconds()) > 0.05 {
+		t.Errorf("reported duration %v, probed %v", fc.DurationSeconds, info.Duration)
+	}
+	if poster := f.blob(fc.Artifacts[wire.ArtifactPoster]); len(poster) < 3 || poster[0] != 0xFF || poster[1] != 0xD8 {
+		t.Errorf("poster.jpg is not a JPEG")
+	}
+	waitFor(t, "the work dir to empty", func() bool { return emptyDir(t, cfg.WorkDir) })
+	if !strings.Contains(r.logs.String(), "AllowPrivateInputs") {
+		t.Error("AllowPrivateInputs is not logged")
+	}
+	for _, line := range strings.Split(r.logs.String(), "\n") {
+		if strings.Contains(line, "task_id=vid_manual/render") && (!strings.Contains(line, "video_id=vid_manual") || !strings.Contains(line, "kind=render")) {
+			t.Errorf("task log line without video_id and kind: %s", line)
+		}
+	}
+}
+
+func TestAutoVideo(t *testing.T) {
+	t.Parallel()
+	requireTools(t, "ffmpeg", "ffprobe", "espeak-ng")
+	f := newFakeCP(t)
+	cfg := testConfig(t, f)
+	startAgent(t, cfg)
+	v := wire.Video{Mode: "auto", Prompt: "Bees build their hives from wax. They dance to share where flowers grow.",
+		DurationSeconds: 10, Orientation: pipeline.Portrait, Resolution: "120p", VoiceID: "en-us+f3", AvatarID: "av_stock_ben"}
+
+	plan := assignment("vid_auto", "plan", scheduler.KindPlan, v)
+	f.enqueue(plan)
+	pc := waitComplete(t, f, plan.TaskID)
+	inputs := inputsOf(nil, "plan", pc)
+
+	tts := assignment("vid_auto", "tts", scheduler.KindTTS, v)
+	tts.Inputs = inputs
+	f.enqueue(tts)
+	var scenes []wire.Assignment
+	for i := 1; i <= pc.Scenes; i++ {
+		s := assignment("vid_auto", sceneName(i), scheduler.KindScene, v)
+		s.Inputs = inputs
+		scenes = append(scenes, s)
+	}
+	f.enqueue(scenes...)
+	all := map[string]string{}
+	inputsOf(all, "plan", pc)
+	tc := waitComplete(t, f, tts.TaskID)
+	inputsOf(all, "tts", tc)
+	var lines []pipeline.SpokenLine
+	if err := json.Unmarshal(f.blob(tc.Artifacts[LinesFile]), &lines); err != nil || len(lines) == 0 {
+		t.Fatalf("lines.json: %v, %d lines", err, len(lines))
+	}
+	for _, l := range lines {
+		if key := tc.Artifacts[l.Audio]; key != "videos/vid_auto/tts/"+l.Audio || len(f.blob(key)) == 0 || l.Duration <= 0 {
+			t.Errorf("line %+v: audio not uploaded as its file name", l)
+		}
+	}
+	for _, s := range scenes {
+		inputsOf(all, s.Name, waitComplete(t, f, s.TaskID))
+	}
+	comp := assignment("vid_auto", "composite", scheduler.KindComposite, v)
+	comp.Inputs = all
+	f.enqueue(comp)
+	cc := waitComplete(t, f, comp.TaskID)
+	for _, name := range []string{wire.ArtifactVideo, wire.ArtifactVideoNoCaptions, wire.ArtifactCaptionsSRT, wire.ArtifactCaptionsVTT} {
+		if cc.Artifacts[name] != "videos/vid_auto/composite/"+name || len(f.blob(cc.Artifacts[name])) == 0 {
+			t.Errorf("artifact %s missing: %v", name, cc.Artifacts)
+		}
+	}
+	if math.Abs(cc.DurationSeconds-10) > 0.5 {
+		t.Errorf("duration %v, want 10 s", cc.DurationSeconds)
+	}
+	if !strings.Contains(string(f.blob(cc.Artifacts[wire.ArtifactCaptionsVTT])), "WEBVTT") {
+		t.Error("captions.vtt is not WebVTT")
+	}
+	waitFor(t, "the work dir to empty", func() bool { return emptyDir(t, cfg.WorkDir) })
+}
+
+func TestStaleLeaseCancelsTask(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	cfg := testConfig(t, f)
+	started := filepath.Join(t.TempDir(), "started")
+	// A runner that would render forever: it must be killed.
+	cfg.Runners = map[string][]string{"veo-3": {"sh", "-c", `cat >/dev/null; touch "$1"; echo "progress 30"; exec sleep 60`, "sh", started}}
+	r := startAgent(t, cfg)
+	a := assignment("vid_stale", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: "veo-3",
+		Prompt: "p", Resolution: "720p", AspectRatio: "16:9", DurationSeconds: 4})
+	f.enqueue(a)
+	waitFor(t, "the runner to start", func() bool { _, err := os.Stat(started); return err == nil })
+
+	f.expire(a.TaskID) // the lease went to another node
+	waitFor(t, "the agent to drop the task", func() bool {
+		return strings.Contains(r.logs.String(), "task dropped: its lease is stale")
+	})
+	if !strings.Contains(r.logs.String(), "lease is stale (heartbeat)") {
+		t.Error("the task was not stopped by the heartbeat's answer")
+	}
+	waitFor(t, "the work dir to empty", func() bool { return emptyDir(t, cfg.WorkDir) })
+	waitFor(t, "a heartbeat without the lease", func() bool {
+		hbs := f.snapshot().heartbeats
+		return len(hbs[len(hbs)-1].Leases) == 0
+	})
+	rec := f.snapshot()
+	if len(rec.completes) != 0 || len(rec.fails) != 0 {
+		t.Errorf("reports after a stale lease: completes %v, fails %v", rec.completes, rec.fails)
+	}
+	for _, ref := range rec.refused {
+		if !strings.HasPrefix(ref, "progress ") {
+			t.Errorf("the agent sent a report for the stale lease: %s", ref)
+		}
+	}
+}
+
+func TestFailingRunnerReportsFail(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	cfg := testConfig(t, f)
+	cfg.Runners = map[string][]string{"sora-2": {"sh", "-c", "cat >/dev/null; echo 'loading weights' >&2; printf 'CUDA out of memory:\\n tried to allocate 2 GiB\\n' >&2; exit 3"}}
+	startAgent(t, cfg)
+	a := assignment("vid_fail", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: "sora-2",
+		Prompt: "p", Resolution: "720p", AspectRatio: "16:9", DurationSeconds: 4})
+	f.enqueue(a)
+	var fr wire.FailRequest
+	waitFor(t, "the fail report", func() bool {
+		var ok bool
+		fr, ok = f.failed(a.TaskID)
+		return ok
+	})
+	if fr.Token != 1 || !strings.Contains(fr.Reason, "CUDA out of memory: tried to allocate 2 GiB") ||
+		!strings.Contains(fr.Reason, "status 3") || strings.Contains(fr.Reason, "\n") {
+		t.Errorf("fail reason = %q", fr.Reason)
+	}
+	if _, ok := f.complete(a.TaskID); ok {
+		t.Error("a failed task was completed")
+	}
+	waitFor(t, "the work dir to empty", func() bool { return emptyDir(t, cfg.WorkDir) })
+}
+
+func TestDrainFinishesRunningTaskThenDeregisters(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	cfg := testConfig(t, f)
+	cfg.Workers = 1
+	gate := filepath.Join(t.TempDir(), "gate")
+	cfg.Runners = map[string][]string{"wan-2.2-a14b": gateRunner(gate)}
+	r := startAgent(t, cfg)
+	v := wire.Video{Mode: "manual", Model: "wan-2.2-a14b", Prompt: "p", Resolution: "480p", AspectRatio: "16:9", DurationSeconds: 5}
+	first := assignment("vid_drain1", "render", scheduler.KindRender, v)
+	f.enqueue(first)
+	waitFor(t, "the first task to be leased", func() bool { return len(f.snapshot().leased) == 1 })
+	asks := f.snapshot().leaseAsks // the only worker is busy from here on
+	second := assignment("vid_drain2", "render", scheduler.KindRender, v)
+	f.enqueue(second)
+
+	r.cancel() // SIGTERM
+	waitFor(t, "a draining heartbeat", func() bool {
+		for _, hb := range f.snapshot().heartbeats {
+			if hb.Draining && len(hb.Leases) == 1 {
+				return true
+			}
+		}
+		return false
+	})
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	rec := f.snapshot()
+	if _, ok := rec.completes[first.TaskID]; !ok {
+		t.Errorf("the running task did not complete during the drain")
+	}
+	if rec.deregistered != 1 {
+		t.Errorf("deregistered %d times", rec.deregistered)
+	}
+	if !slices.Equal(rec.leased, []string{first.TaskID}) || rec.queued != 1 || rec.leaseAsks != asks {
+		t.Errorf("leased %v, %d queued, %d lease requests after the drain: a draining agent asked for work",
+			rec.leased, rec.queued, rec.leaseAsks-asks)
+	}
+	if !emptyDir(t, cfg.WorkDir) {
+		t.Error("work dir not empty after the drain")
+	}
+}
+
+func TestDrainTimeoutCancelsAndHandsBack(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	cfg := testConfig(t, f)
+	cfg.DrainTimeout = 100 * time.Millisecond
+	started := filepath.Join(t.TempDir(), "started")
+	cfg.Runners = map[string][]string{"veo-3": {"sh", "-c", `cat >/dev/null; touch "$1"; exec sleep 60`, "sh", started}}
+	r := startAgent(t, cfg)
+	a := assignment("vid_slow", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: "veo-3",
+		Prompt: "p", Resolution: "720p", AspectRatio: "16:9", DurationSeconds: 4})
+	f.enqueue(a)
+	waitFor(t, "the runner to start", func() bool { _, err := os.Stat(started); return err == nil })
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	rec := f.snapshot()
+	if len(rec.completes) != 0 || len(rec.fails) != 0 || len(rec.refused) != 0 {
+		t.Errorf("a cancelled task reported: %+v", rec)
+	}
+	if rec.deregistered != 1 || rec.held != 0 {
+		t.Errorf("deregistered %d times, %d leases still held", rec.deregistered, rec.held)
+	}
+	if !emptyDir(t, cfg.WorkDir) {
+		t.Error("work dir not empty after the drain")
+	}
+}
+
+func TestUnauthorizedRegistersAgain(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	cfg := testConfig(t, f)
+	started := filepath.Join(t.TempDir(), "started")
+	cfg.Runners = map[string][]string{"veo-3": {"sh", "-c", `cat >/dev/null; touch "$1"; exec sleep 60`, "sh", started}}
+	r := startAgent(t, cfg)
+	a := assignment("vid_401", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: "veo-3",
+		Prompt: "p", Resolution: "720p", AspectRatio: "16:9", DurationSeconds: 4})
+	f.enqueue(a)
+	waitFor(t, "the runner to start", func() bool { _, err := os.Stat(started); return err == nil })
+	f.forget()
+	waitFor(t, "a second registration", func() bool { return len(f.snapshot().registrations) == 2 })
+	// The old credential's lease is gone: the task is dropped, the agent
+	// goes on with the new credential.
+	waitFor(t, "the task to be dropped", func() bool { return emptyDir(t, cfg.WorkDir) })
+	p := assignment("vid_401", "plan", scheduler.KindPlan, wire.Video{Mode: "auto", Prompt: "Tides rise and fall.", DurationSeconds: 5})
+	f.enqueue(p)
+	waitComplete(t, f, p.TaskID)
+	if _, ok := f.complete(a.TaskID); ok {
+		t.Error("the task of the lost credential completed")
+	}
+	if !strings.Contains(r.logs.String(), "401") {
+		t.Error("the 401 is not logged")
+	}
+}
+
+func TestRegistrationRefused(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	cfg := testConfig(t, f)
+	cfg.Token = "wrong"
+	r := startAgent(t, cfg)
+	select {
+	case err := <-r.done:
+		r.done <- err
+		if !errors.Is(err, ErrRegistrationRefused) || !strings.Contains(err.Error(), "401") {
+			t.Errorf("Run = %v, want ErrRegistrationRefused with the 401", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return")
+	}
+}
+
+func TestStopBeforeRegistration(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	f.RegisterStatus = func(int) int { return http.StatusServiceUnavailable }
+	r := startAgent(t, testConfig(t, f))
+	waitFor(t, "registration attempts", func() bool { return len(f.snapshot().registrations) >= 2 })
+	if err := r.stop(t); err != nil {
+		t.Errorf("Run = %v", err)
+	}
+	if f.snapshot().deregistered != 0 {
+		t.Error("deregistered a node that never registered")
+	}
+}
+
+func TestWorkDirFullStopsLeasing(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	cfg := testConfig(t, f)
+	cfg.WorkDirMaxBytes = 1000
+	if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfg.WorkDir, "big"), make([]byte, 2000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := startAgent(t, cfg)
+	waitFor(t, "the log about the full work dir", func() bool {
+		return strings.Contains(r.logs.String(), "work dir is over its limit")
+	})
+	waitFor(t, "ten heartbeats", func() bool { return len(f.snapshot().heartbeats) >= 10 })
+	if n := f.snapshot().leaseAsks; n != 0 {
+		t.Errorf("%d lease requests while the work dir is full", n)
+	}
+}
+
+func TestUnknownKindFails(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	startAgent(t, testConfig(t, f))
+	a := assignment("vid_odd", "upscale", scheduler.Kind("upscale"), wire.Video{Mode: "manual"})
+	b := assignment("vid_odd2", "scene-0009", scheduler.KindScene, wire.Video{Mode: "auto"})
+	f.enqueue(a, b)
+	for id, want := range map[string]string{a.TaskID: `task kind "upscale"`, b.TaskID: `input "plan/plan.json" is missing`} {
+		waitFor(t, "the fail of "+id, func() bool { _, ok := f.failed(id); return ok })
+		if fr, _ := f.failed(id); !strings.Contains(fr.Reason, want) {
+			t.Errorf("%s: reason %q, want it to contain %q", id, fr.Reason, want)
+		}
+	}
+}
+
+func TestExternalRunnerSeesLeasedGPUs(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	cfg := testConfig(t, f)
+	cfg.Discover = func() (Capacity, error) { return migCapacity(), nil }
+	const script = `req=$(cat)
+out=$(printf '%s' "$req" | sed -n 's/.*"output_path":"\([^"]*\)".*/\1/p')
+printf '%s' "$CUDA_VISIBLE_DEVICES" > "$out"`
+	cfg.Runners = map[string][]string{"hunyuan-video": {"sh", "-c", script}}
+	startAgent(t, cfg)
+	waitFor(t, "registration", func() bool { return len(f.snapshot().registrations) == 1 })
+	if c := f.snapshot().registrations[0].Capacity; c.Virtual || len(c.GPUs) != 2 || !c.GPUs[1].MIG {
+		t.Errorf("GPU node capacity: %+v", c)
+	}
+	a := assignment("vid_gpu", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: "hunyuan-video",
+		Prompt: "p", Resolution: "720p", AspectRatio: "16:9", DurationSeconds: 5})
+	a.GPUIDs = []string{"GPU-a1000000-0000-0000-0000-000000000000"}
+	f.enqueue(a)
+	c := waitComplete(t, f, a.TaskID)
+	if got := string(f.blob(c.Artifacts[ClipFile])); got != a.GPUIDs[0] {
+		t.Errorf("runner saw CUDA_VISIBLE_DEVICES=%q, want %q", got, a.GPUIDs[0])
+	}
+}

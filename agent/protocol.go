@@ -1,0 +1,269 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/vidfarm/vidfarm/scheduler/wire"
+)
+
+// The client side of the agent protocol (scheduler/wire). Every call takes a
+// context that bounds it; none retries: the daemon decides what to retry.
+
+var (
+	// errUnauthorized is a 401: the credential (or, on register, the agent
+	// token) is unknown to the control plane.
+	errUnauthorized = errors.New("control plane does not know this credential (401)")
+	// errStaleLease is a 409 stale_lease on a task report: the node no
+	// longer holds that lease; drop the task, never retry.
+	errStaleLease = errors.New("lease is stale")
+)
+
+// apiError is a refusal from the control plane, decoded from its error
+// envelope {"error": {"code", "message", ...}}. errors.Is matches it against
+// errUnauthorized (401) and, for task reports, errStaleLease.
+type apiError struct {
+	Status  int
+	Code    string
+	Message string
+	task    bool // a report about a task: any 409 means the lease is gone
+}
+
+func (e *apiError) Error() string {
+	msg := e.Message
+	if msg == "" {
+		msg = http.StatusText(e.Status)
+	}
+	if e.Code != "" {
+		return fmt.Sprintf("control plane answered %d %s: %s", e.Status, e.Code, msg)
+	}
+	return fmt.Sprintf("control plane answered %d: %s", e.Status, msg)
+}
+
+func (e *apiError) Is(target error) bool {
+	switch target {
+	case errUnauthorized:
+		return e.Status == http.StatusUnauthorized
+	case errStaleLease:
+		return e.Code == wire.CodeStaleLease || (e.task && e.Status == http.StatusConflict)
+	}
+	return false
+}
+
+// transient reports whether a failed call may succeed if repeated: network
+// errors, timeouts of one call, 408, 429 and 5xx.
+func transient(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae.Status >= 500 || ae.Status == http.StatusTooManyRequests || ae.Status == http.StatusRequestTimeout
+	}
+	return true
+}
+
+// cpClient speaks the agent protocol to one control plane.
+type cpClient struct {
+	base string // Config.Server, no trailing slash
+	hc   *http.Client
+}
+
+// maxErrorBody bounds how much of an error answer is read.
+const maxErrorBody = 64 << 10
+
+// do sends one request. A 2xx answer is returned with its body open; any
+// other status is turned into an *apiError and the body closed.
+func (c *cpClient) do(ctx context.Context, method, path, bearer string, body io.Reader, size int64, contentType string, task bool) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if body != nil {
+		req.ContentLength = size
+		req.Header.Set("Content-Type", contentType)
+	}
+	req.Header.Set("Authorization", "Bearer "+bearer)
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	ae := &apiError{Status: resp.StatusCode, task: task}
+	var env struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(data, &env) == nil && env.Error.Code != "" {
+		ae.Code, ae.Message = env.Error.Code, env.Error.Message
+	} else {
+		ae.Message = strings.TrimSpace(string(data))
+		if len(ae.Message) > 200 {
+			ae.Message = ae.Message[:200] + "…"
+		}
+	}
+	return nil, fmt.Errorf("%s %s: %w", method, path, ae)
+}
+
+// postJSON posts in as JSON and decodes a 2xx answer into out (if not nil).
+// It returns the status of a 2xx answer.
+func (c *cpClient) postJSON(ctx context.Context, path, bearer string, in, out any, task bool) (int, error) {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return 0, fmt.Errorf("POST %s: encode: %w", path, err)
+	}
+	resp, err := c.do(ctx, http.MethodPost, path, bearer, bytes.NewReader(body), int64(len(body)), "application/json", task)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if out != nil && resp.StatusCode != http.StatusNoContent {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			return resp.StatusCode, fmt.Errorf("POST %s: decode answer: %w", path, err)
+		}
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+	return resp.StatusCode, nil
+}
+
+func (c *cpClient) register(ctx context.Context, token string, req wire.RegisterRequest) (wire.RegisterResponse, error) {
+	var out wire.RegisterResponse
+	if _, err := c.postJSON(ctx, "/agent/v1/register", token, req, &out, false); err != nil {
+		return out, err
+	}
+	if out.Credential == "" {
+		return out, errors.New("POST /agent/v1/register: answer has no credential")
+	}
+	return out, nil
+}
+
+func (c *cpClient) heartbeat(ctx context.Context, cred string, req wire.HeartbeatRequest) (wire.HeartbeatResponse, error) {
+	var out wire.HeartbeatResponse
+	_, err := c.postJSON(ctx, "/agent/v1/heartbeat", cred, req, &out, false)
+	return out, err
+}
+
+// lease asks for one task, waiting up to waitSeconds on the server; nil
+// means there is nothing to do (204).
+func (c *cpClient) lease(ctx context.Context, cred string, waitSeconds int) (*wire.Assignment, error) {
+	var out wire.Assignment
+	status, err := c.postJSON(ctx, "/agent/v1/lease?wait="+strconv.Itoa(waitSeconds), cred, wire.LeaseRequest{}, &out, false)
+	if err != nil || status == http.StatusNoContent {
+		return nil, err
+	}
+	if out.TaskID == "" {
+		return nil, errors.New("POST /agent/v1/lease: assignment has no task_id")
+	}
+	return &out, nil
+}
+
+func taskPath(taskID, what string) string {
+	return "/agent/v1/tasks/" + url.PathEscape(taskID) + "/" + what
+}
+
+func (c *cpClient) progress(ctx context.Context, cred, taskID string, req wire.ProgressRequest) error {
+	_, err := c.postJSON(ctx, taskPath(taskID, "progress"), cred, req, nil, true)
+	return err
+}
+
+func (c *cpClient) complete(ctx context.Context, cred, taskID string, req wire.CompleteRequest) error {
+	_, err := c.postJSON(ctx, taskPath(taskID, "complete"), cred, req, nil, true)
+	return err
+}
+
+func (c *cpClient) fail(ctx context.Context, cred, taskID string, req wire.FailRequest) error {
+	_, err := c.postJSON(ctx, taskPath(taskID, "fail"), cred, req, nil, true)
+	return err
+}
+
+func (c *cpClient) deregister(ctx context.Context, cred string) error {
+	_, err := c.postJSON(ctx, "/agent/v1/deregister", cred, struct{}{}, nil, false)
+	return err
+}
+
+// blobPath is the URL path of a blob key, each segment escaped.
+func blobPath(key string) string {
+	segs := strings.Split(key, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return "/agent/v1/blobs/" + strings.Join(segs, "/")
+}
+
+// putBlob uploads the file at path as blob key.
+func (c *cpClient) putBlob(ctx context.Context, cred, key, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("upload %s: %w", key, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("upload %s: %w", key, err)
+	}
+	resp, err := c.do(ctx, http.MethodPut, blobPath(key), cred, f, st.Size(), contentType(path), false)
+	if err != nil {
+		return fmt.Errorf("upload %s: %w", key, err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+	return resp.Body.Close()
+}
+
+// getBlob downloads blob key into a new file at path.
+func (c *cpClient) getBlob(ctx context.Context, cred, key, path string) error {
+	resp, err := c.do(ctx, http.MethodGet, blobPath(key), cred, nil, 0, "", false)
+	if err != nil {
+		return fmt.Errorf("download %s: %w", key, err)
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("download %s: %w", key, err)
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return fmt.Errorf("download %s: %w", key, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("download %s: %w", key, err)
+	}
+	return nil
+}
+
+// contentType is the media type an artifact is uploaded with.
+func contentType(path string) string {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".mp4":
+		return "video/mp4"
+	case ".wav":
+		return "audio/wav"
+	case ".json":
+		return "application/json"
+	case ".jpg", ".jpeg":
+		return "image/jpeg"
+	case ".png":
+		return "image/png"
+	case ".srt":
+		return "application/x-subrip"
+	case ".vtt":
+		return "text/vtt"
+	}
+	return "application/octet-stream"
+}

@@ -1,0 +1,203 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/vidfarm/vidfarm/scheduler/wire"
+)
+
+// maxReasonRunes bounds the text of a fail report.
+const maxReasonRunes = 600
+
+// task is one held lease and the work running under it.
+type task struct {
+	asg    wire.Assignment
+	log    *slog.Logger
+	cancel context.CancelCauseFunc
+
+	mu       sync.Mutex
+	pct      float64
+	finished bool // the stage has ended; only its report is left
+}
+
+// finish marks the stage as ended.
+func (t *task) finish() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.finished = true
+}
+
+// isFinished reports whether only the task's report is left.
+func (t *task) isFinished() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.finished
+}
+
+func (t *task) percent() float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.pct
+}
+
+// setPercent records progress; it never goes backwards and stays below 100
+// until the task is reported complete.
+func (t *task) setPercent(p float64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.pct = max(t.pct, min(p, 99))
+}
+
+// runTask runs one leased task to its end: its stage in a fresh directory
+// of the work dir, progress reports, then complete or fail. A task whose
+// lease went stale, whose credential was lost or that the drain timeout
+// cancelled reports nothing.
+func (a *agent) runTask(asg wire.Assignment) {
+	ctx, cancel := context.WithCancelCause(a.tasksCtx)
+	defer cancel(nil)
+	t := &task{
+		asg:    asg,
+		cancel: cancel,
+		log: a.log.With("task_id", asg.TaskID, "video_id", asg.Video.ID, "kind", string(asg.Kind),
+			"task", asg.Name, "attempt", asg.Attempt),
+	}
+	a.mu.Lock()
+	a.held[asg.TaskID] = t
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		delete(a.held, asg.TaskID)
+		a.mu.Unlock()
+	}()
+	t.log.Info("task leased", "gpus", asg.GPUIDs, "deadline", asg.Deadline)
+	start := time.Now()
+
+	progressCtx, stopProgress := context.WithCancel(ctx)
+	var progressDone sync.WaitGroup
+	progressDone.Go(func() { a.reportProgress(progressCtx, t) })
+
+	res, err := a.execute(ctx, t)
+	stopProgress()
+	progressDone.Wait()
+	t.finish()
+
+	if ctx.Err() != nil {
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, errStaleLease):
+			t.log.Info("task dropped: its lease is stale; result discarded")
+			return
+		case errors.Is(cause, errCredentialLost), errors.Is(cause, errShutdown):
+			t.log.Info("task dropped", "why", cause.Error())
+			return
+		}
+	}
+	if err != nil {
+		t.log.Warn("task failed", "err", err, "elapsed", time.Since(start).Round(time.Millisecond).String())
+		reason := failReason(err)
+		a.report(ctx, t, "fail", func(ctx context.Context, cred string) error {
+			return a.cp.fail(ctx, cred, asg.TaskID, wire.FailRequest{Token: asg.Token, Reason: reason})
+		})
+		return
+	}
+	res.Token = asg.Token
+	if a.report(ctx, t, "complete", func(ctx context.Context, cred string) error {
+		return a.cp.complete(ctx, cred, asg.TaskID, res)
+	}) {
+		t.log.Info("task completed", "elapsed", time.Since(start).Round(time.Millisecond).String(),
+			"artifacts", len(res.Artifacts), "scenes", res.Scenes, "duration_seconds", res.DurationSeconds)
+	}
+}
+
+// report sends a complete or fail report, retrying transient errors; it
+// reports whether the control plane took it.
+func (a *agent) report(ctx context.Context, t *task, what string, send func(ctx context.Context, cred string) error) bool {
+	b := a.backoff()
+	for attempt := 1; ; attempt++ {
+		cred, gen := a.session()
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		err := send(cctx, cred)
+		cancel()
+		switch {
+		case err == nil:
+			return true
+		case errors.Is(err, errStaleLease):
+			t.log.Info("lease is stale: the control plane refused the "+what+" report; result discarded", "err", err)
+			return false
+		case a.unauthorized(err, gen):
+			t.log.Warn(what+" report lost with the node's credential", "err", err)
+			return false
+		case ctx.Err() != nil:
+			t.log.Warn(what+" report abandoned", "why", context.Cause(ctx), "err", err)
+			return false
+		case !transient(err) || attempt == reportAttempts:
+			t.log.Error("the control plane did not take the "+what+" report", "attempts", attempt, "err", err)
+			return false
+		}
+		wait := b.next()
+		t.log.Warn(what+" report failed; retrying", "attempt", attempt, "retry_in", wait.Round(time.Millisecond).String(), "err", err)
+		if !sleep(ctx, wait) {
+			return false
+		}
+	}
+}
+
+// reportProgress posts the task's percent at most once per
+// ProgressInterval, when it changed, until ctx ends. A stale answer
+// cancels the task.
+func (a *agent) reportProgress(ctx context.Context, t *task) {
+	tick := time.NewTicker(ProgressInterval)
+	defer tick.Stop()
+	sent := -1.0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		p := t.percent()
+		if p == sent {
+			continue
+		}
+		cred, gen := a.session()
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		err := a.cp.progress(cctx, cred, t.asg.TaskID, wire.ProgressRequest{Token: t.asg.Token, Percent: p})
+		cancel()
+		switch {
+		case err == nil:
+			sent = p
+		case errors.Is(err, errStaleLease):
+			t.log.Warn("lease is stale (progress report): stopping the task and discarding its result")
+			t.cancel(errStaleLease)
+			return
+		case a.unauthorized(err, gen):
+			return
+		case ctx.Err() == nil:
+			t.log.Debug("progress report failed", "err", err)
+		}
+	}
+}
+
+// failReason is the text of a fail report: the error on one line, white
+// space collapsed, cut to maxReasonRunes.
+func failReason(err error) string {
+	s := strings.Join(strings.Fields(err.Error()), " ")
+	if utf8.RuneCountInString(s) <= maxReasonRunes {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:maxReasonRunes-1]) + "…"
+}
+
+// removeTaskDir removes a task's directory, logging what it cannot.
+func removeTaskDir(t *task, dir string) {
+	if err := os.RemoveAll(dir); err != nil {
+		t.log.Warn("cannot remove the task directory", "dir", dir, "err", err)
+	}
+}

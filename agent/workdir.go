@@ -1,0 +1,67 @@
+package agent
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// taskDirPrefix starts the name of every task directory in the work dir.
+const taskDirPrefix = "task-"
+
+// prepareWorkDir creates dir and removes the task directories that an
+// earlier run of the agent left behind (a crash, a kill -9).
+func prepareWorkDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("%w: work dir: %w", ErrConfig, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("%w: work dir: %w", ErrConfig, err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), taskDirPrefix) {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("work dir: remove leftover %s: %w", e.Name(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// workDirFull reports whether the work dir holds more than
+// Config.WorkDirMaxBytes, and its size (0 when there is no bound).
+func (a *agent) workDirFull() (bool, int64) {
+	if a.cfg.WorkDirMaxBytes == 0 {
+		return false, 0
+	}
+	size, err := dirSize(a.cfg.WorkDir)
+	if err != nil {
+		a.log.Warn("cannot measure the work dir", "work_dir", a.cfg.WorkDir, "err", err)
+	}
+	return size > a.cfg.WorkDirMaxBytes, size
+}
+
+// dirSize sums the sizes of the regular files under dir. Files that vanish
+// while it walks (a task ending) are skipped.
+func dirSize(dir string) (int64, error) {
+	var total int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil
+			}
+			return err
+		}
+		if d.Type().IsRegular() {
+			info, err := d.Info()
+			if err == nil {
+				total += info.Size()
+			}
+		}
+		return nil
+	})
+	return total, err
+}
