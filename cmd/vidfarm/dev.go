@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vidfarm/vidfarm/agent"
 	"github.com/vidfarm/vidfarm/controlplane/admin"
 	"github.com/vidfarm/vidfarm/controlplane/server"
 )
@@ -28,6 +29,7 @@ func runDev(args []string) error {
 	fs := flag.NewFlagSet("dev", flag.ExitOnError)
 	var sf serverFlags
 	bindServerFlags(fs, &sf, "./data/dev")
+	noAgent := fs.Bool("no-agent", false, "start only the control plane, without the local render agent")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -62,6 +64,20 @@ func runDev(args []string) error {
 		defer cancel()
 		_ = s.Close(c)
 	}()
+	agentDone := make(chan error, 1)
+	if *noAgent {
+		agentDone <- nil
+	} else {
+		// The embedded farm's one render node: procedural rendering on this machine's
+		// CPU, through the same agent protocol a GPU node uses.
+		go func() {
+			agentDone <- agent.Run(ctx, agent.Config{
+				Server: "http://" + s.AgentAddr(), Token: s.AgentToken(), Name: "local",
+				WorkDir: filepath.Join(cfg.DataDir, "agent-work"), Procedural: true,
+				VirtualGPUs: agent.DefaultVirtualGPUs, Logger: cfg.Logger,
+			})
+		}()
+	}
 	cl := &admin.Client{Server: "http://" + s.AdminAddr(), Token: cfg.AdminToken}
 	key, err := devKey(startCtx, cl, &st)
 	if err != nil {
@@ -70,11 +86,16 @@ func runDev(args []string) error {
 	if err := saveDevState(statePath, st); err != nil {
 		return err
 	}
+	farm := "control plane and one local render agent"
+	if *noAgent {
+		farm = "control plane only"
+	}
 	fmt.Printf(`
-vidfarm is running (embedded single-node control plane, data in %s)
+vidfarm is running (embedded single-node %s, data in %s)
 
   API:      %s/v1
   admin:    http://%s  (token: %s)
+  agents:   http://%s  (token: %s)
   account:  %s (plan pro)
   API key:  %s
 
@@ -82,12 +103,13 @@ Try it:
   curl -s -H "Authorization: Bearer %s" %s/v1/me
   curl -s -H "Authorization: Bearer %s" -H "Content-Type: application/json" \
        -d '{"mode":"auto","prompt":"A product tour of a solar lantern","duration_seconds":15}' %s/v1/videos
+  # then poll GET /v1/videos/<id> until "status" is "completed" and open its video_url
 
 Press Ctrl-C to stop.
-`, cfg.DataDir, s.PublicURL(), s.AdminAddr(), cfg.AdminToken, st.AccountID, key,
-		key, s.PublicURL(), key, s.PublicURL())
+`, farm, cfg.DataDir, s.PublicURL(), s.AdminAddr(), cfg.AdminToken, s.AgentAddr(), s.AgentToken(),
+		st.AccountID, key, key, s.PublicURL(), key, s.PublicURL())
 	<-ctx.Done()
-	return nil
+	return <-agentDone
 }
 
 // devKey makes a fresh key for the dev account, creating the account on first run.
