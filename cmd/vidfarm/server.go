@@ -35,6 +35,7 @@ func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
 	fs.DurationVar(&sf.cfg.HeartbeatInterval, "heartbeat-interval", 5*time.Second, "how often agents are told to heartbeat")
 	fs.StringVar(&sf.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&sf.rateLimits, "rate-limits", true, "enforce the contract's rate limits (turn off only for benchmarks)")
+	fs.BoolVar(&sf.cfg.AllowPrivateURLs, "allow-private-urls", false, "DEVELOPMENT: accept input image URLs on private and loopback hosts")
 }
 
 func (sf *serverFlags) config() (server.Config, error) {

@@ -40,6 +40,10 @@ type Config struct {
 	Registry prometheus.Registerer
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// AllowPrivateURLs accepts input image addresses on private, loopback and
+	// link-local hosts. A development switch for tests and closed networks; the
+	// server logs a warning when it is on.
+	AllowPrivateURLs bool
 	// ApplyTimeout bounds how long a request waits for its command to commit.
 	ApplyTimeout time.Duration
 	// WorkQueued, when set, is called after a video was queued for rendering, so

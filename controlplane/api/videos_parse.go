@@ -80,7 +80,7 @@ func (a *API) parseCreate(accountID string, body []byte) (fsm.Spec, int64, *apie
 	if mode == fsm.ModeAuto {
 		return parseAuto(o, spec, dur)
 	}
-	return parseManual(o, spec, dur)
+	return parseManual(o, spec, dur, urlPolicy{private: a.cfg.AllowPrivateURLs})
 }
 
 func (a *API) parseCommon(o object, accountID string, spec *fsm.Spec) *apierr.Error {
@@ -181,7 +181,7 @@ func checkID(field, v, prefix string) *apierr.Error {
 	return nil
 }
 
-func parseManual(o object, spec fsm.Spec, dur *int64) (fsm.Spec, int64, *apierr.Error) {
+func parseManual(o object, spec fsm.Spec, dur *int64, urls urlPolicy) (fsm.Spec, int64, *apierr.Error) {
 	var e *apierr.Error
 	for _, f := range []struct {
 		name string
@@ -200,10 +200,10 @@ func parseManual(o object, spec fsm.Spec, dur *int64) (fsm.Spec, int64, *apierr.
 	// An empty address is not "no image": it would silently change the operation.
 	for _, f := range []string{"image_url", "first_frame_url", "last_frame_url"} {
 		if v, present, _ := o.str(f); present && v == "" {
-			return fsm.Spec{}, 0, checkURL(f, v)
+			return fsm.Spec{}, 0, urls.check(f, v)
 		}
 	}
-	op, e := inferOperation(&spec)
+	op, e := inferOperation(&spec, urls)
 	if e != nil {
 		return fsm.Spec{}, 0, e
 	}
@@ -271,7 +271,7 @@ func (o object) optStr(field string) (*string, *apierr.Error) {
 }
 
 // inferOperation picks the manual operation from which image fields are present.
-func inferOperation(spec *fsm.Spec) (models.Operation, *apierr.Error) {
+func inferOperation(spec *fsm.Spec, urls urlPolicy) (models.Operation, *apierr.Error) {
 	var set []string
 	if spec.ImageURL != "" {
 		set = append(set, "image_url")
@@ -288,7 +288,7 @@ func inferOperation(spec *fsm.Spec) (models.Operation, *apierr.Error) {
 	}
 	switch {
 	case spec.ImageURL != "":
-		return models.ImageToVideo, checkURL("image_url", spec.ImageURL)
+		return models.ImageToVideo, urls.check("image_url", spec.ImageURL)
 	case spec.FirstFrameURL != "" || spec.LastFrameURL != "":
 		if spec.FirstFrameURL == "" || spec.LastFrameURL == "" {
 			missing := "last_frame_url"
@@ -297,16 +297,16 @@ func inferOperation(spec *fsm.Spec) (models.Operation, *apierr.Error) {
 			}
 			return "", apierr.Invalid(missing, "first_frame_url and last_frame_url must be sent together")
 		}
-		if e := checkURL("first_frame_url", spec.FirstFrameURL); e != nil {
+		if e := urls.check("first_frame_url", spec.FirstFrameURL); e != nil {
 			return "", e
 		}
-		return models.FirstLastFrame, checkURL("last_frame_url", spec.LastFrameURL)
+		return models.FirstLastFrame, urls.check("last_frame_url", spec.LastFrameURL)
 	case spec.ImageURLs != nil:
 		if len(spec.ImageURLs) == 0 {
 			return "", apierr.Invalid("image_urls", "image_urls must hold at least one address")
 		}
 		for _, u := range spec.ImageURLs {
-			if e := checkURL("image_urls", u); e != nil {
+			if e := urls.check("image_urls", u); e != nil {
 				return "", e
 			}
 		}
@@ -317,7 +317,11 @@ func inferOperation(spec *fsm.Spec) (models.Operation, *apierr.Error) {
 
 // checkURL accepts only public https addresses. Names are resolved again when the
 // image is fetched, so a name that later points inward is caught there.
-func checkURL(field, raw string) *apierr.Error {
+// urlPolicy checks input addresses; private allows non-public hosts (tests and
+// closed networks only, see Config.AllowPrivateURLs).
+type urlPolicy struct{ private bool }
+
+func (p urlPolicy) check(field, raw string) *apierr.Error {
 	bad := func(reason string) *apierr.Error {
 		return apierr.New(http.StatusBadRequest, apierr.CodeInvalidURL,
 			fmt.Sprintf("%s %q is not usable: %s", field, raw, reason)).With("field", field).With("reason", reason)
@@ -341,6 +345,9 @@ func checkURL(field, raw string) *apierr.Error {
 	host := u.Hostname()
 	if host == "" {
 		return bad("the address has no host")
+	}
+	if p.private {
+		return nil
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if !publicIP(ip) {

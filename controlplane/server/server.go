@@ -61,6 +61,9 @@ type Config struct {
 	Logger     *slog.Logger
 	// NoSync turns fsync of the Raft log off; never in production.
 	NoSync bool
+	// AllowPrivateURLs accepts input image URLs on private and loopback hosts:
+	// a development switch for tests and closed networks.
+	AllowPrivateURLs bool
 }
 
 // Server is a running control-plane node.
@@ -153,7 +156,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.API, err = api.New(api.Config{
 		FSM: f, Store: node, Logger: cfg.Logger, Signer: blob.Signer{Key: secret, BaseURL: cfg.PublicURL},
 		Limits: cfg.Limits, AppURL: cfg.AppURL, Registry: reg, Blobs: blobs, WorkQueued: s.notify.Notify,
+		AllowPrivateURLs: cfg.AllowPrivateURLs,
 	})
+	if cfg.AllowPrivateURLs {
+		cfg.Logger.Warn("DEVELOPMENT SWITCH: input image URLs on private and loopback hosts are accepted; never use this on a public farm")
+	}
 	if err != nil {
 		node.Close()
 		publicLn.Close()
