@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -144,10 +145,13 @@ func writeSnapshot(w io.Writer, records []record) error {
 }
 
 func writeRecord(w io.Writer, r record) error {
-	body, err := msgpack.Marshal(r.v)
-	if err != nil {
+	// Map keys are sorted (a video's artifacts, say): Go's map order is random, and
+	// every replica must write the same bytes for the same state.
+	var enc bytes.Buffer
+	if err := msgpack.NewEncoder(&enc).SetSortMapKeys(true).Encode(r.v); err != nil {
 		return fmt.Errorf("encode snapshot record %d: %w", r.typ, err)
 	}
+	body := enc.Bytes()
 	buf := make([]byte, 0, 1+binary.MaxVarintLen64+len(body))
 	buf = append(buf, byte(r.typ))
 	buf = binary.AppendUvarint(buf, uint64(len(body)))
