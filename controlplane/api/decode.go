@@ -141,19 +141,3 @@ func (o object) strings(field string) ([]string, bool, *apierr.Error) {
 	}
 	return s, true, nil
 }
-
-// canonicalHash hashes the body's meaning, not its spelling: key order and spacing
-// do not change it, so a retry re-encoded by another client library still matches.
-func canonicalJSON(body []byte) []byte {
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		return body
-	}
-	out, err := json.Marshal(v)
-	if err != nil {
-		return body
-	}
-	return out
-}

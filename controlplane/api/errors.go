@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -40,6 +41,13 @@ func (a *API) fromApply(r *http.Request, err error) *apierr.Error {
 		return apierr.Invalid("folder_id", "no such folder for this account; list folders with GET /v1/folders")
 	case errors.Is(err, fsm.ErrNotPreview):
 		return apierr.Invalid("id", "only a video created as a free preview can be rendered with this endpoint; this one renders already")
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// The client left or the commit took longer than the request may wait; the
+		// command may still commit, so the client should retry idempotently.
+		e := apierr.New(http.StatusServiceUnavailable, apierr.CodeInternalError,
+			"the request ended before its change was confirmed; retry with the same Idempotency-Key")
+		e.RetryAfter = 1
+		return e
 	case errors.Is(err, raftnode.ErrNotLeader), errors.Is(err, raftnode.ErrTimeout):
 		e := apierr.New(http.StatusServiceUnavailable, apierr.CodeInternalError,
 			"the control plane is electing a leader or overloaded; retry with exponential backoff")

@@ -2,6 +2,7 @@ package api
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -39,7 +40,7 @@ func (a *API) createVideo(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.New(http.StatusUnauthorized, apierr.CodeInvalidAPIKey, "the account of this key no longer exists"))
 		return
 	}
-	bodyHash := sha256.Sum256(canonicalJSON(body))
+	bodyHash := requestHash(spec)
 	now := a.cfg.Now().UnixNano()
 	// A retry that will replay its first answer creates nothing, so it does not
 	// spend the creation quota: clients can always recover their original response.
@@ -198,4 +199,16 @@ func (a *API) renderPreview(w http.ResponseWriter, r *http.Request) {
 		a.workQueued()
 	}
 	apierr.WriteJSON(w, http.StatusOK, a.videoView(res.QueuedVideo, a.readExpiry()))
+}
+
+// requestHash identifies what a create asks for: the validated request with its
+// defaults filled in. Key order, spacing, null for an absent field, 10 for 10.0 or
+// an explicit default do not change it, so a retry re-encoded by another client
+// library still replays; any difference in what would be rendered does.
+func requestHash(spec fsm.Spec) [32]byte {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		panic(fmt.Sprintf("api: a validated spec does not encode: %v", err)) // plain data: cannot happen
+	}
+	return sha256.Sum256(b)
 }
