@@ -240,18 +240,6 @@ func (e *env) upload(cred, key, data string) resp {
 	return e.call("PUT", "/agent/v1/blobs/"+key, cred, []byte(data))
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func artifactKey(a wire.Assignment, file string) string {
 	return "videos/" + a.Video.ID + "/" + a.Name + "/" + file
 }

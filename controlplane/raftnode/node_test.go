@@ -177,7 +177,6 @@ type state struct {
 	balances map[string]int64
 	videos   map[string]string // id -> status
 	revoked  map[string]bool
-	idem     string // video the idempotency key replays
 	stats    fsm.Stats
 }
 

@@ -28,8 +28,6 @@ type option func(*server.Config)
 
 func withLimits(l api.Limits) option { return func(c *server.Config) { c.Limits = l } }
 
-func withDataDir(d string) option { return func(c *server.Config) { c.DataDir = d } }
-
 // start boots a node; with no options the contract's rate limits are off so tests
 // of other rules are not throttled.
 func start(t *testing.T, opts ...option) *harness {
@@ -145,16 +143,4 @@ func (h *harness) do(method, path, key string, body any, headers ...string) resp
 		h.t.Fatal(err)
 	}
 	return response{Status: resp.StatusCode, Header: resp.Header, Body: raw}
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
