@@ -116,3 +116,22 @@ func (s *State) leaseDown(i int) bool {
 	}
 	return i > start
 }
+
+// ExpiryDue reports whether Expire(now) would change anything: a lease at or past
+// its deadline, or a live node silent for NodeTimeout. It changes nothing, so the
+// leader can ask it every second and propose Expire only when there is work.
+func (s *State) ExpiryDue(now time.Time) bool {
+	at := ms(now)
+	if len(s.leaseHeap) > 0 && s.leaseHeap[0].lease.deadline <= at {
+		return true
+	}
+	if s.cfg.NodeTimeout > 0 {
+		limit := at - s.cfg.NodeTimeout.Milliseconds()
+		for _, n := range s.nodes {
+			if !n.down && n.lastHB <= limit {
+				return true
+			}
+		}
+	}
+	return false
+}

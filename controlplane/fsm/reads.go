@@ -220,3 +220,10 @@ func (f *FSM) Task(id string) (scheduler.Task, bool) {
 	defer f.mu.RUnlock()
 	return f.s.sched.Task(id)
 }
+
+// ExpiryDue reports whether an ExpireLeases at now would change anything.
+func (f *FSM) ExpiryDue(now int64) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.sched.ExpiryDue(timeOf(now))
+}

@@ -328,15 +328,16 @@ func (s *Server) expireIdempotency(ctx context.Context) {
 }
 
 // expireLeases requeues the tasks whose lease ran out (their node stopped
-// heartbeating) and marks silent nodes down. With no node registered there is no
-// lease to expire, and nothing is proposed.
+// heartbeating) and marks silent nodes down. It proposes only when the scheduler
+// says there is something to expire, so an idle farm writes nothing to the log.
 func (s *Server) expireLeases(ctx context.Context) {
-	if len(s.Node.FSM.Nodes()) == 0 {
+	now := time.Now().UnixNano()
+	if !s.Node.FSM.ExpiryDue(now) {
 		return
 	}
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	out, err := s.Node.Apply(actx, &fsm.ExpireLeases{Now: time.Now().UnixNano()})
+	out, err := s.Node.Apply(actx, &fsm.ExpireLeases{Now: now})
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Warn("expire leases", "err", err)
