@@ -124,3 +124,12 @@ func ms(t time.Time) int64 { return t.UnixMilli() }
 
 // fromMS converts back to a UTC time.Time.
 func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+// ReadyTasks counts the tasks waiting for placement, without scanning them.
+func (s *State) ReadyTasks() int {
+	n := 0
+	for _, l := range s.levels {
+		n += l.ready
+	}
+	return n
+}

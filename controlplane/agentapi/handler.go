@@ -76,6 +76,9 @@ type Config struct {
 	// LeaseRetry is how often a waiting lease poll tries again without being
 	// notified (default 1 s): the fallback for changes no Notify announced.
 	LeaseRetry time.Duration
+	// Waiting, when set, is called each time a lease poll finds no work and starts
+	// to wait (for metrics and tests).
+	Waiting func()
 }
 
 // Defaults of Config.

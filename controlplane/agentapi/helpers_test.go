@@ -41,7 +41,7 @@ type env struct {
 	notify *agentapi.Notifier
 	srv    *httptest.Server
 
-	// idle receives a value each time a LeaseTask finds nothing to place.
+	// idle receives a value each time a lease poll finds nothing and waits.
 	idle chan struct{}
 
 	mu      sync.Mutex
@@ -69,19 +69,15 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, node: node, fsm: f, blobs: blobs, notify: agentapi.NewNotifier(), idle: make(chan struct{}, 64)}
-	store := storeFunc(func(ctx context.Context, cmd fsm.Command) (any, error) {
-		out, err := node.Apply(ctx, cmd)
-		if res, ok := out.(fsm.LeaseResult); ok && err == nil && !res.Found {
+	cfg := agentapi.Config{
+		FSM: f, Store: node, Blobs: blobs, Token: agentToken, Notifier: e.notify, Logger: log,
+		LeaseDuration: 30 * time.Second, HeartbeatInterval: 5 * time.Second,
+		Waiting: func() {
 			select {
 			case e.idle <- struct{}{}:
 			default:
 			}
-		}
-		return out, err
-	})
-	cfg := agentapi.Config{
-		FSM: f, Store: store, Blobs: blobs, Token: agentToken, Notifier: e.notify, Logger: log,
-		LeaseDuration: 30 * time.Second, HeartbeatInterval: 5 * time.Second,
+		},
 	}
 	for _, o := range opts {
 		o(&cfg)

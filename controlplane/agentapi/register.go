@@ -81,7 +81,8 @@ func (s *server) register(w http.ResponseWriter, r *http.Request) {
 	c := req.Capacity
 	_, err := s.apply(r, &fsm.RegisterNode{
 		NodeID: nodeID, Name: name, CredHash: hash, Virtual: c.Virtual, Now: s.cfg.Now().UnixNano(),
-		Node: scheduler.Node{ID: nodeID, GPUs: c.GPUs, CPUSlots: c.CPUSlots, Tools: c.Tools, Models: c.Models, WarmModels: c.WarmModels},
+		Node:   scheduler.Node{ID: nodeID, GPUs: c.GPUs, CPUSlots: c.CPUSlots, Tools: c.Tools, Models: c.Models, WarmModels: c.WarmModels},
+		Voices: fsmVoices(c.Voices),
 	})
 	if err != nil {
 		apierr.Write(w, r, s.fromApply(r, err))
@@ -89,7 +90,7 @@ func (s *server) register(w http.ResponseWriter, r *http.Request) {
 	}
 	s.notify.Notify()
 	s.log.Info("node registered", "node_id", nodeID, "name", name, "gpus", len(c.GPUs), "cpu_slots", c.CPUSlots,
-		"virtual", c.Virtual, "models", len(c.Models))
+		"virtual", c.Virtual, "models", len(c.Models), "voices", len(c.Voices))
 	apierr.WriteJSON(w, http.StatusCreated, wire.RegisterResponse{
 		NodeID: nodeID, Credential: cred,
 		LeaseSeconds:     max(int(s.cfg.LeaseDuration.Seconds()), 1),
@@ -128,7 +129,22 @@ func checkCapacity(name string, c wire.Capacity) *apierr.Error {
 			return invalid(fmt.Sprintf("at most %d entries", maxListLen)).With("field", field)
 		}
 	}
+	if err := wire.CheckVoices(c.Voices); err != nil {
+		return invalid("capacity.voices: "+err.Error()).With("field", "capacity.voices")
+	}
 	return nil
+}
+
+// fsmVoices converts the checked voices of a registration.
+func fsmVoices(vs []wire.Voice) []fsm.Voice {
+	if len(vs) == 0 {
+		return nil
+	}
+	out := make([]fsm.Voice, len(vs))
+	for i, v := range vs {
+		out[i] = fsm.Voice{ID: v.ID, Name: v.Name, Language: v.Language, Gender: v.Gender}
+	}
+	return out
 }
 
 type nodeKey struct{}

@@ -95,12 +95,16 @@ func (s *server) lease(w http.ResponseWriter, r *http.Request) {
 	defer retry.Stop()
 	for {
 		changed := s.notify.Changed()
-		out, err := s.apply(r, &fsm.LeaseTask{NodeID: n.ID, LeaseMS: s.cfg.LeaseDuration.Milliseconds(), Now: s.cfg.Now().UnixNano()})
-		if err != nil {
-			apierr.Write(w, r, s.fromApply(r, err))
-			return
+		res := fsm.LeaseResult{Why: "no task is waiting"}
+		// Placement is a Raft write; with nothing ready, skip it and wait.
+		if s.cfg.FSM.HasReadyWork() {
+			out, err := s.apply(r, &fsm.LeaseTask{NodeID: n.ID, LeaseMS: s.cfg.LeaseDuration.Milliseconds(), Now: s.cfg.Now().UnixNano()})
+			if err != nil {
+				apierr.Write(w, r, s.fromApply(r, err))
+				return
+			}
+			res, _ = out.(fsm.LeaseResult)
 		}
-		res, _ := out.(fsm.LeaseResult)
 		if res.Found {
 			a := s.assignment(res.Lease)
 			info(r).taskID = a.TaskID
@@ -111,6 +115,9 @@ func (s *server) lease(w http.ResponseWriter, r *http.Request) {
 				"token", a.Token, "attempt", a.Attempt, "kind", a.Kind)
 			apierr.WriteJSON(w, http.StatusOK, a)
 			return
+		}
+		if s.cfg.Waiting != nil {
+			s.cfg.Waiting()
 		}
 		select {
 		case <-changed:

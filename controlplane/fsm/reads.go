@@ -227,3 +227,11 @@ func (f *FSM) ExpiryDue(now int64) bool {
 	defer f.mu.RUnlock()
 	return f.s.sched.ExpiryDue(timeOf(now))
 }
+
+// HasReadyWork reports whether any task waits for placement; lease polls skip
+// proposing (and writing to the log) while nothing does.
+func (f *FSM) HasReadyWork() bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.sched.ReadyTasks() > 0
+}
