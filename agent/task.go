@@ -69,11 +69,21 @@ func (a *agent) runTask(asg wire.Assignment) {
 			"task", asg.Name, "attempt", asg.Attempt),
 	}
 	a.mu.Lock()
+	if old := a.held[asg.TaskID]; old != nil {
+		// The control plane leased this task again, so the lease of the run
+		// still going here (from before a pause or a partition) is stale:
+		// stop that run. Its end must not drop this run's entry (below), or
+		// heartbeats would stop renewing this lease.
+		old.log.Warn("the task was leased to this node again: stopping the run of the stale lease", "new_attempt", asg.Attempt)
+		old.cancel(errStaleLease)
+	}
 	a.held[asg.TaskID] = t
 	a.mu.Unlock()
 	defer func() {
 		a.mu.Lock()
-		delete(a.held, asg.TaskID)
+		if a.held[asg.TaskID] == t {
+			delete(a.held, asg.TaskID)
+		}
 		a.mu.Unlock()
 	}()
 	t.log.Info("task leased", "gpus", asg.GPUIDs, "deadline", asg.Deadline)
@@ -97,6 +107,12 @@ func (a *agent) runTask(asg wire.Assignment) {
 			t.log.Info("task dropped", "why", cause.Error())
 			return
 		}
+	}
+	if errors.Is(err, errStaleLease) {
+		// An upload was refused (409 stale_lease): the lease is another
+		// node's now, so there is nothing to report, not even a failure.
+		t.log.Info("task dropped: its lease is stale; result discarded", "err", err)
+		return
 	}
 	if err != nil {
 		t.log.Warn("task failed", "err", err, "elapsed", time.Since(start).Round(time.Millisecond).String())
