@@ -207,8 +207,8 @@ func blobPath(key string) string {
 	return "/agent/v1/blobs/" + strings.Join(segs, "/")
 }
 
-// putBlob uploads the file at path as blob key.
-func (c *cpClient) putBlob(ctx context.Context, cred, key, path string) error {
+// putBlob uploads the file at path as blob key, under the lease with token.
+func (c *cpClient) putBlob(ctx context.Context, cred, key, path string, token uint64) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("upload %s: %w", key, err)
@@ -218,7 +218,7 @@ func (c *cpClient) putBlob(ctx context.Context, cred, key, path string) error {
 	if err != nil {
 		return fmt.Errorf("upload %s: %w", key, err)
 	}
-	resp, err := c.do(ctx, http.MethodPut, blobPath(key), cred, f, st.Size(), contentType(path), false)
+	resp, err := c.do(ctx, http.MethodPut, blobPath(key)+"?lease_token="+strconv.FormatUint(token, 10), cred, f, st.Size(), contentType(path), false)
 	if err != nil {
 		return fmt.Errorf("upload %s: %w", key, err)
 	}

@@ -115,7 +115,7 @@ func (j *job) withRetry(ctx context.Context, fn func(ctx context.Context, cred s
 func (j *job) upload(ctx context.Context, local, name string) error {
 	key := j.blobKey(name)
 	if err := j.withRetry(ctx, func(ctx context.Context, cred string) error {
-		return j.a.cp.putBlob(ctx, cred, key, local)
+		return j.a.cp.putBlob(ctx, cred, key, local, j.asg.Token)
 	}); err != nil {
 		return err
 	}

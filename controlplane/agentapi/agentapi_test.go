@@ -317,6 +317,8 @@ func TestBlobRules(t *testing.T) {
 		t.Fatal("a refused upload was stored")
 	}
 	want(t, e.upload(holder, key, strings.Repeat("x", 1024)), http.StatusCreated, "")
+	// The holder itself, under an older lease's token, is stale too.
+	want(t, e.call("PUT", "/agent/v1/blobs/"+key+"?lease_token="+e.currentToken(key)+"0", holder, []byte("old run")), http.StatusConflict, wire.CodeStaleLease)
 	want(t, e.call("GET", "/agent/v1/blobs/videos/"+a.Video.ID+"/render/missing.mp4", holder, nil), http.StatusNotFound, apierr.CodeNotFound)
 	want(t, e.call("GET", "/agent/v1/blobs/"+key, "", nil), http.StatusUnauthorized, apierr.CodeUnauthorized)
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
@@ -43,8 +44,10 @@ func (s *server) putBlob(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.NotFound("task "+taskID))
 		return
 	}
-	if t.Lease == nil || t.Lease.NodeID != n.ID {
-		apierr.Write(w, r, staleLease("this node does not hold the lease of task "+taskID))
+	// Fenced by the lease token, not only the node: a stale run of the same task on
+	// the same node must not overwrite the current run's artifact.
+	if t.Lease == nil || t.Lease.NodeID != n.ID || r.URL.Query().Get("lease_token") != strconv.FormatUint(t.Lease.Token, 10) {
+		apierr.Write(w, r, staleLease("this upload does not carry the current lease of task "+taskID+" (?lease_token=)"))
 		return
 	}
 	if r.ContentLength > s.cfg.MaxBlobBytes {

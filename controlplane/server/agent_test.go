@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"testing"
 	"time"
 
@@ -78,7 +79,7 @@ func (h *harness) runTask(cred string, a wire.Assignment, files ...string) {
 	arts := map[string]string{}
 	for _, f := range files {
 		key := "videos/" + a.Video.ID + "/" + a.Name + "/" + f
-		if r := h.agentCall("PUT", "/agent/v1/blobs/"+key, cred, []byte("bytes of "+key)); r.Status != http.StatusCreated {
+		if r := h.agentCall("PUT", "/agent/v1/blobs/"+key+"?lease_token="+strconv.FormatUint(a.Token, 10), cred, []byte("bytes of "+key)); r.Status != http.StatusCreated {
 			h.t.Fatalf("upload %s: %d %s", key, r.Status, r.Body)
 		}
 		arts[f] = key

@@ -11,7 +11,7 @@
 //	POST /agent/v1/tasks/{id}/complete   Bearer <credential>    CompleteRequest  -> 204
 //	POST /agent/v1/tasks/{id}/fail       Bearer <credential>    FailRequest      -> 204
 //	POST /agent/v1/deregister            Bearer <credential>                     -> 204 (leases handed back, not failed)
-//	PUT  /agent/v1/blobs/{key...}        Bearer <credential>    raw bytes        -> 201
+//	PUT  /agent/v1/blobs/{key...}?lease_token=<token>  Bearer <credential>  raw bytes -> 201
 //	GET  /agent/v1/blobs/{key...}        Bearer <credential>                     -> 200 raw bytes
 //
 // Blob keys a task writes must be "videos/<video id>/<task name>/<file name>".
@@ -23,7 +23,12 @@
 package wire
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/vidfarm/vidfarm/scheduler"
 )
@@ -40,6 +45,82 @@ type Capacity struct {
 	WarmModels []string        `json:"warm_models,omitempty"`
 	// Virtual is true when GPUs are procedural render slots on CPU, not hardware.
 	Virtual bool `json:"virtual,omitempty"`
+	// Voices are the text-to-speech voices the node's espeak-ng offers, at
+	// most MaxVoices, each passing Voice.Check, ids unique; empty when it has
+	// no espeak-ng. The control plane serves their union over the registered
+	// nodes as GET /v1/voices.
+	Voices []Voice `json:"voices,omitempty"`
+}
+
+// Voice is one text-to-speech voice a node offers (pipeline.Voice on the
+// agent's side).
+type Voice struct {
+	ID       string `json:"id"`       // e.g. "en-us+f3"
+	Name     string `json:"name"`     // e.g. "English (America), Female 3"
+	Language string `json:"language"` // espeak-ng language code, lower case, e.g. "en-us"
+	Gender   string `json:"gender"`   // "male" or "female"
+}
+
+// Limits on the voices a node registers. espeak-ng 1.51 offers about 1,800
+// (131 languages, each also with 13 variants).
+const (
+	MaxVoices         = 4096
+	MaxVoiceIDLen     = 64
+	MaxVoiceNameLen   = 128
+	MaxVoiceLangLen   = 35
+	VoiceGenderMale   = "male"
+	VoiceGenderFemale = "female"
+)
+
+// Check reports what is wrong with v, or nil: an id of lower-case letters,
+// digits, '-', '+' and '_' (not starting with '-' or '+'), a printable name,
+// a lower-case language code of letters, digits and '-', and a gender of
+// "male" or "female", each within its length limit.
+func (v Voice) Check() error {
+	switch {
+	case !voiceToken(v.ID, MaxVoiceIDLen, "-+_") || v.ID[0] == '-' || v.ID[0] == '+':
+		return fmt.Errorf("voice id %q: want 1 to %d of a-z, 0-9, '-', '+', '_', not starting with '-' or '+'", v.ID, MaxVoiceIDLen)
+	case v.Name == "" || len(v.Name) > MaxVoiceNameLen || !utf8.ValidString(v.Name) ||
+		strings.IndexFunc(v.Name, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0:
+		return fmt.Errorf("voice %s: name must be 1 to %d bytes of printable UTF-8", v.ID, MaxVoiceNameLen)
+	case !voiceToken(v.Language, MaxVoiceLangLen, "-") || v.Language[0] == '-':
+		return fmt.Errorf("voice %s: language %q: want 1 to %d of a-z, 0-9, '-'", v.ID, v.Language, MaxVoiceLangLen)
+	case v.Gender != VoiceGenderMale && v.Gender != VoiceGenderFemale:
+		return fmt.Errorf("voice %s: gender %q: want %q or %q", v.ID, v.Gender, VoiceGenderMale, VoiceGenderFemale)
+	}
+	return nil
+}
+
+// CheckVoices checks every voice and that no id appears twice.
+func CheckVoices(vs []Voice) error {
+	if len(vs) > MaxVoices {
+		return fmt.Errorf("%d voices: at most %d", len(vs), MaxVoices)
+	}
+	seen := make(map[string]bool, len(vs))
+	for _, v := range vs {
+		if err := v.Check(); err != nil {
+			return err
+		}
+		if seen[v.ID] {
+			return errors.New("voice id " + v.ID + " appears twice")
+		}
+		seen[v.ID] = true
+	}
+	return nil
+}
+
+// voiceToken reports whether s is 1 to maxLen characters of a-z, 0-9 and extra.
+func voiceToken(s string, maxLen int, extra string) bool {
+	if s == "" || len(s) > maxLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte(extra, c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // RegisterRequest introduces a node. Name is the operator's name for it (the
