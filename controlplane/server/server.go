@@ -96,6 +96,17 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.NodeID == "" {
 		cfg.NodeID = "node1"
 	}
+	// Agents are told the heartbeat interval in whole seconds (at least 1), so a
+	// lease must outlast two of those or healthy nodes would lose their leases.
+	if cfg.LeaseDuration > 0 {
+		beat := max(cfg.HeartbeatInterval, time.Second).Round(time.Second)
+		if cfg.HeartbeatInterval == 0 {
+			beat = 5 * time.Second
+		}
+		if cfg.LeaseDuration < 2*beat {
+			return nil, fmt.Errorf("lease duration %s must be at least twice the heartbeat interval (%s as agents receive it)", cfg.LeaseDuration, beat)
+		}
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
