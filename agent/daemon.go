@@ -60,7 +60,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	a, err := newAgent(cfg)
+	a, err := newAgent(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ type agent struct {
 	tasksCtx context.Context
 }
 
-func newAgent(cfg Config) (*agent, error) {
+func newAgent(ctx context.Context, cfg Config) (*agent, error) {
 	log := cfg.Logger
 	c, err := cfg.Discover()
 	if err != nil {
@@ -105,6 +105,16 @@ func newAgent(cfg Config) (*agent, error) {
 		}
 	}
 	capacity := wireCapacity(c, cfg)
+	voices, skipped, err := wireVoices(ctx, cfg.Tools, c)
+	switch {
+	case errors.Is(err, errNoEspeak):
+		// missingTools below says so
+	case err != nil:
+		log.Warn("cannot list espeak-ng's voices: this node registers none", "err", err)
+	case skipped > 0:
+		log.Warn("some of espeak-ng's voices are not registered (malformed, duplicate or beyond the limit)", "skipped", skipped, "voices", len(voices))
+	}
+	capacity.Voices = voices
 	switch {
 	case capacity.Virtual:
 		log.Warn(fmt.Sprintf("no NVIDIA GPU: advertising %d procedural render slots on CPU; real models cannot run here", len(capacity.GPUs)),
@@ -269,7 +279,7 @@ func (a *agent) registerLoop(ctx context.Context) error {
 			a.mu.Unlock()
 			a.log.Info("registered", "node_id", resp.NodeID, "name", a.cfg.Name, "gpus", len(a.capacity.GPUs),
 				"virtual", a.capacity.Virtual, "cpu_slots", a.capacity.CPUSlots, "models", len(a.capacity.Models),
-				"tools", a.capacity.Tools, "lease_seconds", resp.LeaseSeconds, "heartbeat_every", every.String())
+				"tools", a.capacity.Tools, "voices", len(a.capacity.Voices), "lease_seconds", resp.LeaseSeconds, "heartbeat_every", every.String())
 			return nil
 		}
 		if ctx.Err() != nil {

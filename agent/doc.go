@@ -20,8 +20,12 @@
 //
 // Run registers with Config.Token, retrying with backoff until the control
 // plane answers (a 400, 401 or 403 to the registration is final:
-// ErrRegistrationRefused), and keeps the credential it gets. A heartbeat
-// goroutine reports every held lease with its percent every
+// ErrRegistrationRefused), and keeps the credential it gets. The
+// registration carries the voices of the node's espeak-ng
+// (Config.Tools.ListVoices, listed once at start; none when discovery finds
+// no espeak-ng or it cannot list them): the control plane serves their union
+// over the farm's nodes as GET /v1/voices and checks voice_id against it.
+// A heartbeat goroutine reports every held lease with its percent every
 // heartbeat_seconds (Config.HeartbeatInterval overrides); a lease the answer
 // calls stale, or that a progress or report call answers 409 stale_lease to,
 // cancels its task, whose result is discarded: no complete or fail is sent.

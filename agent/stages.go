@@ -320,6 +320,8 @@ func (j *job) scene(ctx context.Context) error {
 		AspectRatio:     aspect,
 		DurationSeconds: float64(sc.DurationSeconds),
 		OutputPath:      clip,
+		// The composite re-encodes scene clips: encode them fast, at high quality.
+		Intermediate: true,
 	}
 	if err := j.runner().Render(ctx, req, j.span(5, 95)); err != nil {
 		return fmt.Errorf("scene %d: %w", n, err)

@@ -1,10 +1,14 @@
 package agent
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
+	"github.com/vidfarm/vidfarm/pipeline"
 	"github.com/vidfarm/vidfarm/scheduler"
 	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
@@ -71,4 +75,39 @@ func wireCapacity(c Capacity, cfg Config) wire.Capacity {
 		w.Tools = []string{}
 	}
 	return w
+}
+
+// voiceListTimeout bounds listing espeak-ng's voices at start.
+const voiceListTimeout = 30 * time.Second
+
+// errNoEspeak means discovery found no espeak-ng: the node offers no voices.
+var errNoEspeak = errors.New("espeak-ng not found on PATH: this node offers no voices")
+
+// wireVoices lists the voices the node registers with: those of its
+// espeak-ng (tools.ListVoices), in espeak-ng's order. It lists none, with
+// errNoEspeak, when discovery (c) did not find espeak-ng, and none, with the
+// error, when espeak-ng cannot list them. Voices the control plane would
+// refuse (wire.Voice.Check), later duplicates of an id and those beyond
+// wire.MaxVoices are left out and counted in skipped.
+func wireVoices(ctx context.Context, tools *pipeline.Tools, c Capacity) (voices []wire.Voice, skipped int, err error) {
+	if !slices.Contains(c.InstalledTools(), "espeak-ng") {
+		return nil, 0, errNoEspeak
+	}
+	ctx, cancel := context.WithTimeout(ctx, voiceListTimeout)
+	defer cancel()
+	list, err := tools.ListVoices(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	seen := make(map[string]bool, len(list))
+	for _, v := range list {
+		w := wire.Voice{ID: v.ID, Name: v.Name, Language: v.Language, Gender: v.Gender}
+		if w.Check() != nil || seen[w.ID] || len(voices) == wire.MaxVoices {
+			skipped++
+			continue
+		}
+		seen[w.ID] = true
+		voices = append(voices, w)
+	}
+	return voices, skipped, nil
 }

@@ -96,6 +96,26 @@ func TestProceduralArgsFollowTheRequest(t *testing.T) {
 	if !strings.Contains(args(fixed), "zoompan=z='1':x='0':y='0'") {
 		t.Errorf("camera_fixed still moves: %s", args(fixed))
 	}
+	// The discs are drawn once and looped, not drawn again on every frame.
+	if n := strings.Count(t2v, "geq="); n != 3 || strings.Count(t2v, ",format=yuva420p,loop=loop=-1:size=1[s") != 3 ||
+		strings.Count(t2v, ":eval=frame:eof_action=endall[o") != 3 {
+		t.Errorf("text_to_video discs are not drawn once and looped:\n%s", t2v)
+	}
+	// Delivered clips get the delivery settings; intermediate ones
+	// (auto scenes, encoded again by the composite) the fast ones.
+	if !strings.Contains(t2v, "-c:v libx264 -preset veryfast -crf 21 ") {
+		t.Errorf("delivered clip encoder settings: %s", t2v)
+	}
+	inter := base
+	inter.Intermediate = true
+	if a := args(inter); !strings.Contains(a, "-c:v libx264 -preset ultrafast -crf 17 -pix_fmt yuv420p ") ||
+		strings.Replace(a, "-preset ultrafast -crf 17", "-preset veryfast -crf 21", 1) != t2v {
+		t.Errorf("intermediate clip: only the encoder settings should change:\n%s\n%s", a, t2v)
+	}
+	if got := strings.Join((&Tools{Preset: "medium", CRF: 14}).intermediateX264Args(), " "); got !=
+		"-c:v libx264 -preset ultrafast -crf 14 -pix_fmt yuv420p -movflags +faststart" {
+		t.Errorf("intermediate with a finer CRF configured: %s", got)
+	}
 	sound := base
 	sound.GenerateAudio = true
 	if a := args(sound); !strings.Contains(a, "aevalsrc=") || !strings.Contains(a, "-map [a]") || !strings.Contains(a, "-c:a aac") {
@@ -190,7 +210,8 @@ func TestCompositeArgs(t *testing.T) {
 		"-filter_complex", strings.Join([]string{
 			"[0:v]scale=320:180:force_original_aspect_ratio=increase,crop=320:180,setsar=1,fps=24,format=yuv420p[c0]",
 			"[c0]concat=n=1:v=1:a=0,tpad=stop_mode=clone:stop_duration=6,trim=duration=6,setpts=PTS-STARTPTS[scenes]",
-			"[scenes]drawbox=x=0:y=ih-28:w=iw:h=28:color=0x112233@0.85:t=fill,drawbox=x=0:y=ih-30:w=iw:h=2:color=0xFFAA00:t=fill[framed]",
+			"color=c=0x112233@0.85:s=320x28:r=1:d=1,format=rgba,pad=h=30:y=2:color=0xFFAA00[bar]",
+			"[scenes][bar]overlay=x=0:y=H-h[framed]",
 			"[1:v]scale=54:54:force_original_aspect_ratio=increase,crop=54:54,format=rgba[avatar]",
 			"[framed][avatar]overlay=x=W-w-6:y='H-h-36+1.0000*sin(2*PI*t*1.2)':eval=frame[presented]",
 			"[2:v]scale=80:18:force_original_aspect_ratio=decrease,format=rgba[logo]",
@@ -198,20 +219,29 @@ func TestCompositeArgs(t *testing.T) {
 			"[branded]split[clean][tocaption]",
 			"[tocaption]subtitles=filename=captions.srt:force_style='FontSize=15,PrimaryColour=&H00FFFFFF,OutlineColour=&H00000000,BorderStyle=1,Outline=1,Shadow=0,Alignment=2,MarginV=8'[captioned]",
 			"[3:a]aresample=48000,adelay=delays=300:all=1[l0]",
-			"[l0]amix=inputs=1:duration=longest:normalize=0,aformat=sample_rates=48000:channel_layouts=stereo,apad,atrim=duration=6,asplit=2[a1][a2]",
+			"[l0]amix=inputs=1:duration=longest:normalize=0,aformat=sample_rates=48000:channel_layouts=stereo,apad,atrim=duration=6[a]",
 		}, ";"),
-		"-map", "[captioned]", "-map", "[a1]", "-r", "24", "-c:v", "libx264", "-c:a", "aac", "-t", "6", "-map_metadata", "-1", "/o/video.mp4",
-		"-map", "[clean]", "-map", "[a2]", "-r", "24", "-c:v", "libx264", "-c:a", "aac", "-t", "6", "-map_metadata", "-1", "/o/video_no_captions.mp4",
+		"-map", "[captioned]", "-map", "[a]", "-r", "24", "-c:v", "libx264", "-c:a", "aac", "-t", "6", "-map_metadata", "-1", "/o/video.mp4",
+		"-map", "[clean]", "-r", "24", "-c:v", "libx264", "-t", "6", "-map_metadata", "-1", "/o/" + cleanVideoPart,
 	}
-	if got := compositeArgs(lay, "/o/video.mp4", "/o/video_no_captions.mp4"); !reflect.DeepEqual(got, want) {
+	if got := compositeArgs(lay, "/o/video.mp4", "/o/"+cleanVideoPart); !reflect.DeepEqual(got, want) {
 		t.Errorf("compositeArgs\n got %q\nwant %q", got, want)
 	}
+	// The clean video gets the narration of video.mp4, copied, not encoded again.
+	if got := strings.Join(cleanMuxArgs("/o/c.part.mp4", "/o/video.mp4", "/o/clean.mp4"), " "); got !=
+		"-i /o/c.part.mp4 -i /o/video.mp4 -map 0:v:0 -map 1:a:0 -c copy -movflags +faststart -map_metadata -1 -f mp4 /o/clean.mp4" {
+		t.Errorf("cleanMuxArgs: %s", got)
+	}
 
-	// No narration and no captions: silence, nothing burned in.
-	lay.placed, lay.burnSRT, lay.logo = nil, false, ""
+	// No narration and no captions: silence, nothing burned in; no brand
+	// accent: the bar alone.
+	lay.placed, lay.burnSRT, lay.logo, lay.accent = nil, false, "", ""
 	got := strings.Join(compositeArgs(lay, "v", "c"), " ")
 	if !strings.Contains(got, "[presented]split[clean][captioned]") || !strings.Contains(got, "anullsrc=r=48000:cl=stereo,aformat") || strings.Contains(got, "subtitles") {
 		t.Errorf("silent composite: %s", got)
+	}
+	if !strings.Contains(got, "color=c=0x112233@0.85:s=320x28:r=1:d=1,format=rgba[bar]") {
+		t.Errorf("bar without accent: %s", got)
 	}
 }
 

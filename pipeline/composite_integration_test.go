@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"image/color"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -32,7 +33,8 @@ func TestAutoVideoEndToEnd(t *testing.T) {
 	for _, sc := range plan.Scenes {
 		clip := filepath.Join(dir, fmt.Sprintf("scene-%d.mp4", sc.Index))
 		err := (&ProceduralRunner{Tools: tools}).Render(ctx, RenderRequest{Model: "auto-scene", Prompt: sc.Visual,
-			Resolution: "180p", AspectRatio: "9:16", DurationSeconds: float64(sc.DurationSeconds), FPS: 12, OutputPath: clip}, nil)
+			Resolution: "180p", AspectRatio: "9:16", DurationSeconds: float64(sc.DurationSeconds), FPS: 12, OutputPath: clip,
+			Intermediate: true}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,6 +60,20 @@ func TestAutoVideoEndToEnd(t *testing.T) {
 		}
 		if !near(info.Duration, 10*time.Second, 500*time.Millisecond) {
 			t.Errorf("%s: duration %v, want 10s", filepath.Base(v), info.Duration)
+		}
+	}
+
+	// The narration is encoded once: both files carry the same AAC packets.
+	if a, b := audioPackets(t, res.Video), audioPackets(t, res.VideoNoCaptions); !bytes.Equal(a, b) {
+		t.Errorf("the two videos' audio streams differ:\n%s\n%s", a, b)
+	}
+	if entries, err := os.ReadDir(filepath.Join(dir, "out")); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, e := range entries {
+			if e.Name() == cleanVideoPart {
+				t.Errorf("%s left in OutDir", e.Name())
+			}
 		}
 	}
 
@@ -87,6 +103,17 @@ func TestAutoVideoEndToEnd(t *testing.T) {
 	if bytes.Equal(grayFrame(t, res.Video, mid), grayFrame(t, res.VideoNoCaptions, mid)) {
 		t.Error("video.mp4 and video_no_captions.mp4 show the same frame during a caption")
 	}
+}
+
+// audioPackets is the MD5 of video's audio packets, copied, not decoded.
+func audioPackets(t *testing.T, video string) []byte {
+	t.Helper()
+	out, err := OSExecutor{}.Run(context.Background(), Command{Name: "ffmpeg", Args: []string{
+		"-v", "error", "-i", video, "-map", "0:a:0", "-c", "copy", "-f", "md5", "-"}})
+	if err != nil || len(out) == 0 {
+		t.Fatalf("audio packets of %s: %v", video, err)
+	}
+	return out
 }
 
 // grayFrame decodes the frame at `at` as raw 8-bit gray pixels.

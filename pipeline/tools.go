@@ -16,10 +16,12 @@ type Tools struct {
 	FFprobe  string   // "": "ffprobe"
 	EspeakNG string   // "": "espeak-ng"
 
-	// Preset is the libx264 preset for every encode ("" = "veryfast").
-	// Tests use "ultrafast".
+	// Preset is the libx264 preset for every encode ("" = "veryfast")
+	// except intermediate clips (RenderRequest.Intermediate), which are
+	// always encoded with "ultrafast". Tests use "ultrafast".
 	Preset string
-	// CRF is the libx264 constant rate factor (0 = 21).
+	// CRF is the libx264 constant rate factor (0 = 21); intermediate clips
+	// get 17, or CRF where that is lower.
 	CRF int
 
 	voicesMu  sync.Mutex

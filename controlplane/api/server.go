@@ -1,5 +1,6 @@
 // Package api serves the public /v1 API of the contract: authentication, rate
-// limits, the error envelope, accounts, the model catalog, folders and videos. Every
+// limits, the error envelope, accounts, the model catalog, the voice catalogue
+// (the union of the registered nodes' espeak-ng voices), folders and videos. Every
 // write becomes one FSM command proposed through the Raft node; reads come from the
 // local FSM.
 package api
@@ -115,6 +116,7 @@ func (a *API) routes() chi.Router {
 		r.Get("/v1/openapi.json", a.openAPI)
 		r.Get("/v1/me", a.me)
 		r.Get("/v1/models", a.listModels)
+		r.Get("/v1/voices", a.listVoices)
 		r.Get("/v1/folders", a.listFolders)
 		r.Post("/v1/folders", a.createFolder)
 		r.Post("/v1/videos", a.createVideo)

@@ -78,7 +78,14 @@ func (a *API) parseCreate(accountID string, body []byte) (fsm.Spec, int64, *apie
 		return fsm.Spec{}, 0, e
 	}
 	if mode == fsm.ModeAuto {
-		return parseAuto(o, spec, dur)
+		spec, price, e := parseAuto(o, spec, dur)
+		if e == nil {
+			e = a.checkVoice(spec.VoiceID)
+		}
+		if e != nil {
+			return fsm.Spec{}, 0, e
+		}
+		return spec, price, nil
 	}
 	return parseManual(o, spec, dur, urlPolicy{private: a.cfg.AllowPrivateURLs})
 }

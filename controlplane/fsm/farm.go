@@ -19,6 +19,10 @@ type Node struct {
 	CredHash     [32]byte `msgpack:"cred_hash"`
 	Virtual      bool     `msgpack:"virtual"`
 	RegisteredAt int64    `msgpack:"registered_at"`
+	// Voices are the voices the node registered, sorted by id, ids unique;
+	// nil for none. They never change while the node is registered, so the
+	// copies reads return share them: read them, never write to them.
+	Voices []Voice `msgpack:"voices,omitempty"`
 }
 
 // LeaseResult answers LeaseTask: a lease, or why there is none.
@@ -40,9 +44,22 @@ func (s *state) applyRegisterNode(c *RegisterNode) (any, error) {
 	if err := s.sched.UpsertNode(spec, timeOf(c.Now)); err != nil {
 		return nil, fmt.Errorf("register node %s: %w", c.Name, err)
 	}
+	n := &Node{ID: c.NodeID, Name: c.Name, CredHash: c.CredHash, Virtual: c.Virtual, RegisteredAt: c.Now,
+		Voices: normalizeVoices(c.Voices)}
+	if old, ok := s.nodes[n.ID]; ok { // the same id again: its record is replaced
+		s.voices.remove(old.Voices)
+		delete(s.nodeByCred, old.CredHash)
+	}
+	// The new node's voices are counted before the replaced nodes' are
+	// uncounted, so a node registering again with the same voices leaves the
+	// catalogue as it was.
+	s.voices.add(n.Voices)
+	s.nodes[n.ID] = n
+	s.nodeByCred[n.CredHash] = n.ID
+	defer s.voices.sync()
 	var replaced []string
-	for id, n := range s.nodes {
-		if n.Name == c.Name && id != c.NodeID {
+	for id, old := range s.nodes {
+		if old.Name == c.Name && id != c.NodeID {
 			replaced = append(replaced, id)
 		}
 	}
@@ -52,9 +69,6 @@ func (s *state) applyRegisterNode(c *RegisterNode) (any, error) {
 			return nil, err
 		}
 	}
-	n := &Node{ID: c.NodeID, Name: c.Name, CredHash: c.CredHash, Virtual: c.Virtual, RegisteredAt: c.Now}
-	s.nodes[n.ID] = n
-	s.nodeByCred[n.CredHash] = n.ID
 	return *n, nil
 }
 
@@ -68,6 +82,8 @@ func (s *state) removeNode(id string, now int64) error {
 	}
 	delete(s.nodeByCred, n.CredHash)
 	delete(s.nodes, id)
+	s.voices.remove(n.Voices)
+	s.voices.sync()
 	return nil
 }
 

@@ -7,7 +7,9 @@ import "github.com/vidfarm/vidfarm/scheduler"
 // the scheduler inside Apply is pure, so replicas agree.
 
 // RegisterNode adds a node (or replaces the node registered under the same name,
-// handing its leases back without counting failures).
+// handing its leases back without counting failures). Voices are the
+// text-to-speech voices it offers (checked by the agent API); they join the
+// farm's voice catalogue while the node is registered.
 type RegisterNode struct {
 	NodeID   string         `msgpack:"node"`
 	Name     string         `msgpack:"name"`
@@ -15,6 +17,7 @@ type RegisterNode struct {
 	Node     scheduler.Node `msgpack:"spec"`
 	Virtual  bool           `msgpack:"virtual"`
 	Now      int64          `msgpack:"now"`
+	Voices   []Voice        `msgpack:"voices,omitempty"`
 }
 
 // HeldLease is a lease a node reports holding, with its task's percent.

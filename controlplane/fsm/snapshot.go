@@ -218,6 +218,7 @@ func readSnapshot(r io.Reader) (*state, error) {
 			if err := checkEnd(br, body, count, sum); err != nil {
 				return nil, err
 			}
+			s.voices.sync()
 			return s, nil
 		}
 		if err := s.restoreRecord(recordType(t), body); err != nil {
@@ -263,6 +264,7 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 		}
 		s.nodes[n.ID] = &n
 		s.nodeByCred[n.CredHash] = n.ID
+		s.voices.add(n.Voices)
 	case recAccount:
 		var a Account
 		if err := msgpack.Unmarshal(body, &a); err != nil {

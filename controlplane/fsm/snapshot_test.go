@@ -95,6 +95,24 @@ func genNodeSpec(t *rapid.T) scheduler.Node {
 	return n
 }
 
+// genVoices draws a node's voices from a small pool, in any order, with now
+// and then a duplicate id or a description other nodes do not share.
+func genVoices(t *rapid.T) []fsm.Voice {
+	pool := []fsm.Voice{
+		{ID: "en-us", Name: "English (America)", Language: "en-us", Gender: "male"},
+		{ID: "en-us", Name: "English (USA)", Language: "en-us", Gender: "male"}, // another espeak-ng
+		{ID: "en-us+f3", Name: "English (America), Female 3", Language: "en-us", Gender: "female"},
+		{ID: "fr-fr", Name: "French (France)", Language: "fr-fr", Gender: "male"},
+		{ID: "yue", Name: "Chinese (Cantonese)", Language: "yue", Gender: "male"},
+	}
+	n := rapid.IntRange(0, 4).Draw(t, "voices")
+	out := make([]fsm.Voice, n)
+	for i := range out {
+		out[i] = rapid.SampledFrom(pool).Draw(t, "voice")
+	}
+	return out
+}
+
 func (g *cmdGen) next(t *rapid.T) fsm.Command {
 	// Time moves on by up to a minute a step, and now and then by up to 13 h, so
 	// leases and idempotency records expire.
@@ -175,7 +193,8 @@ func (g *cmdGen) next(t *rapid.T) fsm.Command {
 			id = rapid.SampledFrom(g.nodes).Draw(t, "node")
 		}
 		g.nodes = append(g.nodes, id)
-		return &fsm.RegisterNode{NodeID: id, Name: "name-" + id, CredHash: keyHash("cred-" + id), Node: genNodeSpec(t), Now: g.now}
+		return &fsm.RegisterNode{NodeID: id, Name: "name-" + id, CredHash: keyHash("cred-" + id), Node: genNodeSpec(t), Now: g.now,
+			Voices: genVoices(t)}
 	case 12:
 		return &fsm.LeaseTask{NodeID: pick(t, g.nodes, "node"), LeaseMS: rapid.Int64Range(1000, 120_000).Draw(t, "lease_ms"), Now: g.now}
 	case 13:
@@ -331,6 +350,13 @@ func sameReads(t *rapid.T, g *cmdGen, a, b *fsm.FSM) {
 		same("video "+v, []any{x, okx}, []any{y, oky})
 	}
 	same("nodes", a.Nodes(), b.Nodes())
+	same("voices", a.Voices(), b.Voices())
+	same("voice count", a.VoiceCount(), b.VoiceCount())
+	for _, id := range []string{"en-us", "en-us+f3", "fr-fr", "yue", "de"} {
+		x, okx := a.Voice(id)
+		y, oky := b.Voice(id)
+		same("voice "+id, []any{x, okx}, []any{y, oky})
+	}
 	for _, n := range g.nodes {
 		x, okx := a.NodeByCredHash(keyHash("cred-" + n))
 		y, oky := b.NodeByCredHash(keyHash("cred-" + n))

@@ -29,6 +29,8 @@ type state struct {
 
 	nodes      map[string]*Node
 	nodeByCred map[[32]byte]string
+	// voices is the catalogue: the union of the nodes' voices.
+	voices *voiceIndex
 
 	// sched holds the render work: task graphs, nodes' capacity, leases.
 	sched *scheduler.State
@@ -46,6 +48,7 @@ func newState() *state {
 		idem:           map[idemKey]*Idempotency{},
 		nodes:          map[string]*Node{},
 		nodeByCred:     map[[32]byte]string{},
+		voices:         newVoiceIndex(),
 		sched:          newScheduler(),
 	}
 }

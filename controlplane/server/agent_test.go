@@ -23,6 +23,7 @@ func withAgent(lease time.Duration) option {
 	return func(c *server.Config) {
 		c.AgentToken = testAgentToken
 		c.LeaseDuration = lease
+		c.HeartbeatInterval = min(lease/2, 5*time.Second)
 	}
 }
 
@@ -147,7 +148,7 @@ func TestAgentRendersVideoEndToEnd(t *testing.T) {
 // A node that stops heartbeating loses its lease to the leader's expiry job, and
 // another node gets the task; the first node's late report is stale.
 func TestExpiredLeaseGoesToAnotherNode(t *testing.T) {
-	h := start(t, withAgent(time.Second))
+	h := start(t, withAgent(2*time.Second))
 	_, key := h.account("pro", 1000)
 	silent := h.registerNode("gpu-silent")
 	if r := h.do("POST", "/v1/videos", key, manualReq("duration_seconds", 5)); r.Status != http.StatusCreated {

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
@@ -266,7 +267,7 @@ func routerOps(h *harness) []string {
 }
 
 func TestOpenAPIDocumentMatchesServer(t *testing.T) {
-	h := start(t)
+	h := start(t, withAgent(30*time.Second))
 	ctx := context.Background()
 	_, key := h.account("pro", 1000)
 
@@ -307,6 +308,12 @@ func TestOpenAPIDocumentMatchesServer(t *testing.T) {
 	models := o.run(h, exchange{name: "models", method: "GET", path: "/v1/models", key: key, status: 200, template: "/v1/models"})
 	if n := len(models["data"].([]any)); n != 32 {
 		t.Errorf("GET /v1/models: %d models, the contract says 32", n)
+	}
+
+	// Voices: none until a node with espeak-ng registers.
+	noVoices := o.run(h, exchange{name: "voices, none yet", method: "GET", path: "/v1/voices", key: key, status: 200, template: "/v1/voices"})
+	if noVoices["total"] != float64(0) {
+		t.Errorf("voices before any node registered: %v", noVoices)
 	}
 
 	// Folders.
@@ -354,6 +361,23 @@ func TestOpenAPIDocumentMatchesServer(t *testing.T) {
 	o.run(h, exchange{name: "list videos, next page", method: "GET", key: key, status: 200, template: "/v1/videos",
 		path: "/v1/videos?limit=1&starting_after=" + page["data"].([]any)[0].(map[string]any)["id"].(string)})
 	o.run(h, exchange{name: "list videos, folder", method: "GET", path: "/v1/videos?folder_id=" + folderID, key: key, status: 200, template: "/v1/videos"})
+
+	// Voices, once a node registered its espeak-ng's: "v1" above was accepted
+	// with no catalogue, and is refused now.
+	h.registerVoiceNode("tts-1", testVoices...)
+	voices := o.run(h, exchange{name: "voices", method: "GET", path: "/v1/voices", key: key, status: 200, template: "/v1/voices"})
+	if voices["total"] != float64(len(testVoices)) {
+		t.Errorf("voices after a node registered %d: %v", len(testVoices), voices)
+	}
+	o.run(h, exchange{name: "voices, filtered", method: "GET", path: "/v1/voices?language=EN&gender=female&search=america&limit=1&starting_after=en", key: key,
+		status: 200, template: "/v1/voices"})
+	for q, req := range map[string]reqCheck{"limit=0": reqInvalid, "limit=501": reqInvalid, "gender=other": reqInvalid,
+		"language=": reqInvalid, "language=en%20us": reqInvalid, "colour=red": reqInvalid} {
+		o.run(h, exchange{name: "voices?" + q, method: "GET", path: "/v1/voices?" + q, key: key, req: req,
+			status: 400, code: "invalid_request", template: "/v1/voices"})
+	}
+	o.run(h, exchange{name: "auto video, catalogued voice", method: "POST", path: "/v1/videos", key: key,
+		body: []byte(`{"mode":"auto","prompt":"a kite","voice_id":"en-us+f3"}`), status: 201, template: "/v1/videos"})
 
 	// A failed video.
 	if _, err := h.admin.FailVideo(ctx, autoID, "GPU node lost"); err != nil {
@@ -404,6 +428,7 @@ func TestOpenAPIDocumentMatchesServer(t *testing.T) {
 		{name: "private image address", body: []byte(`{"mode":"manual","prompt":"x","model":"kling-2.5-turbo-pro","image_url":"https://127.0.0.1/a.png"}`), code: "invalid_url"},
 		{name: "plain http image", body: []byte(`{"mode":"manual","prompt":"x","image_url":"http://a.example.com/a.png"}`), req: reqInvalid, code: "invalid_url"},
 		{name: "non-ASCII idempotency key", body: []byte(`{"mode":"auto","prompt":"x"}`), headers: []string{"Idempotency-Key", "clé"}, req: reqInvalid, code: "invalid_request"},
+		{name: "voice not in the catalogue", body: []byte(`{"mode":"auto","prompt":"x","voice_id":"en-uss"}`), code: "invalid_request"},
 	} {
 		x.method, x.path, x.key, x.status, x.template = "POST", "/v1/videos", key, 400, "/v1/videos"
 		o.run(h, x)
