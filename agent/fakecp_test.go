@@ -180,6 +180,13 @@ func (f *fakeCP) lease(w http.ResponseWriter, r *http.Request, _ string) {
 	f.mu.Unlock()
 	for {
 		f.mu.Lock()
+		// Like the real listener, which places for the node on every try: a
+		// credential forgotten while the poll waited gets no task.
+		if _, known := f.creds[bearer(r)]; !known {
+			f.mu.Unlock()
+			apiErr(w, http.StatusUnauthorized, "unauthorized", "unknown credential")
+			return
+		}
 		if len(f.queue) > 0 {
 			a := f.queue[0]
 			f.queue = f.queue[1:]

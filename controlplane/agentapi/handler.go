@@ -36,7 +36,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"runtime/debug"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -128,7 +127,7 @@ func Handler(cfg Config) http.Handler {
 	}
 	s := &server{cfg: cfg, fsm: cfg.FSM, log: cfg.Logger, notify: cfg.Notifier}
 	r := chi.NewRouter()
-	r.Use(s.requestID, s.observe, s.recoverer)
+	r.Use(s.requestID, s.observe, apierr.Recoverer(s.log, "agent"))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.New(http.StatusNotFound, apierr.CodeNotFound,
 			fmt.Sprintf("no agent endpoint %s %s; the agent protocol lives under /agent/v1", r.Method, r.URL.Path)))
@@ -176,49 +175,11 @@ func (s *server) requestID(next http.Handler) http.Handler {
 	})
 }
 
-func (s *server) recoverer(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				s.log.Error("panic serving agent request", "request_id", apierr.RequestID(r.Context()),
-					"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-				apierr.Write(w, r, apierr.Internal())
-			}
-		}()
-		next.ServeHTTP(w, r)
-	})
-}
-
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusWriter) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
-	return s.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection.
-func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
 // observe logs every request as one structured line with the node and task it was about.
 func (s *server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &apierr.StatusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
 		route := chi.RouteContext(r.Context()).RoutePattern()
 		if route == "" {
@@ -226,11 +187,11 @@ func (s *server) observe(next http.Handler) http.Handler {
 		}
 		ri := info(r)
 		lvl := slog.LevelInfo
-		if sw.status < 400 && (route == "/agent/v1/heartbeat" || (route == "/agent/v1/lease" && sw.status == http.StatusNoContent)) {
+		if sw.Status < 400 && (route == "/agent/v1/heartbeat" || (route == "/agent/v1/lease" && sw.Status == http.StatusNoContent)) {
 			lvl = slog.LevelDebug // routine: every node, every few seconds
 		}
 		s.log.Log(r.Context(), lvl, "agent request", "request_id", apierr.RequestID(r.Context()),
-			"method", r.Method, "route", route, "status", sw.status,
+			"method", r.Method, "route", route, "status", sw.Status,
 			"duration_ms", float64(time.Since(start).Microseconds())/1000,
 			"node_id", ri.nodeID, "task_id", ri.taskID)
 	})

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -24,46 +23,11 @@ func (a *API) requestID(next http.Handler) http.Handler {
 	})
 }
 
-func (a *API) recoverer(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				a.log.Error("panic serving request", "request_id", apierr.RequestID(r.Context()),
-					"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-				apierr.Write(w, r, apierr.Internal())
-			}
-		}()
-		next.ServeHTTP(w, r)
-	})
-}
-
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusWriter) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
-	return s.ResponseWriter.Write(b)
-}
-
 // observe logs every request as one structured line and records its metrics.
 func (a *API) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &apierr.StatusWriter{ResponseWriter: w}
 		hold := &principalHolder{}
 		r = r.WithContext(context.WithValue(r.Context(), holderKey{}, hold))
 		next.ServeHTTP(sw, r)
@@ -72,9 +36,9 @@ func (a *API) observe(next http.Handler) http.Handler {
 			route = "unmatched"
 		}
 		d := time.Since(start)
-		a.metrics.observe(r.Method, route, sw.status, d)
+		a.metrics.observe(r.Method, route, sw.Status, d)
 		a.log.Info("request", "request_id", apierr.RequestID(r.Context()), "method", r.Method,
-			"route", route, "status", sw.status, "duration_ms", float64(d.Microseconds())/1000,
+			"route", route, "status", sw.Status, "duration_ms", float64(d.Microseconds())/1000,
 			"account_id", hold.p.AccountID)
 	})
 }

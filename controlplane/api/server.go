@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/blob"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 )
@@ -103,7 +104,7 @@ func (a *API) Close() { a.lim.close() }
 
 func (a *API) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(a.requestID, a.recoverer, a.observe, a.limitBody)
+	r.Use(a.requestID, apierr.Recoverer(a.log, "public API"), a.observe, a.limitBody)
 	r.NotFound(a.notFound)
 	r.MethodNotAllowed(a.methodNotAllowed)
 	r.Get("/", a.root)

@@ -1,0 +1,53 @@
+package apierr
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+)
+
+// Recoverer turns a panic in a handler into a logged 500 with the envelope, so one
+// bad request never takes a listener down. what names the listener in the log.
+func Recoverer(log *slog.Logger, what string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer func() {
+				if v := recover(); v != nil {
+					if v == http.ErrAbortHandler {
+						panic(v)
+					}
+					log.Error("panic serving "+what+" request", "request_id", RequestID(r.Context()),
+						"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+					Write(w, r, Internal())
+				}
+			}()
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// StatusWriter remembers the status a handler answered with, for logs and metrics.
+type StatusWriter struct {
+	http.ResponseWriter
+	Status int
+}
+
+// WriteHeader records the first status written.
+func (s *StatusWriter) WriteHeader(code int) {
+	if s.Status == 0 {
+		s.Status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// Write records an implicit 200.
+func (s *StatusWriter) Write(b []byte) (int, error) {
+	if s.Status == 0 {
+		s.Status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (s *StatusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
