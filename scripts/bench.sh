@@ -24,5 +24,13 @@ $bin bench create --server http://127.0.0.1:18080 --admin-server http://127.0.0.
   --admin-token "$token" --accounts 64 --concurrency 64 --duration "${BENCH_DURATION:-20s}"
 
 echo
-echo "== Go benchmarks"
-go test -run '^$' -bench . -benchmem ./models/ ./scheduler/ ./controlplane/... 2>/dev/null | grep -E '^(Benchmark|ok|PASS|FAIL)' || true
+echo "== placement: 10,000 nodes, 100,000 queued tasks"
+go test -run '^$' -bench Placement -benchtime 3s ./scheduler/ | grep -E '^Benchmark'
+
+echo
+echo "== dispatch: scheduler vs Postgres FOR UPDATE SKIP LOCKED (needs PostgreSQL at 127.0.0.1:5432)"
+go test -run '^$' -bench Dispatch -benchtime 3s ./bench/ | grep -E '^Benchmark|SKIP'
+
+echo
+echo "== pipeline overhead: 30 s 720p auto video vs one plain encode"
+go test -run '^$' -bench 'AutoVideo30s720p|PlainEncode30s720p' -benchtime 1x -count 3 ./pipeline/ | grep -E '^Benchmark'
