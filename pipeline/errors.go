@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
@@ -46,7 +47,9 @@ func (e *ToolError) Error() string {
 	if msg == "" {
 		msg = "(no stderr)"
 	}
-	return fmt.Sprintf("%s exited with status %d: %s", e.Tool, e.ExitCode, msg)
+	// The program's base name only: this text can reach API clients in a failed
+	// video's error message, and the node's paths are none of their business.
+	return fmt.Sprintf("%s exited with status %d: %s", filepath.Base(e.Tool), e.ExitCode, msg)
 }
 
 // Unwrap makes errors.Is(err, ErrToolFailed) true.

@@ -82,10 +82,10 @@ func (r *ExternalRunner) Render(ctx context.Context, req RenderRequest, progress
 		OnStdoutLine: externalProgress(rep),
 	})
 	if err != nil {
-		return fmt.Errorf("external runner %s for model %s: %w", r.Command[0], req.Model, err)
+		return fmt.Errorf("external runner %s for model %s: %w", filepath.Base(r.Command[0]), req.Model, err)
 	}
 	if err := checkOutput(req.OutputPath); err != nil {
-		return fmt.Errorf("external runner %s for model %s: %w", r.Command[0], req.Model, err)
+		return fmt.Errorf("external runner %s for model %s: %w", filepath.Base(r.Command[0]), req.Model, err)
 	}
 	rep.report(100)
 	return nil
