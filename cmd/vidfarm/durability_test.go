@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -88,67 +87,19 @@ func (l *lockedBuffer) String() string {
 // port, and learns the addresses from its "control plane ready" log line.
 func startServer(t *testing.T, dataDir string) *proc {
 	t.Helper()
-	cmd := exec.Command(vidfarmBinary(t), "server", "--data-dir", dataDir,
+	p, m := startProc(t, "server", []string{"server", "--data-dir", dataDir,
 		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--raft-listen", "127.0.0.1:0", "--agent-listen", "127.0.0.1:0",
 		"--admin-token", durabilityToken, "--rate-limits=false", "--log-level", "info",
 		// File URLs start with the public URL; a fixed one keeps replayed bodies
 		// identical although the port changes with every start.
-		"--public-url", "http://vidfarm.test")
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "VIDFARM_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
+		"--public-url", "http://vidfarm.test"}, nil, "control plane ready")
+	pub, _ := m["public"].(string)
+	adm, _ := m["admin"].(string)
+	if pub == "" || adm == "" {
+		t.Fatalf("ready line without addresses: %v", m)
 	}
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{t: t, cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
-	ready := make(chan map[string]any, 1)
-	scanDone := make(chan struct{})
-	go func() {
-		defer close(scanDone)
-		sc := bufio.NewScanner(pipe)
-		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Bytes()
-			p.stderr.Write(append(bytes.Clone(line), '\n'))
-			var m map[string]any
-			if json.Unmarshal(line, &m) == nil && m["msg"] == "control plane ready" {
-				select {
-				case ready <- m:
-				default:
-				}
-			}
-		}
-	}()
-	go func() {
-		<-scanDone // Wait must not close the pipe before the scanner has read it
-		p.exited <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			<-p.exited
-		}
-	})
-	select {
-	case m := <-ready:
-		pub, _ := m["public"].(string)
-		adm, _ := m["admin"].(string)
-		if pub == "" || adm == "" {
-			t.Fatalf("ready line without addresses: %v", m)
-		}
-		p.public = "http://" + pub
-		p.admin = &admin.Client{Server: "http://" + adm, Token: durabilityToken}
-	case err := <-p.exited:
-		t.Fatalf("server exited before it was ready (%v):\n%s", err, p.stderr)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("server not ready after 60 s:\n%s", p.stderr)
-	}
+	p.public = "http://" + pub
+	p.admin = &admin.Client{Server: "http://" + adm, Token: durabilityToken}
 	return p
 }
 
