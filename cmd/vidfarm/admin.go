@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vidfarm/vidfarm/controlplane/admin"
+	"github.com/vidfarm/vidfarm/controlplane/apierr"
 )
 
 const adminUsage = `usage: vidfarm admin [--server URL] [--admin-token T] <command>
@@ -83,6 +85,12 @@ func runAdmin(args []string) error {
 	default:
 		fs.Usage()
 		return fmt.Errorf("unknown admin command %q", cmd)
+	}
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		// Scripts read stdout: an API refusal is JSON there too (the envelope), and
+		// the exit status says it failed.
+		_ = printJSON(map[string]any{"error": ae})
 	}
 	if err != nil {
 		return err
