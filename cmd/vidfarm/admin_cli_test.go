@@ -1,0 +1,60 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"testing"
+)
+
+// adminCLI runs `vidfarm admin` against p and decodes its JSON output.
+func adminCLI(t *testing.T, p *proc, args ...string) (map[string]any, int) {
+	t.Helper()
+	full := append([]string{"admin", "--server", p.admin.Server, "--admin-token", durabilityToken}, args...)
+	out, err := exec.Command(vidfarmBinary(t), full...).Output()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("vidfarm %v: %v", full, err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(out, &m); err != nil {
+		t.Fatalf("vidfarm %v printed no JSON (%v): %s", full, err, out)
+	}
+	return m, code
+}
+
+// TestAdminCLI drives every admin command of the issue through the real binary
+// and checks the JSON each prints, and that a refusal is the envelope with exit 1.
+func TestAdminCLI(t *testing.T) {
+	p := startServer(t, t.TempDir())
+	acct, code := adminCLI(t, p, "account", "create", "--name", "Acme", "--plan", "free", "--credits", "5")
+	id, _ := acct["account_id"].(string)
+	if code != 0 || id == "" || acct["api_key"] == nil {
+		t.Fatalf("account create: exit %d, %v", code, acct)
+	}
+	key, code := adminCLI(t, p, "key", "create", "--account", id)
+	keyID, _ := key["key_id"].(string)
+	if code != 0 || keyID == "" || key["api_key"] == nil {
+		t.Fatalf("key create: exit %d, %v", code, key)
+	}
+	if r, code := adminCLI(t, p, "credits", "grant", "--account", id, "--amount", "100"); code != 0 || r["credits"] != float64(105) {
+		t.Fatalf("credits grant: exit %d, %v", code, r)
+	}
+	if r, code := adminCLI(t, p, "plan", "set", "--account", id, "--plan", "max"); code != 0 || r["plan"] != "max" || r["premium"] != true {
+		t.Fatalf("plan set: exit %d, %v", code, r)
+	}
+	if r, code := adminCLI(t, p, "key", "revoke", "--key", keyID); code != 0 || r["revoked"] != true {
+		t.Fatalf("key revoke: exit %d, %v", code, r)
+	}
+	if r := p.call("GET", "/v1/me", key["api_key"].(string), ""); r.status != 401 {
+		t.Fatalf("revoked key still works: %d", r.status)
+	}
+	r, code := adminCLI(t, p, "account", "get", "--account", "acct_nope")
+	e, _ := r["error"].(map[string]any)
+	if code != 1 || e == nil || e["code"] != "account_not_found" {
+		t.Fatalf("unknown account: exit %d, %v", code, r)
+	}
+}
