@@ -16,6 +16,7 @@ import (
 const benchUsage = `usage: vidfarm bench <command>
 
   create   closed-loop POST /v1/videos load against a live control plane
+  sim      discrete-event simulation of a farm on the real scheduler
 `
 
 func runBench(args []string) error {
@@ -26,6 +27,8 @@ func runBench(args []string) error {
 	switch args[0] {
 	case "create":
 		return runBenchCreate(args[1:])
+	case "sim":
+		return runBenchSim(args[1:])
 	}
 	fmt.Fprint(os.Stderr, benchUsage)
 	return fmt.Errorf("unknown bench command %q", args[0])
