@@ -332,6 +332,16 @@ func TestDrainFinishesRunningTaskThenDeregisters(t *testing.T) {
 	first := assignment("vid_drain1", "render", scheduler.KindRender, v)
 	f.enqueue(first)
 	waitFor(t, "the first task to be leased", func() bool { return len(f.snapshot().leased) == 1 })
+	// The fake records a lease when it answers; the agent holds the task once it
+	// heartbeats it. Cancelling before that would drop the answer, not drain a task.
+	waitFor(t, "a heartbeat holding the first task", func() bool {
+		for _, hb := range f.snapshot().heartbeats {
+			if len(hb.Leases) == 1 && hb.Leases[0].TaskID == first.TaskID {
+				return true
+			}
+		}
+		return false
+	})
 	asks := f.snapshot().leaseAsks // the only worker is busy from here on
 	second := assignment("vid_drain2", "render", scheduler.KindRender, v)
 	f.enqueue(second)
