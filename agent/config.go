@@ -29,11 +29,6 @@ const (
 	// DefaultDrainTimeout is how long a stopping agent waits for its
 	// running tasks before it cancels them and hands them back.
 	DefaultDrainTimeout = 2 * time.Minute
-	// DefaultSceneModel renders the scenes of auto videos whose request
-	// names no model: an open-weights model that offers 720p at 16:9 and
-	// 9:16. Give it an external runner (Config.Runners) to render scenes
-	// with the real model; otherwise the procedural runner draws them.
-	DefaultSceneModel = "wan-2.2-a14b"
 	// DefaultRetryBackoff is the first pause after a failed call to the
 	// control plane; it doubles on every further failure, up to maxBackoff.
 	DefaultRetryBackoff = time.Second
@@ -86,9 +81,6 @@ type Config struct {
 	// Models are the model ids the node can render. Default: every model
 	// of the catalog (models.IDs()).
 	Models []string
-	// SceneModel renders auto-video scenes when the video names no model.
-	// Default: DefaultSceneModel.
-	SceneModel string
 
 	// AllowPrivateInputs lets manual renders fetch input images from
 	// loopback, private and link-local addresses. A development switch:
@@ -163,9 +155,6 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RetryBackoff <= 0 {
 		c.RetryBackoff = DefaultRetryBackoff
-	}
-	if c.SceneModel == "" {
-		c.SceneModel = DefaultSceneModel
 	}
 	if c.Models == nil {
 		c.Models = models.IDs()

@@ -38,7 +38,7 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Server != "http://cp:7443" || c.CPUSlots < 1 || c.VirtualGPUs != DefaultVirtualGPUs || c.DrainTimeout != DefaultDrainTimeout ||
-		c.SceneModel != DefaultSceneModel || len(c.Models) != 32 || c.WorkDir == "" || c.Tools == nil || c.Logger == nil ||
+		len(c.Models) != 32 || c.WorkDir == "" || c.Tools == nil || c.Logger == nil ||
 		c.HTTPClient == nil || c.Discover == nil || c.RetryBackoff != DefaultRetryBackoff {
 		t.Errorf("defaults: %+v", c)
 	}

@@ -62,7 +62,7 @@
 //   - scene-NNNN: scene N (from 1) of plan.json rendered from its Visual
 //     for its duration, at the video's resolution (default 720p), 16:9 or
 //     9:16 by orientation, with a seed derived from the video id and N, by
-//     the runner of the video's model or Config.SceneModel → clip.mp4.
+//     the runner of the model the task was placed for (Assignment.Model) → clip.mp4.
 //   - composite: plan.json, lines.json and its WAVs, every scene's clip.mp4
 //     and the stock avatar (the video's or pipeline.DefaultAvatar; an id
 //     that is not a stock avatar falls back to the default, with a warning,

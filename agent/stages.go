@@ -301,13 +301,15 @@ func (j *job) scene(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("scene: %w", err)
 	}
-	model := j.v.Model
+	// The control plane placed the scene for a model (the node advertised it);
+	// render with that one. An assignment without one names the catalog's.
+	model := j.asg.Model
 	if model == "" {
-		model = j.a.cfg.SceneModel
+		model = models.AutoSceneModel
 	}
 	resolution := j.v.Resolution
 	if resolution == "" {
-		resolution = pipeline.DefaultCompositeResolution
+		resolution = models.AutoResolution
 	}
 	clip := j.path("out", ClipFile)
 	j.t.setPercent(5)

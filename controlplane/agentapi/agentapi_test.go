@@ -11,6 +11,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/agentapi"
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/models"
 	"github.com/vidfarm/vidfarm/scheduler"
 	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
@@ -84,10 +85,11 @@ func TestTaskLifecycle(t *testing.T) {
 	render, r := e.lease(cred, 5)
 	want(t, r, http.StatusOK, "")
 	if render.Name != scheduler.NameRender || render.Kind != scheduler.KindRender || render.Attempt != 1 ||
-		render.TaskID != vid+"/render" || render.Token == 0 || len(render.GPUIDs) != 1 || !render.Deadline.After(time.Now()) {
+		render.TaskID != vid+"/render" || render.Token == 0 || len(render.GPUIDs) != 1 || !render.Deadline.After(time.Now()) ||
+		render.Model != models.AutoSceneModel {
 		t.Fatalf("first assignment: %+v", render)
 	}
-	if v := render.Video; v.ID != vid || v.Mode != fsm.ModeManual || v.Model != fsm.AutoSceneModel || v.Resolution != "720p" ||
+	if v := render.Video; v.ID != vid || v.Mode != fsm.ModeManual || v.Model != models.AutoSceneModel || v.Resolution != "720p" ||
 		v.Prompt != "a red fox in the snow" || v.DurationSeconds != 5 || v.AspectRatio != "16:9" {
 		t.Fatalf("assignment's video: %+v", v)
 	}

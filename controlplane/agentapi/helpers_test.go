@@ -20,6 +20,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/blob"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/controlplane/raftnode"
+	"github.com/vidfarm/vidfarm/models"
 	"github.com/vidfarm/vidfarm/scheduler"
 	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
@@ -171,7 +172,7 @@ func want(t *testing.T, r resp, status int, code string) {
 // capacity is a node that can take every task of a manual wan-2.2 video.
 func capacity(host string) wire.Capacity {
 	return wire.Capacity{
-		Hostname: host, CPUSlots: 2, Tools: []string{"ffmpeg", "espeak-ng"}, Models: []string{fsm.AutoSceneModel},
+		Hostname: host, CPUSlots: 2, Tools: []string{"ffmpeg", "espeak-ng"}, Models: []string{models.AutoSceneModel},
 		GPUs: []scheduler.GPU{{ID: "GPU-0", MemoryTotalGB: 80, MemoryFreeGB: 80}},
 	}
 }
@@ -206,7 +207,7 @@ func (e *env) createVideo() string {
 	}
 	id := fmt.Sprintf("vid_%d", now)
 	if _, err := e.node.Apply(ctx, &fsm.CreateVideo{VideoID: id, AccountID: e.account, Price: 40, Now: now,
-		Spec: fsm.Spec{Mode: fsm.ModeManual, Prompt: "a red fox in the snow", Model: fsm.AutoSceneModel,
+		Spec: fsm.Spec{Mode: fsm.ModeManual, Prompt: "a red fox in the snow", Model: models.AutoSceneModel,
 			Resolution: "720p", DurationSeconds: 5, Operation: "text_to_video", AspectRatio: "16:9"}}); err != nil {
 		e.t.Fatalf("create video: %v", err)
 	}

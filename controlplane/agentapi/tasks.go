@@ -139,7 +139,7 @@ func (s *server) lease(w http.ResponseWriter, r *http.Request) {
 func (s *server) assignment(l scheduler.Lease) wire.Assignment {
 	a := wire.Assignment{
 		TaskID: l.TaskID, Token: l.Token, Name: strings.TrimPrefix(l.TaskID, l.VideoID+"/"),
-		Kind: l.Kind, Attempt: l.Attempt, GPUIDs: l.GPUIDs, Deadline: l.Deadline,
+		Kind: l.Kind, Attempt: l.Attempt, Model: l.Req.Model, GPUIDs: l.GPUIDs, Deadline: l.Deadline,
 		Video: wire.Video{ID: l.VideoID},
 	}
 	if t, ok := s.fsm.Task(l.TaskID); ok {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vidfarm/vidfarm/models"
 	"github.com/vidfarm/vidfarm/scheduler"
 )
 
@@ -188,7 +189,7 @@ func (s *state) addScenes(v *Video, n int, now int64) error {
 	if n < 1 || n > scheduler.MaxScenes {
 		return fmt.Errorf("plan reported %d scenes; want 1..%d", n, scheduler.MaxScenes)
 	}
-	req, err := modelRequirements(AutoSceneModel, AutoSceneResolution)
+	req, err := modelRequirements(models.AutoSceneModel, models.AutoResolution)
 	if err != nil {
 		return err
 	}

@@ -7,13 +7,6 @@ import (
 	"github.com/vidfarm/vidfarm/scheduler"
 )
 
-// Auto videos render their scenes with one catalog model at one resolution; the
-// model's requirements decide which nodes may take a scene.
-const (
-	AutoSceneModel      = "wan-2.2-a14b"
-	AutoSceneResolution = "720p"
-)
-
 // priority orders work across accounts: Max plans are served before Pro; fair
 // share applies within a plan.
 func priority(plan string) int {

@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/models"
 	"github.com/vidfarm/vidfarm/scheduler"
 )
 
@@ -90,7 +91,7 @@ func genNodeSpec(t *rapid.T) scheduler.Node {
 		n.Tools = []string{"ffmpeg", "espeak-ng"}
 	}
 	if rapid.IntRange(0, 3).Draw(t, "models") > 0 {
-		n.Models = []string{fsm.AutoSceneModel}
+		n.Models = []string{models.AutoSceneModel}
 	}
 	return n
 }

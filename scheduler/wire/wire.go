@@ -196,14 +196,17 @@ type Video struct {
 // Assignment is a leased task: run it, report progress, upload its artifacts,
 // complete or fail it before Deadline (heartbeats move the deadline).
 type Assignment struct {
-	TaskID   string         `json:"task_id"`
-	Token    uint64         `json:"token"`
-	Name     string         `json:"name"` // "render", "plan", "scene-0003", ...
-	Kind     scheduler.Kind `json:"kind"`
-	Attempt  int            `json:"attempt"`
-	GPUIDs   []string       `json:"gpu_ids,omitempty"`
-	Deadline time.Time      `json:"deadline"`
-	Video    Video          `json:"video"`
+	TaskID  string         `json:"task_id"`
+	Token   uint64         `json:"token"`
+	Name    string         `json:"name"` // "render", "plan", "scene-0003", ...
+	Kind    scheduler.Kind `json:"kind"`
+	Attempt int            `json:"attempt"`
+	// Model is the catalog model the task was placed for (a node's runner for it
+	// renders the task); empty for CPU tasks.
+	Model    string    `json:"model,omitempty"`
+	GPUIDs   []string  `json:"gpu_ids,omitempty"`
+	Deadline time.Time `json:"deadline"`
+	Video    Video     `json:"video"`
 	// Inputs are the artifacts of the video's finished tasks, by name
 	// ("plan/plan.json", "tts/voice.json", "scene-0001/clip.mp4", "render/clip.mp4"),
 	// each a blob key to GET.
