@@ -25,7 +25,7 @@ type ExpireResult struct {
 func (s *State) Expire(now time.Time) ExpireResult {
 	at := ms(now)
 	var res ExpireResult
-	for len(s.leaseHeap) > 0 && s.leaseHeap[0].lease.deadline <= at {
+	for s.leaseDue(at) {
 		t := s.leaseHeap[0]
 		res.Leases = append(res.Leases, t.leaseInfo())
 		res.Expired = append(res.Expired, s.failAttempt(t, "lease expired", at))
@@ -33,7 +33,7 @@ func (s *State) Expire(now time.Time) ExpireResult {
 	if s.cfg.NodeTimeout > 0 {
 		limit := at - s.cfg.NodeTimeout.Milliseconds()
 		for id, n := range s.nodes { // order-independent: each node on its own; output sorted
-			if !n.down && n.lastHB <= limit {
+			if n.silent(limit) {
 				s.countCapable(n, -1)
 				n.down = true
 				res.NodesDown = append(res.NodesDown, id)
@@ -122,16 +122,24 @@ func (s *State) leaseDown(i int) bool {
 // leader can ask it every second and propose Expire only when there is work.
 func (s *State) ExpiryDue(now time.Time) bool {
 	at := ms(now)
-	if len(s.leaseHeap) > 0 && s.leaseHeap[0].lease.deadline <= at {
+	if s.leaseDue(at) {
 		return true
 	}
 	if s.cfg.NodeTimeout > 0 {
 		limit := at - s.cfg.NodeTimeout.Milliseconds()
 		for _, n := range s.nodes {
-			if !n.down && n.lastHB <= limit {
+			if n.silent(limit) {
 				return true
 			}
 		}
 	}
 	return false
 }
+
+// leaseDue reports whether the earliest lease deadline is at or before at.
+func (s *State) leaseDue(at int64) bool {
+	return len(s.leaseHeap) > 0 && s.leaseHeap[0].lease.deadline <= at
+}
+
+// silent reports whether a live node's last heartbeat is at or before limit.
+func (n *node) silent(limit int64) bool { return !n.down && n.lastHB <= limit }

@@ -39,7 +39,11 @@ func TestExpiryDueMatchesExpire(t *testing.T) {
 	if s.ExpiryDue(t0.Add(10 * time.Second)) {
 		t.Fatal("still due right after Expire")
 	}
-	if !s.ExpiryDue(t0.Add(DefaultNodeTimeout + time.Second)) {
-		t.Fatal("a silent node is not reported as due")
+	// The node last spoke at the Place at t0: due exactly NodeTimeout later, not before.
+	if s.ExpiryDue(t0.Add(DefaultNodeTimeout - time.Millisecond)) {
+		t.Fatal("a node reported silent before its timeout")
+	}
+	if !s.ExpiryDue(t0.Add(DefaultNodeTimeout)) {
+		t.Fatal("a silent node is not reported as due at its timeout")
 	}
 }

@@ -108,9 +108,7 @@ func (s *State) Stats() Stats {
 		Accounts:    len(s.accounts),
 		Classes:     len(s.classes),
 	}
-	for _, l := range s.levels {
-		st.ReadyTasks += l.ready
-	}
+	st.ReadyTasks = s.ReadyTasks()
 	for _, n := range s.nodes {
 		if n.down {
 			st.DownNodes++
