@@ -94,10 +94,3 @@ func TestPreviewStill(t *testing.T) {
 		t.Error("bad orientation accepted")
 	}
 }
-
-func TestToolsCheck(t *testing.T) {
-	requireTools(t, "ffmpeg", "ffprobe", "espeak-ng")
-	if err := testTools().Check(testCtx(t)); err != nil {
-		t.Error(err)
-	}
-}

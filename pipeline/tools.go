@@ -1,8 +1,6 @@
 package pipeline
 
 import (
-	"context"
-	"errors"
 	"sync"
 )
 
@@ -45,21 +43,4 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// Check runs each tool once with its version flag and returns an error
-// wrapping ErrToolMissing for every one that is not installed. Agents call it
-// at start to advertise what they can run.
-func (t *Tools) Check(ctx context.Context) error {
-	var errs []error
-	for _, c := range []Command{
-		{Name: t.ffmpegBin(), Args: []string{"-hide_banner", "-version"}},
-		{Name: t.ffprobeBin(), Args: []string{"-hide_banner", "-version"}},
-		{Name: t.espeakBin(), Args: []string{"--version"}},
-	} {
-		if _, err := t.exec().Run(ctx, c); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
 }

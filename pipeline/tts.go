@@ -62,18 +62,18 @@ func espeakArgs(voice, outWAV string) []string {
 	return []string{"-v", voice, "-s", strconv.Itoa(SpeechRate), "-w", outWAV, "--stdin"}
 }
 
-// espeakVoice returns the espeak-ng -v argument of a voice id.
+// espeakVoice returns the espeak-ng -v argument of a voice id. It runs once per
+// spoken line, so it reads the cache in place rather than copying the list.
 func (t *Tools) espeakVoice(ctx context.Context, id string) (string, error) {
-	voices, err := t.ListVoices(ctx)
-	if err != nil {
-		return "", err
-	}
 	t.voicesMu.Lock()
 	defer t.voicesMu.Unlock()
+	if err := t.loadVoicesLocked(ctx); err != nil {
+		return "", err
+	}
 	if arg, ok := t.voiceArgs[id]; ok {
 		return arg, nil
 	}
-	return "", fmt.Errorf("%w: %q (see ListVoices for the %d ids)", ErrUnknownVoice, id, len(voices))
+	return "", fmt.Errorf("%w: %q (see ListVoices for the %d ids)", ErrUnknownVoice, id, len(t.voices))
 }
 
 // SpokenLine is one narration line as spoken by the tts stage.

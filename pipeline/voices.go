@@ -39,18 +39,26 @@ var voiceVariants = []string{"f1", "f2", "f3", "f4", "f5", "m1", "m2", "m3", "m4
 func (t *Tools) ListVoices(ctx context.Context) ([]Voice, error) {
 	t.voicesMu.Lock()
 	defer t.voicesMu.Unlock()
+	if err := t.loadVoicesLocked(ctx); err != nil {
+		return nil, err
+	}
+	return append([]Voice(nil), t.voices...), nil
+}
+
+// loadVoicesLocked fills the voice cache on first use; the caller holds voicesMu.
+func (t *Tools) loadVoicesLocked(ctx context.Context) error {
 	if t.voices == nil {
 		langs, err := t.exec().Run(ctx, Command{Name: t.espeakBin(), Args: []string{"--voices"}})
 		if err != nil {
-			return nil, fmt.Errorf("list voices: %w", err)
+			return fmt.Errorf("list voices: %w", err)
 		}
 		variants, err := t.exec().Run(ctx, Command{Name: t.espeakBin(), Args: []string{"--voices=variant"}})
 		if err != nil {
-			return nil, fmt.Errorf("list voice variants: %w", err)
+			return fmt.Errorf("list voice variants: %w", err)
 		}
 		t.voices, t.voiceArgs = buildVoices(parseVoiceTable(string(langs)), parseVoiceTable(string(variants)))
 	}
-	return append([]Voice(nil), t.voices...), nil
+	return nil
 }
 
 // voiceRow is one row of `espeak-ng --voices` output.

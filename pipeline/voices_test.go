@@ -98,7 +98,4 @@ func TestMissingToolIsErrToolMissing(t *testing.T) {
 	if _, err := tools.Probe(context.Background(), "x.mp4"); !errors.Is(err, ErrToolMissing) {
 		t.Errorf("Probe: %v", err)
 	}
-	if err := tools.Check(context.Background()); !errors.Is(err, ErrToolMissing) {
-		t.Errorf("Check: %v", err)
-	}
 }
