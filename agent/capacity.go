@@ -99,10 +99,13 @@ type Tool struct {
 
 // InstalledTools returns the names of the tools found on PATH, in the order of
 // Capacity.Tools: what the node advertises to the scheduler.
-func (c Capacity) InstalledTools() []string {
+func (c Capacity) InstalledTools() []string { return c.tools(true) }
+
+// tools lists the names of the tools whose Found is found.
+func (c Capacity) tools(found bool) []string {
 	var out []string
 	for _, t := range c.Tools {
-		if t.Found {
+		if t.Found == found {
 			out = append(out, t.Name)
 		}
 	}

@@ -108,7 +108,7 @@ func newAgent(ctx context.Context, cfg Config) (*agent, error) {
 	voices, skipped, err := wireVoices(ctx, cfg.Tools, c)
 	switch {
 	case errors.Is(err, errNoEspeak):
-		// missingTools below says so
+		// the missing-tools warning below says so
 	case err != nil:
 		log.Warn("cannot list espeak-ng's voices: this node registers none", "err", err)
 	case skipped > 0:
@@ -135,7 +135,7 @@ func newAgent(ctx context.Context, cfg Config) (*agent, error) {
 	for model, argv := range cfg.Runners {
 		log.Info("external runner", "model", model, "command", argv)
 	}
-	if missing := missingTools(c); len(missing) > 0 {
+	if missing := c.tools(false); len(missing) > 0 {
 		log.Warn("tools missing: tasks that need them are not offered to this node", "missing", missing)
 	}
 	if err := prepareWorkDir(cfg.WorkDir); err != nil {
@@ -151,16 +151,6 @@ func newAgent(ctx context.Context, cfg Config) (*agent, error) {
 		hbNow:    make(chan struct{}, 1),
 		fatal:    make(chan error, 1),
 	}, nil
-}
-
-func missingTools(c Capacity) []string {
-	var out []string
-	for _, t := range c.Tools {
-		if !t.Found {
-			out = append(out, t.Name)
-		}
-	}
-	return out
 }
 
 func (a *agent) run(ctx context.Context) error {

@@ -89,9 +89,9 @@ var blockedPrefixes = []netip.Prefix{
 // blockedAddr reports whether an input must not be fetched from ip.
 func blockedAddr(ip netip.Addr) bool {
 	ip = ip.Unmap()
-	if !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() ||
-		ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() || ip.IsMulticast() ||
-		ip.IsUnspecified() || !ip.IsGlobalUnicast() {
+	// Not global unicast covers invalid, unspecified, loopback, link-local and
+	// multicast addresses; private ranges are global unicast, so they are named.
+	if !ip.IsGlobalUnicast() || ip.IsPrivate() {
 		return true
 	}
 	for _, p := range blockedPrefixes {
