@@ -45,6 +45,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/vidfarm/vidfarm/models"
@@ -171,6 +172,8 @@ type sim struct {
 	rec      *recorder
 	eventsN  int
 	sceneSec int
+	// catalog holds the models the workload uses, read once: models.Get copies.
+	catalog map[string]models.Model
 }
 
 // Simulate runs the workload on the fleet for cfg.Hours of simulated time
@@ -205,6 +208,13 @@ func Simulate(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 	}
 	if wl.Auto != nil && wl.Auto.SceneSeconds > 0 {
 		s.sceneSec = wl.Auto.SceneSeconds
+	}
+	s.catalog = map[string]models.Model{}
+	for _, mix := range wl.Manual {
+		s.catalog[mix.Model], _ = models.Get(mix.Model) // validated: it exists
+	}
+	if wl.Auto != nil {
+		s.catalog[wl.Auto.SceneModel], _ = models.Get(wl.Auto.SceneModel)
 	}
 	for _, m := range wl.Manual {
 		s.manualW = append(s.manualW, m.Weight)
@@ -266,7 +276,7 @@ func (s *sim) addNodes() error {
 			n := scheduler.Node{
 				ID:       fmt.Sprintf("%s-%04d", g.Name, i),
 				CPUSlots: g.CPUSlots,
-				Tools:    []string{"espeak-ng", "ffmpeg"},
+				Tools:    nodeTools(),
 				Models:   mods,
 			}
 			for k := 0; k < g.GPUsPerNode; k++ {
@@ -352,6 +362,21 @@ func (s *sim) serviceSeconds(mean float64) float64 {
 }
 
 // gpuReq is what one render of m at res needs from the scheduler.
+// nodeTools are the tools every simulated node has: those the scheduler's CPU
+// stages need, so a new tool there cannot leave simulated tasks unplaceable.
+func nodeTools() []string {
+	var out []string
+	for _, r := range []scheduler.Requirements{scheduler.DefaultPlanReq(), scheduler.DefaultTTSReq(),
+		scheduler.DefaultFinalizeReq(), scheduler.DefaultCompositeReq()} {
+		for _, t := range r.Tools {
+			if !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
 func gpuReq(m models.Model, res string) scheduler.Requirements {
 	return scheduler.Requirements{
 		GPUs:        m.Requirements.GPUCount,
@@ -372,7 +397,7 @@ func (s *sim) arrive() error {
 	var g scheduler.Graph
 	if s.rng.Float64() < s.wl.ManualShare {
 		mix := s.wl.Manual[pickWeighted(s.rng, s.manualW)]
-		m, _ := models.Get(mix.Model)
+		m := s.catalog[mix.Model]
 		v.mode = scheduler.ModeManual
 		v.seconds = mix.Durations[s.rng.IntN(len(mix.Durations))]
 		v.resolution = mix.Resolution
@@ -447,12 +472,13 @@ func (s *sim) taskSeconds(n *simNode, v *simVideo, l scheduler.Lease) float64 {
 	d := float64(v.seconds)
 	switch l.Kind {
 	case scheduler.KindRender, scheduler.KindScene:
-		m, _ := models.Get(l.Req.Model)
-		out := d
+		m := s.catalog[l.Req.Model]
+		out := v.seconds
 		if l.Kind == scheduler.KindScene {
-			out = float64(s.sceneSec)
+			out = s.sceneSec
 		}
-		return m.Requirements.GPUSecondsPerOutputSecond[v.resolution] * out / float64(max(m.Requirements.GPUCount, 1)) / n.speed
+		// GPU-seconds are summed over the render's GPUs; wall time splits them.
+		return m.GPUSeconds(v.resolution, out) / float64(max(m.Requirements.GPUCount, 1)) / n.speed
 	case scheduler.KindFinalize:
 		return finalizeBaseSeconds + finalizePerSecond*d
 	case scheduler.KindPlan:
@@ -480,7 +506,7 @@ func (s *sim) complete(ref scheduler.LeaseRef) error {
 	}
 	v := s.videos[t.video]
 	if out.NeedsScenes {
-		m, _ := models.Get(s.wl.Auto.SceneModel)
+		m := s.catalog[s.wl.Auto.SceneModel]
 		if err := s.st.AddScenes(t.video, v.scenes, gpuReq(m, v.resolution), s.at(s.now)); err != nil {
 			return fmt.Errorf("bench: add scenes to %s: %w", t.video, err)
 		}
