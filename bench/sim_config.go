@@ -194,11 +194,10 @@ func (f Fleet) Validate() error {
 	gpus := 0
 	for i, g := range f.Groups {
 		p := fmt.Sprintf("fleet.groups[%d]", i)
+		if err := checkName(p+".name", "group name", g.Name, names); err != nil {
+			return err
+		}
 		switch {
-		case g.Name == "" || strings.ContainsAny(g.Name, "/ "):
-			return fieldErr(p+".name", "must be non-empty without spaces or '/', got %q", g.Name)
-		case names[g.Name]:
-			return fieldErr(p+".name", "duplicate group name %q", g.Name)
 		case g.Count < 1 || g.Count > 100000:
 			return fieldErr(p+".count", "must be 1..100000, got %d", g.Count)
 		case g.GPUsPerNode < 0 || g.GPUsPerNode > 64:
@@ -210,7 +209,6 @@ func (f Fleet) Validate() error {
 		case !finite(g.CostPerHour) || g.CostPerHour < 0:
 			return fieldErr(p+".cost_per_hour", "must be a number >= 0, got %v", g.CostPerHour)
 		}
-		names[g.Name] = true
 		if g.GPUsPerNode > 0 {
 			if !finite(g.GPUMemoryGB) || g.GPUMemoryGB <= 0 {
 				return fieldErr(p+".gpu_memory_gb", "must be a number > 0, got %v", g.GPUMemoryGB)
@@ -284,17 +282,15 @@ func (w Workload) Validate() error {
 	total := 0.0
 	for i, c := range w.Accounts {
 		p := fmt.Sprintf("workload.accounts[%d]", i)
+		if err := checkName(p+".name", "account class", c.Name, names); err != nil {
+			return err
+		}
 		switch {
-		case c.Name == "" || strings.ContainsAny(c.Name, "/ "):
-			return fieldErr(p+".name", "must be non-empty without spaces or '/', got %q", c.Name)
-		case names[c.Name]:
-			return fieldErr(p+".name", "duplicate account class %q", c.Name)
 		case c.Count < 1 || c.Count > 1000000:
 			return fieldErr(p+".count", "must be 1..1000000, got %d", c.Count)
 		case !finite(c.Share) || c.Share <= 0:
 			return fieldErr(p+".share", "must be > 0, got %v", c.Share)
 		}
-		names[c.Name] = true
 		total += c.Share
 	}
 	if !finite(total) {
@@ -344,5 +340,17 @@ func (a *AutoMix) validate(p string) error {
 			return fieldErr(fmt.Sprintf("%s.durations[%d]", p, j), "must be %d..%d seconds, got %d", models.AutoMinDuration, models.AutoMaxDuration, d)
 		}
 	}
+	return nil
+}
+
+// checkName accepts a unique name without spaces or '/' and records it in seen.
+func checkName(path, what, name string, seen map[string]bool) error {
+	switch {
+	case name == "" || strings.ContainsAny(name, "/ "):
+		return fieldErr(path, "must be non-empty without spaces or '/', got %q", name)
+	case seen[name]:
+		return fieldErr(path, "duplicate %s %q", what, name)
+	}
+	seen[name] = true
 	return nil
 }
