@@ -56,13 +56,7 @@ func Handler(cfg Config) http.Handler {
 	}
 	s := &server{cfg: cfg}
 	r := chi.NewRouter()
-	r.Use(func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			id := ids.New("req")
-			w.Header().Set("X-Request-Id", id)
-			next.ServeHTTP(w, r.WithContext(apierr.WithRequestID(r.Context(), id)))
-		})
-	})
+	r.Use(apierr.RequestIDs, apierr.Recoverer(cfg.Logger, "admin"))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.New(http.StatusNotFound, apierr.CodeNotFound, "no admin endpoint "+r.Method+" "+r.URL.Path))
 	})

@@ -43,7 +43,6 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/blob"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
-	"github.com/vidfarm/vidfarm/controlplane/ids"
 )
 
 // Store proposes commands to the replicated state; raftnode.Node is the real one.
@@ -127,7 +126,7 @@ func Handler(cfg Config) http.Handler {
 	}
 	s := &server{cfg: cfg, fsm: cfg.FSM, log: cfg.Logger, notify: cfg.Notifier}
 	r := chi.NewRouter()
-	r.Use(s.requestID, s.observe, apierr.Recoverer(s.log, "agent"))
+	r.Use(apierr.RequestIDs, s.withInfo, s.observe, apierr.Recoverer(s.log, "agent"))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.New(http.StatusNotFound, apierr.CodeNotFound,
 			fmt.Sprintf("no agent endpoint %s %s; the agent protocol lives under /agent/v1", r.Method, r.URL.Path)))
@@ -165,13 +164,10 @@ func info(r *http.Request) *reqInfo {
 	return &reqInfo{}
 }
 
-func (s *server) requestID(next http.Handler) http.Handler {
+// withInfo gives the request the holder handlers fill for the log line.
+func (s *server) withInfo(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := ids.New("req")
-		w.Header().Set("X-Request-Id", id)
-		ctx := apierr.WithRequestID(r.Context(), id)
-		ctx = context.WithValue(ctx, infoKey{}, &reqInfo{})
-		next.ServeHTTP(w, r.WithContext(ctx))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), infoKey{}, &reqInfo{})))
 	})
 }
 

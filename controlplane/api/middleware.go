@@ -12,16 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
-	"github.com/vidfarm/vidfarm/controlplane/ids"
 )
-
-func (a *API) requestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := ids.New("req")
-		w.Header().Set("X-Request-Id", id)
-		next.ServeHTTP(w, r.WithContext(apierr.WithRequestID(r.Context(), id)))
-	})
-}
 
 // observe logs every request as one structured line and records its metrics.
 func (a *API) observe(next http.Handler) http.Handler {

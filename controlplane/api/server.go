@@ -104,7 +104,7 @@ func (a *API) Close() { a.lim.close() }
 
 func (a *API) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(a.requestID, apierr.Recoverer(a.log, "public API"), a.observe, a.limitBody)
+	r.Use(apierr.RequestIDs, apierr.Recoverer(a.log, "public API"), a.observe, a.limitBody)
 	r.NotFound(a.notFound)
 	r.MethodNotAllowed(a.methodNotAllowed)
 	r.Get("/", a.root)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -127,7 +128,7 @@ func (a *API) listVideos(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	flt := fsm.VideoFilter{Status: q.Get("status"), FolderID: q.Get("folder_id"), Limit: 20, StartingAfter: q.Get("starting_after")}
-	if q.Has("status") && !contains(videoStatuses, flt.Status) {
+	if q.Has("status") && !slices.Contains(videoStatuses, flt.Status) {
 		apierr.Write(w, r, apierr.Invalid("status", fmt.Sprintf("status %q is not valid", flt.Status)).With("allowed", videoStatuses))
 		return
 	}
@@ -157,15 +158,6 @@ func (a *API) listVideos(w http.ResponseWriter, r *http.Request) {
 	}
 	out.Count = len(out.Data)
 	apierr.WriteJSON(w, http.StatusOK, out)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // renderPreview renders a previewed project once the account is premium. The body

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+
+	"github.com/vidfarm/vidfarm/controlplane/ids"
 )
 
 // Recoverer turns a panic in a handler into a logged 500 with the envelope, so one
@@ -51,3 +53,13 @@ func (s *StatusWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (s *StatusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// RequestIDs gives every request a new req_ id: in its context, for errors and
+// logs, and in the X-Request-Id header, for the client.
+func RequestIDs(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := ids.New("req")
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(WithRequestID(r.Context(), id)))
+	})
+}
