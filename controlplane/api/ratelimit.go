@@ -26,6 +26,11 @@ type Limits struct {
 	PerAccount    []Rate
 	CreatePremium []Rate
 	CreateFree    []Rate
+	// Media covers avatar create, brand-from-url, speech and uploads (one shared
+	// budget per account, as the contract lists them on one line).
+	Media []Rate
+	// WebhookWrites covers webhook registration and deletion.
+	WebhookWrites []Rate
 }
 
 // ContractLimits are the limits of the API contract.
@@ -35,6 +40,8 @@ func ContractLimits() Limits {
 		PerAccount:    []Rate{{240, time.Minute}},
 		CreatePremium: []Rate{{6, time.Minute}, {60, time.Hour}, {200, 24 * time.Hour}},
 		CreateFree:    []Rate{{2, time.Minute}, {10, 24 * time.Hour}},
+		Media:         []Rate{{5, time.Minute}, {100, 24 * time.Hour}},
+		WebhookWrites: []Rate{{10, time.Minute}},
 	}
 }
 
@@ -103,6 +110,8 @@ func human(d time.Duration) string {
 type limiters struct {
 	disabled                             bool
 	perKey, perAccount, premium, freeAcc *limitClass
+	// media and webhookWrites are per account; see Limits.
+	media, webhookWrites *limitClass
 }
 
 func newLimiters(l Limits) (*limiters, error) {
@@ -117,6 +126,8 @@ func newLimiters(l Limits) (*limiters, error) {
 		{&out.perAccount, "per_account", l.PerAccount},
 		{&out.premium, "create_premium", l.CreatePremium},
 		{&out.freeAcc, "create_free", l.CreateFree},
+		{&out.media, "media", l.Media},
+		{&out.webhookWrites, "webhook_writes", l.WebhookWrites},
 	} {
 		if *c.dst, err = newClass(c.name, c.rates); err != nil {
 			return nil, err
@@ -127,7 +138,7 @@ func newLimiters(l Limits) (*limiters, error) {
 
 func (l *limiters) close() {
 	ctx := context.Background()
-	for _, c := range []*limitClass{l.perKey, l.perAccount, l.premium, l.freeAcc} {
+	for _, c := range []*limitClass{l.perKey, l.perAccount, l.premium, l.freeAcc, l.media, l.webhookWrites} {
 		c.close(ctx)
 	}
 }
