@@ -2,6 +2,7 @@ package bench
 
 import (
 	"errors"
+	"io"
 	"math"
 	"os"
 	"reflect"
@@ -216,4 +217,18 @@ func cloneWorkload(w Workload) Workload {
 		out.Auto = &a
 	}
 	return out
+}
+
+func mustDecodeFile[T any](tb testing.TB, path string, decode func(io.Reader) (T, error)) T {
+	tb.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	v, err := decode(f)
+	if err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	return v
 }

@@ -16,7 +16,7 @@ import (
 const benchUsage = `usage: vidfarm bench <command>
 
   create   closed-loop POST /v1/videos load against a live control plane
-  sim      discrete-event simulation of a farm on the real scheduler
+  sim      discrete-event simulation of a farm on the real scheduler (-sweep: size a node group)
 `
 
 func runBench(args []string) error {
