@@ -46,10 +46,12 @@ func (p *progress) set(n int64) {
 		_ = p.bar.Set64(n)
 		return
 	}
-	for p.total > 0 && n*10 >= p.next*p.total && p.next <= 10 {
-		fmt.Fprintf(p.w, "%s: %d%% (%d/%d) after %s\n", p.desc, p.next*10, n, p.total, time.Since(p.start).Round(time.Millisecond))
-		p.next++
+	if p.total <= 0 || p.next > 10 || n*10 < p.next*p.total {
+		return
 	}
+	tenth := min(n*10/p.total, 10) // one line however many tenths were crossed
+	fmt.Fprintf(p.w, "%s: %d%% (%d/%d) after %s\n", p.desc, tenth*10, n, p.total, time.Since(p.start).Round(time.Millisecond))
+	p.next = tenth + 1
 }
 
 // finish ends the bar.
