@@ -43,7 +43,6 @@
 package bench
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -105,22 +104,54 @@ type event struct {
 	ref  scheduler.LeaseRef
 }
 
+// eventHeap is a binary min-heap of events by (at, seq), typed so that
+// pushing and popping do not box each event in an interface (container/heap
+// would allocate once per event; a week of a large farm has tens of
+// millions).
 type eventHeap []event
 
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
+func (h eventHeap) less(i, j int) bool {
 	if h[i].at != h[j].at {
 		return h[i].at < h[j].at
 	}
 	return h[i].seq < h[j].seq
 }
-func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
-func (h *eventHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
+
+func (h *eventHeap) push(e event) {
+	*h = append(*h, e)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+}
+
+func (h *eventHeap) pop() event {
+	q := *h
+	top := q[0]
+	last := len(q) - 1
+	q[0] = q[last]
+	q = q[:last]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < len(q) && q.less(l, m) {
+			m = l
+		}
+		if r := l + 1; r < len(q) && q.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+	*h = q
+	return top
 }
 
 type simNode struct {
@@ -247,7 +278,7 @@ func Simulate(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 	step := max(s.horizon/100, time.Nanosecond)
 	nextProgress := step
 	for len(s.events) > 0 {
-		e := heap.Pop(&s.events).(event)
+		e := s.events.pop()
 		if e.at > s.horizon {
 			break
 		}
@@ -288,5 +319,5 @@ func (s *sim) at(d time.Duration) time.Time {
 func (s *sim) push(e event) {
 	s.seq++
 	e.seq = s.seq
-	heap.Push(&s.events, e)
+	s.events.push(e)
 }
