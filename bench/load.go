@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -175,7 +176,8 @@ type videoReply struct {
 }
 
 // call sends one request and decodes the answer; code is "" on want,
-// else the envelope's error code, http_NNN or "transport".
+// else the envelope's error code, http_NNN, "timeout" (no answer within
+// the client's timeout, a minute by default) or "transport".
 func (r *loadRun) call(ctx context.Context, method, path, key string, body []byte, want int) (videoReply, string, error) {
 	var rd io.Reader
 	if body != nil {
@@ -191,6 +193,9 @@ func (r *loadRun) call(ctx context.Context, method, path, key string, body []byt
 	}
 	resp, err := r.cfg.Client.Do(req)
 	if err != nil {
+		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+			return videoReply{}, "timeout", err
+		}
 		return videoReply{}, "transport", err
 	}
 	defer resp.Body.Close()

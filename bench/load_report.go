@@ -20,7 +20,9 @@ type LoadReport struct {
 	Sent     int     `json:"sent"`
 	Accepted int     `json:"accepted"`
 	// Rejected counts the creates not answered 201, by the error
-	// envelope's code (or http_NNN, transport, cut_off).
+	// envelope's code (or http_NNN; timeout: no answer within a minute;
+	// transport: a connection error; cut_off: stopped by the drain or an
+	// interrupt). The last three have no latency.
 	Rejected map[string]int `json:"rejected"`
 	// CreateLatency is from each create's intended send time to its
 	// answer, over every answered create; SendLag from the intended to the
@@ -87,7 +89,7 @@ func (l *loadRecorder) created(code string, latency time.Duration) {
 	} else {
 		l.rejected[code]++
 	}
-	if code != "cut_off" && code != "transport" {
+	if code != "cut_off" && code != "transport" && code != "timeout" {
 		record(l.create, latency)
 	}
 }

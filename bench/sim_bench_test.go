@@ -2,6 +2,7 @@ package bench
 
 import (
 	"os"
+	"runtime/debug"
 	"strconv"
 	"testing"
 )
@@ -16,6 +17,8 @@ func BenchmarkSimWeek1000GPUs(b *testing.B) {
 	if h, err := strconv.ParseFloat(os.Getenv("BENCH_SIM_HOURS"), 64); err == nil {
 		hours = h
 	}
+	// As `vidfarm bench sim` does: collect less often.
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	var rep SimReport
 	for b.Loop() {
 		var err error

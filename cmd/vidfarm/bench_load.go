@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -69,7 +70,9 @@ func runBenchLoad(args []string) error {
 	} else {
 		sending.finish()
 	}
-	if err != nil {
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "bench load: interrupted; the report covers what was measured so far")
+	} else if err != nil {
 		return err
 	}
 	if *asJSON {

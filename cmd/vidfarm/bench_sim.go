@@ -65,18 +65,30 @@ func runBenchSim(args []string) error {
 	}
 	el := time.Since(start)
 	fmt.Fprintf(os.Stderr, "simulated %.0f h in %s (%.0fx real time)\n", *hours, el.Round(time.Millisecond), cfg.Hours*3600/el.Seconds())
-	if *svg != "" {
-		if err := writeFile(*svg, rep.WriteSVG); err != nil {
+	return writeReport(rep, *format, *svg)
+}
+
+// simReport is a simulation's or a sweep's report.
+type simReport interface {
+	fmt.Stringer
+	WriteCSV(io.Writer) error
+	WriteSVG(io.Writer) error
+}
+
+// writeReport draws r into svg (when named) and prints it in format.
+func writeReport(r simReport, format, svg string) error {
+	if svg != "" {
+		if err := writeFile(svg, r.WriteSVG); err != nil {
 			return err
 		}
 	}
-	switch *format {
+	switch format {
 	case "json":
-		return writeJSON(rep)
+		return writeJSON(r)
 	case "csv":
-		return rep.WriteCSV(os.Stdout)
+		return r.WriteCSV(os.Stdout)
 	}
-	fmt.Print(rep.String())
+	fmt.Print(r.String())
 	return nil
 }
 
@@ -103,19 +115,7 @@ func runSweep(fleet bench.Fleet, wl bench.Workload, cfg bench.SimConfig, sc benc
 	if err != nil {
 		return err
 	}
-	if svg != "" {
-		if err := writeFile(svg, res.WriteSVG); err != nil {
-			return err
-		}
-	}
-	switch format {
-	case "json":
-		return writeJSON(res)
-	case "csv":
-		return res.WriteCSV(os.Stdout)
-	}
-	fmt.Print(res.String())
-	return nil
+	return writeReport(res, format, svg)
 }
 
 func decodeFile[T any](path string, decode func(io.Reader) (T, error)) (T, error) {
