@@ -75,6 +75,11 @@ type simReport interface {
 	WriteSVG(io.Writer) error
 }
 
+var (
+	_ simReport = bench.SimReport{}
+	_ simReport = bench.SweepResult{}
+)
+
 // writeReport draws r into svg (when named) and prints it in format.
 func writeReport(r simReport, format, svg string) error {
 	if svg != "" {
