@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -57,9 +58,16 @@ func TestSweepFindsKnownSmallestFleet(t *testing.T) {
 			}
 		}
 	}
-	var svg bytes.Buffer
+	var svg, csvOut bytes.Buffer
 	if err := res.WriteSVG(&svg); err != nil {
 		t.Fatal(err)
+	}
+	if err := res.WriteCSV(&csvOut); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&csvOut).ReadAll()
+	if err != nil || len(rows) != 6 || rows[0][7] != "met" || rows[3][1] != "5" || rows[3][7] != "true" || rows[2][7] != "false" {
+		t.Fatalf("sweep CSV (%v): %v", err, rows)
 	}
 	checkSVG(t, svg.Bytes(), "p95 gpu_wait (s, drawn at most 500)", "target (s)")
 
