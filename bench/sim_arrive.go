@@ -161,7 +161,9 @@ func (s *sim) arrive() error {
 	if err := s.st.Submit(g, s.at(s.now)); err != nil {
 		return fmt.Errorf("bench: submit %s: %w", id, err)
 	}
-	s.readied(gpuReady)
+	if err := s.readied(gpuReady); err != nil {
+		return err
+	}
 	s.videos[id] = v
 	s.rec.submitted(v)
 	return s.placeAll()

@@ -18,18 +18,27 @@ import (
 // never expire here, so nothing is requeued), and the scheduler's ready
 // count gives the CPU tasks as the rest.
 
+// errReadyCount means the scheduler made tasks ready in a way the
+// simulator's placement does not know of (see above): its answers would
+// no longer match asking every node, so the run stops.
+var errReadyCount = errors.New("bench: the scheduler's ready tasks no longer match the simulator's GPU/CPU counts")
+
 // readied updates the ready counts after a Submit, Complete or AddScenes
 // that made gpu GPU tasks ready.
-func (s *sim) readied(gpu int) {
+func (s *sim) readied(gpu int) error {
 	if gpu > 0 {
 		s.readyGPU += gpu
 		s.gpuGen++
 	}
 	cpu := s.st.ReadyTasks() - s.readyGPU
+	if cpu < 0 {
+		return fmt.Errorf("%w: %d ready, %d of them GPU tasks", errReadyCount, cpu+s.readyGPU, s.readyGPU)
+	}
 	if cpu > s.readyCPU {
 		s.cpuGen++
 	}
 	s.readyCPU = cpu
+	return nil
 }
 
 // worth reports whether asking n for work could place something.
@@ -142,7 +151,9 @@ func (s *sim) complete(ref scheduler.LeaseRef) error {
 		v.scenesReady = true
 		gpuReady = v.scenes
 	}
-	s.readied(gpuReady)
+	if err := s.readied(gpuReady); err != nil {
+		return err
+	}
 	if out.VideoCompleted {
 		s.rec.completed(v, s.now, s.now-v.submitted)
 		delete(s.videos, t.video)
