@@ -48,6 +48,9 @@ type Config struct {
 	AgentToken string
 	// BlobDir holds rendered files and task artifacts; default <data-dir>/blobs.
 	BlobDir string
+	// BlobS3, when set, keeps blobs in an S3-compatible bucket instead of BlobDir:
+	// what a cluster of several nodes needs, so any leader serves every file.
+	BlobS3 *blob.S3Config
 	// LeaseDuration is how long a task lease lasts without a heartbeat (default
 	// 30 s); HeartbeatInterval how often agents heartbeat (default 5 s).
 	LeaseDuration     time.Duration
@@ -125,13 +128,16 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Join != "" && (cfg.BlobSecret == "" || cfg.BlobS3 == nil) {
+		cfg.Logger.Warn("joining a cluster without --blob-secret and --blob-s3-*: file URLs made by one node will not work on the others; give every node the same secret and bucket")
+	}
 	if cfg.AgentToken, err = agentToken(cfg); err != nil {
 		return nil, err
 	}
 	if cfg.BlobDir == "" {
 		cfg.BlobDir = filepath.Join(cfg.DataDir, "blobs")
 	}
-	blobs, err := blob.NewLocalStore(cfg.BlobDir)
+	blobs, err := openBlobs(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -324,6 +330,18 @@ func (s *Server) Close(ctx context.Context) error {
 		err = s.Node.Close()
 	})
 	return err
+}
+
+func openBlobs(ctx context.Context, cfg Config) (blob.Store, error) {
+	if cfg.BlobS3 != nil {
+		s, err := blob.NewS3Store(ctx, *cfg.BlobS3)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Logger.Info("blobs in S3", "endpoint", cfg.BlobS3.Endpoint, "bucket", cfg.BlobS3.Bucket, "prefix", cfg.BlobS3.Prefix)
+		return s, nil
+	}
+	return blob.NewLocalStore(cfg.BlobDir)
 }
 
 // blobSecret returns the key that signs file URLs: the configured one, or one kept
