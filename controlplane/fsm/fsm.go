@@ -109,6 +109,14 @@ func (s *state) apply(cmd Command) (any, error) {
 		return s.applyExpireLeases(c)
 	case *DeregisterNode:
 		return s.applyDeregisterNode(c)
+	case *CreateWebhook:
+		return s.applyCreateWebhook(c)
+	case *DeleteWebhook:
+		return s.applyDeleteWebhook(c)
+	case *RecordDelivery:
+		return s.applyRecordDelivery(c)
+	case *PruneDeliveries:
+		return s.applyPruneDeliveries(c)
 	}
 	panic(fmt.Sprintf("fsm: no apply function for %T", cmd))
 }

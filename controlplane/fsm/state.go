@@ -34,6 +34,14 @@ type state struct {
 
 	// sched holds the render work: task graphs, nodes' capacity, leases.
 	sched *scheduler.State
+
+	webhooks        map[string]*Webhook
+	accountWebhooks map[string][]string // webhook ids in creation order
+	// events and deliveries are the webhook outbox; pending indexes the
+	// deliveries still waiting for an attempt, by Delivery.ID.
+	events     map[string]*Event
+	deliveries map[string]*Delivery
+	pending    map[string]struct{}
 }
 
 func newState() *state {
@@ -50,6 +58,12 @@ func newState() *state {
 		nodeByCred:     map[[32]byte]string{},
 		voices:         newVoiceIndex(),
 		sched:          newScheduler(),
+
+		webhooks:        map[string]*Webhook{},
+		accountWebhooks: map[string][]string{},
+		events:          map[string]*Event{},
+		deliveries:      map[string]*Delivery{},
+		pending:         map[string]struct{}{},
 	}
 }
 
