@@ -36,6 +36,8 @@ func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
 	fs.StringVar(&sf.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&sf.rateLimits, "rate-limits", true, "enforce the contract's rate limits (turn off only for benchmarks)")
 	fs.BoolVar(&sf.cfg.AllowPrivateURLs, "allow-private-urls", false, "DEVELOPMENT: accept input image URLs on private and loopback hosts")
+	fs.BoolVar(&sf.cfg.DevAllowPrivateWebhooks, "dev-allow-private-webhooks", false,
+		"DEVELOPMENT: let webhooks target plain http and loopback/private addresses (local receivers); never on a public farm")
 }
 
 func (sf *serverFlags) config() (server.Config, error) {

@@ -42,6 +42,8 @@ type state struct {
 	events     map[string]*Event
 	deliveries map[string]*Delivery
 	pending    map[string]struct{}
+	// outboxWritten is set by an apply that wrote deliveries (not snapshotted).
+	outboxWritten bool
 }
 
 func newState() *state {

@@ -126,3 +126,10 @@ func (f *FSM) Event(id string) (Event, bool) {
 	out.Video = out.Video.Clone()
 	return out, true
 }
+
+// PendingDeliveries counts the deliveries waiting for an attempt.
+func (f *FSM) PendingDeliveries() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return len(f.s.pending)
+}

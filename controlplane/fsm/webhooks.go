@@ -218,4 +218,5 @@ func (s *state) emitVideoEvent(v *Video, now int64) {
 		s.deliveries[d.ID()] = d
 		s.pending[d.ID()] = struct{}{}
 	}
+	s.outboxWritten = true
 }
