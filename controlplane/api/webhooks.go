@@ -46,12 +46,16 @@ func (a *API) EventVideo(v fsm.Video, urlExpiry time.Time) any {
 }
 
 func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request) {
-	hs := a.fsm.Webhooks(principalOf(r).AccountID)
-	out := listJSON[webhookJSON]{Object: "list", Data: make([]webhookJSON, 0, len(hs)), Count: len(hs), Total: len(hs)}
-	for _, h := range hs {
-		out.Data = append(out.Data, webhookView(h))
+	apierr.WriteJSON(w, http.StatusOK, wholeList(a.fsm.Webhooks(principalOf(r).AccountID), webhookView))
+}
+
+// wholeList is a list answer holding every item, in one page.
+func wholeList[T, V any](items []T, view func(T) V) listJSON[V] {
+	out := listJSON[V]{Object: "list", Data: make([]V, 0, len(items)), Count: len(items), Total: len(items)}
+	for _, it := range items {
+		out.Data = append(out.Data, view(it))
 	}
-	apierr.WriteJSON(w, http.StatusOK, out)
+	return out
 }
 
 // webhookWrite spends one token of the webhook-writes limit. Every write attempt

@@ -103,27 +103,31 @@ var terminals = []terminal{
 	}},
 	{"FailTask on the third node", fsm.StatusFailed, func(fm *farm, id string) {
 		manualVideo(fm, id)
-		for i := 1; i <= 3; i++ {
-			node := fmt.Sprintf("node_%d", i)
-			if i > 1 {
-				fm.apply(&fsm.RegisterNode{NodeID: node, Name: node, CredHash: [32]byte{byte(i)}, Node: farmNode(), Now: fm.now})
-			}
+		onThreeNodes(fm, func(node string) {
 			l := fm.lease(node)
 			fm.apply(&fsm.FailTask{NodeID: node, TaskID: l.TaskID, Token: l.Token, Reason: "gpu fell off the bus", Now: fm.now})
-		}
+		})
 	}},
 	{"ExpireLeases", fsm.StatusFailed, func(fm *farm, id string) {
 		manualVideo(fm, id)
-		for i := 1; i <= 3; i++ {
-			node := fmt.Sprintf("node_%d", i)
-			if i > 1 {
-				fm.apply(&fsm.RegisterNode{NodeID: node, Name: node, CredHash: [32]byte{byte(i)}, Node: farmNode(), Now: fm.now})
-			}
+		onThreeNodes(fm, func(node string) {
 			fm.lease(node)
 			fm.now += int64(time.Hour)
 			fm.apply(&fsm.ExpireLeases{Now: fm.now})
-		}
+		})
 	}},
+}
+
+// onThreeNodes runs lose on node_1 and on two more nodes it registers, one
+// after the other: a task lost on three nodes fails its video.
+func onThreeNodes(fm *farm, lose func(node string)) {
+	for i := 1; i <= 3; i++ {
+		node := fmt.Sprintf("node_%d", i)
+		if i > 1 {
+			fm.apply(&fsm.RegisterNode{NodeID: node, Name: node, CredHash: [32]byte{byte(i)}, Node: farmNode(), Now: fm.now})
+		}
+		lose(node)
+	}
 }
 
 func TestTerminalTransitionWritesTheEvent(t *testing.T) {
