@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"pgregory.net/rapid"
+
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 )
 
@@ -303,4 +305,61 @@ func TestWebhookSnapshotRoundTrip(t *testing.T) {
 	}
 	_, err := g.ApplyCommand(createWebhook("whk_9", "acct_1", fsm.EventTypes...))
 	wantErr(t, err, fsm.ErrWebhookLimitReached)
+}
+
+// webhookCommand draws a webhook command for the snapshot property tests: new
+// endpoints (some refused), deletions, videos of their accounts failing (events),
+// attempts on those deliveries and prunes.
+func (g *cmdGen) webhookCommand(t *rapid.T) fsm.Command {
+	// hooked draws an endpoint and one video of its account, when there are.
+	hooked := func() (whk, video string) {
+		if len(g.webhooks) == 0 {
+			return "missing_whk", "missing_vid"
+		}
+		w := rapid.SampledFrom(g.webhooks).Draw(t, "whk")
+		var vids []string
+		for _, v := range g.videos {
+			if g.videoAcct[v] == w[1] {
+				vids = append(vids, v)
+			}
+		}
+		return w[0], pick(t, vids, "vid_of_whk")
+	}
+	switch rapid.IntRange(0, 6).Draw(t, "webhook_kind") {
+	case 0, 1:
+		id := g.id("whk")
+		acct := pick(t, g.accounts, "acct")
+		if len(g.videos) > 0 && rapid.Bool().Draw(t, "acct_with_videos") {
+			acct = g.videoAcct[rapid.SampledFrom(g.videos).Draw(t, "vid_of_acct")]
+		}
+		g.webhooks = append(g.webhooks, [2]string{id, acct})
+		events := rapid.SliceOfNDistinct(rapid.SampledFrom([]string{fsm.EventVideoCompleted, fsm.EventVideoFailed, "video.bogus"}),
+			0, 2, rapid.ID[string]).Draw(t, "events")
+		return &fsm.CreateWebhook{WebhookID: id, AccountID: acct, URL: "https://h.example/" + id,
+			Events: events, Secret: "whsec_" + id, Now: g.now}
+	case 2:
+		w, _ := hooked()
+		return &fsm.DeleteWebhook{WebhookID: w, AccountID: pick(t, g.accounts, "acct"), Now: g.now}
+	case 3:
+		_, v := hooked()
+		return &fsm.FailVideo{VideoID: v, Reason: "r", Now: g.now}
+	case 4, 5:
+		w, v := hooked()
+		return &fsm.RecordDelivery{EventID: fsm.EventID(v), WebhookID: w,
+			At: g.now, Status: rapid.SampledFrom([]int{0, 200, 204, 302, 500}).Draw(t, "status"), LatencyMS: 5}
+	}
+	return &fsm.PruneDeliveries{Before: g.now - rapid.Int64Range(0, 8*24*3600*1e9).Draw(t, "retention")}
+}
+
+// sameWebhookReads compares the webhook reads of a and b (see sameReads).
+func sameWebhookReads(same func(what string, x, y any), g *cmdGen, a, b *fsm.FSM) {
+	for _, id := range g.accounts {
+		same("webhooks of "+id, a.Webhooks(id), b.Webhooks(id))
+	}
+	same("deliveries", a.Deliveries(fsm.DeliveryFilter{}), b.Deliveries(fsm.DeliveryFilter{}))
+	same("due deliveries", a.DueDeliveries(g.now, 1000), b.DueDeliveries(g.now, 1000))
+	na, oka := a.NextDeliveryAt()
+	nb, okb := b.NextDeliveryAt()
+	same("next delivery", []any{na, oka}, []any{nb, okb})
+	same("pending deliveries", a.PendingDeliveries(), b.PendingDeliveries())
 }
