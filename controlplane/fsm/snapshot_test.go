@@ -30,7 +30,7 @@ type cmdGen struct {
 	nodes     []string
 	leases    []scheduler.Lease
 	tasks     map[string]string // task id -> name, of every task ever leased
-	webhooks  [][2]string // id, account
+	webhooks  [][2]string       // id, account
 	now       int64
 	seq       int
 }
