@@ -36,22 +36,33 @@ func due(d *Delivery, now int64) bool {
 // DueDeliveries returns up to limit pending deliveries due at now (Unix ns),
 // the longest waiting first.
 func (f *FSM) DueDeliveries(now int64, limit int) []DueDelivery {
+	if limit <= 0 {
+		return nil
+	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	var ds []*Delivery
-	for key := range f.s.pending {
-		if d := f.s.deliveries[key]; due(d, now) {
-			ds = append(ds, d)
-		}
+	// The limit earliest due, kept sorted by insertion: the deliverer asks for a
+	// small batch, and sorting every pending delivery each round would cost it
+	// more than the scan.
+	earlier := func(a, b *Delivery) bool {
+		return a.NextAt < b.NextAt || (a.NextAt == b.NextAt && a.ID() < b.ID())
 	}
-	slices.SortFunc(ds, func(a, b *Delivery) int {
-		if a.NextAt != b.NextAt {
-			return cmp.Compare(a.NextAt, b.NextAt)
+	ds := make([]*Delivery, 0, limit+1)
+	for key := range f.s.pending {
+		d := f.s.deliveries[key]
+		if !due(d, now) || (len(ds) == limit && !earlier(d, ds[limit-1])) {
+			continue
 		}
-		return cmp.Compare(a.ID(), b.ID())
-	})
-	if len(ds) > limit {
-		ds = ds[:limit]
+		i, _ := slices.BinarySearchFunc(ds, d, func(x, y *Delivery) int {
+			if earlier(x, y) {
+				return -1
+			}
+			return 1
+		})
+		ds = slices.Insert(ds, i, d)
+		if len(ds) > limit {
+			ds = ds[:limit]
+		}
 	}
 	out := make([]DueDelivery, 0, len(ds))
 	for _, d := range ds {

@@ -363,3 +363,50 @@ func sameWebhookReads(same func(what string, x, y any), g *cmdGen, a, b *fsm.FSM
 	same("next delivery", []any{na, oka}, []any{nb, okb})
 	same("pending deliveries", a.PendingDeliveries(), b.PendingDeliveries())
 }
+
+// BenchmarkDueDeliveries reads the due batch out of an outbox of 10,000 pending
+// deliveries (one endpoint down for a while), as the deliverer does each round.
+func BenchmarkDueDeliveries(b *testing.B) {
+	f := fsm.New()
+	must := func(c fsm.Command) {
+		if _, err := f.ApplyCommand(c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	must(&fsm.CreateAccount{AccountID: "a", Plan: fsm.PlanPro, Credits: 1 << 40, KeyID: "k", Now: t0})
+	must(createWebhook("whk_1", "a", fsm.EventTypes...))
+	for i := range 10_000 {
+		id := fmt.Sprintf("vid_%05d", i)
+		must(&fsm.CreateVideo{VideoID: id, AccountID: "a", Price: 1, Spec: autoSpec("p", 5), Now: t0})
+		must(&fsm.FailVideo{VideoID: id, Reason: "r", Now: t0 + int64(i)})
+		must(&fsm.RecordDelivery{EventID: fsm.EventID(id), WebhookID: "whk_1", At: t0 + int64(i), Status: 503})
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if due := f.DueDeliveries(t0+int64(time.Hour), 8); len(due) != 8 {
+			b.Fatalf("%d due", len(due))
+		}
+	}
+}
+
+func TestDueDeliveriesEarliestFirst(t *testing.T) {
+	fm, _ := newFarm(t, 1000)
+	fm.apply(createWebhook("whk_1", "acct_1", fsm.EventTypes...))
+	// Failed in order 0..5, then attempted in reverse, so due times run backwards.
+	for i := range 6 {
+		terminals[1].run(fm, fmt.Sprintf("vid_%d", i))
+	}
+	for i := range 6 {
+		fm.apply(&fsm.RecordDelivery{EventID: fmt.Sprintf("evt_%d", 5-i), WebhookID: "whk_1", At: t0 + int64(i), Status: 500})
+	}
+	var got []string
+	for _, d := range fm.f.DueDeliveries(t0+int64(time.Hour), 3) {
+		got = append(got, d.EventID)
+	}
+	if want := []string{"evt_5", "evt_4", "evt_3"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("due %v, want %v", got, want)
+	}
+	if due := fm.f.DueDeliveries(t0+int64(time.Hour), 0); len(due) != 0 {
+		t.Fatalf("limit 0 returned %d", len(due))
+	}
+}
