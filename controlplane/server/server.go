@@ -72,6 +72,10 @@ type Config struct {
 	// WebhookClock is the deliverer's clock; nil means the system clock. Tests
 	// move a fake one through the retry schedule.
 	WebhookClock webhook.Clock
+	// WebhookResolver resolves webhook hosts, at registration and at every
+	// connection; nil means the system resolver. Tests make names resolve to
+	// what they need (a name that turns private after registration).
+	WebhookResolver netguard.Resolver
 }
 
 // Server is a running control-plane node.
@@ -159,7 +163,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.AppURL = "https://app.vidfarm.example"
 	}
 	f := fsm.New()
-	guard := &netguard.Guard{AllowPrivate: cfg.DevAllowPrivateWebhooks}
+	guard := &netguard.Guard{AllowPrivate: cfg.DevAllowPrivateWebhooks, Resolver: cfg.WebhookResolver}
 	if cfg.DevAllowPrivateWebhooks {
 		cfg.Logger.Warn("DEVELOPMENT SWITCH --dev-allow-private-webhooks IS ON: webhooks may target plain http and private, loopback and link-local addresses, so any API client can make this server send requests into its own network; never use this on a public farm")
 	}

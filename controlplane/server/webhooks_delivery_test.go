@@ -1,11 +1,17 @@
 package server_test
 
 import (
+	"context"
+	"fmt"
 	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/server"
 	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
 
@@ -172,5 +178,47 @@ func TestWebhookEventFilterAndCompletedVideo(t *testing.T) {
 	}
 	if got := failedOnly.deliveries(); len(got) != 1 {
 		t.Fatalf("the video.failed subscriber got %d events, want only the failure", len(got))
+	}
+}
+
+// rebinding resolves hooks.example.test to a public address until flipped, then
+// to loopback: DNS rebinding after registration.
+type rebinding struct {
+	mu      sync.Mutex
+	private bool
+}
+
+func (r *rebinding) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if host != "hooks.example.test" {
+		return nil, fmt.Errorf("no such host %s", host)
+	}
+	if r.private {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}
+	return []netip.Addr{netip.MustParseAddr("93.184.215.14")}, nil
+}
+
+// A name that resolves to a public address at registration and to loopback when
+// the deliverer connects is never connected to: the attempt fails with the
+// reason and is retried on schedule like any other failure.
+func TestWebhookNameRebindingRefusedAtConnect(t *testing.T) {
+	clock := newFakeClock()
+	dns := &rebinding{}
+	h := start(t, func(c *server.Config) { c.WebhookClock, c.WebhookResolver = clock, dns })
+	_, key := h.account("pro", 1000)
+	h.registerWebhook(key, "https://hooks.example.test/in")
+	dns.mu.Lock()
+	dns.private = true
+	dns.mu.Unlock()
+	expectAPIError(t, h.do("POST", "/v1/webhooks", key, map[string]any{"url": "https://hooks.example.test/in"}),
+		http.StatusBadRequest, "invalid_url")
+
+	evt := fsm.EventID(h.failedVideo(key))
+	eventually(t, func() bool { return len(h.deliveriesOf(evt)[0].Attempts) == 1 }, "the attempt to be recorded")
+	d := h.deliveriesOf(evt)[0]
+	if a := d.Attempts[0]; a.Status != 0 || !strings.Contains(a.Error, "loopback address") || d.State != fsm.DeliveryPending {
+		t.Fatalf("attempt on a name now resolving to loopback: %+v (state %s)", a, d.State)
 	}
 }
