@@ -101,3 +101,12 @@ func ExampleVerify() {
 	fmt.Println(err)
 	// Output: <nil>
 }
+
+func BenchmarkVerify(b *testing.B) {
+	h := signature.Header(secret, at, body)
+	for b.Loop() {
+		if err := signature.Verify(secret, h, body, at, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
