@@ -27,6 +27,8 @@ const adminUsage = `usage: vidfarm admin [--server URL] [--admin-token T] <comma
   webhook deliveries [--account ID] [--webhook ID] [--event ID] [--state pending|delivered|abandoned|cancelled] [--limit N]
   snapshot
   status
+  cluster members
+  cluster remove --node ID
 `
 
 func runAdmin(args []string) error {
@@ -63,6 +65,7 @@ func runAdmin(args []string) error {
 	eventID := sub.String("event", "", "event id (evt_...)")
 	state := sub.String("state", "", "delivery state: pending, delivered, abandoned or cancelled")
 	limit := sub.Int("limit", 0, "at most this many deliveries, newest first (default 50, at most 500)")
+	node := sub.String("node", "", "control-plane node id")
 	if err := sub.Parse(rest[1:]); err != nil {
 		return err
 	}
@@ -89,6 +92,10 @@ func runAdmin(args []string) error {
 		out, err = cl.Snapshot(ctx)
 	case "status":
 		out, err = cl.Do(ctx, "GET", "/admin/v1/status", nil)
+	case "cluster members":
+		out, err = cl.ClusterMembers(ctx)
+	case "cluster remove":
+		out, err = cl.RemoveNode(ctx, *node)
 	default:
 		fs.Usage()
 		return fmt.Errorf("unknown admin command %q", cmd)

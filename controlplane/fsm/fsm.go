@@ -140,6 +140,10 @@ func (s *state) apply(cmd Command) (any, error) {
 		return s.applyRecordDelivery(c)
 	case *PruneDeliveries:
 		return s.applyPruneDeliveries(c)
+	case *SetMember:
+		return s.applySetMember(c)
+	case *RemoveMember:
+		return s.applyRemoveMember(c)
 	}
 	panic(fmt.Sprintf("fsm: no apply function for %T", cmd))
 }

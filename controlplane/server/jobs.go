@@ -15,6 +15,9 @@ func (s *Server) leaderJobs(ctx context.Context) {
 	defer idem.Stop()
 	leases := time.NewTicker(time.Second)
 	defer leases.Stop()
+	if s.Node.IsLeader() {
+		s.publishSelf(ctx)
+	}
 	wasLeader := false
 	for {
 		select {
@@ -31,9 +34,27 @@ func (s *Server) leaderJobs(ctx context.Context) {
 			}
 			wasLeader = leader
 			if leader {
+				s.publishSelf(ctx)
 				s.expireLeases(ctx)
 			}
 		}
+	}
+}
+
+// publishSelf records this node's addresses in the FSM once it leads, so that
+// followers know where to forward; it writes only when they changed.
+func (s *Server) publishSelf(ctx context.Context) {
+	want := fsm.Member{ID: s.cfg.NodeID, RaftAddr: s.Node.RaftAddr(), PublicURL: s.cfg.PublicURL, AdminURL: s.cfg.AdminURL, AgentURL: s.cfg.AgentURL}
+	if have, ok := s.Node.FSM.Member(s.cfg.NodeID); ok {
+		have.Updated = 0
+		if have == want {
+			return
+		}
+	}
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := s.Node.Apply(actx, &fsm.SetMember{Member: want, Now: time.Now().UnixNano()}); err != nil && ctx.Err() == nil {
+		s.log.Warn("publish this node's addresses", "err", err)
 	}
 }
 

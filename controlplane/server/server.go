@@ -26,6 +26,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/agentapi"
 	"github.com/vidfarm/vidfarm/controlplane/api"
 	"github.com/vidfarm/vidfarm/controlplane/blob"
+	"github.com/vidfarm/vidfarm/controlplane/cluster"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/controlplane/netguard"
 	"github.com/vidfarm/vidfarm/controlplane/raftnode"
@@ -76,6 +77,16 @@ type Config struct {
 	// connection; nil means the system resolver. Tests make names resolve to
 	// what they need (a name that turns private after registration).
 	WebhookResolver netguard.Resolver
+
+	// Join is the admin URL of any member of an existing cluster; a node with a
+	// new data directory asks it to be added as a voter instead of bootstrapping.
+	Join string
+	// RaftAdvertise is the Raft address other nodes dial; default RaftListen's.
+	RaftAdvertise string
+	// AdminURL and AgentURL are how other nodes reach this node's admin and agent
+	// listeners when they forward to it; default http://<bound address>.
+	AdminURL string
+	AgentURL string
 }
 
 // Server is a running control-plane node.
@@ -163,23 +174,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.AppURL = "https://app.vidfarm.example"
 	}
 	f := fsm.New()
-	guard := &netguard.Guard{AllowPrivate: cfg.DevAllowPrivateWebhooks, Resolver: cfg.WebhookResolver}
-	if cfg.DevAllowPrivateWebhooks {
-		cfg.Logger.Warn("DEVELOPMENT SWITCH --dev-allow-private-webhooks IS ON: webhooks may target plain http and private, loopback and link-local addresses, so any API client can make this server send requests into its own network; never use this on a public farm")
-	}
 	// The engine exists before the node replays its log, so events written by the
-	// replay wake it; Render reaches the API once it is built below.
+	// replay wake it; it reaches the API and the node through s once they exist.
 	var s *Server
 	reg := prometheus.NewRegistry()
-	engine := webhook.New(webhook.Config{
-		State: f, Client: guard.Client(webhook.DefaultTimeout, false), Clock: cfg.WebhookClock, Logger: cfg.Logger,
-		Render:   func(v fsm.Video, exp time.Time) any { return s.API.EventVideo(v, exp) },
-		IsLeader: func() bool { return s.Node.IsLeader() }, Metrics: webhook.NewMetrics(reg, f),
-	})
-	f.OnOutbox(engine.Notify)
+	engine, guard := newWebhooks(cfg, f, reg, &s)
 	node, err := raftnode.Open(raftnode.Config{
 		DataDir: filepath.Join(cfg.DataDir, "raft"), NodeID: cfg.NodeID, RaftAddr: cfg.RaftListen,
-		Logger: cfg.Logger, NoSync: cfg.NoSync,
+		Logger: cfg.Logger, NoSync: cfg.NoSync, Join: cfg.Join != "", Advertise: cfg.RaftAdvertise,
 	}, f)
 	if err != nil {
 		publicLn.Close()
@@ -206,26 +208,33 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		agentLn.Close()
 		return nil, err
 	}
-	s.public = &http.Server{Handler: s.API, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	s.admin = &http.Server{Handler: admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg}),
+	if cfg.AdminURL == "" {
+		cfg.AdminURL = "http://" + adminLn.Addr().String()
+	}
+	if cfg.AgentURL == "" {
+		cfg.AgentURL = "http://" + agentLn.Addr().String()
+	}
+	s.cfg = cfg
+	forward := func(l cluster.Listener, h http.Handler, local func(*http.Request) bool) http.Handler {
+		return cluster.NewForwarder(node, f, l, cfg.Logger, local).Wrap(h)
+	}
+	s.public = &http.Server{Handler: forward(cluster.Public, s.API, nil), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	s.admin = &http.Server{Handler: forward(cluster.Admin, admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg, Cluster: node}), adminLocal),
 		ReadHeaderTimeout: 10 * time.Second}
 	bg, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	// No write timeout on the agent listener: lease polls wait up to a minute and
 	// uploads are as long as the video. Its requests live in bg, so closing the
 	// server ends waiting polls at once instead of holding the shutdown.
-	s.agent = &http.Server{Handler: agentapi.Handler(agentapi.Config{
+	s.agent = &http.Server{Handler: forward(cluster.Agent, agentapi.Handler(agentapi.Config{
 		FSM: f, Store: node, Blobs: blobs, Token: cfg.AgentToken, Notifier: s.notify, Logger: cfg.Logger,
 		LeaseDuration: cfg.LeaseDuration, HeartbeatInterval: cfg.HeartbeatInterval,
-	}), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	}), nil), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		BaseContext: func(net.Listener) context.Context { return bg }}
-	if err := node.WaitLeader(ctx); err != nil {
+	if err := s.joinOrWait(ctx); err != nil {
 		s.Close(context.Background())
 		return nil, err
 	}
-	s.serve(s.public, publicLn, "public")
-	s.serve(s.admin, adminLn, "admin")
-	s.serve(s.agent, agentLn, "agent")
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
@@ -239,6 +248,58 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		"admin", adminLn.Addr().String(), "agent", agentLn.Addr().String(), "raft", node.RaftAddr(),
 		"data_dir", cfg.DataDir, "blob_dir", cfg.BlobDir)
 	return s, nil
+}
+
+// joinOrWait brings the node to where it can serve. A new node joining a
+// cluster serves at once (forwarding to the leader), asks to be added and waits
+// until it has caught up; any other node waits for a leader and its log first,
+// so that it never answers from a state behind acknowledged writes.
+func (s *Server) joinOrWait(ctx context.Context) error {
+	if s.cfg.Join == "" || s.Node.HadState() {
+		if err := s.Node.WaitReady(ctx); err != nil {
+			return err
+		}
+		s.serveAll()
+		return nil
+	}
+	s.serveAll()
+	req := cluster.JoinRequest{ID: s.cfg.NodeID, RaftAddr: s.Node.RaftAddr(), PublicURL: s.cfg.PublicURL, AdminURL: s.cfg.AdminURL, AgentURL: s.cfg.AgentURL}
+	if err := cluster.Join(ctx, s.cfg.Join, s.cfg.AdminToken, req, s.log); err != nil {
+		return err
+	}
+	// The join is acknowledged once committed on the leader; wait until this
+	// node's own log has caught up to it too.
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if _, ok := s.Node.FSM.Member(s.cfg.NodeID); ok {
+			return s.Node.WaitReady(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for this node's membership to replicate: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Server) serveAll() {
+	s.serve(s.public, s.publicLn, "public")
+	s.serve(s.admin, s.adminLn, "admin")
+	s.serve(s.agent, s.agentLn, "agent")
+}
+
+// adminLocal are the admin requests a follower answers itself: its own metrics
+// and its own view of the cluster.
+func adminLocal(r *http.Request) bool {
+	if r.Method != http.MethodGet {
+		return false
+	}
+	switch r.URL.Path {
+	case "/metrics", "/admin/v1/status", "/admin/v1/cluster/members":
+		return true
+	}
+	return false
 }
 
 func (s *Server) serve(srv *http.Server, ln net.Listener, name string) {
