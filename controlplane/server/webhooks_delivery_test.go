@@ -222,3 +222,44 @@ func TestWebhookNameRebindingRefusedAtConnect(t *testing.T) {
 		t.Fatalf("attempt on a name now resolving to loopback: %+v (state %s)", a, d.State)
 	}
 }
+
+// Three nodes; the leader makes the first attempt and goes away; the new leader
+// makes the next one on schedule, with the same event, from the replicated outbox.
+func TestWebhookCarriesOnAfterLeaderFailover(t *testing.T) {
+	clock := newFakeClock()
+	blobs := t.TempDir()
+	n1 := start(t, withWebhooks(clock), func(c *server.Config) { c.NodeID, c.BlobDir = "n1", blobs })
+	join := func(id string) option {
+		return func(c *server.Config) { c.NodeID, c.BlobDir, c.Join = id, blobs, "http://"+n1.srv.AdminAddr() }
+	}
+	n2 := start(t, withWebhooks(clock), join("n2"))
+	start(t, withWebhooks(clock), join("n3"))
+	_, key := n1.account("pro", 1000)
+	rc := newReceiver(t, func(n int) int {
+		if n == 1 {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	_, secret := n1.registerWebhook(key, rc.srv.URL)
+	evt := fsm.EventID(n1.failedVideo(key))
+	rc.waitFor(1)
+	eventually(t, func() bool { ds := n2.deliveriesOf(evt); return len(ds) == 1 && len(ds[0].Attempts) == 1 },
+		"the first attempt to be recorded")
+
+	n1.stop()
+	eventually(t, func() bool {
+		m, err := n2.admin.ClusterMembers(context.Background())
+		return err == nil && (m.Leader == "n2" || m.Leader == "n3")
+	}, "a new leader to be elected")
+	next := clock.Now().Add(fsm.RetrySchedule[0])
+	clock.Set(next)
+	got := rc.waitFor(2)
+	if ev := checkSigned(t, got[1], secret, next); ev["id"] != evt {
+		t.Fatalf("the new leader sent %v, want %s", ev["id"], evt)
+	}
+	eventually(t, func() bool { return n2.deliveriesOf(evt)[0].State == fsm.DeliveryDelivered }, "the delivery to be done")
+	if n := len(rc.deliveries()); n != 2 {
+		t.Fatalf("the receiver got %d requests, want 2", n)
+	}
+}
