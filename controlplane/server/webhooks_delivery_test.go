@@ -95,16 +95,7 @@ func TestWebhookRetryAfterRestart(t *testing.T) {
 	clock := newFakeClock()
 	h := start(t, withWebhooks(clock))
 	_, key := h.account("pro", 1000)
-	rc := newReceiver(t, func(n int) int {
-		if n == 1 {
-			return http.StatusBadGateway
-		}
-		return http.StatusOK
-	})
-	_, secret := h.registerWebhook(key, rc.srv.URL)
-	evt := fsm.EventID(h.failedVideo(key))
-	rc.waitFor(1)
-	eventually(t, func() bool { return len(h.deliveriesOf(evt)[0].Attempts) == 1 }, "the first attempt to be recorded")
+	rc, secret, evt := firstAttemptFails(t, h, h, key)
 
 	h.restart()
 	next := clock.Now().Add(fsm.RetrySchedule[0])
@@ -235,17 +226,7 @@ func TestWebhookCarriesOnAfterLeaderFailover(t *testing.T) {
 	n2 := start(t, withWebhooks(clock), join("n2"))
 	start(t, withWebhooks(clock), join("n3"))
 	_, key := n1.account("pro", 1000)
-	rc := newReceiver(t, func(n int) int {
-		if n == 1 {
-			return http.StatusServiceUnavailable
-		}
-		return http.StatusOK
-	})
-	_, secret := n1.registerWebhook(key, rc.srv.URL)
-	evt := fsm.EventID(n1.failedVideo(key))
-	rc.waitFor(1)
-	eventually(t, func() bool { ds := n2.deliveriesOf(evt); return len(ds) == 1 && len(ds[0].Attempts) == 1 },
-		"the first attempt to be recorded")
+	rc, secret, evt := firstAttemptFails(t, n1, n2, key)
 
 	n1.stop()
 	eventually(t, func() bool {
@@ -262,4 +243,23 @@ func TestWebhookCarriesOnAfterLeaderFailover(t *testing.T) {
 	if n := len(rc.deliveries()); n != 2 {
 		t.Fatalf("the receiver got %d requests, want 2", n)
 	}
+}
+
+// firstAttemptFails registers, through h, a receiver that answers 503 once and
+// 200 after, fails a video of the account, and waits until reader shows the
+// first attempt recorded. It returns the receiver, the secret and the event id.
+func firstAttemptFails(t *testing.T, h, reader *harness, key string) (*receiver, string, string) {
+	t.Helper()
+	rc := newReceiver(t, func(n int) int {
+		if n == 1 {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	_, secret := h.registerWebhook(key, rc.srv.URL)
+	evt := fsm.EventID(h.failedVideo(key))
+	rc.waitFor(1)
+	eventually(t, func() bool { ds := reader.deliveriesOf(evt); return len(ds) == 1 && len(ds[0].Attempts) == 1 },
+		"the first attempt to be recorded")
+	return rc, secret, evt
 }
