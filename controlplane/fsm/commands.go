@@ -34,6 +34,15 @@ const (
 	DeregisterNodeType
 )
 
+// Uploaded assets and brand kits (numbers reserved for them).
+const (
+	CreateAssetType    MessageType = 28
+	CompleteAssetType  MessageType = 29
+	DeleteAssetType    MessageType = 30
+	CreateBrandKitType MessageType = 31
+	DeleteBrandKitType MessageType = 32
+)
+
 func (t MessageType) String() string {
 	switch t {
 	case CreateAccountType:
@@ -72,6 +81,16 @@ func (t MessageType) String() string {
 		return "expire_leases"
 	case DeregisterNodeType:
 		return "deregister_node"
+	case CreateAssetType:
+		return "create_asset"
+	case CompleteAssetType:
+		return "complete_asset"
+	case DeleteAssetType:
+		return "delete_asset"
+	case CreateBrandKitType:
+		return "create_brand_kit"
+	case DeleteBrandKitType:
+		return "delete_brand_kit"
 	}
 	return fmt.Sprintf("message_type_%d", uint8(t))
 }
@@ -229,6 +248,16 @@ func Decode(entry []byte) (Command, error) {
 		c = &ExpireLeases{}
 	case DeregisterNodeType:
 		c = &DeregisterNode{}
+	case CreateAssetType:
+		c = &CreateAsset{}
+	case CompleteAssetType:
+		c = &CompleteAsset{}
+	case DeleteAssetType:
+		c = &DeleteAsset{}
+	case CreateBrandKitType:
+		c = &CreateBrandKit{}
+	case DeleteBrandKitType:
+		c = &DeleteBrandKit{}
 	default:
 		return nil, fmt.Errorf("decode: unknown message type %d", entry[0])
 	}

@@ -109,6 +109,16 @@ func (s *state) apply(cmd Command) (any, error) {
 		return s.applyExpireLeases(c)
 	case *DeregisterNode:
 		return s.applyDeregisterNode(c)
+	case *CreateAsset:
+		return s.applyCreateAsset(c)
+	case *CompleteAsset:
+		return s.applyCompleteAsset(c)
+	case *DeleteAsset:
+		return s.applyDeleteAsset(c)
+	case *CreateBrandKit:
+		return s.applyCreateBrandKit(c)
+	case *DeleteBrandKit:
+		return s.applyDeleteBrandKit(c)
 	}
 	panic(fmt.Sprintf("fsm: no apply function for %T", cmd))
 }
