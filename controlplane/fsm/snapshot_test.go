@@ -29,7 +29,7 @@ type cmdGen struct {
 	idem      []idemUse
 	nodes     []string
 	leases    []scheduler.Lease
-	tasks     map[string]string // task id -> name, of every task ever leased
+	tasks     map[string]string   // task id -> name, of every task ever leased
 	assets    map[string][]string // by account
 	kits      map[string][]string // by account
 	now       int64
