@@ -19,6 +19,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/blob"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/netguard"
 )
 
 // Store proposes commands to the replicated state; raftnode.Node is the real one.
@@ -46,6 +47,9 @@ type Config struct {
 	// link-local hosts. A development switch for tests and closed networks; the
 	// server logs a warning when it is on.
 	AllowPrivateURLs bool
+	// Guard checks the addresses the farm fetches on a client's behalf (brand
+	// pages, logo_url); nil means one with AllowPrivate = AllowPrivateURLs.
+	Guard *netguard.Guard
 	// ApplyTimeout bounds how long a request waits for its command to commit.
 	ApplyTimeout time.Duration
 	// WorkQueued, when set, is called after a video was queued for rendering, so
@@ -75,6 +79,9 @@ func New(cfg Config) (*API, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Guard == nil {
+		cfg.Guard = &netguard.Guard{AllowPrivate: cfg.AllowPrivateURLs}
 	}
 	if cfg.ApplyTimeout == 0 {
 		cfg.ApplyTimeout = 10 * time.Second
@@ -112,6 +119,7 @@ func (a *API) routes() chi.Router {
 	r.Get("/files/previews/{id}.png", a.previewFile)
 	r.Get("/files/*", a.serveFile)
 	r.Head("/files/*", a.serveFile)
+	r.Put("/files/*", a.putFile)
 	r.Group(func(r chi.Router) {
 		r.Use(a.authenticate)
 		r.Get("/v1/openapi.json", a.openAPI)
@@ -124,6 +132,16 @@ func (a *API) routes() chi.Router {
 		r.Get("/v1/videos", a.listVideos)
 		r.Get("/v1/videos/{id}", a.getVideo)
 		r.Post("/v1/videos/{id}/render", a.renderPreview)
+		r.Post("/v1/uploads", a.createUpload)
+		r.Post("/v1/assets", a.createAsset)
+		r.Get("/v1/assets", a.listAssets)
+		r.Get("/v1/assets/{id}", a.getAsset)
+		r.Delete("/v1/assets/{id}", a.deleteAsset)
+		r.Post("/v1/assets/{id}/complete", a.completeAsset)
+		r.Get("/v1/brand-kits", a.listBrandKits)
+		r.Post("/v1/brand-kits", a.createBrandKit)
+		r.Post("/v1/brand-kits/from-url", a.brandKitFromURL)
+		r.Delete("/v1/brand-kits/{id}", a.deleteBrandKit)
 	})
 	return r
 }
