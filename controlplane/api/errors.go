@@ -34,7 +34,7 @@ func (a *API) fromApply(r *http.Request, err error) *apierr.Error {
 			fmt.Sprintf("this %s is still used; delete or finish what uses it first", inUse.What)).With("used_by", inUse.UsedBy)
 	case errors.As(err, &limit):
 		return apierr.New(http.StatusConflict, apierr.CodeInvalidRequest,
-			fmt.Sprintf("this account holds the most %s it may (%d); delete some first", limit.What, limit.Limit)).With("limit", limit.Limit)
+			fmt.Sprintf("this account holds the most %s it may (%d); delete some first", limit.What, limit.Limit)).With("max_count", limit.Limit)
 	case errors.As(err, &ins):
 		return apierr.New(http.StatusPaymentRequired, apierr.CodeInsufficientCredits,
 			"not enough credits for this video; buy credits in the app, or choose a shorter duration or lower resolution").

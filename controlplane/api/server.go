@@ -9,6 +9,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"slices"
 	"sync"
 	"time"
@@ -141,7 +142,7 @@ func (a *API) routes() chi.Router {
 		r.Get("/v1/brand-kits", a.listBrandKits)
 		r.Post("/v1/brand-kits", a.createBrandKit)
 		r.Post("/v1/brand-kits/from-url", a.brandKitFromURL)
-		r.Delete("/v1/brand-kits/{id}", a.deleteBrandKit)
+		r.Delete("/v1/brand-kits/{id:br_[^/]+}", a.deleteBrandKit) // not from-url: its only method is POST
 	})
 	return r
 }
@@ -170,11 +171,14 @@ func (f *inflight) release(k inflightKey) {
 	f.mu.Unlock()
 }
 
+// routeParam matches a route parameter with a pattern, {id:br_[^/]+}.
+var routeParam = regexp.MustCompile(`\{(\w+):[^}]*\}`)
+
 // Routes lists every route the API serves as "METHOD /pattern", sorted.
 func (a *API) Routes() []string {
 	var out []string
 	_ = chi.Walk(a.router, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
-		out = append(out, method+" "+route)
+		out = append(out, method+" "+routeParam.ReplaceAllString(route, "{$1}"))
 		return nil
 	})
 	slices.Sort(out)
