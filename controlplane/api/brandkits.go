@@ -111,35 +111,27 @@ func (a *API) parseBrandKit(r *http.Request, o object) (fsm.BrandKit, *apierr.Er
 		return k, apierr.Invalid("name", fmt.Sprintf("name is required, 1 to %d characters", brandkit.MaxName)).With("max_length", brandkit.MaxName)
 	}
 	k.Name = name
-	colors, _, e := o.strings("colors")
-	if e != nil {
-		return k, e
-	}
-	if len(colors) > brandkit.MaxColors {
-		return k, apierr.Invalid("colors", fmt.Sprintf("at most %d colours; the first is the main one", brandkit.MaxColors)).With("max_items", brandkit.MaxColors)
-	}
-	for i, c := range colors {
+	k.Colors, e = eachString(o, "colors", brandkit.MaxColors, "colours; the first is the main one", func(i int, c string) (string, *apierr.Error) {
 		n, err := brandkit.NormalizeColor(c)
 		if err != nil {
-			return k, apierr.Invalid("colors", fmt.Sprintf("colors[%d]: %v; use CSS hex colours such as \"#1d3557\"", i, err)).
+			return "", apierr.Invalid("colors", fmt.Sprintf("colors[%d]: %v; use CSS hex colours such as \"#1d3557\"", i, err)).
 				With("index", i).With("value", c).With("expected", "#RRGGBB or #RGB")
 		}
-		k.Colors = append(k.Colors, n)
-	}
-	fonts, _, e := o.strings("fonts")
+		return n, nil
+	})
 	if e != nil {
 		return k, e
 	}
-	if len(fonts) > brandkit.MaxFonts {
-		return k, apierr.Invalid("fonts", fmt.Sprintf("at most %d font families", brandkit.MaxFonts)).With("max_items", brandkit.MaxFonts)
-	}
-	for i, f := range fonts {
-		f = strings.TrimSpace(f)
-		if f == "" || utf8.RuneCountInString(f) > brandkit.MaxFontName || strings.ContainsAny(f, `;{}<>"`) || strings.IndexFunc(f, unicode.IsControl) >= 0 {
-			return k, apierr.Invalid("fonts", fmt.Sprintf("fonts[%d] must be a font family name of 1 to %d characters, such as \"Inter\"", i, brandkit.MaxFontName)).
-				With("index", i).With("value", fonts[i])
+	k.Fonts, e = eachString(o, "fonts", brandkit.MaxFonts, "font families", func(i int, f string) (string, *apierr.Error) {
+		t := strings.TrimSpace(f)
+		if t == "" || utf8.RuneCountInString(t) > brandkit.MaxFontName || strings.ContainsAny(t, `;{}<>"`) || strings.IndexFunc(t, unicode.IsControl) >= 0 {
+			return "", apierr.Invalid("fonts", fmt.Sprintf("fonts[%d] must be a font family name of 1 to %d characters, such as \"Inter\"", i, brandkit.MaxFontName)).
+				With("index", i).With("value", f)
 		}
-		k.Fonts = append(k.Fonts, f)
+		return t, nil
+	})
+	if e != nil {
+		return k, e
 	}
 	if k.MotionStyle, present, e = o.str("motion_style"); e != nil {
 		return k, e
@@ -173,6 +165,27 @@ func (a *API) parseBrandKit(r *http.Request, o object) (fsm.BrandKit, *apierr.Er
 		}
 	}
 	return k, nil
+}
+
+// eachString reads an array of strings of at most max items, each checked
+// and normalised by check.
+func eachString(o object, field string, max int, what string, check func(i int, v string) (string, *apierr.Error)) ([]string, *apierr.Error) {
+	vs, _, e := o.strings(field)
+	if e != nil {
+		return nil, e
+	}
+	if len(vs) > max {
+		return nil, apierr.Invalid(field, fmt.Sprintf("at most %d %s", max, what)).With("max_items", max)
+	}
+	var out []string
+	for i, v := range vs {
+		n, e := check(i, v)
+		if e != nil {
+			return nil, e
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // checkClientURL checks an address the farm will fetch on a client's behalf
