@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 )
@@ -52,6 +53,9 @@ type CompleteAsset struct {
 type DeleteAsset struct {
 	AssetID   string `msgpack:"asset"`
 	AccountID string `msgpack:"account"`
+	// OnlyPending is set by the leader's expiry of abandoned uploads: an asset
+	// completed since the leader read it is kept.
+	OnlyPending bool `msgpack:"only_pending,omitempty"`
 }
 
 func (CreateAsset) Type() MessageType   { return CreateAssetType }
@@ -111,6 +115,9 @@ func (s *state) applyDeleteAsset(c *DeleteAsset) (any, error) {
 	as, err := s.asset(c.AccountID, c.AssetID)
 	if err != nil {
 		return nil, err
+	}
+	if c.OnlyPending && as.Status != AssetPending {
+		return nil, &AssetUnusableError{AssetID: as.ID, Reason: "completed since it was found pending; kept"}
 	}
 	var users []string
 	for _, id := range s.accountKits[c.AccountID] {
@@ -192,5 +199,20 @@ func (f *FSM) Assets(accountID string) []Asset {
 	for i := len(ids) - 1; i >= 0; i-- {
 		out = append(out, *f.s.assets[ids[i]])
 	}
+	return out
+}
+
+// PendingAssets lists the assets of every account created before the given
+// time (Unix nanoseconds) and still pending, oldest first.
+func (f *FSM) PendingAssets(before int64) []Asset {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var out []Asset
+	for _, as := range f.s.assets {
+		if as.Status == AssetPending && as.CreatedAt < before {
+			out = append(out, *as)
+		}
+	}
+	slices.SortFunc(out, func(a, b Asset) int { return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), cmp.Compare(a.ID, b.ID)) })
 	return out
 }

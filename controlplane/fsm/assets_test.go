@@ -59,6 +59,15 @@ func TestAssetRules(t *testing.T) {
 						t.Fatal("the deleted asset is still listed")
 					}
 				}},
+			{name: "expiry keeps an asset completed since", setup: func(w *world) { w.readyAsset("a", "as_r") },
+				cmd: &fsm.DeleteAsset{AssetID: "as_r", AccountID: "a", OnlyPending: true}, want: fsm.ErrAssetUnusable},
+			{name: "expiry deletes a pending asset", setup: func(w *world) { w.must(pendingAsset("as_p", "a", 10)) },
+				cmd: &fsm.DeleteAsset{AssetID: "as_p", AccountID: "a", OnlyPending: true},
+				check: func(t *testing.T, w *world, _ any) {
+					if len(w.f.PendingAssets(t0+1)) != 0 {
+						t.Fatal("the expired asset is still pending")
+					}
+				}},
 			{name: "delete a kit's logo", setup: func(w *world) {
 				w.readyAsset("a", "as_r")
 				w.must(&fsm.CreateBrandKit{Kit: fsm.BrandKit{ID: "br_1", AccountID: "a", Name: "k", LogoAssetID: "as_r"}})

@@ -6,6 +6,9 @@ import (
 	"image/color"
 	"net/http"
 	"testing"
+	"time"
+
+	"github.com/vidfarm/vidfarm/controlplane/server"
 )
 
 // readyAsset creates an asset for img, uploads it and completes it; it
@@ -116,4 +119,33 @@ func TestAssetRequestValidation(t *testing.T) {
 	expectAPIError(t, h.do("GET", "/v1/assets?limit=0", key, nil), http.StatusBadRequest, "invalid_request")
 	expectAPIError(t, h.do("GET", "/v1/assets?starting_after=as_nope", key, nil), http.StatusBadRequest, "invalid_request")
 	expectAPIError(t, h.do("GET", "/v1/assets?color=red", key, nil), http.StatusBadRequest, "invalid_request")
+}
+
+// The leader deletes assets whose upload was never completed once they are
+// older than PendingAssetTTL, bytes and all; completed ones stay.
+func TestPendingAssetsExpire(t *testing.T) {
+	h := start(t, func(c *server.Config) { c.PendingAssetTTL = 2 * time.Second })
+	_, key := h.account("pro", 100)
+	img := pngBytes(t, 8, 8, color.RGBA{1, 2, 3, 255})
+	ready := h.readyAsset(key, img)
+	pending := expectAPIStatus(t, h.do("POST", "/v1/assets", key, fmt.Sprintf(`{"filename":"p.png","content_type":"image/png","size_bytes":%d}`, len(img)+1)), http.StatusCreated)
+	expectAPIStatus(t, h.put(pending["upload_url"].(string), "image/png", img, false), http.StatusOK)
+	id := pending["id"].(string)
+	deadline := time.Now().Add(30 * time.Second)
+	for h.do("GET", "/v1/assets/"+id, key, nil).Status != http.StatusNotFound {
+		if time.Now().After(deadline) {
+			t.Fatal("the pending asset was not expired within 30 s")
+		}
+		time.Sleep(50 * time.Millisecond) // polling interval
+	}
+	if blobs, err := h.srv.Blobs.Stat(t.Context(), "assets/"+principalAccount(t, h, key)+"/"+id+".png"); err == nil {
+		t.Fatalf("the expired asset's bytes are still stored: %+v", blobs)
+	}
+	expectAPIStatus(t, h.do("GET", "/v1/assets/"+ready["id"].(string), key, nil), http.StatusOK)
+}
+
+// principalAccount is the account id of an API key.
+func principalAccount(t *testing.T, h *harness, key string) string {
+	t.Helper()
+	return expectAPIStatus(t, h.do("GET", "/v1/me", key, nil), http.StatusOK)["id"].(string)
 }

@@ -64,6 +64,9 @@ type Config struct {
 	// AllowPrivateURLs accepts input image URLs on private and loopback hosts:
 	// a development switch for tests and closed networks.
 	AllowPrivateURLs bool
+	// PendingAssetTTL is how long an asset may stay pending (created, never
+	// completed) before the leader deletes it and its bytes; default 24 h.
+	PendingAssetTTL time.Duration
 }
 
 // Server is a running control-plane node.
@@ -95,6 +98,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.NodeID == "" {
 		cfg.NodeID = "node1"
+	}
+	if cfg.PendingAssetTTL <= 0 {
+		cfg.PendingAssetTTL = DefaultPendingAssetTTL
 	}
 	// Agents are told the heartbeat interval in whole seconds (at least 1), so a
 	// lease must outlast two of those or healthy nodes would lose their leases.
@@ -311,10 +317,16 @@ func (s *Server) leaderJobs(ctx context.Context) {
 	defer idem.Stop()
 	leases := time.NewTicker(time.Second)
 	defer leases.Stop()
+	assets := time.NewTicker(min(s.cfg.PendingAssetTTL/4, time.Minute))
+	defer assets.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-assets.C:
+			if s.Node.IsLeader() {
+				s.expirePendingAssets(ctx)
+			}
 		case <-idem.C:
 			if s.Node.IsLeader() {
 				s.expireIdempotency(ctx)
