@@ -81,7 +81,7 @@ func (a *API) createAsset(w http.ResponseWriter, r *http.Request) {
 	}
 	now := a.cfg.Now()
 	id := ids.New("as")
-	key := "assets/" + p.AccountID + "/" + id + uploadTypes[ct]
+	key := "assets/" + id + uploadTypes[ct] // no account id: the key is in URLs
 	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
 	defer cancel()
 	out, err := a.store.Apply(ctx, &fsm.CreateAsset{Asset: fsm.Asset{ID: id, AccountID: p.AccountID, Filename: filename,

@@ -115,7 +115,7 @@ func (a *API) createUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := ids.New("up")
-	key := "uploads/" + principalOf(r).AccountID + "/" + id + uploadTypes[ct]
+	key := "uploads/" + id + uploadTypes[ct] // no account id: the key is in public URLs
 	now := a.cfg.Now()
 	putExp, getExp := now.Add(uploadURLTTL), now.Add(publicURLTTL)
 	apierr.WriteJSON(w, http.StatusCreated, uploadJSON{
@@ -202,11 +202,11 @@ func (a *API) putLimit(key string) (int64, *apierr.Error) {
 		return 0, apierr.NotFound("upload")
 	}
 	switch parts := strings.Split(key, "/"); {
-	case len(parts) == 3 && parts[0] == "uploads":
+	case len(parts) == 2 && parts[0] == "uploads":
 		return MaxUploadBytes, nil
-	case len(parts) == 3 && parts[0] == "assets":
-		id := strings.TrimSuffix(parts[2], path.Ext(parts[2]))
-		as, ok := a.fsm.Asset(parts[1], id)
+	case len(parts) == 2 && parts[0] == "assets":
+		id := strings.TrimSuffix(parts[1], path.Ext(parts[1]))
+		as, ok := a.fsm.Asset("", id)
 		if !ok || as.BlobKey != key {
 			return 0, apierr.NotFound("asset")
 		}

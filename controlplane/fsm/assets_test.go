@@ -8,7 +8,7 @@ import (
 
 func pendingAsset(id, account string, size int64) *fsm.CreateAsset {
 	return &fsm.CreateAsset{Asset: fsm.Asset{ID: id, AccountID: account, Filename: "x.png", ContentType: "image/png",
-		Size: size, BlobKey: "assets/" + account + "/" + id + ".png", CreatedAt: t0}}
+		Size: size, BlobKey: "assets/" + id + ".png", CreatedAt: t0}}
 }
 
 func TestAssetRules(t *testing.T) {

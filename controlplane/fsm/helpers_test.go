@@ -230,6 +230,6 @@ func (nopCloser) Close() error { return nil }
 func (w *world) readyAsset(account, id string) fsm.Asset {
 	w.t.Helper()
 	w.must(&fsm.CreateAsset{Asset: fsm.Asset{ID: id, AccountID: account, Filename: id + ".png", ContentType: "image/png",
-		Size: 10, BlobKey: "assets/" + account + "/" + id + ".png", CreatedAt: t0}})
+		Size: 10, BlobKey: "assets/" + id + ".png", CreatedAt: t0}})
 	return w.must(&fsm.CompleteAsset{AssetID: id, AccountID: account, StoredSize: 10, ContentType: "image/png", Now: t0 + 1}).(fsm.Asset)
 }

@@ -249,7 +249,7 @@ func (g *cmdGen) nextAssetCommand(t *rapid.T, kind int) fsm.Command {
 		id := g.id("as")
 		g.assets[acct] = append(g.assets[acct], id)
 		return &fsm.CreateAsset{Asset: fsm.Asset{ID: id, AccountID: acct, Filename: "f.png", ContentType: "image/png",
-			Size: rapid.Int64Range(0, 3).Draw(t, "size"), BlobKey: "assets/" + acct + "/" + id + ".png", CreatedAt: g.now}}
+			Size: rapid.Int64Range(0, 3).Draw(t, "size"), BlobKey: "assets/" + id + ".png", CreatedAt: g.now}}
 	case 1:
 		return &fsm.CompleteAsset{AssetID: pick(t, g.assets[acct], "asset"), AccountID: acct,
 			StoredSize: rapid.Int64Range(1, 3).Draw(t, "stored"), ContentType: rapid.SampledFrom([]string{"image/png", "image/png", "image/jpeg"}).Draw(t, "sniffed"), Now: g.now}
@@ -425,7 +425,7 @@ func sampleSnapshot(t *testing.T) []byte {
 	w.must(createVideo("v1", "a", 3, "idem", "body", t0))
 	w.must(createVideo("v2", "a", 3, "", "", t0))
 	w.must(createVideo("p", "b", 3, "", "", t0))
-	w.must(&fsm.CreateAsset{Asset: fsm.Asset{ID: "as_1", AccountID: "a", Filename: "l.png", ContentType: "image/png", Size: 5, BlobKey: "assets/a/as_1.png"}})
+	w.must(&fsm.CreateAsset{Asset: fsm.Asset{ID: "as_1", AccountID: "a", Filename: "l.png", ContentType: "image/png", Size: 5, BlobKey: "assets/as_1.png"}})
 	w.must(&fsm.CreateBrandKit{Kit: fsm.BrandKit{ID: "br_1", AccountID: "a", Name: "k", Colors: []string{"#123456"}}})
 	return snapshotBytes(t, w.f)
 }

@@ -138,14 +138,8 @@ func TestPendingAssetsExpire(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // polling interval
 	}
-	if blobs, err := h.srv.Blobs.Stat(t.Context(), "assets/"+principalAccount(t, h, key)+"/"+id+".png"); err == nil {
+	if blobs, err := h.srv.Blobs.Stat(t.Context(), "assets/"+id+".png"); err == nil {
 		t.Fatalf("the expired asset's bytes are still stored: %+v", blobs)
 	}
 	expectAPIStatus(t, h.do("GET", "/v1/assets/"+ready["id"].(string), key, nil), http.StatusOK)
-}
-
-// principalAccount is the account id of an API key.
-func principalAccount(t *testing.T, h *harness, key string) string {
-	t.Helper()
-	return expectAPIStatus(t, h.do("GET", "/v1/me", key, nil), http.StatusOK)["id"].(string)
 }
