@@ -43,6 +43,12 @@ const (
 	DeleteBrandKitType MessageType = 32
 )
 
+// Cluster membership: the addresses of the control-plane nodes.
+const (
+	SetMemberType    MessageType = 46
+	RemoveMemberType MessageType = 47
+)
+
 func (t MessageType) String() string {
 	switch t {
 	case CreateAccountType:
@@ -91,6 +97,10 @@ func (t MessageType) String() string {
 		return "create_brand_kit"
 	case DeleteBrandKitType:
 		return "delete_brand_kit"
+	case SetMemberType:
+		return "set_member"
+	case RemoveMemberType:
+		return "remove_member"
 	}
 	return fmt.Sprintf("message_type_%d", uint8(t))
 }
@@ -258,6 +268,10 @@ func Decode(entry []byte) (Command, error) {
 		c = &CreateBrandKit{}
 	case DeleteBrandKitType:
 		c = &DeleteBrandKit{}
+	case SetMemberType:
+		c = &SetMember{}
+	case RemoveMemberType:
+		c = &RemoveMember{}
 	default:
 		return nil, fmt.Errorf("decode: unknown message type %d", entry[0])
 	}

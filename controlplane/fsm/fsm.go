@@ -119,6 +119,10 @@ func (s *state) apply(cmd Command) (any, error) {
 		return s.applyCreateBrandKit(c)
 	case *DeleteBrandKit:
 		return s.applyDeleteBrandKit(c)
+	case *SetMember:
+		return s.applySetMember(c)
+	case *RemoveMember:
+		return s.applyRemoveMember(c)
 	}
 	panic(fmt.Sprintf("fsm: no apply function for %T", cmd))
 }
