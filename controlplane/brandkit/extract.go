@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"net/url"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -132,7 +133,7 @@ func (p *page) tag(a atom.Atom, attrs map[string]string) {
 func (p *page) draft() Draft {
 	d := Draft{
 		Name:          clip(cmp.Or(p.siteName, p.appName, titleName(p.title)), MaxName),
-		LogoURL:       cmp.Or(p.ogLogo, p.touchIcon, p.icon, p.ogImage),
+		LogoURL:       renderableLogo(p.ogLogo, p.touchIcon, p.icon, p.ogImage),
 		BrandIdentity: clip(p.description, MaxBrandIdentity),
 	}
 	if p.themeColor != "" {
@@ -161,6 +162,25 @@ func (p *page) draft() Draft {
 	slices.SortStableFunc(fonts, func(a, b string) int { return p.css.fonts[b] - p.css.fonts[a] })
 	d.Fonts = fonts[:min(len(fonts), MaxFonts)]
 	return d
+}
+
+// renderableLogo is the first candidate the renderer can draw: agents take
+// PNG, JPEG, WebP, GIF and BMP logos, so SVG and ICO files (common for icons)
+// are passed over, by their extension.
+func renderableLogo(candidates ...string) string {
+	for _, c := range candidates {
+		if c == "" {
+			continue
+		}
+		u, err := url.Parse(c)
+		if err != nil {
+			continue
+		}
+		if ext := strings.ToLower(path.Ext(u.Path)); ext != ".svg" && ext != ".svgz" && ext != ".ico" {
+			return c
+		}
+	}
+	return ""
 }
 
 // abs resolves a reference against the page; only http(s) addresses count.

@@ -45,9 +45,14 @@ func TestExtract(t *testing.T) {
 		},
 		{
 			name: "og:logo wins over icons; base href resolves; selectors are not colours",
-			page: `<head><base href="https://static.acme.example/"><meta property="og:logo" content="logo.svg">
+			page: `<head><base href="https://static.acme.example/"><meta property="og:logo" content="logo.png?v=2">
 <link rel="icon" href="favicon.ico"><style>#abc, #face { color: #0a0 }</style></head>`,
-			want: Draft{Colors: []string{"#00aa00"}, Fonts: []string{}, LogoURL: "https://static.acme.example/logo.svg"},
+			want: Draft{Colors: []string{"#00aa00"}, Fonts: []string{}, LogoURL: "https://static.acme.example/logo.png?v=2"},
+		},
+		{
+			name: "SVG and ICO logos, which the renderer cannot draw, are passed over",
+			page: `<meta property="og:logo" content="/logo.svg"><link rel="icon" href="/favicon.ico"><meta property="og:image" content="/share.jpg">`,
+			want: Draft{Fonts: []string{}, LogoURL: "https://acme.example/share.jpg"},
 		},
 		{
 			name: "an empty page drafts nothing",
