@@ -60,6 +60,7 @@ require (
 	github.com/sethvargo/go-limiter v0.7.1 // indirect
 	github.com/spf13/afero v1.15.0 // indirect
 	github.com/tinylib/msgp v1.6.4 // indirect
+	github.com/tdewolff/parse/v2 v2.8.20 // indirect
 	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
 	github.com/wcharczuk/go-chart/v2 v2.1.2 // indirect

@@ -140,6 +140,16 @@ func (s *state) apply(cmd Command) (any, error) {
 		return s.applyRecordDelivery(c)
 	case *PruneDeliveries:
 		return s.applyPruneDeliveries(c)
+	case *CreateAsset:
+		return s.applyCreateAsset(c)
+	case *CompleteAsset:
+		return s.applyCompleteAsset(c)
+	case *DeleteAsset:
+		return s.applyDeleteAsset(c)
+	case *CreateBrandKit:
+		return s.applyCreateBrandKit(c)
+	case *DeleteBrandKit:
+		return s.applyDeleteBrandKit(c)
 	case *SetMember:
 		return s.applySetMember(c)
 	case *RemoveMember:

@@ -45,6 +45,13 @@ const (
 	recEvent    recordType = 11
 	recDelivery recordType = 12
 )
+
+// Record types of assets and brand kits (numbers reserved for them).
+const (
+	recAsset    recordType = 13
+	recBrandKit recordType = 14
+)
+
 const recMember recordType = 24
 
 // trailer is the body of the end record.
@@ -62,7 +69,7 @@ type record struct {
 
 // records copies the whole state into a list of records; the caller holds the read lock.
 func (s *state) records() []record {
-	out := make([]record, 0, 1+len(s.nodes)+len(s.accounts)+len(s.keys)+len(s.folders)+len(s.videos)+len(s.idem))
+	out := make([]record, 0, 1+len(s.nodes)+len(s.accounts)+len(s.keys)+len(s.folders)+len(s.videos)+len(s.idem)+len(s.assets)+len(s.kits))
 	out = append(out, record{recScheduler, s.sched.Snapshot()})
 	for _, m := range s.memberList() {
 		out = append(out, record{recMember, m})
@@ -100,6 +107,12 @@ func (s *state) records() []record {
 		}
 		for _, vid := range s.accountVideos[id] {
 			out = append(out, record{recVideo, s.videos[vid].Clone()})
+		}
+		for _, aid := range s.accountAssets[id] {
+			out = append(out, record{recAsset, *s.assets[aid]})
+		}
+		for _, kid := range s.accountKits[id] {
+			out = append(out, record{recBrandKit, s.kits[kid].Clone()})
 		}
 		rs := idemByAccount[id]
 		slices.SortFunc(rs, func(a, b *Idempotency) int { return compareStrings(a.Key, b.Key) })
@@ -336,6 +349,20 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 		s.idem[idemKey{account: r.AccountID, key: r.Key}] = &r
 	case recWebhook, recEvent, recDelivery:
 		return s.restoreOutboxRecord(t, body)
+	case recAsset:
+		var as Asset
+		if err := msgpack.Unmarshal(body, &as); err != nil {
+			return fmt.Errorf("decode asset: %w", err)
+		}
+		s.assets[as.ID] = &as
+		s.accountAssets[as.AccountID] = append(s.accountAssets[as.AccountID], as.ID)
+	case recBrandKit:
+		var k BrandKit
+		if err := msgpack.Unmarshal(body, &k); err != nil {
+			return fmt.Errorf("decode brand kit: %w", err)
+		}
+		s.kits[k.ID] = &k
+		s.accountKits[k.AccountID] = append(s.accountKits[k.AccountID], k.ID)
 	default:
 		return fmt.Errorf("unknown snapshot record type %d", t)
 	}

@@ -27,6 +27,11 @@ type state struct {
 
 	idem map[idemKey]*Idempotency
 
+	assets        map[string]*Asset
+	accountAssets map[string][]string // asset ids in creation order
+	kits          map[string]*BrandKit
+	accountKits   map[string][]string // brand kit ids in creation order
+
 	nodes      map[string]*Node
 	nodeByCred map[[32]byte]string
 	// voices is the catalogue: the union of the nodes' voices.
@@ -59,6 +64,10 @@ func newState() *state {
 		videos:         map[string]*Video{},
 		accountVideos:  map[string][]string{},
 		idem:           map[idemKey]*Idempotency{},
+		assets:         map[string]*Asset{},
+		accountAssets:  map[string][]string{},
+		kits:           map[string]*BrandKit{},
+		accountKits:    map[string][]string{},
 		nodes:          map[string]*Node{},
 		nodeByCred:     map[[32]byte]string{},
 		voices:         newVoiceIndex(),

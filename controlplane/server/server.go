@@ -80,6 +80,9 @@ type Config struct {
 	// connection; nil means the system resolver. Tests make names resolve to
 	// what they need (a name that turns private after registration).
 	WebhookResolver netguard.Resolver
+	// PendingAssetTTL is how long an asset may stay pending (created, never
+	// completed) before the leader deletes it and its bytes; default 24 h.
+	PendingAssetTTL time.Duration
 
 	// Join is the admin URL of any member of an existing cluster; a node with a
 	// new data directory asks it to be added as a voter instead of bootstrapping.
@@ -122,6 +125,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.NodeID == "" {
 		cfg.NodeID = "node1"
+	}
+	if cfg.PendingAssetTTL <= 0 {
+		cfg.PendingAssetTTL = DefaultPendingAssetTTL
 	}
 	// Agents are told the heartbeat interval in whole seconds (at least 1), so a
 	// lease must outlast two of those or healthy nodes would lose their leases.
