@@ -72,6 +72,14 @@ func (t MessageType) String() string {
 		return "expire_leases"
 	case DeregisterNodeType:
 		return "deregister_node"
+	case AppRowType:
+		return "app_row"
+	case SetAppExportType:
+		return "set_app_export"
+	case TrimExportedType:
+		return "trim_exported"
+	case DebitCreditsType:
+		return "debit_credits"
 	}
 	return fmt.Sprintf("message_type_%d", uint8(t))
 }
@@ -229,6 +237,14 @@ func Decode(entry []byte) (Command, error) {
 		c = &ExpireLeases{}
 	case DeregisterNodeType:
 		c = &DeregisterNode{}
+	case AppRowType:
+		c = &AppRow{}
+	case SetAppExportType:
+		c = &SetAppExport{}
+	case TrimExportedType:
+		c = &TrimExported{}
+	case DebitCreditsType:
+		c = &DebitCredits{}
 	default:
 		return nil, fmt.Errorf("decode: unknown message type %d", entry[0])
 	}

@@ -59,6 +59,7 @@ func (f *FSM) applyLocked(l *raft.Log) any {
 		// A log entry this binary cannot read means replicas would diverge.
 		panic(fmt.Sprintf("fsm: log index %d: %v", l.Index, err))
 	}
+	f.s.out.begin(l.Index)
 	v, err := f.s.apply(cmd)
 	return &Result{Value: v, Err: err}
 }
@@ -68,6 +69,7 @@ func (f *FSM) applyLocked(l *raft.Log) any {
 func (f *FSM) ApplyCommand(c Command) (any, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.s.out.begin(f.s.out.index + 1) // outside Raft there is no log index: count commands
 	return f.s.apply(c)
 }
 
@@ -109,6 +111,14 @@ func (s *state) apply(cmd Command) (any, error) {
 		return s.applyExpireLeases(c)
 	case *DeregisterNode:
 		return s.applyDeregisterNode(c)
+	case *AppRow:
+		return s.applyAppRow(c)
+	case *SetAppExport:
+		return s.applySetAppExport(c)
+	case *TrimExported:
+		return s.applyTrimExported(c)
+	case *DebitCredits:
+		return s.applyDebitCredits(c)
 	}
 	panic(fmt.Sprintf("fsm: no apply function for %T", cmd))
 }

@@ -37,6 +37,14 @@ const (
 	recNode
 )
 
+// Records of the app-database bridge (appdb.go, ledger.go).
+const (
+	recAppBridge  recordType = 19
+	recLedger     recordType = 20
+	recVideoEvent recordType = 21
+	recDebit      recordType = 22
+)
+
 // trailer is the body of the end record.
 type trailer struct {
 	Records uint64 `msgpack:"records"`
@@ -94,7 +102,7 @@ func (s *state) records() []record {
 			out = append(out, record{recIdempotency, r.clone()})
 		}
 	}
-	return out
+	return append(out, s.appRecords()...)
 }
 
 func compareStrings(a, b string) int {
@@ -299,7 +307,7 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 		}
 		s.idem[idemKey{account: r.AccountID, key: r.Key}] = &r
 	default:
-		return fmt.Errorf("unknown snapshot record type %d", t)
+		return s.restoreAppRecord(t, body)
 	}
 	return nil
 }

@@ -34,6 +34,11 @@ type state struct {
 
 	// sched holds the render work: task graphs, nodes' capacity, leases.
 	sched *scheduler.State
+
+	// out, in and debits belong to the app-database bridge (appdb.go).
+	out    outbox
+	in     inbound
+	debits map[idemKey]*Debit
 }
 
 func newState() *state {
@@ -50,6 +55,7 @@ func newState() *state {
 		nodeByCred:     map[[32]byte]string{},
 		voices:         newVoiceIndex(),
 		sched:          newScheduler(),
+		debits:         map[idemKey]*Debit{},
 	}
 }
 

@@ -1,0 +1,74 @@
+package fsm
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// appBridgeRecord is the bridge's scalar state in a snapshot.
+type appBridgeRecord struct {
+	On      bool        `msgpack:"on"`
+	Inbound InboundMark `msgpack:"inbound"`
+	Refused []Refusal   `msgpack:"refused"`
+}
+
+// appRecords copies the bridge's state: ledger and events in log order, debits by
+// account and key, so replicas write the same bytes.
+func (s *state) appRecords() []record {
+	out := make([]record, 0, 1+len(s.out.ledger)+len(s.out.events)+len(s.debits))
+	out = append(out, record{recAppBridge, appBridgeRecord{On: s.out.on, Inbound: s.in.mark, Refused: slices.Clone(s.in.refused)}})
+	for _, e := range s.out.ledger {
+		out = append(out, record{recLedger, e})
+	}
+	for _, e := range s.out.events {
+		out = append(out, record{recVideoEvent, e})
+	}
+	keys := make([]idemKey, 0, len(s.debits))
+	for k := range s.debits {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b idemKey) int {
+		if c := compareStrings(a.account, b.account); c != 0 {
+			return c
+		}
+		return compareStrings(a.key, b.key)
+	})
+	for _, k := range keys {
+		out = append(out, record{recDebit, *s.debits[k]})
+	}
+	return out
+}
+
+func (s *state) restoreAppRecord(t recordType, body []byte) error {
+	switch t {
+	case recAppBridge:
+		var r appBridgeRecord
+		if err := msgpack.Unmarshal(body, &r); err != nil {
+			return fmt.Errorf("decode app bridge: %w", err)
+		}
+		s.out.on, s.in.mark, s.in.refused = r.On, r.Inbound, r.Refused
+	case recLedger:
+		var e LedgerEntry
+		if err := msgpack.Unmarshal(body, &e); err != nil {
+			return fmt.Errorf("decode ledger entry: %w", err)
+		}
+		s.out.ledger = append(s.out.ledger, e)
+	case recVideoEvent:
+		var e VideoEvent
+		if err := msgpack.Unmarshal(body, &e); err != nil {
+			return fmt.Errorf("decode video event: %w", err)
+		}
+		s.out.events = append(s.out.events, e)
+	case recDebit:
+		var d Debit
+		if err := msgpack.Unmarshal(body, &d); err != nil {
+			return fmt.Errorf("decode debit: %w", err)
+		}
+		s.debits[idemKey{account: d.AccountID, key: d.Key}] = &d
+	default:
+		return fmt.Errorf("unknown snapshot record type %d", t)
+	}
+	return nil
+}
