@@ -22,10 +22,12 @@ const adminUsage = `usage: vidfarm admin [--server URL] [--admin-token T] <comma
   key create --account ID
   key revoke --key ID
   credits grant --account ID --amount C
+  credits debit --account ID --amount C --idempotency-key K
   plan set --account ID --plan free|pro|max
   video fail --video ID [--reason TEXT]
   snapshot
   status
+  cluster status
 `
 
 func runAdmin(args []string) error {
@@ -54,10 +56,11 @@ func runAdmin(args []string) error {
 	name := sub.String("name", "", "account name")
 	plan := sub.String("plan", "", "plan: free, pro or max")
 	credits := sub.Int64("credits", 0, "opening balance in credits")
-	amount := sub.Int64("amount", 0, "credits to grant")
+	amount := sub.Int64("amount", 0, "credits to grant or debit")
 	key := sub.String("key", "", "key id")
 	video := sub.String("video", "", "video id")
 	reason := sub.String("reason", "", "why the video is failed")
+	idemKey := sub.String("idempotency-key", "", "debit key: the same key and amount never debits twice")
 	if err := sub.Parse(rest[1:]); err != nil {
 		return err
 	}
@@ -74,6 +77,10 @@ func runAdmin(args []string) error {
 		out, err = cl.RevokeKey(ctx, *key)
 	case "credits grant":
 		out, err = cl.GrantCredits(ctx, *account, *amount)
+	case "credits debit":
+		out, err = cl.Debit(ctx, *account, *amount, *idemKey)
+	case "cluster status":
+		out, err = cl.ClusterStatus(ctx)
 	case "plan set":
 		out, err = cl.SetPlan(ctx, *account, *plan)
 	case "video fail":

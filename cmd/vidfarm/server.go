@@ -36,6 +36,7 @@ func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
 	fs.StringVar(&sf.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&sf.rateLimits, "rate-limits", true, "enforce the contract's rate limits (turn off only for benchmarks)")
 	fs.BoolVar(&sf.cfg.AllowPrivateURLs, "allow-private-urls", false, "DEVELOPMENT: accept input image URLs on private and loopback hosts")
+	fs.StringVar(&sf.cfg.AppDB, "app-db", "", "the service's app database, postgres://… (add ?search_path=SCHEMA for another schema); empty runs alone")
 }
 
 func (sf *serverFlags) config() (server.Config, error) {

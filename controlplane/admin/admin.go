@@ -30,6 +30,7 @@ type Node interface {
 	Apply(ctx context.Context, cmd fsm.Command) (any, error)
 	Snapshot() error
 	Stats() map[string]string
+	Leader() (addr, id string)
 }
 
 // Config wires the admin API.
@@ -40,6 +41,10 @@ type Config struct {
 	Logger   *slog.Logger
 	Gatherer prometheus.Gatherer
 	Now      func() time.Time
+	// NodeID names this node in the cluster status.
+	NodeID string
+	// AppDB reports the app-database bridge; nil without one.
+	AppDB func() any
 }
 
 type server struct {
@@ -75,6 +80,8 @@ func Handler(cfg Config) http.Handler {
 		r.Post("/admin/v1/videos/{id}/fail", s.failVideo)
 		r.Post("/admin/v1/snapshot", s.snapshot)
 		r.Get("/admin/v1/status", s.status)
+		r.Get("/admin/v1/cluster/status", s.clusterStatus)
+		r.Post("/admin/v1/accounts/{id}/debits", s.debit)
 	})
 	return r
 }
@@ -108,8 +115,9 @@ func (s *server) apply(w http.ResponseWriter, r *http.Request, cmd fsm.Command) 
 	if err == nil {
 		return out, true
 	}
-	var e *apierr.Error
+	e := debitRefusal(err)
 	switch {
+	case e != nil:
 	case errors.Is(err, fsm.ErrAccountNotFound):
 		e = apierr.New(http.StatusNotFound, apierr.CodeAccountNotFound, "no such account")
 	case errors.Is(err, fsm.ErrKeyNotFound):

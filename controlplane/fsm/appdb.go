@@ -45,21 +45,29 @@ type DebitResult struct {
 // MaxDebitKey bounds a debit's idempotency key, like the API's Idempotency-Key.
 const MaxDebitKey = 255
 
-func (s *state) applyAppRow(c *AppRow) (any, error) {
+func (s *state) applyAppRows(c *AppRows) (any, error) {
+	out := make([]AppRowResult, len(c.Rows))
+	for i := range c.Rows {
+		out[i] = s.applyAppRow(&c.Rows[i])
+	}
+	return out, nil
+}
+
+func (s *state) applyAppRow(c *AppRow) AppRowResult {
 	if !s.in.mark.Less(c.Mark) {
 		for _, r := range s.in.refused {
 			if r.Mark == c.Mark {
-				return AppRowResult{Duplicate: true, Refusal: r.Reason}, nil
+				return AppRowResult{Duplicate: true, Refusal: r.Reason}
 			}
 		}
-		return AppRowResult{Duplicate: true}, nil
+		return AppRowResult{Duplicate: true}
 	}
 	s.in.mark = c.Mark
 	if err := s.appRow(c); err != nil {
 		s.in.refused = append(s.in.refused, Refusal{Mark: c.Mark, Reason: err.Error()})
-		return AppRowResult{Refusal: err.Error()}, nil
+		return AppRowResult{Refusal: err.Error()}
 	}
-	return AppRowResult{Applied: true}, nil
+	return AppRowResult{Applied: true}
 }
 
 func (s *state) appRow(c *AppRow) error {
@@ -176,12 +184,22 @@ type AppExportStatus struct {
 	Refused       []Refusal
 	PendingLedger int
 	PendingEvents int
+	// FirstHeld is the lowest log index of a held ledger entry or event; 0 for none.
+	FirstHeld uint64
 }
 
 // AppExport reports the bridge's state in the FSM.
 func (f *FSM) AppExport() AppExportStatus {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return AppExportStatus{On: f.s.out.on, Inbound: f.s.in.mark, Refused: slices.Clone(f.s.in.refused),
-		PendingLedger: len(f.s.out.ledger), PendingEvents: len(f.s.out.events)}
+	o := f.s.out
+	st := AppExportStatus{On: o.on, Inbound: f.s.in.mark, Refused: slices.Clone(f.s.in.refused),
+		PendingLedger: len(o.ledger), PendingEvents: len(o.events)}
+	if len(o.ledger) > 0 {
+		st.FirstHeld = o.ledger[0].Index
+	}
+	if len(o.events) > 0 && (st.FirstHeld == 0 || o.events[0].Index < st.FirstHeld) {
+		st.FirstHeld = o.events[0].Index
+	}
+	return st
 }

@@ -3,7 +3,7 @@ package fsm
 // Commands of the app-database bridge (controlplane/appdb): rows the service's app
 // wrote, the export switch and its acknowledgements, and debits by the app.
 const (
-	AppRowType       MessageType = 38
+	AppRowsType      MessageType = 38
 	SetAppExportType MessageType = 39
 	TrimExportedType MessageType = 40
 	DebitCreditsType MessageType = 41
@@ -30,9 +30,14 @@ func (m InboundMark) Less(o InboundMark) bool {
 	return m.Xid < o.Xid || (m.Xid == o.Xid && m.Seq < o.Seq)
 }
 
-// AppRow applies one row the app wrote. Rows are applied in InboundMark order and
-// a row at or below the last applied mark is a no-op, so the bridge may send a row
-// again after a crash without it counting twice. Fields not used by the table stay zero.
+// AppRows applies rows the app wrote, one after the other, in one log entry.
+type AppRows struct {
+	Rows []AppRow `msgpack:"rows"`
+}
+
+// AppRow is one row the app wrote. Rows are applied in InboundMark order and a row
+// at or below the last applied mark is a no-op, so the bridge may send a row again
+// after a crash without it counting twice. Fields the table does not use stay zero.
 type AppRow struct {
 	Mark       InboundMark `msgpack:"mark"`
 	Table      string      `msgpack:"table"`
@@ -71,7 +76,7 @@ type DebitCredits struct {
 	Now       int64  `msgpack:"now"`
 }
 
-func (AppRow) Type() MessageType       { return AppRowType }
+func (AppRows) Type() MessageType      { return AppRowsType }
 func (SetAppExport) Type() MessageType { return SetAppExportType }
 func (TrimExported) Type() MessageType { return TrimExportedType }
 func (DebitCredits) Type() MessageType { return DebitCreditsType }

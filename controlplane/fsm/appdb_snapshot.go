@@ -55,12 +55,14 @@ func (s *state) restoreAppRecord(t recordType, body []byte) error {
 			return fmt.Errorf("decode ledger entry: %w", err)
 		}
 		s.out.ledger = append(s.out.ledger, e)
+		s.out.index = max(s.out.index, e.Index)
 	case recVideoEvent:
 		var e VideoEvent
 		if err := msgpack.Unmarshal(body, &e); err != nil {
 			return fmt.Errorf("decode video event: %w", err)
 		}
 		s.out.events = append(s.out.events, e)
+		s.out.index = max(s.out.index, e.Index)
 	case recDebit:
 		var d Debit
 		if err := msgpack.Unmarshal(body, &d); err != nil {

@@ -14,7 +14,7 @@ func row(xid uint64, seq int64, table string) *fsm.AppRow {
 
 func appRow(t *testing.T, w *world, r *fsm.AppRow) fsm.AppRowResult {
 	t.Helper()
-	return w.must(r).(fsm.AppRowResult)
+	return w.must(&fsm.AppRows{Rows: []fsm.AppRow{*r}}).([]fsm.AppRowResult)[0]
 }
 
 // ledgerSums adds up the pending ledger per account.

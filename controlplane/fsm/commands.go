@@ -72,8 +72,8 @@ func (t MessageType) String() string {
 		return "expire_leases"
 	case DeregisterNodeType:
 		return "deregister_node"
-	case AppRowType:
-		return "app_row"
+	case AppRowsType:
+		return "app_rows"
 	case SetAppExportType:
 		return "set_app_export"
 	case TrimExportedType:
@@ -237,8 +237,8 @@ func Decode(entry []byte) (Command, error) {
 		c = &ExpireLeases{}
 	case DeregisterNodeType:
 		c = &DeregisterNode{}
-	case AppRowType:
-		c = &AppRow{}
+	case AppRowsType:
+		c = &AppRows{}
 	case SetAppExportType:
 		c = &SetAppExport{}
 	case TrimExportedType:

@@ -111,8 +111,8 @@ func (s *state) apply(cmd Command) (any, error) {
 		return s.applyExpireLeases(c)
 	case *DeregisterNode:
 		return s.applyDeregisterNode(c)
-	case *AppRow:
-		return s.applyAppRow(c)
+	case *AppRows:
+		return s.applyAppRows(c)
 	case *SetAppExport:
 		return s.applySetAppExport(c)
 	case *TrimExported:

@@ -85,28 +85,42 @@ func (s *state) videoChanged(v *Video, now int64) {
 		Error: v.ErrorMessage, At: now})
 }
 
-// Outbox is what waits for export: ledger entries and video events with an index
-// above after, at most max of each, in log order.
+// Outbox is what waits for export: every ledger entry and video event with an
+// index in (after, Through], in log order.
 type Outbox struct {
 	Ledger []LedgerEntry
 	Events []VideoEvent
+	// Through is the last log index whose movements are all in this outbox: the
+	// export cursor once they are committed.
+	Through uint64
 	// On says whether export is switched on.
 	On bool
 }
 
-// PendingExport returns what the app database has not acknowledged past index after.
-func (f *FSM) PendingExport(after uint64, max int) Outbox {
+// PendingExport returns what waits past index after: about max entries of each
+// list, never splitting the entries of one log index.
+func (f *FSM) PendingExport(after uint64, limit int) Outbox {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	o := f.s.out
-	return Outbox{Ledger: slices.Clone(above(o.ledger, after, max, func(e LedgerEntry) uint64 { return e.Index })),
-		Events: slices.Clone(above(o.events, after, max, func(e VideoEvent) uint64 { return e.Index })), On: o.on}
+	ledger, lt := above(o.ledger, after, limit, func(e LedgerEntry) uint64 { return e.Index })
+	events, et := above(o.events, after, limit, func(e VideoEvent) uint64 { return e.Index })
+	through := min(lt, et, max(f.applied, o.index))
+	ledger = ledger[:firstAbove(ledger, through, func(e LedgerEntry) uint64 { return e.Index })]
+	events = events[:firstAbove(events, through, func(e VideoEvent) uint64 { return e.Index })]
+	return Outbox{Ledger: slices.Clone(ledger), Events: slices.Clone(events), Through: max(through, after), On: o.on}
 }
 
-// above returns at most max items of the index-ordered list whose index is above after.
-func above[T any](list []T, after uint64, max int, index func(T) uint64) []T {
+// above returns the items of the index-ordered list above after: at least limit (when
+// there are that many) and then the rest of the last one's index. through is that
+// last index when the list goes on past it, and the largest uint64 otherwise.
+func above[T any](list []T, after uint64, limit int, index func(T) uint64) (items []T, through uint64) {
 	list = list[firstAbove(list, after, index):]
-	return list[:min(len(list), max)]
+	if len(list) <= limit {
+		return list, ^uint64(0)
+	}
+	through = index(list[limit-1])
+	return list[:firstAbove(list, through, index)], through
 }
 
 // trimThrough drops the items whose index is at most through.

@@ -253,6 +253,12 @@ func (n *Node) Snapshot() error {
 	return nil
 }
 
+// Leader is the current leader's Raft address and id, empty while there is none.
+func (n *Node) Leader() (addr, id string) {
+	a, i := n.Raft.LeaderWithID()
+	return string(a), string(i)
+}
+
 // Stats is Raft's own view of the node (state, term, indexes).
 func (n *Node) Stats() map[string]string { return n.Raft.Stats() }
 

@@ -24,6 +24,7 @@ import (
 
 	"github.com/vidfarm/vidfarm/controlplane/admin"
 	"github.com/vidfarm/vidfarm/controlplane/agentapi"
+	"github.com/vidfarm/vidfarm/controlplane/appdb"
 	"github.com/vidfarm/vidfarm/controlplane/api"
 	"github.com/vidfarm/vidfarm/controlplane/blob"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
@@ -64,6 +65,10 @@ type Config struct {
 	// AllowPrivateURLs accepts input image URLs on private and loopback hosts:
 	// a development switch for tests and closed networks.
 	AllowPrivateURLs bool
+	// AppDB is the service's app database (a postgres:// URL); empty runs alone.
+	AppDB string
+	// AppDBPoll is how often the bridge polls when not woken (default 250 ms).
+	AppDBPoll time.Duration
 }
 
 // Server is a running control-plane node.
@@ -79,6 +84,7 @@ type Server struct {
 	adminLn   net.Listener
 	agentLn   net.Listener
 	notify    *agentapi.Notifier
+	bridge    *appdb.Bridge
 	log       *slog.Logger
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
@@ -164,6 +170,13 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		notify: agentapi.NewNotifier(), log: cfg.Logger}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newStateCollector(f, node))
+	if err := s.openBridge(f, reg); err != nil {
+		node.Close()
+		publicLn.Close()
+		adminLn.Close()
+		agentLn.Close()
+		return nil, err
+	}
 	s.API, err = api.New(api.Config{
 		FSM: f, Store: node, Logger: cfg.Logger, Signer: blob.Signer{Key: secret, BaseURL: cfg.PublicURL},
 		Limits: cfg.Limits, AppURL: cfg.AppURL, Registry: reg, Blobs: blobs, WorkQueued: s.notify.Notify,
@@ -180,7 +193,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.public = &http.Server{Handler: s.API, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	s.admin = &http.Server{Handler: admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg}),
+	s.admin = &http.Server{Handler: admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg,
+		NodeID: cfg.NodeID, AppDB: s.bridgeStatus()}),
 		ReadHeaderTimeout: 10 * time.Second}
 	bg, stop := context.WithCancel(context.Background())
 	s.stop = stop
@@ -204,6 +218,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		defer s.wg.Done()
 		s.leaderJobs(bg)
 	}()
+	s.runBridge(bg)
 	s.log.Info("control plane ready", "node_id", cfg.NodeID, "public", publicLn.Addr().String(),
 		"admin", adminLn.Addr().String(), "agent", agentLn.Addr().String(), "raft", node.RaftAddr(),
 		"data_dir", cfg.DataDir, "blob_dir", cfg.BlobDir)
@@ -322,6 +337,7 @@ func (s *Server) leaderJobs(ctx context.Context) {
 		case <-leases.C:
 			if s.Node.IsLeader() {
 				s.expireLeases(ctx)
+				s.stopExport(ctx)
 			}
 		}
 	}
