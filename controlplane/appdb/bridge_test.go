@@ -14,7 +14,7 @@ import (
 )
 
 // testNode is a real single-node Raft cluster with its FSM.
-func testNode(t *testing.T) (*raftnode.Node, *fsm.FSM) {
+func testNode(t testing.TB) (*raftnode.Node, *fsm.FSM) {
 	t.Helper()
 	f := fsm.New()
 	n, err := raftnode.Open(raftnode.Config{DataDir: filepath.Join(t.TempDir(), "raft"), NodeID: "n1", RaftAddr: "127.0.0.1:0",
@@ -31,7 +31,7 @@ func testNode(t *testing.T) (*raftnode.Node, *fsm.FSM) {
 	return n, f
 }
 
-func testBridge(t *testing.T, dsn string, n *raftnode.Node, f *fsm.FSM) *Bridge {
+func testBridge(t testing.TB, dsn string, n *raftnode.Node, f *fsm.FSM) *Bridge {
 	t.Helper()
 	b, err := New(Config{DSN: dsn, FSM: f, Node: n, Poll: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -42,7 +42,7 @@ func testBridge(t *testing.T, dsn string, n *raftnode.Node, f *fsm.FSM) *Bridge 
 }
 
 // stepUntilIdle runs steps until one finds nothing more to do.
-func stepUntilIdle(t *testing.T, b *Bridge) {
+func stepUntilIdle(t testing.TB, b *Bridge) {
 	t.Helper()
 	for i := 0; i < 1000; i++ {
 		more, err := b.Step(context.Background())
@@ -56,14 +56,14 @@ func stepUntilIdle(t *testing.T, b *Bridge) {
 	t.Fatal("the bridge never caught up")
 }
 
-func mustExec(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) {
+func mustExec(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) {
 	t.Helper()
 	if _, err := pool.Exec(context.Background(), sql, args...); err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
 }
 
-func count(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int64 {
+func count(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) int64 {
 	t.Helper()
 	var n int64
 	if err := pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
