@@ -28,6 +28,8 @@ const adminUsage = `usage: vidfarm admin [--server URL] [--admin-token T] <comma
   snapshot
   status
   cluster status
+  cluster members
+  cluster remove --node ID
 `
 
 func runAdmin(args []string) error {
@@ -61,6 +63,7 @@ func runAdmin(args []string) error {
 	video := sub.String("video", "", "video id")
 	reason := sub.String("reason", "", "why the video is failed")
 	idemKey := sub.String("idempotency-key", "", "debit key: the same key and amount never debits twice")
+	node := sub.String("node", "", "control-plane node id")
 	if err := sub.Parse(rest[1:]); err != nil {
 		return err
 	}
@@ -89,6 +92,10 @@ func runAdmin(args []string) error {
 		out, err = cl.Snapshot(ctx)
 	case "status":
 		out, err = cl.Do(ctx, "GET", "/admin/v1/status", nil)
+	case "cluster members":
+		out, err = cl.ClusterMembers(ctx)
+	case "cluster remove":
+		out, err = cl.RemoveNode(ctx, *node)
 	default:
 		fs.Usage()
 		return fmt.Errorf("unknown admin command %q", cmd)

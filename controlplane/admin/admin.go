@@ -30,7 +30,6 @@ type Node interface {
 	Apply(ctx context.Context, cmd fsm.Command) (any, error)
 	Snapshot() error
 	Stats() map[string]string
-	Leader() (addr, id string)
 }
 
 // Config wires the admin API.
@@ -41,10 +40,10 @@ type Config struct {
 	Logger   *slog.Logger
 	Gatherer prometheus.Gatherer
 	Now      func() time.Time
-	// NodeID names this node in the cluster status.
-	NodeID string
 	// AppDB reports the app-database bridge; nil without one.
 	AppDB func() any
+	// Cluster manages membership; nil leaves the cluster endpoints out.
+	Cluster Cluster
 }
 
 type server struct {
@@ -82,6 +81,11 @@ func Handler(cfg Config) http.Handler {
 		r.Get("/admin/v1/status", s.status)
 		r.Get("/admin/v1/cluster/status", s.clusterStatus)
 		r.Post("/admin/v1/accounts/{id}/debits", s.debit)
+		if cfg.Cluster != nil {
+			r.Post("/admin/v1/cluster/join", s.clusterJoin)
+			r.Post("/admin/v1/cluster/remove", s.clusterRemove)
+			r.Get("/admin/v1/cluster/members", s.clusterMembers)
+		}
 	})
 	return r
 }

@@ -139,3 +139,15 @@ func (c *Client) Debit(ctx context.Context, accountID string, amount int64, key 
 func (c *Client) ClusterStatus(ctx context.Context) (json.RawMessage, error) {
 	return c.Do(ctx, http.MethodGet, "/admin/v1/cluster/status", nil)
 }
+
+// ClusterMembers lists the voters, the leader and their published addresses.
+func (c *Client) ClusterMembers(ctx context.Context) (ClusterMembers, error) {
+	var out ClusterMembers
+	err := c.into(ctx, http.MethodGet, "/admin/v1/cluster/members", nil, &out)
+	return out, err
+}
+
+// RemoveNode takes a node out of the cluster.
+func (c *Client) RemoveNode(ctx context.Context, id string) (json.RawMessage, error) {
+	return c.Do(ctx, http.MethodPost, "/admin/v1/cluster/remove", map[string]string{"id": id})
+}

@@ -1,101 +1,115 @@
 package admin
 
 import (
-	"errors"
+	"context"
 	"net/http"
-	"strconv"
 	"strings"
-
-	"github.com/go-chi/chi/v5"
+	"time"
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
+	"github.com/vidfarm/vidfarm/controlplane/cluster"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/raftnode"
 )
 
-// ClusterStatus answers GET /admin/v1/cluster/status. Issue 5 adds the peers.
-type ClusterStatus struct {
-	NodeID        string `json:"node_id"`
-	State         string `json:"state"`
-	LeaderID      string `json:"leader_id"`
-	LeaderAddress string `json:"leader_address"`
-	Term          uint64 `json:"term"`
-	LastLogIndex  uint64 `json:"last_log_index"`
-	CommitIndex   uint64 `json:"commit_index"`
-	AppliedIndex  uint64 `json:"applied_index"`
-	// AppDB is the app-database bridge's status, {"enabled": false} without --app-db.
-	AppDB any `json:"app_db"`
+// Cluster is the membership side of the Raft node.
+type Cluster interface {
+	ID() string
+	Leader() (id, raftAddr string)
+	Servers() ([]raftnode.Server, error)
+	AddVoter(ctx context.Context, id, addr string) error
+	RemoveServer(ctx context.Context, id string) error
 }
 
-func (s *server) clusterStatus(w http.ResponseWriter, r *http.Request) {
-	st := s.cfg.Node.Stats()
-	num := func(k string) uint64 {
-		n, _ := strconv.ParseUint(st[k], 10, 64)
-		return n
+// clusterJoin adds a node as a voter and records its addresses. It runs on the
+// leader (followers forward it); adding a node that is already a member with the
+// same address is a no-op for Raft, so a joining node may retry freely.
+func (s *server) clusterJoin(w http.ResponseWriter, r *http.Request) {
+	var req cluster.JoinRequest
+	if !decode(w, r, &req) {
+		return
 	}
-	addr, id := s.cfg.Node.Leader()
-	out := ClusterStatus{NodeID: s.cfg.NodeID, State: strings.ToLower(st["state"]), LeaderID: id, LeaderAddress: addr,
-		Term: num("term"), LastLogIndex: num("last_log_index"), CommitIndex: num("commit_index"),
-		AppliedIndex: s.cfg.FSM.AppliedIndex(), AppDB: map[string]bool{"enabled": false}}
-	if s.cfg.AppDB != nil {
-		out.AppDB = s.cfg.AppDB()
+	if req.ID == "" || req.RaftAddr == "" {
+		apierr.Write(w, r, apierr.Invalid("id", "id and raft_addr are required"))
+		return
 	}
-	apierr.WriteJSON(w, http.StatusOK, out)
+	for field, u := range map[string]string{"public_url": req.PublicURL, "admin_url": req.AdminURL, "agent_url": req.AgentURL} {
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			apierr.Write(w, r, apierr.Invalid(field, "an http(s) URL other nodes can reach is required"))
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+	defer cancel()
+	if err := s.cfg.Cluster.AddVoter(ctx, req.ID, req.RaftAddr); err != nil {
+		s.cfg.Logger.Warn("add voter failed", "node_id", req.ID, "raft_addr", req.RaftAddr, "err", err)
+		apierr.Write(w, r, apierr.New(http.StatusServiceUnavailable, apierr.CodeUpstreamError, "could not add the node: "+err.Error()))
+		return
+	}
+	m := fsm.Member{ID: req.ID, RaftAddr: req.RaftAddr, PublicURL: req.PublicURL, AdminURL: req.AdminURL, AgentURL: req.AgentURL}
+	if _, ok := s.apply(w, r, &fsm.SetMember{Member: m, Now: s.cfg.Now().UnixNano()}); !ok {
+		return
+	}
+	s.cfg.Logger.Info("node joined the cluster", "node_id", req.ID, "raft_addr", req.RaftAddr)
+	apierr.WriteJSON(w, http.StatusOK, map[string]any{"joined": req.ID})
 }
 
-// Debit answers a debit: the account's balance right after it, and whether the
-// key had been used before (then nothing was taken again).
-type Debit struct {
-	AccountID      string `json:"account_id"`
-	Amount         int64  `json:"amount"`
-	IdempotencyKey string `json:"idempotency_key"`
-	Balance        int64  `json:"balance"`
-	Replayed       bool   `json:"replayed"`
-	CreatedAt      int64  `json:"created_at"`
-}
-
-// debit takes credits for a render the app does itself. The idempotency key makes
-// a retry safe: the same key and amount answers the first debit again (200 with
-// Idempotent-Replayed: true) and takes nothing; another amount is a 409.
-func (s *server) debit(w http.ResponseWriter, r *http.Request) {
+func (s *server) clusterRemove(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Amount         int64  `json:"amount"`
-		IdempotencyKey string `json:"idempotency_key"`
+		ID string `json:"id"`
 	}
 	if !decode(w, r, &req) {
 		return
 	}
-	if req.Amount <= 0 {
-		apierr.Write(w, r, apierr.Invalid("amount", "amount must be a positive number of credits"))
+	if req.ID == "" {
+		apierr.Write(w, r, apierr.Invalid("id", "the id of the node to remove is required"))
 		return
 	}
-	if k := req.IdempotencyKey; k == "" || len(k) > fsm.MaxDebitKey {
-		apierr.Write(w, r, apierr.Invalid("idempotency_key", "idempotency_key is required, 1-255 characters: reuse it when retrying the same debit"))
+	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+	defer cancel()
+	if err := s.cfg.Cluster.RemoveServer(ctx, req.ID); err != nil {
+		apierr.Write(w, r, apierr.New(http.StatusServiceUnavailable, apierr.CodeUpstreamError, "could not remove the node: "+err.Error()))
 		return
 	}
-	cmd := &fsm.DebitCredits{AccountID: chi.URLParam(r, "id"), Amount: req.Amount, Key: req.IdempotencyKey, Now: s.cfg.Now().UnixNano()}
-	out, ok := s.apply(w, r, cmd)
-	if !ok {
+	if _, ok := s.apply(w, r, &fsm.RemoveMember{ID: req.ID, Now: s.cfg.Now().UnixNano()}); !ok {
 		return
 	}
-	d := out.(fsm.DebitResult)
-	status := http.StatusCreated
-	if d.Replayed {
-		status = http.StatusOK
-		w.Header().Set("Idempotent-Replayed", "true")
-	}
-	apierr.WriteJSON(w, status, Debit{AccountID: d.AccountID, Amount: d.Amount, IdempotencyKey: d.Key, Balance: d.Balance,
-		Replayed: d.Replayed, CreatedAt: d.CreatedAt / 1e9})
+	s.cfg.Logger.Info("node removed from the cluster", "node_id", req.ID)
+	apierr.WriteJSON(w, http.StatusOK, map[string]any{"removed": req.ID})
 }
 
-// debitRefusal maps the refusals only a debit meets.
-func debitRefusal(err error) *apierr.Error {
-	var ins *fsm.InsufficientCreditsError
-	switch {
-	case errors.As(err, &ins):
-		return apierr.New(http.StatusPaymentRequired, apierr.CodeInsufficientCredits, "the account's balance does not cover the debit").
-			With("required_credits", ins.Required).With("remaining_credits", ins.Remaining)
-	case errors.Is(err, fsm.ErrDuplicateRequest):
-		return apierr.New(http.StatusConflict, apierr.CodeDuplicateRequest, err.Error()+": use a new idempotency key for a new debit")
+// MemberJSON is one voter with the addresses it published.
+type MemberJSON struct {
+	ID        string `json:"id"`
+	RaftAddr  string `json:"raft_addr"`
+	Suffrage  string `json:"suffrage"`
+	Leader    bool   `json:"leader"`
+	PublicURL string `json:"public_url,omitempty"`
+	AdminURL  string `json:"admin_url,omitempty"`
+	AgentURL  string `json:"agent_url,omitempty"`
+}
+
+// ClusterMembers is the cluster as the answering node sees it.
+type ClusterMembers struct {
+	Node    string       `json:"node"`
+	Leader  string       `json:"leader"`
+	Members []MemberJSON `json:"members"`
+}
+
+func (s *server) clusterMembers(w http.ResponseWriter, r *http.Request) {
+	servers, err := s.cfg.Cluster.Servers()
+	if err != nil {
+		apierr.Write(w, r, apierr.New(http.StatusServiceUnavailable, apierr.CodeUpstreamError, err.Error()))
+		return
 	}
-	return nil
+	leader, _ := s.cfg.Cluster.Leader()
+	out := ClusterMembers{Node: s.cfg.Cluster.ID(), Leader: leader, Members: []MemberJSON{}}
+	for _, sv := range servers {
+		mj := MemberJSON{ID: sv.ID, RaftAddr: sv.RaftAddr, Suffrage: sv.Suffrage, Leader: sv.ID == leader}
+		if m, ok := s.cfg.FSM.Member(sv.ID); ok {
+			mj.PublicURL, mj.AdminURL, mj.AgentURL = m.PublicURL, m.AdminURL, m.AgentURL
+		}
+		out.Members = append(out.Members, mj)
+	}
+	apierr.WriteJSON(w, http.StatusOK, out)
 }

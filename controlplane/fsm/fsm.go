@@ -119,6 +119,10 @@ func (s *state) apply(cmd Command) (any, error) {
 		return s.applyTrimExported(c)
 	case *DebitCredits:
 		return s.applyDebitCredits(c)
+	case *SetMember:
+		return s.applySetMember(c)
+	case *RemoveMember:
+		return s.applyRemoveMember(c)
 	}
 	panic(fmt.Sprintf("fsm: no apply function for %T", cmd))
 }
