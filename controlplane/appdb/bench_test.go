@@ -12,11 +12,8 @@ import (
 // BenchmarkInboundPurchases: b.N purchase rows already in the app database,
 // applied through Raft (fsync off) and their cursor committed, in batches of 500.
 func BenchmarkInboundPurchases(b *testing.B) {
-	dsn := NewTestDB(b)
-	n, f := testNode(b)
-	br := testBridge(b, dsn, n, f)
-	stepUntilIdle(b, br)
-	pool := OpenPool(b, dsn)
+	r := newRig(b)
+	f, br, pool := r.fsm, r.b, r.pool
 	mustExec(b, pool, `INSERT INTO vidfarm_app_accounts (account_id, plan) VALUES ('bench', 'pro')`)
 	stepUntilIdle(b, br)
 	mustExec(b, pool, `INSERT INTO vidfarm_app_purchases (purchase_id, account_id, credits)
@@ -34,10 +31,8 @@ func BenchmarkInboundPurchases(b *testing.B) {
 // BenchmarkOutboundExport: b.N ledger entries waiting in the FSM, written to the
 // app database (ledger, balances, cursor) in transactions of 500.
 func BenchmarkOutboundExport(b *testing.B) {
-	dsn := NewTestDB(b)
-	n, f := testNode(b)
-	br := testBridge(b, dsn, n, f)
-	stepUntilIdle(b, br)
+	r := newRig(b)
+	n, br := r.node, r.b
 	ctx := context.Background()
 	rows := []fsm.AppRow{{Mark: fsm.InboundMark{Xid: 1, Seq: 1}, Table: fsm.AppAccounts, AccountID: "bench", Plan: fsm.PlanPro}}
 	for i := range b.N {

@@ -41,6 +41,26 @@ func testBridge(t testing.TB, dsn string, n *raftnode.Node, f *fsm.FSM) *Bridge 
 	return b
 }
 
+// rig is a fresh schema, a real Raft node and a bridge that has migrated and
+// switched export on.
+type rig struct {
+	dsn  string
+	node *raftnode.Node
+	fsm  *fsm.FSM
+	b    *Bridge
+	pool *pgxpool.Pool
+}
+
+func newRig(t testing.TB) *rig {
+	t.Helper()
+	r := &rig{dsn: NewTestDB(t)}
+	r.node, r.fsm = testNode(t)
+	r.b = testBridge(t, r.dsn, r.node, r.fsm)
+	stepUntilIdle(t, r.b)
+	r.pool = OpenPool(t, r.dsn)
+	return r
+}
+
 // stepUntilIdle runs steps until one finds nothing more to do.
 func stepUntilIdle(t testing.TB, b *Bridge) {
 	t.Helper()
@@ -75,11 +95,8 @@ func count(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) int64 {
 // TestPurchaseOnceWhenKilledBeforeCursorCommit applies a purchase, "kills" the
 // bridge before its cursor commits, and checks a new bridge grants nothing twice.
 func TestPurchaseOnceWhenKilledBeforeCursorCommit(t *testing.T) {
-	dsn := NewTestDB(t)
-	n, f := testNode(t)
-	first := testBridge(t, dsn, n, f)
-	stepUntilIdle(t, first) // migrates, switches export on
-	pool := OpenPool(t, dsn)
+	r := newRig(t)
+	dsn, n, f, first, pool := r.dsn, r.node, r.fsm, r.b, r.pool
 	mustExec(t, pool, `INSERT INTO vidfarm_app_accounts (account_id, name, plan, credits) VALUES ('app_a', 'A', 'pro', 10)`)
 	mustExec(t, pool, `INSERT INTO vidfarm_app_purchases (purchase_id, account_id, credits) VALUES ('pur_1', 'app_a', 500)`)
 
@@ -120,11 +137,8 @@ func TestPurchaseOnceWhenKilledBeforeCursorCommit(t *testing.T) {
 }
 
 func TestMalformedRowsQuarantined(t *testing.T) {
-	dsn := NewTestDB(t)
-	n, f := testNode(t)
-	b := testBridge(t, dsn, n, f)
-	stepUntilIdle(t, b)
-	pool := OpenPool(t, dsn)
+	r := newRig(t)
+	f, b, pool := r.fsm, r.b, r.pool
 	bad := []struct {
 		name, sql, reason string
 	}{

@@ -44,33 +44,33 @@ func (s *state) appRecords() []record {
 func (s *state) restoreAppRecord(t recordType, body []byte) error {
 	switch t {
 	case recAppBridge:
-		var r appBridgeRecord
-		if err := msgpack.Unmarshal(body, &r); err != nil {
-			return fmt.Errorf("decode app bridge: %w", err)
-		}
+		r, err := decodeRecord[appBridgeRecord](body, "app bridge")
 		s.out.on, s.in.mark, s.in.refused = r.On, r.Inbound, r.Refused
+		return err
 	case recLedger:
-		var e LedgerEntry
-		if err := msgpack.Unmarshal(body, &e); err != nil {
-			return fmt.Errorf("decode ledger entry: %w", err)
-		}
+		e, err := decodeRecord[LedgerEntry](body, "ledger entry")
 		s.out.ledger = append(s.out.ledger, e)
 		s.out.index = max(s.out.index, e.Index)
+		return err
 	case recVideoEvent:
-		var e VideoEvent
-		if err := msgpack.Unmarshal(body, &e); err != nil {
-			return fmt.Errorf("decode video event: %w", err)
-		}
+		e, err := decodeRecord[VideoEvent](body, "video event")
 		s.out.events = append(s.out.events, e)
 		s.out.index = max(s.out.index, e.Index)
+		return err
 	case recDebit:
-		var d Debit
-		if err := msgpack.Unmarshal(body, &d); err != nil {
-			return fmt.Errorf("decode debit: %w", err)
-		}
+		d, err := decodeRecord[Debit](body, "debit")
 		s.debits[idemKey{account: d.AccountID, key: d.Key}] = &d
-	default:
-		return fmt.Errorf("unknown snapshot record type %d", t)
+		return err
 	}
-	return nil
+	return fmt.Errorf("unknown snapshot record type %d", t)
+}
+
+// decodeRecord decodes one record's body; on error the restore is abandoned, so
+// what was half-set does not matter.
+func decodeRecord[T any](body []byte, what string) (T, error) {
+	var v T
+	if err := msgpack.Unmarshal(body, &v); err != nil {
+		return v, fmt.Errorf("decode %s: %w", what, err)
+	}
+	return v, nil
 }
