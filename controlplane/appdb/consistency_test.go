@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/vidfarm/vidfarm/controlplane/appdb"
+	"github.com/vidfarm/vidfarm/controlplane/server"
 )
 
 // workload drives every kind of movement on a farm: creates (charges), operator
@@ -157,4 +158,42 @@ func TestPostgresStoppedAndRestartedLosesNothing(t *testing.T) {
 	pool.Reset() // the test's own connections died with the server
 	w.round(f, pool)
 	eventually(t, "caught up after Postgres returned", func() error { return w.matches(f, pool) })
+}
+
+// TestLeaderChangeLosesNothing runs three nodes with the same app database, stops
+// the leader mid-run and checks the new leader's bridge carries on from the cursors.
+func TestLeaderChangeLosesNothing(t *testing.T) {
+	dsn := appdb.NewTestDB(t)
+	blobs := t.TempDir()
+	n1 := startFarm(t, dsn, func(c *server.Config) { c.NodeID, c.BlobDir = "n1", blobs })
+	join := func(id string) func(*server.Config) {
+		return func(c *server.Config) { c.NodeID, c.BlobDir, c.Join = id, blobs, "http://"+n1.srv.AdminAddr() }
+	}
+	n2 := startFarm(t, dsn, join("n2"))
+	n3 := startFarm(t, dsn, join("n3"))
+	pool := migratedPool(t, dsn)
+	w := newWorkload(t, n2, 2) // through a follower, forwarded to the leader
+	w.round(n2, pool)
+	eventually(t, "exported before the leader stops", func() error { return w.matches(n1, pool) })
+	w.round(n3, pool)
+	n1.stop()
+	eventually(t, "a new leader takes writes", func() error {
+		if st, body := n3.call("GET", "/v1/me", w.keys[0], nil); st != http.StatusOK {
+			return fmt.Errorf("GET /v1/me: %d %v", st, body)
+		}
+		if _, err := n3.admin.GrantCredits(context.Background(), w.accounts[0], 1); err != nil {
+			return err
+		}
+		return nil
+	})
+	w.round(n3, pool)
+	eventually(t, "the app database matches the FSM after the leader change", func() error { return w.matches(n3, pool) })
+	eventually(t, "the new leader's bridge reports itself active", func() error {
+		for _, f := range []*farm{n2, n3} {
+			if st := f.srv.Bridge().Status(); st.Active && st.Connected && st.OutboundPending == 0 {
+				return nil
+			}
+		}
+		return fmt.Errorf("no node's bridge is active and caught up")
+	})
 }

@@ -28,13 +28,16 @@ type farm struct {
 	admin *admin.Client
 }
 
-func startFarm(t *testing.T, dsn string) *farm {
+func startFarm(t *testing.T, dsn string, opts ...func(*server.Config)) *farm {
 	t.Helper()
 	f := &farm{t: t, cfg: server.Config{
 		DataDir: t.TempDir(), NodeID: "node1", Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0",
 		RaftListen: "127.0.0.1:0", AdminToken: "test-admin-token", Limits: api.Limits{Disabled: true},
 		Logger: slog.New(slog.DiscardHandler), AppDB: dsn, AppDBPoll: 20 * time.Millisecond, NoSync: true,
 	}}
+	for _, o := range opts {
+		o(&f.cfg)
+	}
 	f.start()
 	t.Cleanup(f.stop)
 	return f
