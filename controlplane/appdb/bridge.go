@@ -117,24 +117,13 @@ func (b *Bridge) Status() Status {
 	st := b.st
 	b.mu.Unlock()
 	st.Active = b.cfg.Node.IsLeader()
-	ob := b.cfg.FSM.PendingExport(st.OutboundCursor, 1<<20)
-	st.OutboundPending = len(ob.Ledger) + len(ob.Events)
-	st.OutboundLagSeconds = b.age(oldest(ob))
+	pending, oldest := b.cfg.FSM.ExportBacklog(st.OutboundCursor)
+	st.OutboundPending = pending
+	st.OutboundLagSeconds = b.age(oldest)
 	if !st.Active {
 		st.InboundLagSeconds = 0
 	}
 	return st
-}
-
-func oldest(ob fsm.Outbox) int64 {
-	var at int64
-	if len(ob.Ledger) > 0 {
-		at = ob.Ledger[0].At
-	}
-	if len(ob.Events) > 0 && (at == 0 || ob.Events[0].At < at) {
-		at = ob.Events[0].At
-	}
-	return at
 }
 
 // age is how long ago the Unix-nanosecond time at was; 0 for none.
@@ -266,6 +255,7 @@ func (b *Bridge) failed(err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.st.Connected = false
+	b.migrated = false // the database may have been replaced: migrating again is cheap
 	b.st.LastError = err.Error()
 	b.st.LastErrorAt = b.cfg.Now().Unix()
 	b.metrics.errors.Inc()

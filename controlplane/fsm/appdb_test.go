@@ -207,3 +207,37 @@ func TestDebitCredits(t *testing.T) {
 		t.Fatal("an expired debit key was replayed")
 	}
 }
+
+// TestPendingExportKeepsIndexesWhole: a batch limit never splits the entries of
+// one log index, so the export cursor can stand on an index boundary.
+func TestPendingExportKeepsIndexesWhole(t *testing.T) {
+	w := newWorld(t, appliers[1])
+	for _, id := range []string{"a", "b", "c", "d"} {
+		w.account(id, fsm.PlanPro, 10)
+	}
+	w.must(&fsm.SetAppExport{On: true, Now: t0}) // four opening entries in one index
+	opening := w.f.AppliedIndex()
+	w.must(&fsm.GrantCredits{AccountID: "a", Amount: 1, Now: t0 + 5})
+	cases := []struct {
+		after        uint64
+		limit        int
+		wantN        int
+		wantThrough  uint64
+		wantPending  int
+		wantOldestAt int64
+	}{
+		{0, 2, 4, opening, 5, t0},
+		{0, 10, 5, opening + 1, 5, t0},
+		{opening, 10, 1, opening + 1, 1, t0 + 5},
+		{opening + 1, 10, 0, opening + 1, 0, 0},
+	}
+	for _, c := range cases {
+		out := w.f.PendingExport(c.after, c.limit)
+		if len(out.Ledger) != c.wantN || out.Through != c.wantThrough {
+			t.Fatalf("PendingExport(%d, %d): %d entries through %d, want %d through %d", c.after, c.limit, len(out.Ledger), out.Through, c.wantN, c.wantThrough)
+		}
+		if n, at := w.f.ExportBacklog(c.after); n != c.wantPending || at != c.wantOldestAt {
+			t.Fatalf("ExportBacklog(%d) = %d, %d; want %d, %d", c.after, n, at, c.wantPending, c.wantOldestAt)
+		}
+	}
+}

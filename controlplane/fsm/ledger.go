@@ -111,6 +111,23 @@ func (f *FSM) PendingExport(after uint64, limit int) Outbox {
 	return Outbox{Ledger: slices.Clone(ledger), Events: slices.Clone(events), Through: max(through, after), On: o.on}
 }
 
+// ExportBacklog counts the ledger entries and video events past index after, and
+// says when the oldest of them happened (Unix nanoseconds; 0 when none wait).
+func (f *FSM) ExportBacklog(after uint64) (pending int, oldest int64) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	o := f.s.out
+	ledger := o.ledger[firstAbove(o.ledger, after, func(e LedgerEntry) uint64 { return e.Index }):]
+	events := o.events[firstAbove(o.events, after, func(e VideoEvent) uint64 { return e.Index }):]
+	if len(ledger) > 0 {
+		oldest = ledger[0].At
+	}
+	if len(events) > 0 && (oldest == 0 || events[0].At < oldest) {
+		oldest = events[0].At
+	}
+	return len(ledger) + len(events), oldest
+}
+
 // above returns the items of the index-ordered list above after: at least limit (when
 // there are that many) and then the rest of the last one's index. through is that
 // last index when the list goes on past it, and the largest uint64 otherwise.
