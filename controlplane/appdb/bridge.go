@@ -198,18 +198,19 @@ func backoff(n int, limit time.Duration) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// Step does one round: connect and migrate if needed, make sure export is on, apply
+// Step does one round: make sure export is on, connect and migrate if needed, apply
 // one batch of inbound rows and export one batch of movements. more says a batch
-// was full, so there may be more waiting.
+// was full, so there may be more waiting. Export goes on before Postgres is
+// reached, so movements made while it is down from the start are recorded too.
 func (b *Bridge) Step(ctx context.Context) (more bool, err error) {
-	pool, err := b.connect(ctx)
-	if err != nil {
-		return false, err
-	}
 	if !b.cfg.FSM.AppExport().On {
 		if _, err := b.cfg.Node.Apply(ctx, &fsm.SetAppExport{On: true, Now: b.cfg.Now().UnixNano()}); err != nil {
 			return false, fmt.Errorf("switch export on: %w", err)
 		}
+	}
+	pool, err := b.connect(ctx)
+	if err != nil {
+		return false, err
 	}
 	in, err := b.inbound(ctx, pool)
 	if err != nil {

@@ -12,13 +12,16 @@ type appBridgeRecord struct {
 	On      bool        `msgpack:"on"`
 	Inbound InboundMark `msgpack:"inbound"`
 	Refused []Refusal   `msgpack:"refused"`
+	// Index is the last log index applied (outside Raft: the command count), so a
+	// restored replica keys its next movements as the original would.
+	Index uint64 `msgpack:"index"`
 }
 
 // appRecords copies the bridge's state: ledger and events in log order, debits by
 // account and key, so replicas write the same bytes.
 func (s *state) appRecords() []record {
 	out := make([]record, 0, 1+len(s.out.ledger)+len(s.out.events)+len(s.debits))
-	out = append(out, record{recAppBridge, appBridgeRecord{On: s.out.on, Inbound: s.in.mark, Refused: slices.Clone(s.in.refused)}})
+	out = append(out, record{recAppBridge, appBridgeRecord{On: s.out.on, Inbound: s.in.mark, Refused: slices.Clone(s.in.refused), Index: s.out.index}})
 	for _, e := range s.out.ledger {
 		out = append(out, record{recLedger, e})
 	}
@@ -45,7 +48,7 @@ func (s *state) restoreAppRecord(t recordType, body []byte) error {
 	switch t {
 	case recAppBridge:
 		r, err := decodeRecord[appBridgeRecord](body, "app bridge")
-		s.out.on, s.in.mark, s.in.refused = r.On, r.Inbound, r.Refused
+		s.out.on, s.in.mark, s.in.refused, s.out.index = r.On, r.Inbound, r.Refused, max(s.out.index, r.Index)
 		return err
 	case recLedger:
 		e, err := decodeRecord[LedgerEntry](body, "ledger entry")

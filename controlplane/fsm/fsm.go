@@ -69,7 +69,10 @@ func (f *FSM) applyLocked(l *raft.Log) any {
 func (f *FSM) ApplyCommand(c Command) (any, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.s.out.begin(f.s.out.index + 1) // outside Raft there is no log index: count commands
+	// Outside Raft there is no log index: commands are counted instead, so the
+	// ledger's keys run on as they would in the log.
+	f.applied++
+	f.s.out.begin(f.applied)
 	return f.s.apply(c)
 }
 
@@ -151,6 +154,8 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.s = s
+	// The last index the snapshot's state had applied; Raft goes on from there.
+	f.applied = max(f.applied, s.out.index)
 	f.mu.Unlock()
 	return nil
 }
