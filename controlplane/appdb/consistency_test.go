@@ -45,22 +45,25 @@ func (w *workload) round(f *farm, pool *pgxpool.Pool) {
 		w.n++
 		var ids []string
 		for range 2 {
-			st, v := f.call("POST", "/v1/videos", w.keys[i], map[string]any{"mode": "manual", "prompt": fmt.Sprintf("fox %d", w.n)})
-			if st != http.StatusCreated {
-				w.t.Fatalf("create video: %d %v", st, v)
-			}
-			ids = append(ids, v["id"].(string))
+			var id string
+			// A 503 is retryable (a leader change settling); the test checks the
+			// FSM against Postgres, so a retried create that did commit is harmless.
+			eventually(w.t, "create a video", func() error {
+				st, v := f.call("POST", "/v1/videos", w.keys[i], map[string]any{"mode": "manual", "prompt": fmt.Sprintf("fox %d", w.n)})
+				if st != http.StatusCreated {
+					return fmt.Errorf("create video: %d %v", st, v)
+				}
+				id = v["id"].(string)
+				return nil
+			})
+			ids = append(ids, id)
 		}
 		w.videos = append(w.videos, ids...)
 		if _, err := f.admin.FailVideo(ctx, ids[0], "test refund"); err != nil {
 			w.t.Fatal(err)
 		}
-		if _, err := f.admin.GrantCredits(ctx, acct, 13); err != nil {
-			w.t.Fatal(err)
-		}
-		if _, err := f.admin.Debit(ctx, acct, 3, fmt.Sprintf("render-%d", w.n)); err != nil {
-			w.t.Fatal(err)
-		}
+		eventually(w.t, "grant", func() error { _, err := f.admin.GrantCredits(ctx, acct, 13); return err })
+		eventually(w.t, "debit", func() error { _, err := f.admin.Debit(ctx, acct, 3, fmt.Sprintf("render-%d", w.n)); return err })
 		if pool != nil {
 			mustExec(w.t, pool, `INSERT INTO vidfarm_app_purchases (purchase_id, account_id, credits) VALUES ($1, $2, 100)`,
 				fmt.Sprintf("pur-%d", w.n), acct)
