@@ -51,6 +51,7 @@ func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
 	fs.BoolVar(&sf.cfg.AllowPrivateURLs, "allow-private-urls", false, "DEVELOPMENT: accept input image URLs on private and loopback hosts")
 	fs.BoolVar(&sf.cfg.DevAllowPrivateWebhooks, "dev-allow-private-webhooks", false,
 		"DEVELOPMENT: let webhooks target plain http and loopback/private addresses (local receivers); never on a public farm")
+	fs.StringVar(&sf.cfg.AppDB, "app-db", "", "the service's app database, postgres://… (add ?search_path=SCHEMA for another schema); empty runs alone")
 }
 
 func (sf *serverFlags) config() (server.Config, error) {

@@ -105,6 +105,14 @@ func (t MessageType) String() string {
 		return "create_brand_kit"
 	case DeleteBrandKitType:
 		return "delete_brand_kit"
+	case AppRowsType:
+		return "app_rows"
+	case SetAppExportType:
+		return "set_app_export"
+	case TrimExportedType:
+		return "trim_exported"
+	case DebitCreditsType:
+		return "debit_credits"
 	case SetMemberType:
 		return "set_member"
 	case RemoveMemberType:
@@ -284,6 +292,14 @@ func Decode(entry []byte) (Command, error) {
 		c = &CreateBrandKit{}
 	case DeleteBrandKitType:
 		c = &DeleteBrandKit{}
+	case AppRowsType:
+		c = &AppRows{}
+	case SetAppExportType:
+		c = &SetAppExport{}
+	case TrimExportedType:
+		c = &TrimExported{}
+	case DebitCreditsType:
+		c = &DebitCredits{}
 	case SetMemberType:
 		c = &SetMember{}
 	case RemoveMemberType:

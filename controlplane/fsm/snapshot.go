@@ -52,6 +52,13 @@ const (
 	recBrandKit recordType = 14
 )
 
+// Records of the app-database bridge (appdb.go, ledger.go).
+const (
+	recAppBridge  recordType = 19
+	recLedger     recordType = 20
+	recVideoEvent recordType = 21
+	recDebit      recordType = 22
+)
 const recMember recordType = 24
 
 // trailer is the body of the end record.
@@ -137,7 +144,7 @@ func (s *state) outboxRecords() []record {
 	for _, key := range slices.Sorted(maps.Keys(s.deliveries)) {
 		out = append(out, record{recDelivery, s.deliveries[key].clone()})
 	}
-	return out
+	return append(out, s.appRecords()...)
 }
 
 func compareStrings(a, b string) int {
@@ -364,7 +371,7 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 		s.kits[k.ID] = &k
 		s.accountKits[k.AccountID] = append(s.accountKits[k.AccountID], k.ID)
 	default:
-		return fmt.Errorf("unknown snapshot record type %d", t)
+		return s.restoreAppRecord(t, body)
 	}
 	return nil
 }

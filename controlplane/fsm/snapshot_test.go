@@ -127,6 +127,9 @@ func (g *cmdGen) next(t *rapid.T) fsm.Command {
 		g.now += rapid.Int64Range(0, 60*1e9).Draw(t, "dt")
 	}
 	plans := []string{fsm.PlanFree, fsm.PlanPro, fsm.PlanMax, "bogus"}
+	if len(g.accounts) > 0 && rapid.IntRange(0, 7).Draw(t, "app") == 0 {
+		return g.appCommand(t)
+	}
 	kind := rapid.IntRange(0, 29).Draw(t, "kind")
 	switch {
 	case len(g.accounts) == 0:
@@ -417,6 +420,10 @@ func sameReads(t *rapid.T, g *cmdGen, a, b *fsm.FSM) {
 		same("task "+id, []any{x, okx}, []any{y, oky})
 	}
 	sameWebhookReads(same, g, a, b)
+	same("app export", a.AppExport(), b.AppExport())
+	x, y := a.PendingExport(0, 1<<20), b.PendingExport(0, 1<<20)
+	// Printed, so an empty outbox equals a nil one.
+	same("outbox", fmt.Sprint(x.Ledger, x.Events, x.On), fmt.Sprint(y.Ledger, y.Events, y.On))
 }
 
 // sampleSnapshot is the snapshot of a small state with every record type.

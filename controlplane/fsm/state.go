@@ -52,6 +52,10 @@ type state struct {
 	pending    map[string]struct{}
 	// outboxWritten is set by an apply that wrote deliveries (not snapshotted).
 	outboxWritten bool
+	// out, in and debits belong to the app-database bridge (appdb.go).
+	out    outbox
+	in     inbound
+	debits map[idemKey]*Debit
 }
 
 func newState() *state {
@@ -72,6 +76,7 @@ func newState() *state {
 		nodeByCred:     map[[32]byte]string{},
 		voices:         newVoiceIndex(),
 		sched:          newScheduler(),
+		debits:         map[idemKey]*Debit{},
 		members:        map[string]*Member{},
 
 		webhooks:        map[string]*Webhook{},

@@ -47,7 +47,7 @@ func (s *state) applyCreateVideo(c *CreateVideo) (any, error) {
 		if err := s.submit(v, a.Plan, c.Now); err != nil {
 			return nil, err
 		}
-		a.Credits -= c.Price
+		s.move(a, LedgerCharge, -c.Price, v.ID, "", c.Now)
 		v.CreditsCharged = c.Price
 	} else {
 		if a.FreeVideoUsed {
@@ -59,6 +59,7 @@ func (s *state) applyCreateVideo(c *CreateVideo) (any, error) {
 	}
 	s.videos[v.ID] = v
 	s.accountVideos[v.AccountID] = append(s.accountVideos[v.AccountID], v.ID)
+	s.videoChanged(v, c.Now)
 	res := CreateVideoResult{QueuedVideo: s.queued(v)}
 	if c.IdempotencyKey != "" {
 		s.idem[ik] = &Idempotency{
@@ -90,6 +91,7 @@ func (s *state) applyRenderPreview(c *RenderPreview) (any, error) {
 	v.RenderedFromPreview = true
 	v.Status = StatusQueued
 	v.UpdatedAt = c.Now
+	s.videoChanged(v, c.Now)
 	return CreateVideoResult{QueuedVideo: s.queued(v)}, nil
 }
 
@@ -118,6 +120,12 @@ func (s *state) applyExpireIdempotency(c *ExpireIdempotency) (any, error) {
 	for k, rec := range s.idem {
 		if rec.CreatedAt < c.Before {
 			delete(s.idem, k)
+			n++
+		}
+	}
+	for k, d := range s.debits {
+		if d.CreatedAt < c.Before {
+			delete(s.debits, k)
 			n++
 		}
 	}

@@ -42,6 +42,7 @@ func (s *Server) leaderJobs(ctx context.Context) {
 			if leader {
 				s.publishSelf(ctx)
 				s.expireLeases(ctx)
+				s.stopExport(ctx)
 			}
 		}
 	}
