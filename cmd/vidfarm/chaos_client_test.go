@@ -94,11 +94,12 @@ type chaosRecorder struct {
 	calls map[string]int64 // prompt -> its first attempt's call time
 	// unknown counts ambiguous answers, refused the connections refused.
 	unknown, refused int
+	failedReads      map[string]int // why reads failed
 	errs             []string // answers the contract does not allow
 }
 
 func newChaosRecorder() *chaosRecorder {
-	return &chaosRecorder{start: time.Now(), calls: map[string]int64{}}
+	return &chaosRecorder{start: time.Now(), calls: map[string]int64{}, failedReads: map[string]int{}}
 }
 
 // now is the history's clock: nanoseconds since the recorder began.
@@ -133,6 +134,16 @@ func (c *chaosClient) read() {
 	a := chaosDo(http.MethodGet, c.url("/v1/me"), c.acct.key, "")
 	ret := c.rec.now()
 	if a.err != nil || a.status != http.StatusOK {
+		c.rec.mu.Lock()
+		reason := fmt.Sprint(a.status, " ", a.code())
+		if a.err != nil {
+			reason = a.err.Error()
+			if i := strings.LastIndex(reason, ": "); i >= 0 {
+				reason = reason[i+2:]
+			}
+		}
+		c.rec.failedReads[reason]++
+		c.rec.mu.Unlock()
 		return
 	}
 	c.rec.add(c.n, chaosIn{account: c.acct.id, kind: opRead}, chaosOut{balance: int64(num(a.body, "credits"))}, call, ret)

@@ -32,7 +32,8 @@ const (
 	resUnknown
 )
 
-// chaosIn is an operation's input; tag < 64 indexes the account's creates.
+// chaosIn is an operation's input; tag < 64 indexes the account's keyed
+// creates, -1 is a create without a key (never retried).
 type chaosIn struct {
 	account string
 	kind    chaosKind
@@ -96,7 +97,10 @@ func chaosModel(grant int64) porcupine.Model {
 
 // chaosStep is the states an operation can lead to from s (none: illegal).
 func chaosStep(s chaosState, in chaosIn, out chaosOut) []any {
-	bit := uint64(1) << in.tag
+	var bit uint64 // a create without a key is never retried: no tag
+	if in.tag >= 0 {
+		bit = 1 << in.tag
+	}
 	switch in.kind {
 	case opRead:
 		if out.balance == s.balance {
