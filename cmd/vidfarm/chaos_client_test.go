@@ -95,7 +95,7 @@ type chaosRecorder struct {
 	// unknown counts ambiguous answers, refused the connections refused.
 	unknown, refused int
 	failedReads      map[string]int // why reads failed
-	errs             []string // answers the contract does not allow
+	errs             []string       // answers the contract does not allow
 }
 
 func newChaosRecorder() *chaosRecorder {
