@@ -68,8 +68,10 @@ func submitManual(tb fataler, s *State, id, acct string, prio int, req Requireme
 func checkInvariants(s *State) error {
 	running := map[*account]int{}
 	tokens := map[uint64]bool{}
-	for i, t := range s.leaseHeap {
-		if t.lIdx != i || t.state != TaskLeased || t.lease == nil {
+	for i, e := range s.leaseHeap {
+		t := e.t
+		if t.lIdx != i || t.state != TaskLeased || t.lease == nil ||
+			e.deadline != t.lease.deadline || e.token != t.lease.token {
 			return fmt.Errorf("lease heap entry %d (%s) inconsistent", i, t.id)
 		}
 		if i > 0 && s.leaseLess(i, (i-1)/2) {
@@ -179,8 +181,11 @@ func checkInvariants(s *State) error {
 		return fmt.Errorf("prios %v do not match levels", s.prios)
 	}
 	readyTasks := 0
-	for id, t := range s.tasks {
-		if s.tasks[t.id] != t || t.v.tasks[t.idx] != t {
+	ntasks := 0
+	for _, t := range allTasks(s) {
+		id := t.id
+		ntasks++
+		if found, _ := s.task(t.id); found != t || t.v.tasks[t.idx] != t || s.videos[t.v.id] != t.v {
 			return fmt.Errorf("task %s index broken", id)
 		}
 		pending := 0
@@ -220,6 +225,9 @@ func checkInvariants(s *State) error {
 			return fmt.Errorf("task %s is %s in a %s video", id, t.state, t.v.state)
 		}
 	}
+	if ntasks != s.ntasks {
+		return fmt.Errorf("%d tasks, %d counted", ntasks, s.ntasks)
+	}
 	if readyTasks != ready {
 		return fmt.Errorf("%d ready tasks, %d queued", readyTasks, ready)
 	}
@@ -248,7 +256,7 @@ func bruteForcePick(s *State, nodeID string, now time.Time) string {
 		return ""
 	}
 	var cands []*task
-	for _, t := range s.tasks {
+	for _, t := range allTasks(s) {
 		if t.state != TaskReady || !n.staticFit(&t.req) || !nodeFits(n, &t.req) {
 			continue
 		}
@@ -369,4 +377,13 @@ func accountAhead(a, b *account) bool {
 		return a.lastServed < b.lastServed
 	}
 	return a.id < b.id
+}
+
+// allTasks lists every task of every video.
+func allTasks(s *State) []*task {
+	var out []*task
+	for _, v := range s.videos {
+		out = append(out, v.tasks...)
+	}
+	return out
 }
