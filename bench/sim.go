@@ -101,7 +101,7 @@ type event struct {
 	at   time.Duration // since the start
 	seq  uint64        // ties: first scheduled first
 	kind eventKind
-	ref  scheduler.LeaseRef
+	task *simTask // evDone: the task that ends
 }
 
 // eventHeap is a binary min-heap of events by (at, seq), typed so that
@@ -181,8 +181,12 @@ type simVideo struct {
 	scenesReady bool          // AddScenes ran
 }
 
+// simTask is a leased task, in sim.running at index idx until it ends.
 type simTask struct {
+	ref     scheduler.LeaseRef
 	video   string
+	v       *simVideo
+	idx     int
 	node    *simNode
 	gpus    int
 	cpu     int
@@ -205,7 +209,7 @@ type sim struct {
 	nodes    []*simNode
 	byID     map[string]*simNode
 	videos   map[string]*simVideo
-	running  map[string]*simTask // by task id
+	running  []*simTask // in no particular order (see simTask.idx)
 	nextID   uint64
 	manualW  []float64
 	classW   []float64
@@ -248,7 +252,6 @@ func Simulate(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 		warmup:   hoursDur(cfg.WarmupHours),
 		byID:     map[string]*simNode{},
 		videos:   map[string]*simVideo{},
-		running:  map[string]*simTask{},
 		sceneSec: defaultSceneSeconds,
 		gpuGen:   1,
 		cpuGen:   1,
@@ -295,7 +298,7 @@ func Simulate(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 		case evArrival:
 			err = s.arrive()
 		case evDone:
-			err = s.complete(e.ref)
+			err = s.complete(e.task)
 		}
 		if err != nil {
 			return SimReport{}, err

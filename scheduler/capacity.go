@@ -100,7 +100,7 @@ func (n *node) staticFit(r *Requirements) bool {
 // busy with t (best fit), so large GPUs stay free for large tasks, and
 // appends their ids to ids. t must fit.
 func (n *node) takeGPUs(t *task, ids []string) []string {
-	r := &t.req
+	r := &t.cls.req
 	taken := 0
 	for i := range n.gpus {
 		if taken == r.GPUs {

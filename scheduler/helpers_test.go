@@ -89,8 +89,8 @@ func checkInvariants(s *State) error {
 		if s.nodes[n.spec.ID] != n || n.leased[t.nIdx] != t {
 			return fmt.Errorf("task %s: node index broken", t.id)
 		}
-		if len(t.lease.gpus) != t.req.GPUs {
-			return fmt.Errorf("task %s holds %d GPUs, needs %d", t.id, len(t.lease.gpus), t.req.GPUs)
+		if len(t.lease.gpus) != t.cls.req.GPUs {
+			return fmt.Errorf("task %s holds %d GPUs, needs %d", t.id, len(t.lease.gpus), t.cls.req.GPUs)
 		}
 	}
 	leased := 0
@@ -100,7 +100,7 @@ func checkInvariants(s *State) error {
 			if t.nIdx != i || t.lease == nil || t.lease.node != n {
 				return fmt.Errorf("node %s lease list broken", id)
 			}
-			cpu += t.req.CPUSlots
+			cpu += t.cls.req.CPUSlots
 			leased++
 		}
 		if cpu != n.usedCPU {
@@ -121,7 +121,7 @@ func checkInvariants(s *State) error {
 			return fmt.Errorf("account %s: running %d, leases %d", id, a.running, running[a])
 		}
 		for i, aq := range a.queues {
-			if aq.aIdx != i || aq.acct != a || aq.b.heap[aq.bIdx].aq != aq || len(aq.tasks) == 0 || a.byKey[queueKey{aq.lvl.prio, aq.cls.idx}] != aq {
+			if aq.aIdx != i || aq.acct != a || aq.b.heap[aq.bIdx].aq != aq || len(aq.tasks) == 0 || a.queue(aq.lvl.prio, aq.cls.idx) != aq {
 				return fmt.Errorf("account %s queue %d broken", id, i)
 			}
 		}
@@ -133,8 +133,8 @@ func checkInvariants(s *State) error {
 		}
 		lr := 0
 		for ci, b := range l.buckets {
-			if b == nil {
-				if l.tops[ci].key.acct != nil {
+			if b == nil || len(b.heap) == 0 {
+				if l.tops[ci] != (topEntry{}) || (b != nil && (b.tasks != 0 || b.lvl != l || b.ci != ci)) {
 					return fmt.Errorf("empty bucket (%d,%d) has a top key", p, ci)
 				}
 				continue
@@ -257,7 +257,7 @@ func bruteForcePick(s *State, nodeID string, now time.Time) string {
 	}
 	var cands []*task
 	for _, t := range allTasks(s) {
-		if t.state != TaskReady || !n.staticFit(&t.req) || !nodeFits(n, &t.req) {
+		if t.state != TaskReady || !n.staticFit(&t.cls.req) || !nodeFits(n, &t.cls.req) {
 			continue
 		}
 		cands = append(cands, t)
@@ -330,7 +330,7 @@ func bruteForceLevel(s *State, n *node, cands []*task, prio int, now time.Time) 
 		if best == nil || before(offer, best) {
 			best = offer
 		}
-		if offer.req.Model != "" && n.warm[offer.req.Model] && (warm == nil || before(offer, warm)) {
+		if offer.cls.req.Model != "" && n.warm[offer.cls.req.Model] && (warm == nil || before(offer, warm)) {
 			warm = offer
 		}
 	}

@@ -56,7 +56,7 @@ func (t *task) leaseInfo() Lease {
 		NodeID:    l.node.spec.ID,
 		Token:     l.token,
 		Kind:      t.kind,
-		Req:       t.req.clone(),
+		Req:       t.cls.req.clone(),
 		GPUIDs:    slices.Clone(l.gpus),
 		Attempt:   t.attempts,
 		GrantedAt: fromMS(l.granted),
@@ -79,7 +79,7 @@ func (s *State) grant(t *task, n *node, now, dur int64) Lease {
 	l := &t.leaseRec // a task holds one lease at a time: no allocation per grant
 	*l = lease{node: n, token: s.nextToken, gpus: l.gpus[:0], granted: now, deadline: now + dur}
 	l.gpus = n.takeGPUs(t, l.gpus)
-	n.usedCPU += t.req.CPUSlots
+	n.usedCPU += t.cls.req.CPUSlots
 	t.nIdx = len(n.leased)
 	n.leased = append(n.leased, t)
 	t.lease = l
@@ -105,7 +105,7 @@ func (s *State) releaseLease(t *task) {
 			}
 		}
 	}
-	n.usedCPU -= t.req.CPUSlots
+	n.usedCPU -= t.cls.req.CPUSlots
 	last := len(n.leased) - 1
 	n.leased[t.nIdx] = n.leased[last]
 	n.leased[t.nIdx].nIdx = t.nIdx

@@ -75,3 +75,47 @@ func TestRestoreRejectsSlashInTaskName(t *testing.T) {
 		t.Fatalf("Restore with task name x/y: %v, want ErrInvalid", err)
 	}
 }
+
+// TestAccountQueueLookup drives one account past maxScanQueues queues (so
+// it keeps them in a map too) and back to none, at two priorities, with
+// the indexes checked at every step.
+func TestAccountQueueLookup(t *testing.T) {
+	tests := []struct {
+		name   string
+		videos int
+	}{
+		{"scan only", maxScanQueues},
+		{"scan then map", 3 * maxScanQueues},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newState(t, DefaultConfig())
+			must(t, s.UpsertNode(gpuNode("n1", 1, 80, "wan"), at(0)))
+			for i := range tc.videos {
+				id := "v" + string(rune('a'+i))
+				// A class per video: its memory differs.
+				submitManual(t, s, id, "acct", i%2, gpuReq("wan", 1, float64(1+i)), at(i))
+				must(t, checkInvariants(s))
+			}
+			a := s.accounts["acct"]
+			if got, want := a.byKey != nil, tc.videos > maxScanQueues; got != want {
+				t.Fatalf("%d queues: map kept = %v, want %v", len(a.queues), got, want)
+			}
+			for i := 0; ; i++ { // renders, then the finalizes they make ready
+				l, err := s.Place("n1", at(100+i), leaseDur)
+				if errors.Is(err, ErrNoWork) {
+					break
+				}
+				must(t, err)
+				must(t, checkInvariants(s))
+				if _, err := s.Complete(l.Ref(), at(100+i)); err != nil {
+					t.Fatal(err)
+				}
+				must(t, checkInvariants(s))
+			}
+			if len(a.queues) != 0 || a.byKey != nil {
+				t.Fatalf("after placing every render: %d queues, map %v", len(a.queues), a.byKey)
+			}
+		})
+	}
+}

@@ -121,7 +121,7 @@ func (v *video) record() VideoRecord {
 		tr := TaskRecord{
 			Name:         t.name,
 			Kind:         t.kind,
-			Req:          t.req.clone(),
+			Req:          t.cls.req.clone(),
 			AwaitsScenes: t.awaitsScenes,
 			State:        t.state,
 			Attempts:     t.attempts,
@@ -334,7 +334,7 @@ func (s *State) restoreLease(t *task, l *lease) error {
 			g.busy = t
 		}
 	}
-	n.usedCPU += t.req.CPUSlots
+	n.usedCPU += t.cls.req.CPUSlots
 	t.nIdx = len(n.leased)
 	n.leased = append(n.leased, t)
 	s.pushLease(t)

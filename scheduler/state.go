@@ -31,6 +31,9 @@ type State struct {
 	levels map[int]*level
 	prios  []int // priorities of non-empty levels, highest first
 
+	spareLevels []*level     // see spare.go
+	spareQueues []*acctQueue // see spare.go
+
 	leaseHeap []leaseEntry // leased tasks ordered by (deadline, token)
 }
 

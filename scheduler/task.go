@@ -85,8 +85,7 @@ type task struct {
 	sub   int64  // v.submitted, copied: part of the age key
 	seq   uint64 // v.seq, copied: part of the age key
 	kind  Kind
-	req   Requirements
-	cls   *class
+	cls   *class // its requirements: cls.req
 	deps  []*task
 	after []*task // dependents
 	// pending counts unfinished deps, plus one while the task waits for
@@ -135,7 +134,7 @@ func (t *task) info() Task {
 		VideoID:     t.v.id,
 		Name:        t.name,
 		Kind:        t.kind,
-		Req:         t.req.clone(),
+		Req:         t.cls.req.clone(),
 		State:       t.state,
 		Attempts:    t.attempts,
 		Failures:    t.failures,

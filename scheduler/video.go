@@ -152,7 +152,6 @@ func (s *State) newTask(v *video, name string, kind Kind, req Requirements) *tas
 		sub:   v.submitted,
 		seq:   v.seq,
 		kind:  kind,
-		req:   cls.req,
 		cls:   cls,
 		state: TaskBlocked,
 		qIdx:  -1,
