@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -68,6 +69,13 @@ func (s *State) classFor(r Requirements) *class {
 	if !isSortedSet(r.Tools) {
 		r = r.normalized()
 	}
+	if len(s.classes) <= maxScanClasses {
+		for _, c := range s.classes {
+			if c.req.same(&r) {
+				return c
+			}
+		}
+	}
 	k := classKeyOf(&r)
 	if c, ok := s.classByKey[k]; ok {
 		return c
@@ -85,6 +93,19 @@ func (s *State) classFor(r Requirements) *class {
 		}
 	}
 	return c
+}
+
+// maxScanClasses is how many classes classFor compares a task's
+// requirements with one by one before it builds a key for the map: a
+// farm's few classes are found faster that way.
+const maxScanClasses = 16
+
+// same reports whether normalized r and o are the same requirements, as
+// classKeyOf tells them apart.
+func (r *Requirements) same(o *Requirements) bool {
+	return r.GPUs == o.GPUs && r.CPUSlots == o.CPUSlots &&
+		math.Float64bits(r.GPUMemoryGB) == math.Float64bits(o.GPUMemoryGB) &&
+		r.Model == o.Model && slices.Equal(r.Tools, o.Tools)
 }
 
 // isSortedSet reports whether xs is sorted without duplicates, as
