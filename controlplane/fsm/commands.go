@@ -34,6 +34,12 @@ const (
 	DeregisterNodeType
 )
 
+// Cluster membership: the addresses of the control-plane nodes.
+const (
+	SetMemberType    MessageType = 46
+	RemoveMemberType MessageType = 47
+)
+
 func (t MessageType) String() string {
 	switch t {
 	case CreateAccountType:
@@ -72,6 +78,10 @@ func (t MessageType) String() string {
 		return "expire_leases"
 	case DeregisterNodeType:
 		return "deregister_node"
+	case SetMemberType:
+		return "set_member"
+	case RemoveMemberType:
+		return "remove_member"
 	}
 	return fmt.Sprintf("message_type_%d", uint8(t))
 }
@@ -229,6 +239,10 @@ func Decode(entry []byte) (Command, error) {
 		c = &ExpireLeases{}
 	case DeregisterNodeType:
 		c = &DeregisterNode{}
+	case SetMemberType:
+		c = &SetMember{}
+	case RemoveMemberType:
+		c = &RemoveMember{}
 	default:
 		return nil, fmt.Errorf("decode: unknown message type %d", entry[0])
 	}

@@ -109,6 +109,10 @@ func (s *state) apply(cmd Command) (any, error) {
 		return s.applyExpireLeases(c)
 	case *DeregisterNode:
 		return s.applyDeregisterNode(c)
+	case *SetMember:
+		return s.applySetMember(c)
+	case *RemoveMember:
+		return s.applyRemoveMember(c)
 	}
 	panic(fmt.Sprintf("fsm: no apply function for %T", cmd))
 }
