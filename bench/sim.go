@@ -104,11 +104,14 @@ type event struct {
 	task *simTask // evDone: the task that ends
 }
 
-// eventHeap is a binary min-heap of events by (at, seq), typed so that
+// eventHeap is a 4-ary min-heap of events by (at, seq), typed so that
 // pushing and popping do not box each event in an interface (container/heap
 // would allocate once per event; a week of a large farm has tens of
-// millions).
+// millions). Four children a node halve the levels a pop sifts through;
+// (at, seq) is unique, so the pop order does not depend on the shape.
 type eventHeap []event
+
+const eventFanout = 4
 
 func (h eventHeap) less(i, j int) bool {
 	if h[i].at != h[j].at {
@@ -120,8 +123,9 @@ func (h eventHeap) less(i, j int) bool {
 func (h *eventHeap) push(e event) {
 	*h = append(*h, e)
 	q := *h
-	for i := len(q) - 1; i > 0; {
-		p := (i - 1) / 2
+	i := len(q) - 1
+	for i > 0 {
+		p := (i - 1) / eventFanout
 		if !q.less(i, p) {
 			break
 		}
@@ -137,12 +141,12 @@ func (h *eventHeap) pop() event {
 	q[0] = q[last]
 	q = q[:last]
 	for i := 0; ; {
-		l, m := 2*i+1, i
-		if l < len(q) && q.less(l, m) {
-			m = l
-		}
-		if r := l + 1; r < len(q) && q.less(r, m) {
-			m = r
+		m := i
+		first := eventFanout*i + 1
+		for c := first; c < first+eventFanout && c < len(q); c++ {
+			if q.less(c, m) {
+				m = c
+			}
 		}
 		if m == i {
 			break
