@@ -42,3 +42,7 @@ go test -run '^$' -bench SimWeek1000GPUs -benchtime 1x ./bench/ | grep -E '^Benc
 echo
 echo "== pipeline overhead: 30 s 720p auto video vs one plain encode"
 go test -run '^$' -bench 'AutoVideo30s720p|PlainEncode30s720p' -benchtime 1x -count 3 ./pipeline/ | grep -E '^Benchmark'
+
+echo
+echo "== webhooks: due batch out of 10,000 pending deliveries; verifying a signature"
+go test -run '^$' -bench 'DueDeliveries|Verify' -benchmem ./controlplane/fsm/ ./controlplane/webhook/signature/ | grep -E '^Benchmark'

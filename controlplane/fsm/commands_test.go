@@ -48,6 +48,12 @@ var everyCommand = []struct {
 	{fsm.FailTaskType, 19, "fail_task", &fsm.FailTask{NodeID: "node", TaskID: "vid/render", Token: 3, Reason: "oom", Now: t0}},
 	{fsm.ExpireLeasesType, 20, "expire_leases", &fsm.ExpireLeases{Now: t0}},
 	{fsm.DeregisterNodeType, 21, "deregister_node", &fsm.DeregisterNode{NodeID: "node", Now: t0}},
+	{fsm.CreateWebhookType, 22, "create_webhook", &fsm.CreateWebhook{WebhookID: "whk", AccountID: "acct", URL: "https://h.example/in",
+		Events: []string{fsm.EventVideoFailed}, Secret: "whsec_s", Now: t0}},
+	{fsm.DeleteWebhookType, 23, "delete_webhook", &fsm.DeleteWebhook{WebhookID: "whk", AccountID: "acct", Now: t0}},
+	{fsm.RecordDeliveryType, 24, "record_delivery", &fsm.RecordDelivery{EventID: "evt", WebhookID: "whk", At: t0, Status: 503,
+		Error: "receiver answered 503", LatencyMS: 40}},
+	{fsm.PruneDeliveriesType, 25, "prune_deliveries", &fsm.PruneDeliveries{Before: t0}},
 }
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {

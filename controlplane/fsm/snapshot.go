@@ -9,6 +9,7 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	"maps"
 	"slices"
 
 	"github.com/hashicorp/raft"
@@ -37,6 +38,20 @@ const (
 	recNode
 )
 
+// Webhook records (issue 4): endpoints by account in creation order, then the
+// outbox's events and deliveries, each sorted by id.
+const (
+	recWebhook  recordType = 10
+	recEvent    recordType = 11
+	recDelivery recordType = 12
+)
+
+// Record types of assets and brand kits (numbers reserved for them).
+const (
+	recAsset    recordType = 13
+	recBrandKit recordType = 14
+)
+
 const recMember recordType = 24
 
 // trailer is the body of the end record.
@@ -54,7 +69,7 @@ type record struct {
 
 // records copies the whole state into a list of records; the caller holds the read lock.
 func (s *state) records() []record {
-	out := make([]record, 0, 1+len(s.nodes)+len(s.accounts)+len(s.keys)+len(s.folders)+len(s.videos)+len(s.idem))
+	out := make([]record, 0, 1+len(s.nodes)+len(s.accounts)+len(s.keys)+len(s.folders)+len(s.videos)+len(s.idem)+len(s.assets)+len(s.kits))
 	out = append(out, record{recScheduler, s.sched.Snapshot()})
 	for _, m := range s.memberList() {
 		out = append(out, record{recMember, m})
@@ -93,11 +108,34 @@ func (s *state) records() []record {
 		for _, vid := range s.accountVideos[id] {
 			out = append(out, record{recVideo, s.videos[vid].Clone()})
 		}
+		for _, aid := range s.accountAssets[id] {
+			out = append(out, record{recAsset, *s.assets[aid]})
+		}
+		for _, kid := range s.accountKits[id] {
+			out = append(out, record{recBrandKit, s.kits[kid].Clone()})
+		}
 		rs := idemByAccount[id]
 		slices.SortFunc(rs, func(a, b *Idempotency) int { return compareStrings(a.Key, b.Key) })
 		for _, r := range rs {
 			out = append(out, record{recIdempotency, r.clone()})
 		}
+		for _, wid := range s.accountWebhooks[id] {
+			out = append(out, record{recWebhook, s.webhooks[wid].clone()})
+		}
+	}
+	return append(out, s.outboxRecords()...)
+}
+
+// outboxRecords copies the webhook outbox: events, then deliveries, by id.
+func (s *state) outboxRecords() []record {
+	out := make([]record, 0, len(s.events)+len(s.deliveries))
+	for _, id := range slices.Sorted(maps.Keys(s.events)) {
+		e := *s.events[id]
+		e.Video = e.Video.Clone()
+		out = append(out, record{recEvent, e})
+	}
+	for _, key := range slices.Sorted(maps.Keys(s.deliveries)) {
+		out = append(out, record{recDelivery, s.deliveries[key].clone()})
 	}
 	return out
 }
@@ -309,8 +347,52 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 			return fmt.Errorf("decode idempotency record: %w", err)
 		}
 		s.idem[idemKey{account: r.AccountID, key: r.Key}] = &r
+	case recWebhook, recEvent, recDelivery:
+		return s.restoreOutboxRecord(t, body)
+	case recAsset:
+		var as Asset
+		if err := msgpack.Unmarshal(body, &as); err != nil {
+			return fmt.Errorf("decode asset: %w", err)
+		}
+		s.assets[as.ID] = &as
+		s.accountAssets[as.AccountID] = append(s.accountAssets[as.AccountID], as.ID)
+	case recBrandKit:
+		var k BrandKit
+		if err := msgpack.Unmarshal(body, &k); err != nil {
+			return fmt.Errorf("decode brand kit: %w", err)
+		}
+		s.kits[k.ID] = &k
+		s.accountKits[k.AccountID] = append(s.accountKits[k.AccountID], k.ID)
 	default:
 		return fmt.Errorf("unknown snapshot record type %d", t)
+	}
+	return nil
+}
+
+func (s *state) restoreOutboxRecord(t recordType, body []byte) error {
+	switch t {
+	case recWebhook:
+		var w Webhook
+		if err := msgpack.Unmarshal(body, &w); err != nil {
+			return fmt.Errorf("decode webhook: %w", err)
+		}
+		s.webhooks[w.ID] = &w
+		s.accountWebhooks[w.AccountID] = append(s.accountWebhooks[w.AccountID], w.ID)
+	case recEvent:
+		var e Event
+		if err := msgpack.Unmarshal(body, &e); err != nil {
+			return fmt.Errorf("decode event: %w", err)
+		}
+		s.events[e.ID] = &e
+	case recDelivery:
+		var d Delivery
+		if err := msgpack.Unmarshal(body, &d); err != nil {
+			return fmt.Errorf("decode delivery: %w", err)
+		}
+		s.deliveries[d.ID()] = &d
+		if d.State == DeliveryPending {
+			s.pending[d.ID()] = struct{}{}
+		}
 	}
 	return nil
 }

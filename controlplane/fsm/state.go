@@ -27,6 +27,11 @@ type state struct {
 
 	idem map[idemKey]*Idempotency
 
+	assets        map[string]*Asset
+	accountAssets map[string][]string // asset ids in creation order
+	kits          map[string]*BrandKit
+	accountKits   map[string][]string // brand kit ids in creation order
+
 	nodes      map[string]*Node
 	nodeByCred map[[32]byte]string
 	// voices is the catalogue: the union of the nodes' voices.
@@ -37,6 +42,16 @@ type state struct {
 
 	// sched holds the render work: task graphs, nodes' capacity, leases.
 	sched *scheduler.State
+
+	webhooks        map[string]*Webhook
+	accountWebhooks map[string][]string // webhook ids in creation order
+	// events and deliveries are the webhook outbox; pending indexes the
+	// deliveries still waiting for an attempt, by Delivery.ID.
+	events     map[string]*Event
+	deliveries map[string]*Delivery
+	pending    map[string]struct{}
+	// outboxWritten is set by an apply that wrote deliveries (not snapshotted).
+	outboxWritten bool
 }
 
 func newState() *state {
@@ -49,11 +64,21 @@ func newState() *state {
 		videos:         map[string]*Video{},
 		accountVideos:  map[string][]string{},
 		idem:           map[idemKey]*Idempotency{},
+		assets:         map[string]*Asset{},
+		accountAssets:  map[string][]string{},
+		kits:           map[string]*BrandKit{},
+		accountKits:    map[string][]string{},
 		nodes:          map[string]*Node{},
 		nodeByCred:     map[[32]byte]string{},
 		voices:         newVoiceIndex(),
 		sched:          newScheduler(),
 		members:        map[string]*Member{},
+
+		webhooks:        map[string]*Webhook{},
+		accountWebhooks: map[string][]string{},
+		events:          map[string]*Event{},
+		deliveries:      map[string]*Delivery{},
+		pending:         map[string]struct{}{},
 	}
 }
 

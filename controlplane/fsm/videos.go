@@ -32,6 +32,9 @@ func (s *state) applyCreateVideo(c *CreateVideo) (any, error) {
 	if c.Price < 0 {
 		return nil, fmt.Errorf("%w: negative price", ErrInvalidCommand)
 	}
+	if err := s.checkVideoAssets(c.AccountID, &c.Spec); err != nil {
+		return nil, err
+	}
 	v := &Video{
 		ID: c.VideoID, AccountID: c.AccountID, Spec: c.Spec.Clone(), Price: c.Price,
 		CreatedAt: c.Now, UpdatedAt: c.Now,
