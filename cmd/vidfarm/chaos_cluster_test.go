@@ -7,6 +7,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +31,8 @@ type chaosNode struct {
 	public, admin, agent, raft int
 	advertise                  string
 	p                          *proc // nil while the node is down
+	// pid is p's process id (0 while down), for the proxies' goroutines.
+	pid atomic.Int64
 	joined                     bool
 }
 
@@ -45,6 +48,9 @@ type chaosCluster struct {
 	dir   string
 	s3    blob.S3Config
 	nodes []*chaosNode
+	// extra, when set, gives node i's further flags (the partition test's
+	// published URLs).
+	extra func(i int) []string
 }
 
 // freePort is a loopback port nobody listened on a moment ago.
@@ -58,18 +64,14 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// newChaosCluster picks ports for n nodes without starting them; advertise,
-// when not nil, gives node i's advertised Raft address.
-func newChaosCluster(t *testing.T, n int, advertise func(i, raftPort int) string) *chaosCluster {
+// newChaosCluster picks ports for n nodes without starting them.
+func newChaosCluster(t *testing.T, n int) *chaosCluster {
 	t.Helper()
 	requireE2E(t)
 	c := &chaosCluster{t: t, dir: t.TempDir(), s3: s3test.Start(t, "chaos")}
 	for i := range n {
 		nd := &chaosNode{id: fmt.Sprintf("n%d", i+1), public: freePort(t), admin: freePort(t), agent: freePort(t), raft: freePort(t)}
 		nd.dir = filepath.Join(c.dir, nd.id)
-		if advertise != nil {
-			nd.advertise = advertise(i, nd.raft)
-		}
 		c.nodes = append(c.nodes, nd)
 	}
 	return c
@@ -103,16 +105,21 @@ func (c *chaosCluster) start(i int) {
 	if n.advertise != "" {
 		args = append(args, "--raft-advertise", n.advertise)
 	}
+	if c.extra != nil {
+		args = append(args, c.extra(i)...)
+	}
 	if i > 0 && !n.joined {
 		args = append(args, "--join", c.nodes[0].adminURL())
 	}
 	n.p, _ = startProc(c.t, "server "+n.id, args, nil, "control plane ready")
+	n.pid.Store(int64(n.p.cmd.Process.Pid))
 	n.joined = true
 }
 
 // kill SIGKILLs node i.
 func (c *chaosCluster) kill(i int) {
 	c.t.Helper()
+	c.nodes[i].pid.Store(0)
 	c.nodes[i].p.kill()
 	c.nodes[i].p = nil
 }

@@ -58,7 +58,7 @@ func TestChaosFailoverTimes(t *testing.T) {
 	if runs <= 0 {
 		t.Skip("set VIDFARM_FAILOVER_RUNS to measure that many failovers")
 	}
-	c := newChaosCluster(t, 3, nil)
+	c := newChaosCluster(t, 3)
 	c.startAll()
 	a, err := c.nodes[0].adminClient().CreateAccount(context.Background(), "failover-probe", "pro", 1_000_000)
 	if err != nil {

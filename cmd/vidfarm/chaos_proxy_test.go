@@ -12,12 +12,13 @@ import (
 	"testing"
 )
 
-// raftProxy carries the cluster's Raft traffic: every node advertises its
-// proxy's address, so each Raft connection to node i goes through proxy i.
-// To partition, the proxy must know which node dialled: on loopback every
-// connection comes from 127.0.0.1, so it looks the dialling socket up in
-// /proc/net/tcp and finds the process that holds it (Linux only).
-type raftProxy struct {
+// netProxy carries one kind of the cluster's traffic (Raft, or one HTTP
+// listener): every node publishes its proxy's address, so each connection
+// one node opens to node i goes through proxy i. To partition, the proxy
+// must know which node dialled: on loopback every connection comes from
+// 127.0.0.1, so it looks the dialling socket up in /proc/net/tcp and finds
+// the process that holds it (Linux only).
+type netProxy struct {
 	t    *testing.T
 	pids func() []int // the nodes' process ids (0 while down)
 	mu   sync.Mutex
@@ -27,13 +28,13 @@ type raftProxy struct {
 	lns   []net.Listener
 }
 
-// newRaftProxy listens once per node; target(i) is node i's Raft listener.
-func newRaftProxy(t *testing.T, n int, pids func() []int) *raftProxy {
+// newNetProxy listens once per node; serve says where each one leads.
+func newNetProxy(t *testing.T, n int, pids func() []int) *netProxy {
 	t.Helper()
 	if _, err := os.Stat("/proc/net/tcp"); err != nil {
-		t.Skip("the Raft proxy tells nodes apart through /proc/net/tcp (Linux)")
+		t.Skip("the proxy tells nodes apart through /proc/net/tcp (Linux)")
 	}
-	p := &raftProxy{t: t, pids: pids, cut: map[int]bool{}, conns: map[net.Conn][2]int{}}
+	p := &netProxy{t: t, pids: pids, cut: map[int]bool{}, conns: map[net.Conn][2]int{}}
 	for range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -55,11 +56,11 @@ func newRaftProxy(t *testing.T, n int, pids func() []int) *raftProxy {
 }
 
 // addr is the address node i advertises.
-func (p *raftProxy) addr(i int) string { return p.lns[i].Addr().String() }
+func (p *netProxy) addr(i int) string { return p.lns[i].Addr().String() }
 
-// serve forwards connections for node i to its Raft port.
-func (p *raftProxy) serve(i, raftPort int) {
-	target := "127.0.0.1:" + strconv.Itoa(raftPort)
+// serve forwards connections for node i to its port.
+func (p *netProxy) serve(i, port int) {
+	target := "127.0.0.1:" + strconv.Itoa(port)
 	go func() {
 		for {
 			in, err := p.lns[i].Accept()
@@ -71,7 +72,7 @@ func (p *raftProxy) serve(i, raftPort int) {
 	}()
 }
 
-func (p *raftProxy) pipe(in net.Conn, from, to int, target string) {
+func (p *netProxy) pipe(in net.Conn, from, to int, target string) {
 	p.mu.Lock()
 	blocked := p.cut[from] != p.cut[to] || (from < 0 && len(p.cut) > 0)
 	p.mu.Unlock()
@@ -106,7 +107,7 @@ func (p *raftProxy) pipe(in net.Conn, from, to int, target string) {
 
 // isolate cuts node i off from the others: new connections across the cut
 // are refused and open ones closed.
-func (p *raftProxy) isolate(i int) {
+func (p *netProxy) isolate(i int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = map[int]bool{i: true}
@@ -118,7 +119,7 @@ func (p *raftProxy) isolate(i int) {
 }
 
 // heal lets every connection through again.
-func (p *raftProxy) heal() {
+func (p *netProxy) heal() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = map[int]bool{}
@@ -126,7 +127,7 @@ func (p *raftProxy) heal() {
 
 // source is the index of the node whose process holds the dialling end of
 // in, or -1.
-func (p *raftProxy) source(in net.Conn) int {
+func (p *netProxy) source(in net.Conn) int {
 	port := in.RemoteAddr().(*net.TCPAddr).Port
 	inode := socketInode(port)
 	if inode == "" {

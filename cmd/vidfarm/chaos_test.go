@@ -70,7 +70,7 @@ func (h *chaosHooks) delivered(video, typ string) bool {
 // add up per account, every finished video's event arrived, the history of
 // balances and creates is linearizable, and all nodes applied the same log.
 func TestChaosSIGKILLUnderLoad(t *testing.T) {
-	c := newChaosCluster(t, 3, nil)
+	c := newChaosCluster(t, 3)
 	c.startAll()
 	leader := c.waitLeader(30*time.Second, c.nodes...)
 	// The agent stays on a node that is never killed: the first kill is the
