@@ -32,8 +32,8 @@ type chaosNode struct {
 	advertise                  string
 	p                          *proc // nil while the node is down
 	// pid is p's process id (0 while down), for the proxies' goroutines.
-	pid atomic.Int64
-	joined                     bool
+	pid    atomic.Int64
+	joined bool
 }
 
 func (n *chaosNode) publicURL() string { return "http://127.0.0.1:" + strconv.Itoa(n.public) }
