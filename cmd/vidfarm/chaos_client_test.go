@@ -76,7 +76,6 @@ func chaosDo(method, url, key, body string, headers ...string) chaosAnswer {
 // chaosAccount is one account the clients load, and what they saw of it.
 type chaosAccount struct {
 	id, key string
-	secret  string // its webhook endpoint's signing secret
 }
 
 // chaosAck is an acknowledged create: the video id the API gave a prompt.
