@@ -238,9 +238,16 @@ func (c *chaosClient) ack(prompt, id string, call int64) {
 	c.rec.acks = append(c.rec.acks, chaosAck{account: c.acct.id, prompt: prompt, video: id, call: call})
 }
 
-// acked is how many creates were acknowledged so far.
-func (r *chaosRecorder) acked() int {
+// definite is how many creates got a definite answer so far (201, or 402
+// once the credits are spent): the load's progress.
+func (r *chaosRecorder) definite() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.acks)
+	n := 0
+	for _, op := range r.ops {
+		if in := op.Input.(chaosIn); in.kind == opCreate && op.Output.(chaosOut).result != resUnknown {
+			n++
+		}
+	}
+	return n
 }

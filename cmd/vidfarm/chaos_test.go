@@ -112,14 +112,14 @@ func TestChaosSIGKILLUnderLoad(t *testing.T) {
 	}
 	runChaosClients(accts, urls, rec, stop, &wg)
 
-	waitAcks := func(more int, what string) {
-		want := rec.acked() + more
-		eventually(t, 90*time.Second, fmt.Sprintf("%d acknowledged creates %s", want, what), func() bool { return rec.acked() >= want })
+	waitProgress := func(more int, what string) {
+		want := rec.definite() + more
+		eventually(t, 90*time.Second, fmt.Sprintf("%d definite answers to creates %s", want, what), func() bool { return rec.definite() >= want })
 	}
-	waitAcks(4, "before the first kill")
+	waitProgress(4, "before the first kill")
 	killed, took := c.failoverOnce(probe.AccountID)
 	t.Logf("leader %s SIGKILLed under load and restarted; new leader took writes after %d ms", killed, took.Milliseconds())
-	waitAcks(3, "after the leader's restart")
+	waitProgress(3, "after the leader's restart")
 	leader = c.waitLeader(30*time.Second, c.up()...)
 	follower := -1
 	for i := range c.nodes {
@@ -129,11 +129,11 @@ func TestChaosSIGKILLUnderLoad(t *testing.T) {
 	}
 	c.kill(follower)
 	t.Logf("follower %s SIGKILLed under load", c.nodes[follower].id)
-	waitAcks(2, "with a follower down")
+	waitProgress(2, "with a follower down")
 	c.start(follower)
 	c.waitLeader(60*time.Second, c.up()...)
 	t.Logf("follower %s restarted", c.nodes[follower].id)
-	waitAcks(2, "after the follower's restart")
+	waitProgress(2, "after the follower's restart")
 	close(stop)
 	wg.Wait()
 
