@@ -15,6 +15,7 @@ var contentTypes = map[string]string{
 	".png":  "image/png",
 	".json": "application/json",
 	".wav":  "audio/wav",
+	".m4a":  "audio/mp4",
 	".txt":  "text/plain; charset=utf-8",
 }
 

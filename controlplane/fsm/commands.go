@@ -34,6 +34,12 @@ const (
 	DeregisterNodeType
 )
 
+// Media jobs: avatars and speech samples (numbers 33–37 are theirs).
+const (
+	CreateAvatarType MessageType = 33
+	CreateSpeechType MessageType = 34
+)
+
 func (t MessageType) String() string {
 	switch t {
 	case CreateAccountType:
@@ -72,6 +78,10 @@ func (t MessageType) String() string {
 		return "expire_leases"
 	case DeregisterNodeType:
 		return "deregister_node"
+	case CreateAvatarType:
+		return "create_avatar"
+	case CreateSpeechType:
+		return "create_speech"
 	}
 	return fmt.Sprintf("message_type_%d", uint8(t))
 }
@@ -229,6 +239,10 @@ func Decode(entry []byte) (Command, error) {
 		c = &ExpireLeases{}
 	case DeregisterNodeType:
 		c = &DeregisterNode{}
+	case CreateAvatarType:
+		c = &CreateAvatar{}
+	case CreateSpeechType:
+		c = &CreateSpeech{}
 	default:
 		return nil, fmt.Errorf("decode: unknown message type %d", entry[0])
 	}

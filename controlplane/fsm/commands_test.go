@@ -48,6 +48,9 @@ var everyCommand = []struct {
 	{fsm.FailTaskType, 19, "fail_task", &fsm.FailTask{NodeID: "node", TaskID: "vid/render", Token: 3, Reason: "oom", Now: t0}},
 	{fsm.ExpireLeasesType, 20, "expire_leases", &fsm.ExpireLeases{Now: t0}},
 	{fsm.DeregisterNodeType, 21, "deregister_node", &fsm.DeregisterNode{NodeID: "node", Now: t0}},
+	{fsm.CreateAvatarType, 33, "create_avatar", &fsm.CreateAvatar{Avatar: fsm.Avatar{ID: "av_1", AccountID: "acct", Kind: fsm.AvatarKindPhoto,
+		Name: "Me", Gender: "female", FileURL: "https://x.example/me.jpg"}, Consent: true, Now: t0}},
+	{fsm.CreateSpeechType, 34, "create_speech", &fsm.CreateSpeech{SpeechID: "sp_1", AccountID: "acct", Text: "Hello", VoiceID: "en-us+f3", Now: t0}},
 }
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {

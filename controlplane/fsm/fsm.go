@@ -109,6 +109,10 @@ func (s *state) apply(cmd Command) (any, error) {
 		return s.applyExpireLeases(c)
 	case *DeregisterNode:
 		return s.applyDeregisterNode(c)
+	case *CreateAvatar:
+		return s.applyCreateAvatar(c)
+	case *CreateSpeech:
+		return s.applyCreateSpeech(c)
 	}
 	panic(fmt.Sprintf("fsm: no apply function for %T", cmd))
 }

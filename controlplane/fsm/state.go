@@ -27,6 +27,11 @@ type state struct {
 
 	idem map[idemKey]*Idempotency
 
+	avatars        map[string]*Avatar
+	accountAvatars map[string][]string // avatar ids in creation order
+	speech         map[string]*Speech
+	accountSpeech  map[string][]string // speech ids in creation order
+
 	nodes      map[string]*Node
 	nodeByCred map[[32]byte]string
 	// voices is the catalogue: the union of the nodes' voices.
@@ -46,6 +51,10 @@ func newState() *state {
 		videos:         map[string]*Video{},
 		accountVideos:  map[string][]string{},
 		idem:           map[idemKey]*Idempotency{},
+		avatars:        map[string]*Avatar{},
+		accountAvatars: map[string][]string{},
+		speech:         map[string]*Speech{},
+		accountSpeech:  map[string][]string{},
 		nodes:          map[string]*Node{},
 		nodeByCred:     map[[32]byte]string{},
 		voices:         newVoiceIndex(),

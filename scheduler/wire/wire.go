@@ -245,6 +245,10 @@ const (
 	ArtifactCaptionsSRT     = "captions.srt"
 	ArtifactCaptionsVTT     = "captions.vtt"
 	ArtifactPoster          = "poster.jpg"
+	// ArtifactAvatar is an avatar job's picture: a square PNG.
+	ArtifactAvatar = "avatar.png"
+	// ArtifactSpeech is a speech job's audio: AAC in an MP4 container.
+	ArtifactSpeech = "speech.m4a"
 )
 
 // CodeStaleLease is the error code of a report about a lease the node no longer holds.
