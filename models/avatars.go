@@ -9,6 +9,10 @@ package models
 // DefaultAvatar is the stock presenter of an auto video that names none.
 const DefaultAvatar = "av_stock_amara"
 
+// MaxAvatarPrompt is the longest prompt an avatar is made from, in
+// characters (Unicode code points).
+const MaxAvatarPrompt = 1000
+
 // Avatar genders, as GET /v1/avatars filters them.
 const (
 	GenderFemale = "female"

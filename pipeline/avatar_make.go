@@ -26,7 +26,7 @@ import (
 const AvatarSize = 512
 
 // MaxAvatarPrompt is the longest avatar prompt WritePromptAvatar draws from.
-const MaxAvatarPrompt = 1000
+const MaxAvatarPrompt = models.MaxAvatarPrompt
 
 // namedColours are the colour words an avatar prompt may use.
 var namedColours = map[string]color.RGBA{
