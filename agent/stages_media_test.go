@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/vidfarm/vidfarm/pipeline"
@@ -55,10 +54,7 @@ func TestAvatarTasks(t *testing.T) {
 		decodeAvatar(t, f.blob(key))
 	}
 	for id, reason := range map[string]string{missing.TaskID: "HTTP 404", bare.TaskID: "without its avatar"} {
-		waitFor(t, "the fail of "+id, func() bool { _, ok := f.failed(id); return ok })
-		if fr, _ := f.failed(id); !strings.Contains(fr.Reason, reason) {
-			t.Errorf("%s: reason %q, want it to contain %q", id, fr.Reason, reason)
-		}
+		expectFailed(t, f, id, reason)
 	}
 }
 
@@ -74,10 +70,7 @@ func TestAvatarPhotoOnLoopbackRefused(t *testing.T) {
 	a := assignment("av_inward", scheduler.NameAvatar, scheduler.KindAvatar, wire.Video{})
 	a.Avatar = &wire.AvatarJob{Kind: "photo", FileURL: images.URL + "/boat.png"}
 	f.enqueue(a)
-	waitFor(t, "the fail of the avatar", func() bool { _, ok := f.failed(a.TaskID); return ok })
-	if fr, _ := f.failed(a.TaskID); !strings.Contains(fr.Reason, "127.0.0.1 is a loopback") {
-		t.Errorf("reason %q, want the loopback refusal", fr.Reason)
-	}
+	expectFailed(t, f, a.TaskID, "127.0.0.1 is a loopback")
 }
 
 func TestSpeechTask(t *testing.T) {

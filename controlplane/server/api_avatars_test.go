@@ -182,16 +182,8 @@ func TestAvatarMadeByTheFarmAndUsedInAVideo(t *testing.T) {
 	if ready["status"] != "ready" || imageURL == "" {
 		t.Fatalf("made avatar: %v", ready)
 	}
-	res, err := http.Get(imageURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
 	picture := "videos/" + id + "/avatar/avatar.png"
-	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "image/png" || string(body) != "bytes of "+picture {
-		t.Fatalf("GET image_url: %d %q %q", res.StatusCode, res.Header.Get("Content-Type"), body)
-	}
+	checkFile(t, imageURL, "image/png", "bytes of "+picture)
 
 	// Another account cannot present with it; its owner can.
 	if d := errDetails(t, expectAPIError(t, auto(otherKey, id), http.StatusBadRequest, "invalid_request")); d["field"] != "avatar_id" {
@@ -219,6 +211,20 @@ func TestAvatarMadeByTheFarmAndUsedInAVideo(t *testing.T) {
 			t.Fatalf("%s got the avatar picture; only the composite needs it", task.Name)
 		}
 		h.runTask(cred, task, "out.bin")
+	}
+}
+
+// checkFile GETs a signed file URL and checks its media type and bytes.
+func checkFile(t *testing.T, fileURL, contentType, want string) {
+	t.Helper()
+	res, err := http.Get(fileURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != contentType || string(body) != want {
+		t.Fatalf("GET %s: %d %q %q, want 200 %q %q", fileURL, res.StatusCode, res.Header.Get("Content-Type"), body, contentType, want)
 	}
 }
 

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -93,15 +92,7 @@ func TestSpeechPolledAfterTheWait(t *testing.T) {
 	if done["status"] != "completed" || audioURL == "" || done["duration_seconds"] != float64(2) {
 		t.Fatalf("spoken sample: %v", done)
 	}
-	res, err := http.Get(audioURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "audio/mp4" || string(body) != "bytes of videos/"+id+"/speech/speech.m4a" {
-		t.Fatalf("GET audio_url: %d %q %q", res.StatusCode, res.Header.Get("Content-Type"), body)
-	}
+	checkFile(t, audioURL, "audio/mp4", "bytes of videos/"+id+"/speech/speech.m4a")
 }
 
 // A node speaks the sample while the request waits: the answer is 200 with
