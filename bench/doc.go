@@ -1,6 +1,15 @@
-// Package bench holds vidfarm's capacity-planning tools. This file set has the
-// create-load generator: a closed loop of concurrent clients creating videos
-// through the public API of a live control plane and reporting throughput and
-// latency percentiles. It speaks plain HTTP and imports nothing of the control
-// plane, so it measures exactly what a client sees.
+// Package bench holds vidfarm's capacity-planning tools and owns their
+// reports:
+//
+//   - the farm simulator (sim*.go): a discrete-event simulation driving the
+//     production scheduler with simulated time, its SLO, CSV and SVG
+//     reports, and the fleet-size sweep;
+//   - the open-loop load generator (load*.go): creates at a fixed rate
+//     against a live farm, each video polled to its end, latency measured
+//     from the intended send time;
+//   - the closed-loop create benchmark (create.go): how fast a live control
+//     plane accepts POST /v1/videos.
+//
+// The generators speak plain HTTP and import nothing of the control plane,
+// so they measure exactly what a client sees.
 package bench

@@ -9,13 +9,14 @@
 // a window), a manual/auto split, a weighted manual mix (model, resolution,
 // durations), auto videos (durations, scene model and resolution; a video
 // of d seconds gets ceil(d/scene_seconds) scenes, added with AddScenes when
-// its plan completes), and account classes with a share of the videos, an
-// account count and a priority. Every node is registered with UpsertNode;
-// videos are submitted as ManualGraph / AutoGraph with GPU requirements
-// from the catalog (GPUCount, GPUMemoryGB of the resolution). Whenever a
-// video arrives or a task ends, Place is called on every node with a free
-// GPU or CPU slot until it answers ErrNoWork, and Complete is called when a
-// task's service time is over; finished videos are forgotten.
+// its plan completes), account classes with a share of the videos, an
+// account count, a priority and optional SLOs. Every node is registered
+// with UpsertNode; videos are submitted as ManualGraph / AutoGraph with GPU
+// requirements from the catalog (GPUCount, GPUMemoryGB of the resolution).
+// Whenever a video arrives or a task ends, Place is called on the nodes
+// that could take the new work (sim_place.go) until they answer ErrNoWork,
+// and Complete is called when a task's service time is over; finished
+// videos are forgotten.
 //
 // Service times. A render of d seconds holds its GPUCount GPUs for
 // GPUSecondsPerOutputSecond[res] * d / GPUCount / speed seconds; a scene
@@ -27,25 +28,24 @@
 // wait against Erlang C within 5%).
 //
 // What it reports (SimReport): waits (submission to first lease, GPU task
-// ready to lease) and turnaround as mean/p50/p95/p99/max per mode and per
-// account class, GPU and CPU-slot utilisation, throughput, videos per
-// GPU-hour, cost and cost per rendered minute; as a table (String) or JSON.
-// The same inputs and seed give the same report.
+// ready to lease) and turnaround as mean/p50/p95/p99/max overall, per mode
+// and per account class, SLO attainment, GPU and CPU-slot utilisation,
+// throughput, videos per GPU-hour, cost and cost per rendered minute, and a
+// timeline of GPU-wait percentiles and utilisation; as a table (String),
+// JSON, CSV (sim_output.go) or an SVG chart (sim_chart.go). Sweep
+// (sim_sweep.go) varies one node group's size to find the smallest fleet
+// that meets a p95 target. The same inputs and seed give the same report.
 //
 // Not modelled yet: failures, lease expiry and node churn (leases never
 // expire; nodes never go down or drain), warm-model preference (nodes
 // report no warm models), model load times, blob transfers, CPU work on GPU
-// nodes competing with the agent; no parameter sweep ("how many GPUs for
-// this wait target"), SLO attainment, CSV or SVG output yet.
+// nodes competing with the agent.
 package bench
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/vidfarm/vidfarm/models"
@@ -63,6 +63,10 @@ type SimConfig struct {
 	// WarmupHours: videos submitted before this point run but are left out
 	// of the wait statistics (the farm starts empty). Zero keeps them all.
 	WarmupHours float64 `json:"warmup_hours,omitempty"`
+	// Progress, when set, is called from the simulating goroutine about
+	// every 1% of the simulated time with the simulated time so far and
+	// the total.
+	Progress func(done, total time.Duration) `json:"-"`
 }
 
 // CPU task service times (seconds on one CPU slot; d is the video's
@@ -100,22 +104,54 @@ type event struct {
 	ref  scheduler.LeaseRef
 }
 
+// eventHeap is a binary min-heap of events by (at, seq), typed so that
+// pushing and popping do not box each event in an interface (container/heap
+// would allocate once per event; a week of a large farm has tens of
+// millions).
 type eventHeap []event
 
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
+func (h eventHeap) less(i, j int) bool {
 	if h[i].at != h[j].at {
 		return h[i].at < h[j].at
 	}
 	return h[i].seq < h[j].seq
 }
-func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
-func (h *eventHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
+
+func (h *eventHeap) push(e event) {
+	*h = append(*h, e)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+}
+
+func (h *eventHeap) pop() event {
+	q := *h
+	top := q[0]
+	last := len(q) - 1
+	q[0] = q[last]
+	q = q[:last]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < len(q) && q.less(l, m) {
+			m = l
+		}
+		if r := l + 1; r < len(q) && q.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+	*h = q
+	return top
 }
 
 type simNode struct {
@@ -126,18 +162,23 @@ type simNode struct {
 	cpu     int
 	freeGPU int
 	freeCPU int
+	// gpuNo and cpuNo are sim.gpuGen and sim.cpuGen when the node last
+	// answered ErrNoWork; zero once its capacity grew since.
+	gpuNo, cpuNo uint64
 }
 
 type simVideo struct {
-	mode       scheduler.Mode
-	class      int
-	seconds    int
-	submitted  time.Duration
-	leased     bool // a first lease was granted
-	counted    bool // submitted after the warm-up
-	scenes     int
-	resolution string        // of its GPU tasks
-	scenesAt   time.Duration // when AddScenes made its scenes ready
+	mode        scheduler.Mode
+	class       int
+	seconds     int
+	submitted   time.Duration
+	leased      bool // a first lease was granted
+	counted     bool // submitted after the warm-up
+	scenes      int
+	resolution  string        // of its GPU tasks
+	scenesAt    time.Duration // when AddScenes made its scenes ready
+	gpuLeased   int           // GPU tasks leased so far
+	scenesReady bool          // AddScenes ran
 }
 
 type simTask struct {
@@ -172,6 +213,10 @@ type sim struct {
 	rec      *recorder
 	eventsN  int
 	sceneSec int
+	// readyGPU and readyCPU count the ready GPU and CPU tasks; gpuGen and
+	// cpuGen grow whenever tasks of that kind become ready (sim_place.go).
+	readyGPU, readyCPU int
+	gpuGen, cpuGen     uint64
 	// catalog holds the models the workload uses, read once: models.Get copies.
 	catalog map[string]models.Model
 }
@@ -205,6 +250,8 @@ func Simulate(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 		videos:   map[string]*simVideo{},
 		running:  map[string]*simTask{},
 		sceneSec: defaultSceneSeconds,
+		gpuGen:   1,
+		cpuGen:   1,
 	}
 	if wl.Auto != nil && wl.Auto.SceneSeconds > 0 {
 		s.sceneSec = wl.Auto.SceneSeconds
@@ -222,18 +269,24 @@ func Simulate(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 	for _, c := range wl.Accounts {
 		s.classW = append(s.classW, c.Share)
 	}
-	s.rec = newRecorder(wl)
+	s.rec = newRecorder(wl, s.horizon)
 	if err := s.addNodes(); err != nil {
 		return SimReport{}, err
 	}
 	s.maxRate = s.peakRate()
 	s.scheduleArrival(0)
+	step := max(s.horizon/100, time.Nanosecond)
+	nextProgress := step
 	for len(s.events) > 0 {
-		e := heap.Pop(&s.events).(event)
+		e := s.events.pop()
 		if e.at > s.horizon {
 			break
 		}
 		s.now = e.at
+		if cfg.Progress != nil && s.now >= nextProgress {
+			cfg.Progress(s.now, s.horizon)
+			nextProgress = (s.now/step + 1) * step
+		}
 		if s.eventsN++; s.eventsN > maxSimEvents {
 			return SimReport{}, fmt.Errorf("%w: more than %d events; shorten hours or lower the rate", ErrSimTooLarge, maxSimEvents)
 		}
@@ -247,6 +300,10 @@ func Simulate(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 		if err != nil {
 			return SimReport{}, err
 		}
+		s.rec.queued(s.now, s.readyGPU)
+	}
+	if cfg.Progress != nil {
+		cfg.Progress(s.horizon, s.horizon)
 	}
 	return s.report(), nil
 }
@@ -262,270 +319,5 @@ func (s *sim) at(d time.Duration) time.Time {
 func (s *sim) push(e event) {
 	s.seq++
 	e.seq = s.seq
-	heap.Push(&s.events, e)
-}
-
-func (s *sim) addNodes() error {
-	for gi, g := range s.fleet.Groups {
-		speed, _ := s.fleet.speed(g.GPUModel)
-		mods := g.Models
-		if len(mods) == 0 {
-			mods = models.IDs()
-		}
-		for i := 1; i <= g.Count; i++ {
-			n := scheduler.Node{
-				ID:       fmt.Sprintf("%s-%04d", g.Name, i),
-				CPUSlots: g.CPUSlots,
-				Tools:    nodeTools(),
-				Models:   mods,
-			}
-			for k := 0; k < g.GPUsPerNode; k++ {
-				n.GPUs = append(n.GPUs, scheduler.GPU{ID: fmt.Sprintf("gpu%d", k), MemoryTotalGB: g.GPUMemoryGB, MemoryFreeGB: g.GPUMemoryGB})
-			}
-			if err := s.st.UpsertNode(n, s.at(0)); err != nil {
-				return fmt.Errorf("bench: register node %s: %w", n.ID, err)
-			}
-			sn := &simNode{id: n.ID, group: gi, speed: speed, gpus: g.GPUsPerNode, cpu: g.CPUSlots, freeGPU: g.GPUsPerNode, freeCPU: g.CPUSlots}
-			s.nodes = append(s.nodes, sn)
-			s.byID[sn.id] = sn
-		}
-	}
-	return nil
-}
-
-// rate is the arrival rate (per hour) at simulated time t.
-func (s *sim) rate(t time.Duration) float64 {
-	a := s.wl.Arrival
-	r := a.RatePerHour
-	h := t.Hours()
-	if a.Process == "diurnal" {
-		r *= 1 + a.Amplitude*math.Cos(2*math.Pi*(math.Mod(h, 24)-a.PeakHour)/24)
-	}
-	for _, b := range a.Bursts {
-		if h >= b.StartHour && h < b.StartHour+b.Minutes/60 {
-			r *= b.Multiplier
-		}
-	}
-	return r
-}
-
-// peakRate bounds rate over the whole run, for thinning.
-func (s *sim) peakRate() float64 {
-	a := s.wl.Arrival
-	r := a.RatePerHour * (1 + a.Amplitude)
-	for _, b := range a.Bursts {
-		if b.Multiplier > 1 {
-			r *= b.Multiplier
-		}
-	}
-	return r
-}
-
-// scheduleArrival draws the next arrival after from: a Poisson process of
-// rate maxRate, each point kept with probability rate(t)/maxRate
-// (Lewis-Shedler thinning).
-func (s *sim) scheduleArrival(from time.Duration) {
-	t := from
-	for {
-		t += hoursDur(s.rng.ExpFloat64() / s.maxRate)
-		if t > s.horizon {
-			return
-		}
-		if s.rng.Float64()*s.maxRate < s.rate(t) {
-			s.push(event{at: t, kind: evArrival})
-			return
-		}
-	}
-}
-
-func pickWeighted(r *rand.Rand, w []float64) int {
-	total := 0.0
-	for _, x := range w {
-		total += x
-	}
-	u := r.Float64() * total
-	for i, x := range w {
-		if u < x {
-			return i
-		}
-		u -= x
-	}
-	return len(w) - 1
-}
-
-// serviceSeconds applies the exponential option to a mean service time.
-func (s *sim) serviceSeconds(mean float64) float64 {
-	if s.wl.ExponentialService {
-		return mean * s.rng.ExpFloat64()
-	}
-	return mean
-}
-
-// gpuReq is what one render of m at res needs from the scheduler.
-// nodeTools are the tools every simulated node has: those the scheduler's CPU
-// stages need, so a new tool there cannot leave simulated tasks unplaceable.
-func nodeTools() []string {
-	var out []string
-	for _, r := range []scheduler.Requirements{scheduler.DefaultPlanReq(), scheduler.DefaultTTSReq(),
-		scheduler.DefaultFinalizeReq(), scheduler.DefaultCompositeReq()} {
-		for _, t := range r.Tools {
-			if !slices.Contains(out, t) {
-				out = append(out, t)
-			}
-		}
-	}
-	return out
-}
-
-func gpuReq(m models.Model, res string) scheduler.Requirements {
-	return scheduler.Requirements{
-		GPUs:        m.Requirements.GPUCount,
-		GPUMemoryGB: float64(m.Requirements.GPUMemoryGB[res]),
-		Model:       m.ID,
-	}
-}
-
-func (s *sim) arrive() error {
-	s.scheduleArrival(s.now)
-	class := pickWeighted(s.rng, s.classW)
-	ac := s.wl.Accounts[class]
-	acct := fmt.Sprintf("%s-%d", ac.Name, s.rng.IntN(ac.Count)+1)
-	s.nextID++
-	id := fmt.Sprintf("v%08d", s.nextID)
-	info := scheduler.VideoInfo{ID: id, AccountID: acct, Priority: ac.Priority}
-	v := &simVideo{class: class, submitted: s.now, counted: s.now >= s.warmup}
-	var g scheduler.Graph
-	if s.rng.Float64() < s.wl.ManualShare {
-		mix := s.wl.Manual[pickWeighted(s.rng, s.manualW)]
-		m := s.catalog[mix.Model]
-		v.mode = scheduler.ModeManual
-		v.seconds = mix.Durations[s.rng.IntN(len(mix.Durations))]
-		v.resolution = mix.Resolution
-		g = scheduler.ManualGraph(info, gpuReq(m, mix.Resolution))
-	} else {
-		v.mode = scheduler.ModeAuto
-		v.seconds = s.wl.Auto.Durations[s.rng.IntN(len(s.wl.Auto.Durations))]
-		v.scenes = (v.seconds + s.sceneSec - 1) / s.sceneSec
-		v.resolution = s.wl.Auto.SceneResolution
-		g = scheduler.AutoGraph(info)
-	}
-	if err := s.st.Submit(g, s.at(s.now)); err != nil {
-		return fmt.Errorf("bench: submit %s: %w", id, err)
-	}
-	s.videos[id] = v
-	s.rec.submitted(v)
-	return s.placeAll()
-}
-
-// placeAll offers work to every node with a free GPU or CPU slot.
-func (s *sim) placeAll() error {
-	for _, n := range s.nodes {
-		if s.st.ReadyTasks() == 0 {
-			return nil
-		}
-		if err := s.placeOn(n); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// placeOn calls Place for n until it answers ErrNoWork, starting each task
-// it gets.
-func (s *sim) placeOn(n *simNode) error {
-	for (n.freeGPU > 0 || n.freeCPU > 0) && s.st.ReadyTasks() > 0 {
-		l, err := s.st.Place(n.id, s.at(s.now), simLease)
-		if errors.Is(err, scheduler.ErrNoWork) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("bench: place on %s: %w", n.id, err)
-		}
-		s.start(n, l)
-	}
-	return nil
-}
-
-func (s *sim) start(n *simNode, l scheduler.Lease) {
-	v := s.videos[l.VideoID]
-	sec := s.serviceSeconds(s.taskSeconds(n, v, l))
-	t := &simTask{video: l.VideoID, node: n, gpus: l.Req.GPUs, cpu: l.Req.CPUSlots, started: s.now, end: s.now + secondsDur(sec)}
-	n.freeGPU -= t.gpus
-	n.freeCPU -= t.cpu
-	s.running[l.TaskID] = t
-	if !v.leased {
-		v.leased = true
-		s.rec.firstLease(v, s.now-v.submitted)
-	}
-	if l.Req.GPUs > 0 {
-		ready := v.submitted
-		if l.Kind == scheduler.KindScene {
-			ready = v.scenesAt
-		}
-		s.rec.gpuLease(v, s.now-ready)
-	}
-	s.push(event{at: t.end, kind: evDone, ref: l.Ref()})
-}
-
-// taskSeconds is the mean service time of a lease's task on node n.
-func (s *sim) taskSeconds(n *simNode, v *simVideo, l scheduler.Lease) float64 {
-	d := float64(v.seconds)
-	switch l.Kind {
-	case scheduler.KindRender, scheduler.KindScene:
-		m := s.catalog[l.Req.Model]
-		out := v.seconds
-		if l.Kind == scheduler.KindScene {
-			out = s.sceneSec
-		}
-		// GPU-seconds are summed over the render's GPUs; wall time splits them.
-		return m.GPUSeconds(v.resolution, out) / float64(max(m.Requirements.GPUCount, 1)) / n.speed
-	case scheduler.KindFinalize:
-		return finalizeBaseSeconds + finalizePerSecond*d
-	case scheduler.KindPlan:
-		return planSeconds
-	case scheduler.KindTTS:
-		return ttsBaseSeconds + ttsPerSecond*d
-	case scheduler.KindComposite:
-		return compositeBaseSeconds + compositePerSecond*d
-	}
-	return 0
-}
-
-// complete ends a task whose service time is over, adds an auto video's
-// scenes once its plan is done, and offers the freed capacity.
-func (s *sim) complete(ref scheduler.LeaseRef) error {
-	t := s.running[ref.TaskID]
-	delete(s.running, ref.TaskID)
-	n := t.node
-	n.freeGPU += t.gpus
-	n.freeCPU += t.cpu
-	s.rec.busy(t, s.horizon)
-	out, err := s.st.Complete(ref, s.at(s.now))
-	if err != nil {
-		return fmt.Errorf("bench: complete %s: %w", ref.TaskID, err)
-	}
-	v := s.videos[t.video]
-	if out.NeedsScenes {
-		m := s.catalog[s.wl.Auto.SceneModel]
-		if err := s.st.AddScenes(t.video, v.scenes, gpuReq(m, v.resolution), s.at(s.now)); err != nil {
-			return fmt.Errorf("bench: add scenes to %s: %w", t.video, err)
-		}
-		v.scenesAt = s.now
-	}
-	if out.VideoCompleted {
-		s.rec.completed(v, s.now-v.submitted)
-		delete(s.videos, t.video)
-		if err := s.st.Forget(t.video); err != nil {
-			return fmt.Errorf("bench: forget %s: %w", t.video, err)
-		}
-	}
-	if out.VideoFailed {
-		return fmt.Errorf("bench: video %s failed in the simulation", t.video)
-	}
-	// The freed node first, then the rest: completing a task may have made
-	// others ready that fit elsewhere.
-	if err := s.placeOn(n); err != nil {
-		return err
-	}
-	return s.placeAll()
+	s.events.push(e)
 }

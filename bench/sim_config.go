@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/vidfarm/vidfarm/models"
+	"sigs.k8s.io/yaml"
 )
 
 // ErrSimConfig is wrapped by every error about a fleet, a workload or a
@@ -60,6 +61,9 @@ type Workload struct {
 	// Accounts are classes of accounts; a video's account class is drawn by
 	// Share, then one of the class's Count accounts uniformly.
 	Accounts []AccountClass `json:"accounts"`
+	// SLOs are the objectives the report measures attainment of, overall
+	// and per mode; an account class may set its own instead.
+	SLOs []SLO `json:"slos,omitempty"`
 	// ExponentialService draws every task's service time from an
 	// exponential distribution with the computed time as its mean, instead
 	// of using the computed time itself. It makes a single-class workload
@@ -116,14 +120,16 @@ type AccountClass struct {
 	Count    int     `json:"count"`
 	Share    float64 `json:"share"`
 	Priority int     `json:"priority,omitempty"`
+	// SLOs replace the workload's SLOs for this class, when set.
+	SLOs []SLO `json:"slos,omitempty"`
 }
 
 // defaultSceneSeconds is the scene length of an auto video when the
 // workload does not set one.
 const defaultSceneSeconds = 6
 
-// DecodeFleet reads a fleet as JSON; unknown fields are an error. The
-// result is validated.
+// DecodeFleet reads a fleet as YAML or JSON (field names as in the JSON
+// tags); unknown fields are an error. The result is validated.
 func DecodeFleet(r io.Reader) (Fleet, error) {
 	var f Fleet
 	if err := decodeStrict(r, &f); err != nil {
@@ -132,8 +138,8 @@ func DecodeFleet(r io.Reader) (Fleet, error) {
 	return f, f.Validate()
 }
 
-// DecodeWorkload reads a workload as JSON; unknown fields are an error.
-// The result is validated.
+// DecodeWorkload reads a workload as YAML or JSON (field names as in the
+// JSON tags); unknown fields are an error. The result is validated.
 func DecodeWorkload(r io.Reader) (Workload, error) {
 	var w Workload
 	if err := decodeStrict(r, &w); err != nil {
@@ -142,9 +148,14 @@ func DecodeWorkload(r io.Reader) (Workload, error) {
 	return w, w.Validate()
 }
 
+// decodeStrict turns YAML (JSON is YAML) into JSON and decodes that, so
+// one set of tags and one unknown-field check serve both.
 func decodeStrict(r io.Reader, v any) error {
 	data, err := io.ReadAll(r)
 	if err != nil {
+		return err
+	}
+	if data, err = yaml.YAMLToJSON(data); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -275,6 +286,9 @@ func (w Workload) Validate() error {
 			return err
 		}
 	}
+	if err := validateSLOs("workload.slos", w.SLOs); err != nil {
+		return err
+	}
 	if len(w.Accounts) == 0 {
 		return fieldErr("workload.accounts", "at least one account class is required")
 	}
@@ -290,6 +304,9 @@ func (w Workload) Validate() error {
 			return fieldErr(p+".count", "must be 1..1000000, got %d", c.Count)
 		case !finite(c.Share) || c.Share <= 0:
 			return fieldErr(p+".share", "must be > 0, got %v", c.Share)
+		}
+		if err := validateSLOs(p+".slos", c.SLOs); err != nil {
+			return err
 		}
 		total += c.Share
 	}

@@ -1,9 +1,7 @@
 package bench
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/vidfarm/vidfarm/scheduler"
@@ -21,8 +19,9 @@ type SimReport struct {
 	Completed int     `json:"completed"`
 	// InFlight are videos submitted but not finished when the run ended.
 	InFlight int `json:"in_flight"`
-	// Modes has one entry per video mode ("manual", "auto"); Accounts one
-	// per account class, in workload order.
+	// Overall covers every video; Modes has one entry per video mode
+	// ("manual", "auto"); Accounts one per account class, in workload order.
+	Overall  GroupStats   `json:"overall"`
 	Modes    []GroupStats `json:"modes"`
 	Accounts []GroupStats `json:"accounts"`
 	// GPUUtilisation and CPUUtilisation are the busy fraction of all GPUs
@@ -35,6 +34,8 @@ type SimReport struct {
 	RenderedMinutes       float64 `json:"rendered_minutes"`
 	Cost                  float64 `json:"cost"`
 	CostPerRenderedMinute float64 `json:"cost_per_rendered_minute"`
+	// Timeline is the run cut into equal intervals (sim_timeline.go).
+	Timeline []TimelinePoint `json:"timeline"`
 }
 
 // GroupStats are the statistics of one mode or one account class. Only
@@ -51,6 +52,7 @@ type GroupStats struct {
 	GPUWait Percentiles `json:"gpu_wait"`
 	// Turnaround is from submission to completion.
 	Turnaround Percentiles `json:"turnaround"`
+	SLOs       []SLOResult `json:"slos,omitempty"`
 }
 
 // Percentiles summarises a sample of durations, in seconds.
@@ -66,36 +68,60 @@ type Percentiles struct {
 // sample collects durations.
 type sample []time.Duration
 
+// summary sorts s in place and summarises it.
 func (s sample) summary() Percentiles {
 	if len(s) == 0 {
 		return Percentiles{}
 	}
-	sorted := slices.Clone(s)
-	slices.Sort(sorted)
+	slices.Sort(s)
 	var sum time.Duration
-	for _, d := range sorted {
+	for _, d := range s {
 		sum += d
 	}
 	return Percentiles{
-		Count: len(sorted),
-		Mean:  sum.Seconds() / float64(len(sorted)),
-		P50:   percentile(sorted, 0.50).Seconds(),
-		P95:   percentile(sorted, 0.95).Seconds(),
-		P99:   percentile(sorted, 0.99).Seconds(),
-		Max:   sorted[len(sorted)-1].Seconds(),
+		Count: len(s),
+		Mean:  sum.Seconds() / float64(len(s)),
+		P50:   percentile(s, 0.50).Seconds(),
+		P95:   percentile(s, 0.95).Seconds(),
+		P99:   percentile(s, 0.99).Seconds(),
+		Max:   s[len(s)-1].Seconds(),
 	}
 }
 
 type groupRec struct {
 	name                      string
+	slos                      []SLO
+	pending                   []int // per SLO: misses still pending at the end
 	submitted, completed      int
 	wait, gpuWait, turnaround sample
 }
 
+func (g *groupRec) of(metric string) sample {
+	switch metric {
+	case MetricWait:
+		return g.wait
+	case MetricGPUWait:
+		return g.gpuWait
+	}
+	return g.turnaround
+}
+
+// stats summarises the group; it sorts its samples.
 func (g *groupRec) stats() GroupStats {
-	return GroupStats{
+	st := GroupStats{
 		Name: g.name, Submitted: g.submitted, Completed: g.completed,
 		Wait: g.wait.summary(), GPUWait: g.gpuWait.summary(), Turnaround: g.turnaround.summary(),
+	}
+	for i, o := range g.slos {
+		st.SLOs = append(st.SLOs, attainment(o, g.of(o.Metric), g.pending[i]))
+	}
+	return st
+}
+
+// addPending counts v's pending misses at end against the group's SLOs.
+func (g *groupRec) addPending(v *simVideo, end time.Duration) {
+	for i, o := range g.slos {
+		g.pending[i] += v.pendingMisses(o, end)
 	}
 }
 
@@ -107,12 +133,25 @@ type recorder struct {
 	completedAll         int
 	renderedSeconds      int64
 	gpuBusyMS, cpuBusyMS int64 // GPU-milliseconds and slot-milliseconds
+	tl                   timeline
 }
 
-func newRecorder(wl Workload) *recorder {
-	r := &recorder{manual: groupRec{name: string(scheduler.ModeManual)}, auto: groupRec{name: string(scheduler.ModeAuto)}}
+func newGroupRec(name string, slos []SLO) groupRec {
+	return groupRec{name: name, slos: slos, pending: make([]int, len(slos))}
+}
+
+func newRecorder(wl Workload, horizon time.Duration) *recorder {
+	r := &recorder{
+		manual: newGroupRec(string(scheduler.ModeManual), wl.SLOs),
+		auto:   newGroupRec(string(scheduler.ModeAuto), wl.SLOs),
+		tl:     newTimeline(horizon),
+	}
 	for _, c := range wl.Accounts {
-		r.classes = append(r.classes, groupRec{name: c.Name})
+		slos := wl.SLOs
+		if len(c.SLOs) > 0 {
+			slos = c.SLOs
+		}
+		r.classes = append(r.classes, newGroupRec(c.Name, slos))
 	}
 	return r
 }
@@ -141,7 +180,8 @@ func (r *recorder) firstLease(v *simVideo, wait time.Duration) {
 	r.classes[v.class].wait = append(r.classes[v.class].wait, wait)
 }
 
-func (r *recorder) gpuLease(v *simVideo, wait time.Duration) {
+func (r *recorder) gpuLease(v *simVideo, now, wait time.Duration) {
+	r.tl.gpuWait(now, wait)
 	if !v.counted {
 		return
 	}
@@ -149,9 +189,10 @@ func (r *recorder) gpuLease(v *simVideo, wait time.Duration) {
 	r.classes[v.class].gpuWait = append(r.classes[v.class].gpuWait, wait)
 }
 
-func (r *recorder) completed(v *simVideo, turnaround time.Duration) {
+func (r *recorder) completed(v *simVideo, now, turnaround time.Duration) {
 	r.completedAll++
 	r.renderedSeconds += int64(v.seconds)
+	r.tl.completed(now)
 	if !v.counted {
 		return
 	}
@@ -163,6 +204,9 @@ func (r *recorder) completed(v *simVideo, turnaround time.Duration) {
 	c.turnaround = append(c.turnaround, turnaround)
 }
 
+// queued notes the ready GPU tasks after an event at now.
+func (r *recorder) queued(now time.Duration, gpuTasks int) { r.tl.queued(now, gpuTasks) }
+
 // busy adds the part of t's run before the horizon to the busy totals.
 func (r *recorder) busy(t *simTask, horizon time.Duration) {
 	end := min(t.end, horizon)
@@ -172,6 +216,7 @@ func (r *recorder) busy(t *simTask, horizon time.Duration) {
 	ms := (end - t.started).Milliseconds()
 	r.gpuBusyMS += ms * int64(t.gpus)
 	r.cpuBusyMS += ms * int64(t.cpu)
+	r.tl.busy(t.started, end, t.gpus, t.cpu)
 }
 
 func (s *sim) report() SimReport {
@@ -180,9 +225,26 @@ func (s *sim) report() SimReport {
 		s.rec.busy(t, s.horizon)
 	}
 	r := s.rec
+	overall := newGroupRec("all", s.wl.SLOs)
+	for _, v := range s.videos {
+		if !v.counted {
+			continue
+		}
+		r.mode(v).addPending(v, s.horizon)
+		r.classes[v.class].addPending(v, s.horizon)
+		overall.addPending(v, s.horizon)
+	}
+	for _, m := range []*groupRec{&r.manual, &r.auto} {
+		overall.submitted += m.submitted
+		overall.completed += m.completed
+		overall.wait = append(overall.wait, m.wait...)
+		overall.gpuWait = append(overall.gpuWait, m.gpuWait...)
+		overall.turnaround = append(overall.turnaround, m.turnaround...)
+	}
 	rep := SimReport{
 		Hours: s.cfg.Hours, Seed: s.cfg.Seed, Nodes: len(s.nodes),
 		Submitted: r.submittedAll, Completed: r.completedAll, InFlight: r.submittedAll - r.completedAll,
+		Overall:         overall.stats(),
 		Modes:           []GroupStats{r.manual.stats(), r.auto.stats()},
 		RenderedMinutes: float64(r.renderedSeconds) / 60,
 	}
@@ -206,32 +268,6 @@ func (s *sim) report() SimReport {
 	if rep.RenderedMinutes > 0 {
 		rep.CostPerRenderedMinute = rep.Cost / rep.RenderedMinutes
 	}
+	rep.Timeline = r.tl.points(rep.GPUs, rep.CPUSlots)
 	return rep
-}
-
-// String renders the report as a plain-text table.
-func (r SimReport) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "simulated %.1f h (seed %d): %d nodes, %d GPUs, %d CPU slots\n", r.Hours, r.Seed, r.Nodes, r.GPUs, r.CPUSlots)
-	fmt.Fprintf(&b, "videos: %d submitted, %d completed, %d in flight at the end\n", r.Submitted, r.Completed, r.InFlight)
-	fmt.Fprintf(&b, "throughput %.1f videos/h, %.2f videos per GPU-hour, GPU utilisation %.1f%%, CPU utilisation %.1f%%\n",
-		r.ThroughputPerHour, r.VideosPerGPUHour, 100*r.GPUUtilisation, 100*r.CPUUtilisation)
-	fmt.Fprintf(&b, "rendered %.1f min for a cost of %.2f: %.3f per rendered minute\n\n", r.RenderedMinutes, r.Cost, r.CostPerRenderedMinute)
-	fmt.Fprintf(&b, "%-18s %9s %9s  %-34s  %-34s  %s\n", "group", "submitted", "completed",
-		"wait s (p50 / p95 / p99)", "GPU wait s (p50 / p95 / p99)", "turnaround s (p50 / p95)")
-	row := func(kind string, g GroupStats) {
-		fmt.Fprintf(&b, "%-18s %9d %9d  %-34s  %-34s  %s\n", kind+" "+g.Name, g.Submitted, g.Completed,
-			p3(g.Wait), p3(g.GPUWait), fmt.Sprintf("%.1f / %.1f", g.Turnaround.P50, g.Turnaround.P95))
-	}
-	for _, g := range r.Modes {
-		row("mode", g)
-	}
-	for _, g := range r.Accounts {
-		row("class", g)
-	}
-	return b.String()
-}
-
-func p3(p Percentiles) string {
-	return fmt.Sprintf("%.1f / %.1f / %.1f", p.P50, p.P95, p.P99)
 }

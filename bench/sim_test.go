@@ -2,6 +2,7 @@ package bench
 
 import (
 	"errors"
+	"io"
 	"math"
 	"os"
 	"reflect"
@@ -84,19 +85,25 @@ func erlangCWait(c int, lambda, mu float64) float64 {
 	return pWait / (float64(c)*mu - lambda)
 }
 
-func TestSimulateMMcMatchesErlangC(t *testing.T) {
-	// seedance-1.0-lite at 480p: 12 GPU-s per output second on one GPU, so
-	// a 5 s video renders in 60 s on an H100: mu = 1/60 per second.
-	const c, service, rho = 4, 60.0, 0.7
-	lambda := rho * c / service // per second
+// mmcSetup is a one-class M/M/c farm: c one-GPU nodes, 60 s mean service.
+func mmcSetup(c int, erlangs float64) (Fleet, Workload) {
 	fleet := Fleet{Groups: []NodeGroup{{Name: "h100", GPUModel: "H100", Count: c, GPUsPerNode: 1, GPUMemoryGB: 80, CPUSlots: 64, CostPerHour: 3}}}
 	wl := Workload{
-		Arrival:            Arrival{Process: "steady", RatePerHour: lambda * 3600},
+		Arrival:            Arrival{Process: "steady", RatePerHour: erlangs * 60},
 		ManualShare:        1,
 		Manual:             []ManualMix{{Model: "seedance-1.0-lite", Resolution: "480p", Durations: []int{5}, Weight: 1}},
 		Accounts:           []AccountClass{{Name: "all", Count: 1, Share: 1}},
 		ExponentialService: true,
 	}
+	return fleet, wl
+}
+
+func TestSimulateMMcMatchesErlangC(t *testing.T) {
+	// seedance-1.0-lite at 480p: 12 GPU-s per output second on one GPU, so
+	// a 5 s video renders in 60 s on an H100: mu = 1/60 per second.
+	const c, service, rho = 4, 60.0, 0.7
+	lambda := rho * c / service // per second
+	fleet, wl := mmcSetup(c, rho*c)
 	rep, err := Simulate(fleet, wl, SimConfig{Hours: 1200, Seed: 1, WarmupHours: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -216,4 +223,18 @@ func cloneWorkload(w Workload) Workload {
 		out.Auto = &a
 	}
 	return out
+}
+
+func mustDecodeFile[T any](tb testing.TB, path string, decode func(io.Reader) (T, error)) T {
+	tb.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	v, err := decode(f)
+	if err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	return v
 }

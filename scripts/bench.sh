@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make bench: the long benchmarks. Starts a single-node control plane with fsync on
 # in a temporary data directory and drives POST /v1/videos with 64 concurrent
-# clients, then runs the Go benchmarks. Figures go in the README.
+# clients, then runs the Go benchmarks and times the farm simulator. Figures go in the
+# README.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=./bin/vidfarm
@@ -30,6 +31,13 @@ go test -run '^$' -bench Placement -benchtime 3s ./scheduler/ | grep -E '^Benchm
 echo
 echo "== dispatch: scheduler vs Postgres FOR UPDATE SKIP LOCKED (needs PostgreSQL at 127.0.0.1:5432)"
 go test -run '^$' -bench Dispatch -benchtime 3s ./bench/ | grep -E '^Benchmark|SKIP'
+
+echo
+echo "== simulator: one simulated week of a 1,000-GPU farm at 10,000 videos/h"
+TIMEFORMAT='wall %R s, CPU %U s user + %S s sys'
+time $bin bench sim --fleet bench/testdata/fleet-1000gpu.json --workload bench/testdata/workload-10k.json \
+  --hours 168 --format json >/dev/null
+go test -run '^$' -bench SimWeek1000GPUs -benchtime 1x ./bench/ | grep -E '^Benchmark'
 
 echo
 echo "== pipeline overhead: 30 s 720p auto video vs one plain encode"

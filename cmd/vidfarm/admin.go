@@ -26,6 +26,8 @@ const adminUsage = `usage: vidfarm admin [--server URL] [--admin-token T] <comma
   video fail --video ID [--reason TEXT]
   snapshot
   status
+  cluster members
+  cluster remove --node ID
 `
 
 func runAdmin(args []string) error {
@@ -58,6 +60,7 @@ func runAdmin(args []string) error {
 	key := sub.String("key", "", "key id")
 	video := sub.String("video", "", "video id")
 	reason := sub.String("reason", "", "why the video is failed")
+	node := sub.String("node", "", "control-plane node id")
 	if err := sub.Parse(rest[1:]); err != nil {
 		return err
 	}
@@ -82,6 +85,10 @@ func runAdmin(args []string) error {
 		out, err = cl.Snapshot(ctx)
 	case "status":
 		out, err = cl.Do(ctx, "GET", "/admin/v1/status", nil)
+	case "cluster members":
+		out, err = cl.ClusterMembers(ctx)
+	case "cluster remove":
+		out, err = cl.RemoveNode(ctx, *node)
 	default:
 		fs.Usage()
 		return fmt.Errorf("unknown admin command %q", cmd)

@@ -16,7 +16,8 @@ import (
 const benchUsage = `usage: vidfarm bench <command>
 
   create   closed-loop POST /v1/videos load against a live control plane
-  sim      discrete-event simulation of a farm on the real scheduler
+  load     open-loop create-and-poll load against a live farm
+  sim      discrete-event simulation of a farm on the real scheduler (-sweep: size a node group)
 `
 
 func runBench(args []string) error {
@@ -27,6 +28,8 @@ func runBench(args []string) error {
 	switch args[0] {
 	case "create":
 		return runBenchCreate(args[1:])
+	case "load":
+		return runBenchLoad(args[1:])
 	case "sim":
 		return runBenchSim(args[1:])
 	}

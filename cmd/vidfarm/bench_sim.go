@@ -4,54 +4,153 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"runtime/debug"
+	"time"
 
 	"github.com/vidfarm/vidfarm/bench"
 )
 
 // runBenchSim is `vidfarm bench sim`: it reads a fleet and a workload
-// (JSON), runs bench.Simulate and prints the report.
+// (YAML or JSON), runs bench.Simulate, or bench.Sweep with -sweep, and
+// prints the report; -svg also draws it.
 func runBenchSim(args []string) error {
 	fs := flag.NewFlagSet("bench sim", flag.ExitOnError)
-	fleetPath := fs.String("fleet", "", "fleet file (JSON, see bench/testdata/fleet-example.json)")
-	workloadPath := fs.String("workload", "", "workload file (JSON, see bench/testdata/workload-example.json)")
+	fleetPath := fs.String("fleet", "", "fleet file (YAML or JSON, see bench/examples/fleet.yaml)")
+	workloadPath := fs.String("workload", "", "workload file (YAML or JSON, see bench/examples/workload.yaml)")
 	hours := fs.Float64("hours", 24, "hours of simulated time")
 	warmup := fs.Float64("warmup", 0, "hours at the start left out of the wait statistics")
 	seed := fs.Uint64("seed", 1, "random seed (same seed, same report)")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
+	format := fs.String("format", "table", "report format on stdout: table, json or csv")
+	svg := fs.String("svg", "", "also write a chart to this SVG file (timeline; with -sweep: wait against fleet size)")
+	sweep := fs.String("sweep", "", "node group whose count to vary (needs -target-p95)")
+	sweepMin := fs.Int("sweep-min", 1, "smallest count of the swept group")
+	sweepMax := fs.Int("sweep-max", 0, "largest count of the swept group (default: twice its count in the fleet)")
+	sweepStep := fs.Int("sweep-step", 1, "step between counts")
+	target := fs.Float64("target-p95", 0, "sweep: p95 target in seconds")
+	metric := fs.String("metric", bench.MetricGPUWait, "sweep: what the target is about: wait, gpu_wait or turnaround")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *fleetPath == "" || *workloadPath == "" {
 		return fmt.Errorf("bench sim: -fleet and -workload are required")
 	}
-	ff, err := os.Open(*fleetPath)
+	if *format != "table" && *format != "json" && *format != "csv" {
+		return fmt.Errorf("bench sim: -format must be table, json or csv, got %q", *format)
+	}
+	fleet, err := decodeFile(*fleetPath, bench.DecodeFleet)
 	if err != nil {
 		return err
 	}
-	defer ff.Close()
-	fleet, err := bench.DecodeFleet(ff)
-	if err != nil {
-		return fmt.Errorf("%s: %w", *fleetPath, err)
-	}
-	wf, err := os.Open(*workloadPath)
+	wl, err := decodeFile(*workloadPath, bench.DecodeWorkload)
 	if err != nil {
 		return err
 	}
-	defer wf.Close()
-	wl, err := bench.DecodeWorkload(wf)
-	if err != nil {
-		return fmt.Errorf("%s: %w", *workloadPath, err)
+	// A simulation allocates many short-lived objects and holds little:
+	// collecting less often buys speed for memory the run has.
+	debug.SetGCPercent(400)
+	cfg := bench.SimConfig{Hours: *hours, Seed: *seed, WarmupHours: *warmup}
+	if *sweep != "" {
+		return runSweep(fleet, wl, cfg, bench.SweepConfig{Group: *sweep, Min: *sweepMin, Max: *sweepMax, Step: *sweepStep,
+			Metric: *metric, TargetP95: *target}, *format, *svg)
 	}
-	rep, err := bench.Simulate(fleet, wl, bench.SimConfig{Hours: *hours, Seed: *seed, WarmupHours: *warmup})
+	bar := newProgress(fmt.Sprintf("simulating %.0f h", *hours), int64(cfg.Hours*60))
+	cfg.Progress = func(done, _ time.Duration) { bar.set(int64(done.Minutes())) }
+	start := time.Now()
+	rep, err := bench.Simulate(fleet, wl, cfg)
+	bar.finish()
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+	el := time.Since(start)
+	fmt.Fprintf(os.Stderr, "simulated %.0f h in %s (%.0fx real time)\n", *hours, el.Round(time.Millisecond), cfg.Hours*3600/el.Seconds())
+	return writeReport(rep, *format, *svg)
+}
+
+// simReport is a simulation's or a sweep's report.
+type simReport interface {
+	fmt.Stringer
+	WriteCSV(io.Writer) error
+	WriteSVG(io.Writer) error
+}
+
+var (
+	_ simReport = bench.SimReport{}
+	_ simReport = bench.SweepResult{}
+)
+
+// writeReport draws r into svg (when named) and prints it in format.
+func writeReport(r simReport, format, svg string) error {
+	if svg != "" {
+		if err := writeFile(svg, r.WriteSVG); err != nil {
+			return err
+		}
 	}
-	fmt.Print(rep.String())
+	switch format {
+	case "json":
+		return writeJSON(r)
+	case "csv":
+		return r.WriteCSV(os.Stdout)
+	}
+	fmt.Print(r.String())
 	return nil
+}
+
+func runSweep(fleet bench.Fleet, wl bench.Workload, cfg bench.SimConfig, sc bench.SweepConfig, format, svg string) error {
+	if sc.TargetP95 <= 0 {
+		return fmt.Errorf("bench sim: -sweep needs -target-p95 (seconds)")
+	}
+	if sc.Max == 0 {
+		for _, g := range fleet.Groups {
+			if g.Name == sc.Group {
+				sc.Max = 2 * g.Count
+			}
+		}
+	}
+	var bar *progress
+	if sc.Max >= sc.Min && sc.Step > 0 {
+		bar = newProgress(fmt.Sprintf("sweeping %s", sc.Group), int64((sc.Max-sc.Min)/sc.Step+1))
+		sc.Progress = func(done, _ int) { bar.set(int64(done)) }
+	}
+	res, err := bench.Sweep(fleet, wl, cfg, sc)
+	if bar != nil {
+		bar.finish()
+	}
+	if err != nil {
+		return err
+	}
+	return writeReport(res, format, svg)
+}
+
+func decodeFile[T any](path string, decode func(io.Reader) (T, error)) (T, error) {
+	var zero T
+	f, err := os.Open(path)
+	if err != nil {
+		return zero, err
+	}
+	defer f.Close()
+	v, err := decode(f)
+	if err != nil {
+		return zero, fmt.Errorf("%s: %w", path, err)
+	}
+	return v, nil
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func writeJSON(v any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

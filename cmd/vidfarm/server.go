@@ -35,6 +35,10 @@ func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
 	fs.DurationVar(&sf.cfg.HeartbeatInterval, "heartbeat-interval", 5*time.Second, "how often agents are told to heartbeat")
 	fs.StringVar(&sf.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&sf.rateLimits, "rate-limits", true, "enforce the contract's rate limits (turn off only for benchmarks)")
+	fs.StringVar(&sf.cfg.Join, "join", "", "admin URL of any member of an existing cluster to join (new data directory only)")
+	fs.StringVar(&sf.cfg.RaftAdvertise, "raft-advertise", "", "Raft address other nodes dial (default: the bound --raft-listen address)")
+	fs.StringVar(&sf.cfg.AdminURL, "admin-url", "", "admin URL other nodes forward to (default http://<admin-listen>)")
+	fs.StringVar(&sf.cfg.AgentURL, "agent-url", "", "agent URL other nodes forward to (default http://<agent-listen>)")
 	fs.BoolVar(&sf.cfg.AllowPrivateURLs, "allow-private-urls", false, "DEVELOPMENT: accept input image URLs on private and loopback hosts")
 	fs.DurationVar(&sf.cfg.SpeechWait, "speech-wait", api.DefaultSpeechWait, "how long POST /v1/voices/speech waits for its audio before answering 202 with a sample to poll")
 }

@@ -40,6 +40,8 @@ type Config struct {
 	Logger   *slog.Logger
 	Gatherer prometheus.Gatherer
 	Now      func() time.Time
+	// Cluster manages membership; nil leaves the cluster endpoints out.
+	Cluster Cluster
 }
 
 type server struct {
@@ -75,6 +77,11 @@ func Handler(cfg Config) http.Handler {
 		r.Post("/admin/v1/videos/{id}/fail", s.failVideo)
 		r.Post("/admin/v1/snapshot", s.snapshot)
 		r.Get("/admin/v1/status", s.status)
+		if cfg.Cluster != nil {
+			r.Post("/admin/v1/cluster/join", s.clusterJoin)
+			r.Post("/admin/v1/cluster/remove", s.clusterRemove)
+			r.Get("/admin/v1/cluster/members", s.clusterMembers)
+		}
 	})
 	return r
 }

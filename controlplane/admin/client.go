@@ -126,3 +126,15 @@ func (c *Client) FailVideo(ctx context.Context, videoID, reason string) (FailedV
 func (c *Client) Snapshot(ctx context.Context) (json.RawMessage, error) {
 	return c.Do(ctx, http.MethodPost, "/admin/v1/snapshot", nil)
 }
+
+// ClusterMembers lists the voters, the leader and their published addresses.
+func (c *Client) ClusterMembers(ctx context.Context) (ClusterMembers, error) {
+	var out ClusterMembers
+	err := c.into(ctx, http.MethodGet, "/admin/v1/cluster/members", nil, &out)
+	return out, err
+}
+
+// RemoveNode takes a node out of the cluster.
+func (c *Client) RemoveNode(ctx context.Context, id string) (json.RawMessage, error) {
+	return c.Do(ctx, http.MethodPost, "/admin/v1/cluster/remove", map[string]string{"id": id})
+}

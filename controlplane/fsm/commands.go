@@ -40,6 +40,12 @@ const (
 	CreateSpeechType MessageType = 34
 )
 
+// Cluster membership: the addresses of the control-plane nodes.
+const (
+	SetMemberType    MessageType = 46
+	RemoveMemberType MessageType = 47
+)
+
 func (t MessageType) String() string {
 	switch t {
 	case CreateAccountType:
@@ -82,6 +88,10 @@ func (t MessageType) String() string {
 		return "create_avatar"
 	case CreateSpeechType:
 		return "create_speech"
+	case SetMemberType:
+		return "set_member"
+	case RemoveMemberType:
+		return "remove_member"
 	}
 	return fmt.Sprintf("message_type_%d", uint8(t))
 }
@@ -243,6 +253,10 @@ func Decode(entry []byte) (Command, error) {
 		c = &CreateAvatar{}
 	case CreateSpeechType:
 		c = &CreateSpeech{}
+	case SetMemberType:
+		c = &SetMember{}
+	case RemoveMemberType:
+		c = &RemoveMember{}
 	default:
 		return nil, fmt.Errorf("decode: unknown message type %d", entry[0])
 	}

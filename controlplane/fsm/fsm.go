@@ -113,6 +113,10 @@ func (s *state) apply(cmd Command) (any, error) {
 		return s.applyCreateAvatar(c)
 	case *CreateSpeech:
 		return s.applyCreateSpeech(c)
+	case *SetMember:
+		return s.applySetMember(c)
+	case *RemoveMember:
+		return s.applyRemoveMember(c)
 	}
 	panic(fmt.Sprintf("fsm: no apply function for %T", cmd))
 }

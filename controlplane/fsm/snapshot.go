@@ -43,6 +43,8 @@ const (
 	recSpeech recordType = 17
 )
 
+const recMember recordType = 24
+
 // trailer is the body of the end record.
 type trailer struct {
 	Records uint64 `msgpack:"records"`
@@ -60,6 +62,9 @@ type record struct {
 func (s *state) records() []record {
 	out := make([]record, 0, 1+len(s.nodes)+len(s.accounts)+len(s.keys)+len(s.folders)+len(s.videos)+len(s.idem))
 	out = append(out, record{recScheduler, s.sched.Snapshot()})
+	for _, m := range s.memberList() {
+		out = append(out, record{recMember, m})
+	}
 	nodeIDs := make([]string, 0, len(s.nodes))
 	for id := range s.nodes {
 		nodeIDs = append(nodeIDs, id)
@@ -277,6 +282,12 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 		s.nodes[n.ID] = &n
 		s.nodeByCred[n.CredHash] = n.ID
 		s.voices.add(n.Voices)
+	case recMember:
+		var m Member
+		if err := msgpack.Unmarshal(body, &m); err != nil {
+			return fmt.Errorf("decode member: %w", err)
+		}
+		s.members[m.ID] = &m
 	case recAccount:
 		var a Account
 		if err := msgpack.Unmarshal(body, &a); err != nil {

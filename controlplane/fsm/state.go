@@ -37,6 +37,9 @@ type state struct {
 	// voices is the catalogue: the union of the nodes' voices.
 	voices *voiceIndex
 
+	// members are the control-plane nodes' addresses, by Raft server id.
+	members map[string]*Member
+
 	// sched holds the render work: task graphs, nodes' capacity, leases.
 	sched *scheduler.State
 }
@@ -59,6 +62,7 @@ func newState() *state {
 		nodeByCred:     map[[32]byte]string{},
 		voices:         newVoiceIndex(),
 		sched:          newScheduler(),
+		members:        map[string]*Member{},
 	}
 }
 

@@ -47,6 +47,9 @@ type Config struct {
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
 	SnapshotInterval  time.Duration
+	// Join says this node will be added to an existing cluster by its leader, so a
+	// new data directory must not bootstrap a cluster of its own.
+	Join bool
 }
 
 // Node is a running Raft member with its FSM.
@@ -58,6 +61,8 @@ type Node struct {
 	store     *raftboltdb.BoltStore
 	transport *raft.NetworkTransport
 	snaps     *raft.FileSnapshotStore
+	// existing is whether the data directory held Raft state when opened.
+	existing bool
 }
 
 // Open starts the node; with a new data directory it bootstraps a cluster of itself.
@@ -135,8 +140,8 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		store.Close()
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
-	n := &Node{Raft: r, FSM: f, cfg: cfg, log: cfg.Logger, store: store, transport: transport, snaps: snaps}
-	if !existing {
+	n := &Node{Raft: r, FSM: f, cfg: cfg, log: cfg.Logger, store: store, transport: transport, snaps: snaps, existing: existing}
+	if !existing && !cfg.Join {
 		boot := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: transport.LocalAddr()}}}
 		if err := r.BootstrapCluster(boot).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			n.Close()
@@ -168,6 +173,12 @@ func (n *Node) IsLeader() bool { return n.Raft.State() == raft.Leader }
 // restarts wins the election before it has replayed its log, and reads served in
 // that gap would miss acknowledged writes.
 func (n *Node) WaitLeader(ctx context.Context) error {
+	return n.wait(ctx, "wait for leadership", func() bool { return false })
+}
+
+// wait polls until this node leads and has applied everything committed before
+// (a barrier), or until followerReady says a follower may serve.
+func (n *Node) wait(ctx context.Context, what string, followerReady func() bool) error {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -177,13 +188,15 @@ func (n *Node) WaitLeader(ctx context.Context) error {
 				return nil
 			}
 			if !errors.Is(err, ErrNotLeader) {
-				return fmt.Errorf("wait for leadership: %w", err)
+				return fmt.Errorf("%s: %w", what, err)
 			}
-			// Lost the leadership before catching up: wait for it again.
+			// Lost the leadership before catching up: wait again.
+		} else if followerReady() {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("wait for leadership: %w", ctx.Err())
+			return fmt.Errorf("%s: %w", what, ctx.Err())
 		case <-t.C:
 		}
 	}

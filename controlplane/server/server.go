@@ -26,6 +26,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/agentapi"
 	"github.com/vidfarm/vidfarm/controlplane/api"
 	"github.com/vidfarm/vidfarm/controlplane/blob"
+	"github.com/vidfarm/vidfarm/controlplane/cluster"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/controlplane/raftnode"
 	"github.com/vidfarm/vidfarm/scheduler"
@@ -67,6 +68,16 @@ type Config struct {
 	// SpeechWait bounds how long POST /v1/voices/speech waits for its audio
 	// (0: api.DefaultSpeechWait).
 	SpeechWait time.Duration
+
+	// Join is the admin URL of any member of an existing cluster; a node with a
+	// new data directory asks it to be added as a voter instead of bootstrapping.
+	Join string
+	// RaftAdvertise is the Raft address other nodes dial; default RaftListen's.
+	RaftAdvertise string
+	// AdminURL and AgentURL are how other nodes reach this node's admin and agent
+	// listeners when they forward to it; default http://<bound address>.
+	AdminURL string
+	AgentURL string
 }
 
 // Server is a running control-plane node.
@@ -155,7 +166,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	f := fsm.New()
 	node, err := raftnode.Open(raftnode.Config{
 		DataDir: filepath.Join(cfg.DataDir, "raft"), NodeID: cfg.NodeID, RaftAddr: cfg.RaftListen,
-		Logger: cfg.Logger, NoSync: cfg.NoSync,
+		Logger: cfg.Logger, NoSync: cfg.NoSync, Join: cfg.Join != "", Advertise: cfg.RaftAdvertise,
 	}, f)
 	if err != nil {
 		publicLn.Close()
@@ -182,26 +193,33 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		agentLn.Close()
 		return nil, err
 	}
-	s.public = &http.Server{Handler: s.API, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	s.admin = &http.Server{Handler: admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg}),
+	if cfg.AdminURL == "" {
+		cfg.AdminURL = "http://" + adminLn.Addr().String()
+	}
+	if cfg.AgentURL == "" {
+		cfg.AgentURL = "http://" + agentLn.Addr().String()
+	}
+	s.cfg = cfg
+	forward := func(l cluster.Listener, h http.Handler, local func(*http.Request) bool) http.Handler {
+		return cluster.NewForwarder(node, f, l, cfg.Logger, local).Wrap(h)
+	}
+	s.public = &http.Server{Handler: forward(cluster.Public, s.API, nil), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	s.admin = &http.Server{Handler: forward(cluster.Admin, admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg, Cluster: node}), adminLocal),
 		ReadHeaderTimeout: 10 * time.Second}
 	bg, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	// No write timeout on the agent listener: lease polls wait up to a minute and
 	// uploads are as long as the video. Its requests live in bg, so closing the
 	// server ends waiting polls at once instead of holding the shutdown.
-	s.agent = &http.Server{Handler: agentapi.Handler(agentapi.Config{
+	s.agent = &http.Server{Handler: forward(cluster.Agent, agentapi.Handler(agentapi.Config{
 		FSM: f, Store: node, Blobs: blobs, Token: cfg.AgentToken, Notifier: s.notify, Logger: cfg.Logger,
 		LeaseDuration: cfg.LeaseDuration, HeartbeatInterval: cfg.HeartbeatInterval,
-	}), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	}), nil), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		BaseContext: func(net.Listener) context.Context { return bg }}
-	if err := node.WaitLeader(ctx); err != nil {
+	if err := s.joinOrWait(ctx); err != nil {
 		s.Close(context.Background())
 		return nil, err
 	}
-	s.serve(s.public, publicLn, "public")
-	s.serve(s.admin, adminLn, "admin")
-	s.serve(s.agent, agentLn, "agent")
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -211,6 +229,58 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		"admin", adminLn.Addr().String(), "agent", agentLn.Addr().String(), "raft", node.RaftAddr(),
 		"data_dir", cfg.DataDir, "blob_dir", cfg.BlobDir)
 	return s, nil
+}
+
+// joinOrWait brings the node to where it can serve. A new node joining a
+// cluster serves at once (forwarding to the leader), asks to be added and waits
+// until it has caught up; any other node waits for a leader and its log first,
+// so that it never answers from a state behind acknowledged writes.
+func (s *Server) joinOrWait(ctx context.Context) error {
+	if s.cfg.Join == "" || s.Node.HadState() {
+		if err := s.Node.WaitReady(ctx); err != nil {
+			return err
+		}
+		s.serveAll()
+		return nil
+	}
+	s.serveAll()
+	req := cluster.JoinRequest{ID: s.cfg.NodeID, RaftAddr: s.Node.RaftAddr(), PublicURL: s.cfg.PublicURL, AdminURL: s.cfg.AdminURL, AgentURL: s.cfg.AgentURL}
+	if err := cluster.Join(ctx, s.cfg.Join, s.cfg.AdminToken, req, s.log); err != nil {
+		return err
+	}
+	// The join is acknowledged once committed on the leader; wait until this
+	// node's own log has caught up to it too.
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if _, ok := s.Node.FSM.Member(s.cfg.NodeID); ok {
+			return s.Node.WaitReady(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for this node's membership to replicate: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Server) serveAll() {
+	s.serve(s.public, s.publicLn, "public")
+	s.serve(s.admin, s.adminLn, "admin")
+	s.serve(s.agent, s.agentLn, "agent")
+}
+
+// adminLocal are the admin requests a follower answers itself: its own metrics
+// and its own view of the cluster.
+func adminLocal(r *http.Request) bool {
+	if r.Method != http.MethodGet {
+		return false
+	}
+	switch r.URL.Path {
+	case "/metrics", "/admin/v1/status", "/admin/v1/cluster/members":
+		return true
+	}
+	return false
 }
 
 func (s *Server) serve(srv *http.Server, ln net.Listener, name string) {
@@ -314,6 +384,9 @@ func (s *Server) leaderJobs(ctx context.Context) {
 	defer idem.Stop()
 	leases := time.NewTicker(time.Second)
 	defer leases.Stop()
+	if s.Node.IsLeader() {
+		s.publishSelf(ctx)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -324,9 +397,27 @@ func (s *Server) leaderJobs(ctx context.Context) {
 			}
 		case <-leases.C:
 			if s.Node.IsLeader() {
+				s.publishSelf(ctx)
 				s.expireLeases(ctx)
 			}
 		}
+	}
+}
+
+// publishSelf records this node's addresses in the FSM once it leads, so that
+// followers know where to forward; it writes only when they changed.
+func (s *Server) publishSelf(ctx context.Context) {
+	want := fsm.Member{ID: s.cfg.NodeID, RaftAddr: s.Node.RaftAddr(), PublicURL: s.cfg.PublicURL, AdminURL: s.cfg.AdminURL, AgentURL: s.cfg.AgentURL}
+	if have, ok := s.Node.FSM.Member(s.cfg.NodeID); ok {
+		have.Updated = 0
+		if have == want {
+			return
+		}
+	}
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := s.Node.Apply(actx, &fsm.SetMember{Member: want, Now: time.Now().UnixNano()}); err != nil && ctx.Err() == nil {
+		s.log.Warn("publish this node's addresses", "err", err)
 	}
 }
 

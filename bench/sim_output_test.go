@@ -1,0 +1,111 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/csv"
+	"math"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestSimOutputsAndTimeline(t *testing.T) {
+	fleet, wl := loadExamples(t)
+	wl.SLOs = []SLO{{Metric: MetricGPUWait, Seconds: 120}, {Metric: MetricTurnaround, Seconds: 1}}
+	wl.Accounts[0].SLOs = []SLO{{Metric: MetricWait, Seconds: 1e6, Target: 0.999}}
+	run := func() (SimReport, []byte, []byte) {
+		c := SimConfig{Hours: 12, Seed: 7}
+		rep, err := Simulate(fleet, wl, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var csvOut, svg bytes.Buffer
+		if err := rep.WriteCSV(&csvOut); err != nil {
+			t.Fatal(err)
+		}
+		if err := rep.WriteSVG(&svg); err != nil {
+			t.Fatal(err)
+		}
+		return rep, csvOut.Bytes(), svg.Bytes()
+	}
+	rep, csv1, svg1 := run()
+	_, csv2, svg2 := run()
+	if !bytes.Equal(csv1, csv2) || !bytes.Equal(svg1, svg2) {
+		t.Fatal("same seed, different CSV or SVG")
+	}
+	checkSVG(t, svg1, "GPU wait p95 (s)", "GPU utilisation", "CPU utilisation")
+
+	// SLOs: a turnaround of 1 s is never met; a wait of 11 days always is.
+	all := rep.Overall.SLOs
+	if len(all) != 2 || all[0].Metric != MetricGPUWait || all[1].Met || all[1].Attained != 0 || all[1].Target != 0.95 {
+		t.Fatalf("overall SLOs %+v", all)
+	}
+	if ent := rep.Accounts[0].SLOs; len(ent) != 1 || !ent[0].Met || ent[0].Attained != 1 || ent[0].Count != rep.Accounts[0].Submitted {
+		t.Fatalf("enterprise SLOs %+v (submitted %d)", ent, rep.Accounts[0].Submitted)
+	}
+	if len(rep.Accounts[1].SLOs) != 2 {
+		t.Fatalf("pro should inherit the workload's SLOs: %+v", rep.Accounts[1].SLOs)
+	}
+
+	// The timeline adds up to the whole run.
+	if len(rep.Timeline) != 144 || rep.Timeline[1].StartHours != 5.0/60 {
+		t.Fatalf("timeline of %d points starting %v, want 144 of 5 min", len(rep.Timeline), rep.Timeline[1].StartHours)
+	}
+	done, gpuBusy := 0, 0.0
+	for _, p := range rep.Timeline {
+		done += p.Completed
+		gpuBusy += p.GPUUtilisation * p.Hours
+		if p.GPUWaitP50 > p.GPUWaitP95 || p.GPUWaitP95 > p.GPUWaitP99 {
+			t.Fatalf("percentiles out of order: %+v", p)
+		}
+	}
+	if done != rep.Completed {
+		t.Fatalf("timeline completes %d, report %d", done, rep.Completed)
+	}
+	if got := gpuBusy / rep.Hours; math.Abs(got-rep.GPUUtilisation) > 1e-6 {
+		t.Fatalf("timeline GPU utilisation %v, report %v", got, rep.GPUUtilisation)
+	}
+
+	// The CSV holds the same figures.
+	rows, err := csv.NewReader(bytes.NewReader(csv1)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range rows[1:] {
+		got[r[0]+"/"+r[1]+"/"+r[2]] = r[3]
+	}
+	for key, want := range map[string]float64{
+		"farm//completed":                              float64(rep.Completed),
+		"farm//gpu_utilisation":                        rep.GPUUtilisation,
+		"class/free/gpu_wait_p95":                      rep.Accounts[2].GPUWait.P95,
+		"all/all/slo_turnaround_le_1s_met":             0,
+		"class/enterprise/slo_wait_le_1e+06s_attained": 1,
+		"timeline/0.5/completed":                       float64(rep.Timeline[6].Completed),
+	} {
+		v, err := strconv.ParseFloat(got[key], 64)
+		if err != nil || math.Abs(v-want) > 1e-6*math.Max(1, math.Abs(want)) {
+			t.Errorf("CSV %s = %q, want %v", key, got[key], want)
+		}
+	}
+}
+
+func TestShippedExamplesDecode(t *testing.T) {
+	fleet := mustDecodeFile(t, "examples/fleet.yaml", DecodeFleet)
+	wl := mustDecodeFile(t, "examples/workload.yaml", DecodeWorkload)
+	var calls int
+	var last [2]time.Duration
+	rep, err := Simulate(fleet, wl, SimConfig{Hours: 2, Seed: 1, Progress: func(done, total time.Duration) {
+		calls++
+		last = [2]time.Duration{done, total}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.GPUs != 376 || rep.Completed == 0 || len(rep.Accounts[0].SLOs) != 2 {
+		t.Fatalf("example run: %d GPUs, %d completed, %+v", rep.GPUs, rep.Completed, rep.Accounts[0].SLOs)
+	}
+	if calls < 50 || last[0] != last[1] || last[1] != 2*time.Hour {
+		t.Fatalf("progress: %d calls, last %v", calls, last)
+	}
+}

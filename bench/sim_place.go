@@ -1,0 +1,173 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/vidfarm/vidfarm/scheduler"
+)
+
+// Placement. A real agent long-polls for work whenever it has room; the
+// simulator asks instead only the nodes that could get an answer other than
+// ErrNoWork, which is what makes a week of a large farm take seconds. A
+// node that answered ErrNoWork keeps answering it until tasks of a kind it
+// has room for become ready, or its own capacity grows: a readiness
+// generation per kind (GPU, CPU) and a capacity reset tell the two apart.
+// GPU tasks (renders, scenes) need no CPU slot and CPU tasks no GPU; GPU
+// tasks become ready only on a manual Submit and on AddScenes (leases
+// never expire here, so nothing is requeued), and the scheduler's ready
+// count gives the CPU tasks as the rest.
+
+// errReadyCount means the scheduler made tasks ready in a way the
+// simulator's placement does not know of (see above): its answers would
+// no longer match asking every node, so the run stops.
+var errReadyCount = errors.New("bench: the scheduler's ready tasks no longer match the simulator's GPU/CPU counts")
+
+// readied updates the ready counts after a Submit, Complete or AddScenes
+// that made gpu GPU tasks ready.
+func (s *sim) readied(gpu int) error {
+	if gpu > 0 {
+		s.readyGPU += gpu
+		s.gpuGen++
+	}
+	cpu := s.st.ReadyTasks() - s.readyGPU
+	if cpu < 0 {
+		return fmt.Errorf("%w: %d ready, %d of them GPU tasks", errReadyCount, cpu+s.readyGPU, s.readyGPU)
+	}
+	if cpu > s.readyCPU {
+		s.cpuGen++
+	}
+	s.readyCPU = cpu
+	return nil
+}
+
+// worth reports whether asking n for work could place something.
+func (s *sim) worth(n *simNode) bool {
+	return (n.freeGPU > 0 && s.readyGPU > 0 && n.gpuNo != s.gpuGen) ||
+		(n.freeCPU > 0 && s.readyCPU > 0 && n.cpuNo != s.cpuGen)
+}
+
+// placeAll offers work to every node that could take some.
+func (s *sim) placeAll() error {
+	for _, n := range s.nodes {
+		if s.readyGPU == 0 && s.readyCPU == 0 {
+			return nil
+		}
+		if err := s.placeOn(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// placeOn calls Place for n until it answers ErrNoWork, starting each task
+// it gets.
+func (s *sim) placeOn(n *simNode) error {
+	for s.worth(n) {
+		l, err := s.st.Place(n.id, s.at(s.now), simLease)
+		if errors.Is(err, scheduler.ErrNoWork) {
+			n.gpuNo, n.cpuNo = s.gpuGen, s.cpuGen
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("bench: place on %s: %w", n.id, err)
+		}
+		s.start(n, l)
+	}
+	return nil
+}
+
+func (s *sim) start(n *simNode, l scheduler.Lease) {
+	v := s.videos[l.VideoID]
+	sec := s.serviceSeconds(s.taskSeconds(n, v, l))
+	t := &simTask{video: l.VideoID, node: n, gpus: l.Req.GPUs, cpu: l.Req.CPUSlots, started: s.now, end: s.now + secondsDur(sec)}
+	n.freeGPU -= t.gpus
+	n.freeCPU -= t.cpu
+	s.running[l.TaskID] = t
+	if !v.leased {
+		v.leased = true
+		s.rec.firstLease(v, s.now-v.submitted)
+	}
+	if l.Req.GPUs > 0 {
+		s.readyGPU--
+		v.gpuLeased++
+		ready := v.submitted
+		if l.Kind == scheduler.KindScene {
+			ready = v.scenesAt
+		}
+		s.rec.gpuLease(v, s.now, s.now-ready)
+	} else {
+		s.readyCPU--
+	}
+	s.push(event{at: t.end, kind: evDone, ref: l.Ref()})
+}
+
+// taskSeconds is the mean service time of a lease's task on node n.
+func (s *sim) taskSeconds(n *simNode, v *simVideo, l scheduler.Lease) float64 {
+	d := float64(v.seconds)
+	switch l.Kind {
+	case scheduler.KindRender, scheduler.KindScene:
+		m := s.catalog[l.Req.Model]
+		out := v.seconds
+		if l.Kind == scheduler.KindScene {
+			out = s.sceneSec
+		}
+		// GPU-seconds are summed over the render's GPUs; wall time splits them.
+		return m.GPUSeconds(v.resolution, out) / float64(max(m.Requirements.GPUCount, 1)) / n.speed
+	case scheduler.KindFinalize:
+		return finalizeBaseSeconds + finalizePerSecond*d
+	case scheduler.KindPlan:
+		return planSeconds
+	case scheduler.KindTTS:
+		return ttsBaseSeconds + ttsPerSecond*d
+	case scheduler.KindComposite:
+		return compositeBaseSeconds + compositePerSecond*d
+	}
+	return 0
+}
+
+// complete ends a task whose service time is over, adds an auto video's
+// scenes once its plan is done, and offers the freed capacity.
+func (s *sim) complete(ref scheduler.LeaseRef) error {
+	t := s.running[ref.TaskID]
+	delete(s.running, ref.TaskID)
+	n := t.node
+	n.freeGPU += t.gpus
+	n.freeCPU += t.cpu
+	n.gpuNo, n.cpuNo = 0, 0
+	s.rec.busy(t, s.horizon)
+	out, err := s.st.Complete(ref, s.at(s.now))
+	if err != nil {
+		return fmt.Errorf("bench: complete %s: %w", ref.TaskID, err)
+	}
+	v := s.videos[t.video]
+	gpuReady := 0
+	if out.NeedsScenes {
+		m := s.catalog[s.wl.Auto.SceneModel]
+		if err := s.st.AddScenes(t.video, v.scenes, gpuReq(m, v.resolution), s.at(s.now)); err != nil {
+			return fmt.Errorf("bench: add scenes to %s: %w", t.video, err)
+		}
+		v.scenesAt = s.now
+		v.scenesReady = true
+		gpuReady = v.scenes
+	}
+	if err := s.readied(gpuReady); err != nil {
+		return err
+	}
+	if out.VideoCompleted {
+		s.rec.completed(v, s.now, s.now-v.submitted)
+		delete(s.videos, t.video)
+		if err := s.st.Forget(t.video); err != nil {
+			return fmt.Errorf("bench: forget %s: %w", t.video, err)
+		}
+	}
+	if out.VideoFailed {
+		return fmt.Errorf("bench: video %s failed in the simulation", t.video)
+	}
+	// The freed node first, then the rest: completing a task may have made
+	// others ready that fit elsewhere.
+	if err := s.placeOn(n); err != nil {
+		return err
+	}
+	return s.placeAll()
+}

@@ -1,0 +1,104 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// SLO is a service-level objective: at least Target of the videos (or, for
+// gpu_wait, of the GPU tasks) see Metric within Seconds.
+type SLO struct {
+	// Metric is "wait" (submission to first lease), "gpu_wait" (a GPU task
+	// ready to leased) or "turnaround" (submission to completed).
+	Metric  string  `json:"metric"`
+	Seconds float64 `json:"seconds"`
+	// Target is the fraction that must meet it, in (0, 1]; 0 means 0.95.
+	Target float64 `json:"target,omitempty"`
+}
+
+// SLO metrics.
+const (
+	MetricWait       = "wait"
+	MetricGPUWait    = "gpu_wait"
+	MetricTurnaround = "turnaround"
+)
+
+// defaultSLOTarget is the attainment an SLO asks for when it names none.
+const defaultSLOTarget = 0.95
+
+func (o SLO) target() float64 {
+	if o.Target == 0 {
+		return defaultSLOTarget
+	}
+	return o.Target
+}
+
+func validateSLOs(p string, slos []SLO) error {
+	for i, o := range slos {
+		q := fmt.Sprintf("%s[%d]", p, i)
+		switch {
+		case o.Metric != MetricWait && o.Metric != MetricGPUWait && o.Metric != MetricTurnaround:
+			return fieldErr(q+".metric", `must be "wait", "gpu_wait" or "turnaround", got %q`, o.Metric)
+		case !finite(o.Seconds) || o.Seconds < 0:
+			return fieldErr(q+".seconds", "must be a number >= 0, got %v", o.Seconds)
+		case !finite(o.Target) || o.Target < 0 || o.Target > 1:
+			return fieldErr(q+".target", "must be in (0, 1] (0 means %v), got %v", defaultSLOTarget, o.Target)
+		}
+	}
+	return nil
+}
+
+// SLOResult is how well a group of videos met one SLO.
+type SLOResult struct {
+	SLO
+	// Count is how many videos (GPU tasks for gpu_wait) were measured,
+	// including those still pending at the end of the run that had already
+	// waited longer than Seconds: they count as misses.
+	Count int `json:"count"`
+	// Attained is the fraction of Count within Seconds; 1 when Count is 0.
+	Attained float64 `json:"attained"`
+	// Met: Attained >= Target.
+	Met bool `json:"met"`
+}
+
+// attainment measures sorted (the group's samples for o.Metric, sorted)
+// against o, with pending more misses.
+func attainment(o SLO, sorted sample, pending int) SLOResult {
+	lim := secondsDur(o.Seconds)
+	within, _ := slices.BinarySearch(sorted, lim+1)
+	r := SLOResult{SLO: o, Count: len(sorted) + pending, Attained: 1}
+	if o.Target == 0 {
+		r.Target = defaultSLOTarget
+	}
+	if r.Count > 0 {
+		r.Attained = float64(within) / float64(r.Count)
+	}
+	r.Met = r.Attained >= o.target()
+	return r
+}
+
+// pendingMisses is how many of v's measures for o are still pending at end
+// and already past o.Seconds.
+func (v *simVideo) pendingMisses(o SLO, end time.Duration) int {
+	lim := secondsDur(o.Seconds)
+	switch o.Metric {
+	case MetricWait:
+		if !v.leased && end-v.submitted > lim {
+			return 1
+		}
+	case MetricTurnaround:
+		if end-v.submitted > lim {
+			return 1
+		}
+	case MetricGPUWait:
+		if !v.scenesReady {
+			if v.scenes == 0 && v.gpuLeased == 0 && end-v.submitted > lim {
+				return 1 // a manual render
+			}
+		} else if end-v.scenesAt > lim {
+			return v.scenes - v.gpuLeased
+		}
+	}
+	return 0
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/vidfarm/vidfarm/bench"
+)
+
+// runBenchLoad is `vidfarm bench load`: open-loop creates against a live
+// farm, each video polled to its end, and the report.
+func runBenchLoad(args []string) error {
+	fs := flag.NewFlagSet("bench load", flag.ExitOnError)
+	server := fs.String("server", "http://127.0.0.1:8080", "public API base URL")
+	keys := fs.String("api-key", "", "API key; several, comma-separated, are used in turn")
+	rate := fs.Float64("rate", 1, "creates per second (open loop: sent on schedule whatever the answers)")
+	duration := fs.Duration("duration", time.Minute, "how long to send")
+	body := fs.String("body", "", "POST /v1/videos body as JSON, or @FILE (default: a 5 s auto video)")
+	poll := fs.Duration("poll", 0, "interval between polls of one video (default: the poll_interval_seconds the API answers)")
+	drain := fs.Duration("drain", 10*time.Minute, "how long after the last send to keep polling unfinished videos")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg := bench.LoadConfig{BaseURL: *server, Rate: *rate, Duration: *duration, PollInterval: *poll, Drain: *drain}
+	for _, k := range strings.Split(*keys, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			cfg.APIKeys = append(cfg.APIKeys, k)
+		}
+	}
+	if len(cfg.APIKeys) == 0 {
+		return fmt.Errorf("bench load: -api-key is required (`vidfarm dev` prints one)")
+	}
+	switch {
+	case strings.HasPrefix(*body, "@"):
+		b, err := os.ReadFile((*body)[1:])
+		if err != nil {
+			return err
+		}
+		cfg.Body = b
+	case *body != "":
+		cfg.Body = []byte(*body)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	total := int64(*rate * duration.Seconds())
+	fmt.Fprintf(os.Stderr, "bench load: %d creates at %.2f/s over %s against %s\n", total, *rate, *duration, *server)
+	sending := newProgress("sending", total)
+	var rendering *progress
+	cfg.Progress = func(p bench.LoadProgress) {
+		if rendering == nil {
+			sending.set(int64(p.Sent))
+			if p.Elapsed < *duration {
+				return
+			}
+			sending.finish()
+			rendering = newProgress(fmt.Sprintf("waiting for %d accepted videos", p.Accepted), int64(p.Accepted))
+		}
+		rendering.set(int64(p.Accepted - p.InProgress))
+	}
+	rep, err := bench.RunLoad(ctx, cfg)
+	if rendering != nil {
+		rendering.finish()
+	} else {
+		sending.finish()
+	}
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "bench load: interrupted; the report covers what was measured so far")
+	} else if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(rep)
+	}
+	fmt.Print(rep.String())
+	return nil
+}

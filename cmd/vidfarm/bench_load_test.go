@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"testing"
+
+	"github.com/vidfarm/vidfarm/bench"
+)
+
+// TestBenchLoadAgainstFarm runs `vidfarm bench load` against a real server
+// and agent on loopback, with two keys in turn: one account that can pay
+// for every video and one that can pay for none. Every accepted video must
+// be followed to completed, every refusal counted by its error code.
+func TestBenchLoadAgainstFarm(t *testing.T) {
+	f := newE2EFarm(t, 1_000)
+	f.startAgent("a1")
+	poor, err := f.srv.admin.CreateAccount(context.Background(), "poor", "pro", 2) // a 5 s auto video costs 3
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(vidfarmBinary(t), "bench", "load", "--server", f.srv.public,
+		"--api-key", f.apiKey+","+poor.APIKey, "--rate", "3", "--duration", "1s",
+		"--poll", "100ms", "--drain", "5m", "--json")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bench load: %v\n%s", err, stderr.String())
+	}
+	var rep bench.LoadReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, stdout.String())
+	}
+	t.Logf("\n%s\nstderr:\n%s", rep, stderr.String())
+	// 3 sends, in turn: rich, poor, rich.
+	if rep.Sent != 3 || rep.Accepted != 2 || rep.Rejected["insufficient_credits"] != 1 || len(rep.Rejected) != 1 {
+		t.Fatalf("sent %d, accepted %d, rejected %v; want 3, 2, 1 x insufficient_credits", rep.Sent, rep.Accepted, rep.Rejected)
+	}
+	if rep.Outcomes["completed"] != 2 || len(rep.Outcomes) != 1 {
+		t.Fatalf("outcomes %v, want 2 completed", rep.Outcomes)
+	}
+	if rep.CreateLatency.Count != 3 || rep.TimeToCompleted.Count != 2 || rep.PollLatency.Count == 0 {
+		t.Fatalf("counts: create %d, time to completed %d, polls %d", rep.CreateLatency.Count, rep.TimeToCompleted.Count, rep.PollLatency.Count)
+	}
+	for name, s := range map[string]bench.LatencyStats{"create": rep.CreateLatency, "ttc": rep.TimeToCompleted, "poll": rep.PollLatency} {
+		if s.P50 <= 0 || s.P50 > s.P99 || s.P99 > s.Max*1.001 {
+			t.Errorf("%s percentiles out of order: %+v", name, s)
+		}
+	}
+	// A video cannot complete before its create was answered.
+	if rep.TimeToCompleted.Max*1000 < rep.CreateLatency.P50 {
+		t.Errorf("time to completed %v s below the create latency %v ms", rep.TimeToCompleted.Max, rep.CreateLatency.P50)
+	}
+	if !bytes.Contains(stderr.Bytes(), []byte("sending: 100%")) {
+		t.Errorf("no progress lines on stderr:\n%s", stderr.String())
+	}
+}

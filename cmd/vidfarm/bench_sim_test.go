@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vidfarm/vidfarm/bench"
+)
+
+// TestBenchSimCLI runs `vidfarm bench sim` on the shipped examples: CSV on
+// stdout and an SVG, then a sweep as JSON, then inputs it must refuse.
+func TestBenchSimCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dir := t.TempDir()
+	run := func(args ...string) (string, string, error) {
+		cmd := exec.Command(vidfarmBinary(t), append([]string{"bench", "sim"}, args...)...)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		return out.String(), errOut.String(), err
+	}
+	fleet, workload := filepath.Join("..", "..", "bench", "examples", "fleet.yaml"), filepath.Join("..", "..", "bench", "examples", "workload.yaml")
+	svg := filepath.Join(dir, "timeline.svg")
+	out, errOut, err := run("--fleet", fleet, "--workload", workload, "--hours", "2", "--format", "csv", "--svg", svg)
+	if err != nil {
+		t.Fatalf("bench sim: %v\n%s", err, errOut)
+	}
+	if !strings.HasPrefix(out, "scope,name,metric,value\n") || !strings.Contains(out, "class,enterprise,slo_gpu_wait_le_60s_attained,") {
+		t.Fatalf("CSV:\n%.600s", out)
+	}
+	if !strings.Contains(errOut, "simulating 2 h: 100%") {
+		t.Errorf("no progress on stderr:\n%s", errOut)
+	}
+	if b, err := os.ReadFile(svg); err != nil || !bytes.HasPrefix(b, []byte("<svg")) {
+		t.Fatalf("SVG: %v %.100s", err, b)
+	}
+
+	out, errOut, err = run("--fleet", fleet, "--workload", workload, "--hours", "2", "--format", "json",
+		"--sweep", "cpu", "--sweep-min", "1", "--sweep-max", "2", "--target-p95", "600")
+	if err != nil {
+		t.Fatalf("bench sim --sweep: %v\n%s", err, errOut)
+	}
+	var res bench.SweepResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Points) != 2 || res.Group != "cpu" {
+		t.Fatalf("sweep JSON (%v):\n%s", err, out)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--fleet", fleet}, "-fleet and -workload are required"},
+		{[]string{"--fleet", fleet, "--workload", workload, "--format", "xml"}, "-format must be table, json or csv"},
+		{[]string{"--fleet", fleet, "--workload", workload, "--sweep", "h100"}, "-sweep needs -target-p95"},
+		{[]string{"--fleet", fleet, "--workload", workload, "--sweep", "b200", "--target-p95", "60"}, `sweep.group: no node group named "b200"`},
+		{[]string{"--fleet", workload, "--workload", workload}, "unknown field"},
+	} {
+		if _, errOut, err := run(tc.args...); err == nil || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: err %v, stderr %q, want it to say %q", tc.args, err, errOut, tc.want)
+		}
+	}
+}

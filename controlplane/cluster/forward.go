@@ -1,0 +1,148 @@
+// Package cluster lets a control plane of several nodes behave as one: any node
+// takes any public, admin or agent request and a follower forwards it to the
+// leader's listener of the same kind; a new node joins an existing cluster
+// through any member's admin listener.
+//
+// Forwarding is whole-request: reads go to the leader too, because a follower's
+// FSM may lag behind acknowledged writes and the contract promises that a client
+// sees its own writes. A request is forwarded at most once (a header marks it),
+// so two nodes that disagree about the leader during an election answer 503
+// `upstream_error` (retryable, Retry-After 1) instead of passing it back and
+// forth. Long polls and uploads stream through the proxy.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"time"
+
+	"github.com/vidfarm/vidfarm/controlplane/apierr"
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+)
+
+// HeaderForwardedBy names the node that forwarded a request to the leader.
+const HeaderForwardedBy = "X-Vidfarm-Forwarded-By"
+
+// Listener is which of a node's listeners a request arrived on.
+type Listener int
+
+const (
+	Public Listener = iota
+	Admin
+	Agent
+)
+
+func (l Listener) String() string {
+	return [...]string{"public", "admin", "agent"}[l]
+}
+
+// url picks the member's address for this kind of listener.
+func (l Listener) url(m fsm.Member) string {
+	return [...]string{m.PublicURL, m.AdminURL, m.AgentURL}[l]
+}
+
+// Node is what forwarding needs to know of the Raft node.
+type Node interface {
+	ID() string
+	IsLeader() bool
+	Leader() (id, raftAddr string)
+}
+
+// Members resolves a node id to its addresses (the FSM does).
+type Members interface {
+	Member(id string) (fsm.Member, bool)
+}
+
+// Forwarder sends requests that arrive on a follower to the leader.
+type Forwarder struct {
+	Node     Node
+	Members  Members
+	Listener Listener
+	Logger   *slog.Logger
+	// Local says which requests this node answers itself even as a follower
+	// (its own metrics and status); nil means none.
+	Local func(*http.Request) bool
+
+	proxy *httputil.ReverseProxy
+}
+
+// NewForwarder returns a Forwarder with its proxy ready.
+func NewForwarder(node Node, members Members, l Listener, log *slog.Logger, local func(*http.Request) bool) *Forwarder {
+	f := &Forwarder{Node: node, Members: members, Listener: l, Logger: log, Local: local}
+	f.proxy = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			target := pr.In.Context().Value(targetKey{}).(*url.URL)
+			pr.SetURL(target)
+			pr.SetXForwarded()
+			pr.Out.Header.Set(HeaderForwardedBy, node.ID())
+		},
+		// -1 flushes every write: long polls and streamed files pass at once.
+		FlushInterval: -1,
+		Transport: &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConnsPerHost: 64,
+			IdleConnTimeout:     90 * time.Second,
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			f.Logger.Warn("forward to leader failed", "listener", l.String(), "path", r.URL.Path, "err", err)
+			apierr.Write(w, r, unavailable("the leader did not answer: "+err.Error()))
+		},
+	}
+	return f
+}
+
+type targetKey struct{}
+
+func unavailable(msg string) *apierr.Error {
+	e := apierr.New(http.StatusServiceUnavailable, apierr.CodeUpstreamError, msg+"; retry shortly")
+	e.RetryAfter = 1
+	return e
+}
+
+// Wrap answers on the leader (or for Local requests) with next and forwards
+// everything else.
+func (f *Forwarder) Wrap(next http.Handler) http.Handler {
+	errs := apierr.RequestIDs(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		apierr.Write(w, r, r.Context().Value(errKey{}).(*apierr.Error))
+	}))
+	fail := func(w http.ResponseWriter, r *http.Request, e *apierr.Error) {
+		errs.ServeHTTP(w, r.WithContext(contextWith(r, errKey{}, e)))
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if f.Node.IsLeader() || (f.Local != nil && f.Local(r)) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if by := r.Header.Get(HeaderForwardedBy); by != "" {
+			fail(w, r, unavailable(fmt.Sprintf("node %s forwarded this request to node %s, which is not the leader either (an election is under way)", by, f.Node.ID())).With("node", f.Node.ID()))
+			return
+		}
+		id, _ := f.Node.Leader()
+		if id == "" {
+			fail(w, r, unavailable("no leader is elected at the moment").With("node", f.Node.ID()))
+			return
+		}
+		m, ok := f.Members.Member(id)
+		if !ok {
+			fail(w, r, unavailable("the leader "+id+" has not published its addresses yet").With("leader", id))
+			return
+		}
+		target, err := url.Parse(f.Listener.url(m))
+		if err != nil || target.Host == "" {
+			fail(w, r, unavailable(fmt.Sprintf("the leader %s published no usable %s address (%q)", id, f.Listener, f.Listener.url(m))).With("leader", id))
+			return
+		}
+		f.proxy.ServeHTTP(w, r.WithContext(contextWith(r, targetKey{}, target)))
+	})
+}
+
+type errKey struct{}
+
+func contextWith(r *http.Request, k, v any) context.Context {
+	return context.WithValue(r.Context(), k, v)
+}

@@ -1,0 +1,87 @@
+package cluster
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+)
+
+type fakeNode struct {
+	leading bool
+	leader  string
+}
+
+func (f *fakeNode) ID() string               { return "self" }
+func (f *fakeNode) IsLeader() bool           { return f.leading }
+func (f *fakeNode) Leader() (string, string) { return f.leader, "" }
+
+type members map[string]fsm.Member
+
+func (m members) Member(id string) (fsm.Member, bool) { v, ok := m[id]; return v, ok }
+
+func TestForwarder(t *testing.T) {
+	var seen http.Header
+	leader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = r.Header.Clone()
+		_, _ = io.WriteString(w, "leader:"+r.URL.RequestURI())
+	}))
+	defer leader.Close()
+	local := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "local") })
+	known := members{"L": {ID: "L", PublicURL: "http://unused", AdminURL: leader.URL, AgentURL: "http://unused"}}
+	isMetrics := func(r *http.Request) bool { return r.URL.Path == "/metrics" }
+
+	for _, tc := range []struct {
+		name      string
+		node      *fakeNode
+		members   members
+		path      string
+		forwarded string
+		status    int
+		body      string
+	}{
+		{"the leader answers itself", &fakeNode{leading: true}, known, "/admin/v1/status", "", 200, "local"},
+		{"local requests stay on a follower", &fakeNode{leader: "L"}, known, "/metrics", "", 200, "local"},
+		{"a follower forwards to the leader's listener of the same kind", &fakeNode{leader: "L"}, known, "/admin/v1/accounts/a?x=1", "", 200, "leader:/admin/v1/accounts/a?x=1"},
+		{"no leader", &fakeNode{}, known, "/admin/v1/status", "", 503, ""},
+		{"leader without addresses", &fakeNode{leader: "M"}, known, "/admin/v1/status", "", 503, ""},
+		{"forwarded once already", &fakeNode{leader: "L"}, known, "/admin/v1/status", "other", 503, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seen = nil
+			h := NewForwarder(tc.node, tc.members, Admin, slog.New(slog.NewTextHandler(io.Discard, nil)), isMetrics).Wrap(local)
+			req := httptest.NewRequest("GET", tc.path, nil)
+			if tc.forwarded != "" {
+				req.Header.Set(HeaderForwardedBy, tc.forwarded)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tc.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tc.status, rec.Body)
+			}
+			if tc.status == 503 {
+				var env struct {
+					Error struct {
+						Code      string `json:"code"`
+						Retryable bool   `json:"retryable"`
+						RequestID string `json:"request_id"`
+					} `json:"error"`
+				}
+				if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil || env.Error.Code != "upstream_error" || !env.Error.Retryable || env.Error.RequestID == "" || rec.Header().Get("Retry-After") != "1" {
+					t.Fatalf("503 without the retryable envelope: %s", rec.Body)
+				}
+				return
+			}
+			if rec.Body.String() != tc.body {
+				t.Fatalf("body %q, want %q", rec.Body, tc.body)
+			}
+			if tc.body != "local" && seen.Get(HeaderForwardedBy) != "self" {
+				t.Fatalf("forwarded request lacks %s: %v", HeaderForwardedBy, seen)
+			}
+		})
+	}
+}

@@ -1,0 +1,85 @@
+package raftnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Server is one voter of the cluster as Raft's configuration lists it.
+type Server struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	Suffrage string `json:"suffrage"`
+}
+
+// Leader returns the current leader's server id and Raft address, empty when
+// none is known (an election is running or this node is cut off).
+func (n *Node) Leader() (id, addr string) {
+	a, i := n.Raft.LeaderWithID()
+	return string(i), string(a)
+}
+
+// HadState says whether the data directory held Raft state when the node opened:
+// a node that did is already a member and must not join again.
+func (n *Node) HadState() bool { return n.existing }
+
+// ID is this node's server id.
+func (n *Node) ID() string { return n.cfg.NodeID }
+
+// Servers returns the cluster configuration as Raft has it now.
+func (n *Node) Servers() ([]Server, error) {
+	fut := n.Raft.GetConfiguration()
+	if err := fut.Error(); err != nil {
+		return nil, fmt.Errorf("raft configuration: %w", err)
+	}
+	var out []Server
+	for _, s := range fut.Configuration().Servers {
+		out = append(out, Server{ID: string(s.ID), RaftAddr: string(s.Address), Suffrage: s.Suffrage.String()})
+	}
+	return out, nil
+}
+
+// AddVoter adds (or re-addresses) a voting member. Only the leader can.
+func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
+	return n.membership(ctx, "add voter "+id, func(timeout time.Duration) raft.IndexFuture {
+		return n.Raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, timeout)
+	})
+}
+
+// RemoveServer removes a member from the cluster. Only the leader can.
+func (n *Node) RemoveServer(ctx context.Context, id string) error {
+	return n.membership(ctx, "remove server "+id, func(timeout time.Duration) raft.IndexFuture {
+		return n.Raft.RemoveServer(raft.ServerID(id), 0, timeout)
+	})
+}
+
+func (n *Node) membership(ctx context.Context, what string, do func(time.Duration) raft.IndexFuture) error {
+	timeout := 10 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		if timeout = time.Until(dl); timeout <= 0 {
+			return fmt.Errorf("%s: %w", what, context.DeadlineExceeded)
+		}
+	}
+	if err := do(timeout).Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return fmt.Errorf("%s: %w: %w", what, ErrNotLeader, err)
+		}
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// WaitReady blocks until the node can serve: a leader is known and this node's
+// FSM has applied everything committed when it learnt so (when it leads itself,
+// a barrier makes sure). A follower serves by forwarding to that leader.
+func (n *Node) WaitReady(ctx context.Context) error {
+	return n.wait(ctx, "wait until ready", func() bool {
+		id, _ := n.Leader()
+		applied := n.FSM.AppliedIndex()
+		return id != "" && applied > 0 && applied >= n.Raft.CommitIndex()
+	})
+}

@@ -1,0 +1,97 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/vidfarm/vidfarm/controlplane/admin"
+	"github.com/vidfarm/vidfarm/controlplane/server"
+)
+
+// waitUntil polls cond until it holds or the deadline passes.
+func waitUntil(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestThreeNodeClusterForwardsAndFailsOver starts three real nodes on loopback
+// (the second and third join through a member's admin listener), drives every
+// listener through followers, stops the leader and checks the others carry on.
+func TestThreeNodeClusterForwardsAndFailsOver(t *testing.T) {
+	blobs := t.TempDir() // until S3 lands, nodes of one cluster share the blob directory
+	n1 := start(t, func(c *server.Config) { c.NodeID, c.BlobDir = "n1", blobs })
+	join := "http://" + n1.srv.AdminAddr()
+	n2 := start(t, func(c *server.Config) { c.NodeID, c.BlobDir, c.Join = "n2", blobs, join })
+	// n3 joins through n2, a follower: the join is forwarded to the leader.
+	n3 := start(t, func(c *server.Config) { c.NodeID, c.BlobDir, c.Join = "n3", blobs, "http://"+n2.srv.AdminAddr() })
+	ctx := context.Background()
+
+	members := func(h *harness) admin.ClusterMembers {
+		m, err := h.admin.ClusterMembers(ctx)
+		if err != nil {
+			t.Fatalf("cluster members: %v", err)
+		}
+		return m
+	}
+	m := members(n3)
+	if m.Leader != "n1" || len(m.Members) != 3 {
+		t.Fatalf("cluster as n3 sees it: %+v", m)
+	}
+	for _, mm := range m.Members {
+		if mm.Suffrage != "Voter" || mm.PublicURL == "" || mm.AdminURL == "" || mm.AgentURL == "" {
+			t.Fatalf("member %+v lacks a vote or an address", mm)
+		}
+	}
+
+	// Admin and public writes through followers reach the leader; reads see them
+	// on every node.
+	acct, err := n2.admin.CreateAccount(ctx, "through-a-follower", "pro", 1000)
+	if err != nil {
+		t.Fatalf("create account through n2: %v", err)
+	}
+	r := n3.do("POST", "/v1/videos", acct.APIKey, manualReq("duration_seconds", 5))
+	if r.Status != http.StatusCreated || r.Header.Get("X-Request-Id") == "" {
+		t.Fatalf("create through n3: %d %s", r.Status, r.Body)
+	}
+	first := r.json(t)["id"].(string)
+	for _, h := range []*harness{n1, n2, n3} {
+		if got := h.do("GET", "/v1/videos/"+first, acct.APIKey, nil); got.Status != http.StatusOK {
+			t.Fatalf("GET the video on %s: %d %s", h.cfg.NodeID, got.Status, got.Body)
+		}
+	}
+
+	// The leader goes away: a new one is elected and writes go on through any node.
+	n1.stop()
+	waitUntil(t, "a new leader is elected", 15*time.Second, func() bool {
+		l := members(n2).Leader
+		return l == "n2" || l == "n3"
+	})
+	waitUntil(t, "a create through n3 succeeds after failover", 15*time.Second, func() bool {
+		return n3.do("POST", "/v1/videos", acct.APIKey, manualReq("duration_seconds", 5)).Status == http.StatusCreated
+	})
+	for _, h := range []*harness{n2, n3} {
+		if got := h.do("GET", "/v1/videos/"+first, acct.APIKey, nil); got.Status != http.StatusOK {
+			t.Fatalf("GET the first video on %s after failover: %d %s", h.cfg.NodeID, got.Status, got.Body)
+		}
+		a, err := h.admin.Account(ctx, acct.AccountID)
+		if err != nil || a.Credits >= 1000 {
+			t.Fatalf("account on %s after failover: %+v, %v (want two charges)", h.cfg.NodeID, a, err)
+		}
+	}
+
+	// The dead node is removed through a follower.
+	if _, err := n3.admin.RemoveNode(ctx, "n1"); err != nil {
+		t.Fatalf("remove n1: %v", err)
+	}
+	if m := members(n2); len(m.Members) != 2 {
+		t.Fatalf("after removing n1: %+v", m)
+	}
+}
