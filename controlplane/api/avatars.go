@@ -103,14 +103,8 @@ func (f avatarFilter) match(id, name, gender string) bool {
 
 func parseAvatarQuery(r *http.Request) (avatarFilter, *apierr.Error) {
 	q := r.URL.Query()
-	for _, k := range sortedQueryKeys(q) {
-		if !slices.Contains(avatarQueryParams, k) {
-			return avatarFilter{}, apierr.Invalid(k, fmt.Sprintf("unknown query parameter %q; use %s", k, strings.Join(avatarQueryParams, ", "))).
-				With("allowed", slices.Clone(avatarQueryParams))
-		}
-		if len(q[k]) > 1 {
-			return avatarFilter{}, apierr.Invalid(k, fmt.Sprintf("query parameter %q is given %d times; give it once", k, len(q[k])))
-		}
+	if e := checkQuery(q, avatarQueryParams); e != nil {
+		return avatarFilter{}, e
 	}
 	f := avatarFilter{search: strings.ToLower(q.Get("search")), gender: q.Get("gender"), limit: defaultAvatarLimit}
 	if view := q.Get("view"); q.Has("view") && !slices.Contains(avatarViews, view) {
@@ -133,15 +127,6 @@ func parseAvatarQuery(r *http.Request) (avatarFilter, *apierr.Error) {
 		f.limit = n
 	}
 	return f, nil
-}
-
-func sortedQueryKeys(q map[string][]string) []string {
-	keys := make([]string, 0, len(q))
-	for k := range q {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func (a *API) listAvatars(w http.ResponseWriter, r *http.Request) {
