@@ -2,11 +2,13 @@ package pipeline
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"image"
 	"image/color"
 	"image/png"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -148,5 +150,33 @@ func TestSpeak(t *testing.T) {
 	}
 	if _, err := testTools().Speak(testCtx(t), "Hello.", "xx-nope", out); !errors.Is(err, ErrUnknownVoice) {
 		t.Errorf("unknown voice: %v, want ErrUnknownVoice", err)
+	}
+}
+
+// BenchmarkWritePromptAvatar draws one 512×512 portrait from a prompt.
+func BenchmarkWritePromptAvatar(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "a.png")
+	for b.Loop() {
+		if err := WritePromptAvatar("a cheerful woman in a red jacket on a blue wall", "", path); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSpeak speaks a 300-character sample (the contract's longest) into
+// AAC: the work of one speech task.
+func BenchmarkSpeak(b *testing.B) {
+	for _, n := range []string{"espeak-ng", "ffmpeg", "ffprobe"} {
+		if _, err := exec.LookPath(n); err != nil {
+			b.Skipf("%s is not installed", n)
+		}
+	}
+	text := strings.Repeat("The render farm speaks clearly. ", 10)[:300]
+	out := filepath.Join(b.TempDir(), "speech.m4a")
+	tools := &Tools{}
+	for b.Loop() {
+		if _, err := tools.Speak(context.Background(), text, "en-us", out); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
