@@ -81,6 +81,8 @@ func Handler(cfg Config) http.Handler {
 			r.Post("/admin/v1/cluster/join", s.clusterJoin)
 			r.Post("/admin/v1/cluster/remove", s.clusterRemove)
 			r.Get("/admin/v1/cluster/members", s.clusterMembers)
+			r.Get("/admin/v1/backup", s.backup)
+			r.Post("/admin/v1/restore", s.restore)
 		}
 	})
 	return r

@@ -53,16 +53,22 @@ func (c *Client) Do(ctx context.Context, method, path string, body any) (json.Ra
 		return nil, fmt.Errorf("read answer of %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode >= 300 {
-		var env struct {
-			Error *apierr.Error `json:"error"`
-		}
-		if json.Unmarshal(raw, &env) == nil && env.Error != nil {
-			env.Error.Status = resp.StatusCode
-			return nil, env.Error
-		}
-		return nil, fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, strings.TrimSpace(string(raw)))
+		return nil, answerError(method, path, resp.StatusCode, raw)
 	}
 	return raw, nil
+}
+
+// answerError turns an error answer into *apierr.Error, or a plain error when
+// it is not the envelope.
+func answerError(method, path string, status int, raw []byte) error {
+	var env struct {
+		Error *apierr.Error `json:"error"`
+	}
+	if json.Unmarshal(raw, &env) == nil && env.Error != nil {
+		env.Error.Status = status
+		return env.Error
+	}
+	return fmt.Errorf("%s %s: HTTP %d: %s", method, path, status, strings.TrimSpace(string(raw)))
 }
 
 func (c *Client) into(ctx context.Context, method, path string, body, out any) error {
@@ -137,4 +143,57 @@ func (c *Client) ClusterMembers(ctx context.Context) (ClusterMembers, error) {
 // RemoveNode takes a node out of the cluster.
 func (c *Client) RemoveNode(ctx context.Context, id string) (json.RawMessage, error) {
 	return c.Do(ctx, http.MethodPost, "/admin/v1/cluster/remove", map[string]string{"id": id})
+}
+
+// Backup streams the cluster's state into w.
+func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	resp, err := c.raw(ctx, http.MethodGet, "/admin/v1/backup", nil)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(w, resp.Body)
+	if err != nil {
+		return n, fmt.Errorf("read backup: %w", err)
+	}
+	return n, nil
+}
+
+// Restore replaces the cluster's state with the backup read from r; force is
+// needed when the cluster already holds accounts.
+func (c *Client) Restore(ctx context.Context, r io.Reader, force bool) (json.RawMessage, error) {
+	path := "/admin/v1/restore"
+	if force {
+		path += "?force=true"
+	}
+	resp, err := c.raw(ctx, http.MethodPost, path, r)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+}
+
+// raw sends body as is and returns a 2xx response for the caller to read; an
+// error answer comes back as *apierr.Error.
+func (c *Client) raw(ctx context.Context, method, path string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.Server, "/")+path, body)
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return nil, answerError(method, path, resp.StatusCode, raw)
+	}
+	return resp, nil
 }

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -19,6 +20,7 @@ type Cluster interface {
 	Servers() ([]raftnode.Server, error)
 	AddVoter(ctx context.Context, id, addr string) error
 	RemoveServer(ctx context.Context, id string) error
+	Restore(ctx context.Context, r io.Reader, size int64) error
 }
 
 // clusterJoin adds a node as a voter and records its addresses. It runs on the

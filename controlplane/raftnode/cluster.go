@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -82,4 +83,22 @@ func (n *Node) WaitReady(ctx context.Context) error {
 		applied := n.FSM.AppliedIndex()
 		return id != "" && applied > 0 && applied >= n.Raft.CommitIndex()
 	})
+}
+
+// Restore replaces the cluster's state with a backup (a snapshot stream of
+// size bytes). Raft installs it as a snapshot ahead of the current log and
+// sends it to every follower; meant for disaster recovery into a new cluster.
+func (n *Node) Restore(ctx context.Context, r io.Reader, size int64) error {
+	timeout := 5 * time.Minute
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: size}
+	if err := n.Raft.Restore(meta, r, timeout); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) {
+			return fmt.Errorf("restore: %w: %w", ErrNotLeader, err)
+		}
+		return fmt.Errorf("restore: %w", err)
+	}
+	return nil
 }
