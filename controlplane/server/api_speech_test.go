@@ -14,6 +14,33 @@ import (
 
 func withSpeechWait(d time.Duration) option { return func(c *server.Config) { c.SpeechWait = d } }
 
+// asyncAnswer is the answer to a request sent by postAsync.
+type asyncAnswer struct {
+	status int
+	body   map[string]any
+	err    error
+}
+
+// postAsync POSTs body in the background, for a request that waits on what
+// the test does next; the answer arrives on the channel.
+func (h *harness) postAsync(path, key, body string) <-chan asyncAnswer {
+	done := make(chan asyncAnswer, 1)
+	go func() { // h.do may not fail the test from here
+		req, _ := http.NewRequest("POST", h.base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- asyncAnswer{err: err}
+			return
+		}
+		defer res.Body.Close()
+		var m map[string]any
+		err = json.NewDecoder(res.Body).Decode(&m)
+		done <- asyncAnswer{res.StatusCode, m, err}
+	}()
+	return done
+}
+
 func speechReq(text, voice string) map[string]any {
 	return map[string]any{"text": text, "voice_id": voice}
 }
@@ -102,25 +129,7 @@ func TestSpeechAnsweredWhenSpoken(t *testing.T) {
 	_, key := h.account("pro", 0)
 	h.registerVoiceNode("tts", testVoices...)
 	cred := h.registerNode("cpu-1")
-	type answer struct {
-		status int
-		body   map[string]any
-		err    error
-	}
-	done := make(chan answer, 1)
-	go func() { // h.do may not fail the test from here
-		req, _ := http.NewRequest("POST", h.base+"/v1/voices/speech", strings.NewReader(`{"text":"Quick.","voice_id":"en-gb"}`))
-		req.Header.Set("Authorization", "Bearer "+key)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			done <- answer{err: err}
-			return
-		}
-		defer res.Body.Close()
-		var m map[string]any
-		err = json.NewDecoder(res.Body).Decode(&m)
-		done <- answer{res.StatusCode, m, err}
-	}()
+	done := h.postAsync("/v1/voices/speech", key, `{"text":"Quick.","voice_id":"en-gb"}`)
 	a := h.leaseTask(cred, 30)
 	if a.Kind != scheduler.KindSpeech {
 		t.Fatalf("leased %+v", a)
