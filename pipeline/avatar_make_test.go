@@ -8,7 +8,6 @@ import (
 	"image/color"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -166,11 +165,7 @@ func BenchmarkWritePromptAvatar(b *testing.B) {
 // BenchmarkSpeak speaks a 300-character sample (the contract's longest) into
 // AAC: the work of one speech task.
 func BenchmarkSpeak(b *testing.B) {
-	for _, n := range []string{"espeak-ng", "ffmpeg", "ffprobe"} {
-		if _, err := exec.LookPath(n); err != nil {
-			b.Skipf("%s is not installed", n)
-		}
-	}
+	requireTools(b, "espeak-ng", "ffmpeg", "ffprobe")
 	text := strings.Repeat("The render farm speaks clearly. ", 10)[:300]
 	out := filepath.Join(b.TempDir(), "speech.m4a")
 	tools := &Tools{}
