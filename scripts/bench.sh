@@ -44,5 +44,9 @@ echo "== pipeline overhead: 30 s 720p auto video vs one plain encode"
 go test -run '^$' -bench 'AutoVideo30s720p|PlainEncode30s720p' -benchtime 1x -count 3 ./pipeline/ | grep -E '^Benchmark'
 
 echo
+echo "== webhooks: due batch out of 10,000 pending deliveries; verifying a signature"
+go test -run '^$' -bench 'DueDeliveries|Verify' -benchmem ./controlplane/fsm/ ./controlplane/webhook/signature/ | grep -E '^Benchmark'
+
+echo
 echo "== media jobs: one prompt avatar portrait, one 300-character speech sample"
 go test -run '^$' -bench 'WritePromptAvatar|Speak' -benchtime 5x ./pipeline/ | grep -E '^Benchmark'

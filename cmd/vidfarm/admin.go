@@ -25,6 +25,7 @@ const adminUsage = `usage: vidfarm admin [--server URL] [--admin-token T] <comma
   credits grant --account ID --amount C
   plan set --account ID --plan free|pro|max
   video fail --video ID [--reason TEXT]
+  webhook deliveries [--account ID] [--webhook ID] [--event ID] [--state pending|delivered|abandoned|cancelled] [--limit N]
   snapshot
   status
   cluster members
@@ -67,6 +68,10 @@ func runAdmin(args []string) error {
 	key := sub.String("key", "", "key id")
 	video := sub.String("video", "", "video id")
 	reason := sub.String("reason", "", "why the video is failed")
+	webhookID := sub.String("webhook", "", "webhook endpoint id (whk_...)")
+	eventID := sub.String("event", "", "event id (evt_...)")
+	state := sub.String("state", "", "delivery state: pending, delivered, abandoned or cancelled")
+	limit := sub.Int("limit", 0, "at most this many deliveries, newest first (default 50, at most 500)")
 	node := sub.String("node", "", "control-plane node id")
 	outFile := sub.String("out", "", "file to write the backup to")
 	inFile := sub.String("in", "", "backup file to restore")
@@ -91,6 +96,8 @@ func runAdmin(args []string) error {
 		out, err = cl.SetPlan(ctx, *account, *plan)
 	case "video fail":
 		out, err = cl.FailVideo(ctx, *video, *reason)
+	case "webhook deliveries":
+		out, err = cl.WebhookDeliveries(ctx, admin.DeliveryQuery{Account: *account, Webhook: *webhookID, Event: *eventID, State: *state, Limit: *limit})
 	case "snapshot":
 		out, err = cl.Snapshot(ctx)
 	case "status":

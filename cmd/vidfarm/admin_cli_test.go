@@ -52,6 +52,12 @@ func TestAdminCLI(t *testing.T) {
 	if r := p.call("GET", "/v1/me", key["api_key"].(string), ""); r.status != 401 {
 		t.Fatalf("revoked key still works: %d", r.status)
 	}
+	if r, code := adminCLI(t, p, "webhook", "deliveries", "--account", id, "--limit", "10"); code != 0 || r["data"] == nil {
+		t.Fatalf("webhook deliveries: exit %d, %v", code, r)
+	}
+	if r, code := adminCLI(t, p, "webhook", "deliveries", "--state", "lost"); code != 1 || r["error"] == nil {
+		t.Fatalf("webhook deliveries with an unknown state: exit %d, %v", code, r)
+	}
 	r, code := adminCLI(t, p, "account", "get", "--account", "acct_nope")
 	e, _ := r["error"].(map[string]any)
 	if code != 1 || e == nil || e["code"] != "account_not_found" {

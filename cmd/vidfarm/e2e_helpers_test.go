@@ -238,7 +238,7 @@ func (f *e2eFarm) startServer() (*proc, map[string]any) {
 	f.t.Helper()
 	p, ready := startProc(f.t, "server", []string{"server", "--data-dir", filepath.Join(f.dir, "server"),
 		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--raft-listen", "127.0.0.1:0", "--agent-listen", "127.0.0.1:0",
-		"--admin-token", e2eAdminToken, "--agent-token", e2eAgentToken, "--rate-limits=false", "--allow-private-urls",
+		"--admin-token", e2eAdminToken, "--agent-token", e2eAgentToken, "--rate-limits=false", "--allow-private-urls", "--dev-allow-private-webhooks",
 		"--lease-duration", e2eLease.String(), "--heartbeat-interval", e2eHeartbeat.String(), "--log-level", "info"},
 		nil, "control plane ready")
 	pub, _ := ready["public"].(string)

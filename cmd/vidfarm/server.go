@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vidfarm/vidfarm/controlplane/api"
+	"github.com/vidfarm/vidfarm/controlplane/blob"
 	"github.com/vidfarm/vidfarm/controlplane/server"
 )
 
@@ -16,6 +17,7 @@ type serverFlags struct {
 	cfg        server.Config
 	logLevel   string
 	rateLimits bool
+	s3         blob.S3Config
 }
 
 func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
@@ -39,8 +41,17 @@ func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
 	fs.StringVar(&sf.cfg.RaftAdvertise, "raft-advertise", "", "Raft address other nodes dial (default: the bound --raft-listen address)")
 	fs.StringVar(&sf.cfg.AdminURL, "admin-url", "", "admin URL other nodes forward to (default http://<admin-listen>)")
 	fs.StringVar(&sf.cfg.AgentURL, "agent-url", "", "agent URL other nodes forward to (default http://<agent-listen>)")
+	fs.StringVar(&sf.s3.Endpoint, "blob-s3-endpoint", "", "S3-compatible endpoint host[:port] for blobs (instead of --blob-dir; needed with several nodes)")
+	fs.StringVar(&sf.s3.Bucket, "blob-s3-bucket", "", "S3 bucket for blobs (must exist)")
+	fs.StringVar(&sf.s3.Region, "blob-s3-region", "us-east-1", "S3 region")
+	fs.StringVar(&sf.s3.Prefix, "blob-s3-prefix", "", "key prefix inside the bucket (several farms can share one)")
+	fs.StringVar(&sf.s3.AccessKey, "blob-s3-access-key", "", "S3 access key (better: VIDFARM_BLOB_S3_ACCESS_KEY)")
+	fs.StringVar(&sf.s3.SecretKey, "blob-s3-secret-key", "", "S3 secret key (better: VIDFARM_BLOB_S3_SECRET_KEY)")
+	fs.BoolVar(&sf.s3.Insecure, "blob-s3-insecure", false, "talk plain http to the S3 endpoint (private networks and tests only)")
 	fs.BoolVar(&sf.cfg.AllowPrivateURLs, "allow-private-urls", false, "DEVELOPMENT: accept input image URLs on private and loopback hosts")
 	fs.DurationVar(&sf.cfg.SpeechWait, "speech-wait", api.DefaultSpeechWait, "how long POST /v1/voices/speech waits for its audio before answering 202 with a sample to poll")
+	fs.BoolVar(&sf.cfg.DevAllowPrivateWebhooks, "dev-allow-private-webhooks", false,
+		"DEVELOPMENT: let webhooks target plain http and loopback/private addresses (local receivers); never on a public farm")
 }
 
 func (sf *serverFlags) config() (server.Config, error) {
@@ -50,6 +61,10 @@ func (sf *serverFlags) config() (server.Config, error) {
 	}
 	cfg := sf.cfg
 	cfg.Logger = log
+	if sf.s3.Endpoint != "" || sf.s3.Bucket != "" {
+		s3 := sf.s3
+		cfg.BlobS3 = &s3
+	}
 	cfg.Limits = api.ContractLimits()
 	if !sf.rateLimits {
 		cfg.Limits.Disabled = true

@@ -1,6 +1,6 @@
 // Package admin is the operator's API on its own listener, guarded by the admin
 // token: accounts, keys, credits and plans (how the service's own app drives
-// vidfarm), failing a video with a refund, snapshots, status and Prometheus metrics.
+// vidfarm), failing a video with a refund, webhook deliveries and their attempts, snapshots, status and Prometheus metrics.
 // Client is its Go client, used by the `vidfarm admin` CLI.
 package admin
 
@@ -77,6 +77,7 @@ func Handler(cfg Config) http.Handler {
 		r.Post("/admin/v1/videos/{id}/fail", s.failVideo)
 		r.Post("/admin/v1/snapshot", s.snapshot)
 		r.Get("/admin/v1/status", s.status)
+		r.Get("/admin/v1/webhook-deliveries", s.webhookDeliveries)
 		if cfg.Cluster != nil {
 			r.Post("/admin/v1/cluster/join", s.clusterJoin)
 			r.Post("/admin/v1/cluster/remove", s.clusterRemove)

@@ -81,12 +81,7 @@ func folderView(f fsm.Folder) folderJSON {
 }
 
 func (a *API) listFolders(w http.ResponseWriter, r *http.Request) {
-	fs := a.fsm.Folders(principalOf(r).AccountID)
-	out := listJSON[folderJSON]{Object: "list", Data: make([]folderJSON, 0, len(fs)), Count: len(fs), Total: len(fs)}
-	for _, f := range fs {
-		out.Data = append(out.Data, folderView(f))
-	}
-	apierr.WriteJSON(w, http.StatusOK, out)
+	apierr.WriteJSON(w, http.StatusOK, wholeList(a.fsm.Folders(principalOf(r).AccountID), folderView))
 }
 
 const maxFolderName = 100

@@ -1,8 +1,8 @@
 // Package api serves the public /v1 API of the contract: authentication, rate
 // limits, the error envelope, accounts, the model catalog, the voice catalogue
 // (the union of the registered nodes' espeak-ng voices) and speech samples,
-// avatars, folders and videos. Every write becomes one FSM command proposed
-// through the Raft node; reads come from the local FSM.
+// avatars, folders, videos and webhook endpoints. Every write becomes one FSM
+// command proposed through the Raft node; reads come from the local FSM.
 package api
 
 import (
@@ -19,6 +19,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/blob"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/netguard"
 )
 
 // Store proposes commands to the replicated state; raftnode.Node is the real one.
@@ -46,6 +47,9 @@ type Config struct {
 	// link-local hosts. A development switch for tests and closed networks; the
 	// server logs a warning when it is on.
 	AllowPrivateURLs bool
+	// WebhookGuard checks webhook addresses at registration; nil means the
+	// production policy (public https only).
+	WebhookGuard *netguard.Guard
 	// ApplyTimeout bounds how long a request waits for its command to commit.
 	ApplyTimeout time.Duration
 	// SpeechWait bounds how long POST /v1/voices/speech waits for its audio
@@ -78,6 +82,9 @@ func New(cfg Config) (*API, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.WebhookGuard == nil {
+		cfg.WebhookGuard = &netguard.Guard{}
 	}
 	if cfg.ApplyTimeout == 0 {
 		cfg.ApplyTimeout = 10 * time.Second
@@ -132,6 +139,9 @@ func (a *API) routes() chi.Router {
 		r.Get("/v1/videos", a.listVideos)
 		r.Get("/v1/videos/{id}", a.getVideo)
 		r.Post("/v1/videos/{id}/render", a.renderPreview)
+		r.Get("/v1/webhooks", a.listWebhooks)
+		r.Post("/v1/webhooks", a.createWebhook)
+		r.Delete("/v1/webhooks/{id}", a.deleteWebhook)
 	})
 	return r
 }

@@ -88,6 +88,14 @@ func (t MessageType) String() string {
 		return "create_avatar"
 	case CreateSpeechType:
 		return "create_speech"
+	case CreateWebhookType:
+		return "create_webhook"
+	case DeleteWebhookType:
+		return "delete_webhook"
+	case RecordDeliveryType:
+		return "record_delivery"
+	case PruneDeliveriesType:
+		return "prune_deliveries"
 	case SetMemberType:
 		return "set_member"
 	case RemoveMemberType:
@@ -253,6 +261,14 @@ func Decode(entry []byte) (Command, error) {
 		c = &CreateAvatar{}
 	case CreateSpeechType:
 		c = &CreateSpeech{}
+	case CreateWebhookType:
+		c = &CreateWebhook{}
+	case DeleteWebhookType:
+		c = &DeleteWebhook{}
+	case RecordDeliveryType:
+		c = &RecordDelivery{}
+	case PruneDeliveriesType:
+		c = &PruneDeliveries{}
 	case SetMemberType:
 		c = &SetMember{}
 	case RemoveMemberType:
@@ -265,3 +281,53 @@ func Decode(entry []byte) (Command, error) {
 	}
 	return c, nil
 }
+
+// Webhook commands (issue 4). Numbers are fixed on disk; see the commands table in
+// controlplane/README.md.
+const (
+	CreateWebhookType   MessageType = 22
+	DeleteWebhookType   MessageType = 23
+	RecordDeliveryType  MessageType = 24
+	PruneDeliveriesType MessageType = 25
+)
+
+// CreateWebhook registers an endpoint. Secret is the signing secret, kept in the
+// state because every delivery is signed with it; reads never return it.
+type CreateWebhook struct {
+	WebhookID string   `msgpack:"webhook"`
+	AccountID string   `msgpack:"account"`
+	URL       string   `msgpack:"url"`
+	Events    []string `msgpack:"events"`
+	Secret    string   `msgpack:"secret"`
+	Now       int64    `msgpack:"now"`
+}
+
+// DeleteWebhook removes an endpoint; its deliveries still pending are cancelled.
+type DeleteWebhook struct {
+	WebhookID string `msgpack:"webhook"`
+	AccountID string `msgpack:"account"`
+	Now       int64  `msgpack:"now"`
+}
+
+// RecordDelivery records one delivery attempt, made by the leader at At. Apply
+// decides from it whether the delivery is done, retried (and when) or abandoned.
+type RecordDelivery struct {
+	EventID   string `msgpack:"event"`
+	WebhookID string `msgpack:"webhook"`
+	At        int64  `msgpack:"at"`
+	// Status is the HTTP status the receiver answered; 0 when there was none.
+	Status    int    `msgpack:"status"`
+	Error     string `msgpack:"error,omitempty"`
+	LatencyMS int64  `msgpack:"latency_ms"`
+}
+
+// PruneDeliveries forgets deliveries that finished before Before, and the events
+// left with no delivery.
+type PruneDeliveries struct {
+	Before int64 `msgpack:"before"`
+}
+
+func (CreateWebhook) Type() MessageType   { return CreateWebhookType }
+func (DeleteWebhook) Type() MessageType   { return DeleteWebhookType }
+func (RecordDelivery) Type() MessageType  { return RecordDeliveryType }
+func (PruneDeliveries) Type() MessageType { return PruneDeliveriesType }

@@ -51,6 +51,12 @@ var everyCommand = []struct {
 	{fsm.CreateAvatarType, 33, "create_avatar", &fsm.CreateAvatar{Avatar: fsm.Avatar{ID: "av_1", AccountID: "acct", Kind: fsm.AvatarKindPhoto,
 		Name: "Me", Gender: "female", FileURL: "https://x.example/me.jpg"}, Consent: true, Now: t0}},
 	{fsm.CreateSpeechType, 34, "create_speech", &fsm.CreateSpeech{SpeechID: "sp_1", AccountID: "acct", Text: "Hello", VoiceID: "en-us+f3", Now: t0}},
+	{fsm.CreateWebhookType, 22, "create_webhook", &fsm.CreateWebhook{WebhookID: "whk", AccountID: "acct", URL: "https://h.example/in",
+		Events: []string{fsm.EventVideoFailed}, Secret: "whsec_s", Now: t0}},
+	{fsm.DeleteWebhookType, 23, "delete_webhook", &fsm.DeleteWebhook{WebhookID: "whk", AccountID: "acct", Now: t0}},
+	{fsm.RecordDeliveryType, 24, "record_delivery", &fsm.RecordDelivery{EventID: "evt", WebhookID: "whk", At: t0, Status: 503,
+		Error: "receiver answered 503", LatencyMS: 40}},
+	{fsm.PruneDeliveriesType, 25, "prune_deliveries", &fsm.PruneDeliveries{Before: t0}},
 }
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {

@@ -1,6 +1,7 @@
 // Package fsm is the control plane's replicated state machine: accounts, API keys,
-// credits, folders, videos and idempotency records, changed only by typed commands
-// that travel through the Raft log.
+// credits, folders, videos, idempotency records, webhook endpoints and the webhook
+// outbox (events and their deliveries), changed only by typed commands that travel
+// through the Raft log.
 //
 // Every command is one message-type byte followed by a msgpack payload (see
 // commands.go). The leader stamps ids and times into a command before proposing it,

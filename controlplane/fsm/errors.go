@@ -33,6 +33,17 @@ var (
 	// ErrInvalidCommand means a well-formed command carries values Apply refuses
 	// (a negative grant, an unknown plan).
 	ErrInvalidCommand = errors.New("invalid command")
+	// ErrWebhookLimitReached means the account already has the most active webhook
+	// endpoints the contract allows (MaxWebhooksPerAccount).
+	ErrWebhookLimitReached = errors.New("webhook endpoint limit reached")
+	// ErrWebhookNotFound means the endpoint does not exist for the account that asked.
+	ErrWebhookNotFound = errors.New("webhook endpoint not found")
+	// ErrDeliveryNotFound means no delivery of that event to that endpoint exists
+	// (never written, or pruned).
+	ErrDeliveryNotFound = errors.New("webhook delivery not found")
+	// ErrDeliveryFinished means the delivery was already delivered, abandoned or
+	// cancelled: an attempt that raced with its end is not recorded.
+	ErrDeliveryFinished = errors.New("webhook delivery already finished")
 )
 
 // InsufficientCreditsError carries the numbers a client needs to top up.

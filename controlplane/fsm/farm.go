@@ -216,6 +216,7 @@ func (s *state) completeVideo(v *Video, final string, seconds float64, now int64
 	}
 	v.FinishedAt, v.UpdatedAt = now, now
 	_ = s.sched.Forget(v.ID)
+	s.emitVideoEvent(v, now)
 }
 
 // failVideo marks v failed and refunds its charge, in the same step.
@@ -230,6 +231,7 @@ func (s *state) failVideo(v *Video, reason string, now int64) {
 	v.ErrorMessage = reason
 	v.CreditsRefunded = true
 	v.FinishedAt, v.UpdatedAt = now, now
+	s.emitVideoEvent(v, now)
 }
 
 func (s *state) applyFailTask(c *FailTask) (any, error) {

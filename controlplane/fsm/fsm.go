@@ -20,6 +20,8 @@ type FSM struct {
 	mu      sync.RWMutex
 	s       *state
 	applied uint64
+	// outbox is called after an apply that wrote webhook deliveries; see OnOutbox.
+	outbox func()
 }
 
 var (
@@ -60,7 +62,27 @@ func (f *FSM) applyLocked(l *raft.Log) any {
 		panic(fmt.Sprintf("fsm: log index %d: %v", l.Index, err))
 	}
 	v, err := f.s.apply(cmd)
+	f.afterApply()
 	return &Result{Value: v, Err: err}
+}
+
+// OnOutbox sets fn to be called after every apply that wrote webhook deliveries,
+// so the deliverer wakes at once instead of polling. fn runs under the FSM's
+// lock: it must not block nor read the FSM (a non-blocking channel send). It
+// changes no state, so Apply stays deterministic. Call it before the node starts.
+func (f *FSM) OnOutbox(fn func()) {
+	f.mu.Lock()
+	f.outbox = fn
+	f.mu.Unlock()
+}
+
+func (f *FSM) afterApply() {
+	if f.s.outboxWritten {
+		f.s.outboxWritten = false
+		if f.outbox != nil {
+			f.outbox()
+		}
+	}
 }
 
 // ApplyCommand applies a command directly, outside Raft. It exists for the
@@ -68,6 +90,7 @@ func (f *FSM) applyLocked(l *raft.Log) any {
 func (f *FSM) ApplyCommand(c Command) (any, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	defer f.afterApply()
 	return f.s.apply(c)
 }
 
@@ -113,6 +136,14 @@ func (s *state) apply(cmd Command) (any, error) {
 		return s.applyCreateAvatar(c)
 	case *CreateSpeech:
 		return s.applyCreateSpeech(c)
+	case *CreateWebhook:
+		return s.applyCreateWebhook(c)
+	case *DeleteWebhook:
+		return s.applyDeleteWebhook(c)
+	case *RecordDelivery:
+		return s.applyRecordDelivery(c)
+	case *PruneDeliveries:
+		return s.applyPruneDeliveries(c)
 	case *SetMember:
 		return s.applySetMember(c)
 	case *RemoveMember:

@@ -9,6 +9,7 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	"maps"
 	"slices"
 
 	"github.com/hashicorp/raft"
@@ -43,6 +44,13 @@ const (
 	recSpeech recordType = 17
 )
 
+// Webhook records (issue 4): endpoints by account in creation order, then the
+// outbox's events and deliveries, each sorted by id.
+const (
+	recWebhook  recordType = 10
+	recEvent    recordType = 11
+	recDelivery recordType = 12
+)
 const recMember recordType = 24
 
 // trailer is the body of the end record.
@@ -110,6 +118,23 @@ func (s *state) records() []record {
 		for _, r := range rs {
 			out = append(out, record{recIdempotency, r.clone()})
 		}
+		for _, wid := range s.accountWebhooks[id] {
+			out = append(out, record{recWebhook, s.webhooks[wid].clone()})
+		}
+	}
+	return append(out, s.outboxRecords()...)
+}
+
+// outboxRecords copies the webhook outbox: events, then deliveries, by id.
+func (s *state) outboxRecords() []record {
+	out := make([]record, 0, len(s.events)+len(s.deliveries))
+	for _, id := range slices.Sorted(maps.Keys(s.events)) {
+		e := *s.events[id]
+		e.Video = e.Video.Clone()
+		out = append(out, record{recEvent, e})
+	}
+	for _, key := range slices.Sorted(maps.Keys(s.deliveries)) {
+		out = append(out, record{recDelivery, s.deliveries[key].clone()})
 	}
 	return out
 }
@@ -335,8 +360,38 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 		}
 		s.speech[sp.ID] = &sp
 		s.accountSpeech[sp.AccountID] = append(s.accountSpeech[sp.AccountID], sp.ID)
+	case recWebhook, recEvent, recDelivery:
+		return s.restoreOutboxRecord(t, body)
 	default:
 		return fmt.Errorf("unknown snapshot record type %d", t)
+	}
+	return nil
+}
+
+func (s *state) restoreOutboxRecord(t recordType, body []byte) error {
+	switch t {
+	case recWebhook:
+		var w Webhook
+		if err := msgpack.Unmarshal(body, &w); err != nil {
+			return fmt.Errorf("decode webhook: %w", err)
+		}
+		s.webhooks[w.ID] = &w
+		s.accountWebhooks[w.AccountID] = append(s.accountWebhooks[w.AccountID], w.ID)
+	case recEvent:
+		var e Event
+		if err := msgpack.Unmarshal(body, &e); err != nil {
+			return fmt.Errorf("decode event: %w", err)
+		}
+		s.events[e.ID] = &e
+	case recDelivery:
+		var d Delivery
+		if err := msgpack.Unmarshal(body, &d); err != nil {
+			return fmt.Errorf("decode delivery: %w", err)
+		}
+		s.deliveries[d.ID()] = &d
+		if d.State == DeliveryPending {
+			s.pending[d.ID()] = struct{}{}
+		}
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ type cmdGen struct {
 	nodes     []string
 	leases    []scheduler.Lease
 	tasks     map[string]string // task id -> name, of every task ever leased
+	webhooks  [][2]string       // id, account
 	now       int64
 	seq       int
 }
@@ -123,10 +124,12 @@ func (g *cmdGen) next(t *rapid.T) fsm.Command {
 		g.now += rapid.Int64Range(0, 60*1e9).Draw(t, "dt")
 	}
 	plans := []string{fsm.PlanFree, fsm.PlanPro, fsm.PlanMax, "bogus"}
-	kind := rapid.IntRange(0, 21).Draw(t, "kind")
+	kind := rapid.IntRange(0, 24).Draw(t, "kind")
 	switch {
 	case len(g.accounts) == 0:
 		kind = 0
+	case kind >= 22:
+		return g.webhookCommand(t)
 	case kind >= 18: // leasing and completing twice as often: videos get done
 		kind = 12 + 2*(kind%2)
 	}
@@ -368,6 +371,7 @@ func sameReads(t *rapid.T, g *cmdGen, a, b *fsm.FSM) {
 		y, oky := b.Task(id)
 		same("task "+id, []any{x, okx}, []any{y, oky})
 	}
+	sameWebhookReads(same, g, a, b)
 }
 
 // sampleSnapshot is the snapshot of a small state with every record type.

@@ -42,6 +42,16 @@ type state struct {
 
 	// sched holds the render work: task graphs, nodes' capacity, leases.
 	sched *scheduler.State
+
+	webhooks        map[string]*Webhook
+	accountWebhooks map[string][]string // webhook ids in creation order
+	// events and deliveries are the webhook outbox; pending indexes the
+	// deliveries still waiting for an attempt, by Delivery.ID.
+	events     map[string]*Event
+	deliveries map[string]*Delivery
+	pending    map[string]struct{}
+	// outboxWritten is set by an apply that wrote deliveries (not snapshotted).
+	outboxWritten bool
 }
 
 func newState() *state {
@@ -63,6 +73,12 @@ func newState() *state {
 		voices:         newVoiceIndex(),
 		sched:          newScheduler(),
 		members:        map[string]*Member{},
+
+		webhooks:        map[string]*Webhook{},
+		accountWebhooks: map[string][]string{},
+		events:          map[string]*Event{},
+		deliveries:      map[string]*Delivery{},
+		pending:         map[string]struct{}{},
 	}
 }
 

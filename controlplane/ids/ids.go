@@ -40,3 +40,13 @@ func KeyHint(key string) string {
 	}
 	return key[:len(APIKeyPrefix)+4]
 }
+
+// WebhookSecretPrefix starts every webhook signing secret.
+const WebhookSecretPrefix = "whsec_"
+
+// NewWebhookSecret returns a webhook signing secret: whsec_ and 256 random bits.
+func NewWebhookSecret() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return WebhookSecretPrefix + enc.EncodeToString(b[:])
+}

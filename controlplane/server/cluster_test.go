@@ -3,10 +3,12 @@ package server_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/vidfarm/vidfarm/controlplane/admin"
+	"github.com/vidfarm/vidfarm/controlplane/blob/s3test"
 	"github.com/vidfarm/vidfarm/controlplane/server"
 )
 
@@ -26,12 +28,18 @@ func waitUntil(t *testing.T, what string, d time.Duration, cond func() bool) {
 // (the second and third join through a member's admin listener), drives every
 // listener through followers, stops the leader and checks the others carry on.
 func TestThreeNodeClusterForwardsAndFailsOver(t *testing.T) {
-	blobs := t.TempDir() // until S3 lands, nodes of one cluster share the blob directory
-	n1 := start(t, func(c *server.Config) { c.NodeID, c.BlobDir = "n1", blobs })
+	// The nodes keep blobs in one S3 bucket (a real S3-compatible server process),
+	// so whichever leads serves every file.
+	// They share the key that signs file URLs, so a URL made by one verifies on all.
+	s3 := s3test.Start(t, "vidfarm-cluster")
+	const secret = "00112233445566778899aabbccddeeff"
+	n1 := start(t, func(c *server.Config) { c.NodeID, c.BlobS3, c.BlobSecret = "n1", &s3, secret })
 	join := "http://" + n1.srv.AdminAddr()
-	n2 := start(t, func(c *server.Config) { c.NodeID, c.BlobDir, c.Join = "n2", blobs, join })
+	n2 := start(t, func(c *server.Config) { c.NodeID, c.BlobS3, c.BlobSecret, c.Join = "n2", &s3, secret, join })
 	// n3 joins through n2, a follower: the join is forwarded to the leader.
-	n3 := start(t, func(c *server.Config) { c.NodeID, c.BlobDir, c.Join = "n3", blobs, "http://"+n2.srv.AdminAddr() })
+	n3 := start(t, func(c *server.Config) {
+		c.NodeID, c.BlobS3, c.BlobSecret, c.Join = "n3", &s3, secret, "http://"+n2.srv.AdminAddr()
+	})
 	ctx := context.Background()
 
 	members := func(h *harness) admin.ClusterMembers {
@@ -62,6 +70,9 @@ func TestThreeNodeClusterForwardsAndFailsOver(t *testing.T) {
 		t.Fatalf("create through n3: %d %s", r.Status, r.Body)
 	}
 	first := r.json(t)["id"].(string)
+	// A free project's preview still, written to the blob store by the leader n1.
+	_, freeKey := n1.account("free", 0)
+	preview := n1.create(freeKey, autoReq("duration_seconds", 30))["preview"].(map[string]any)["image_url"].(string)
 	for _, h := range []*harness{n1, n2, n3} {
 		if got := h.do("GET", "/v1/videos/"+first, acct.APIKey, nil); got.Status != http.StatusOK {
 			t.Fatalf("GET the video on %s: %d %s", h.cfg.NodeID, got.Status, got.Body)
@@ -80,6 +91,9 @@ func TestThreeNodeClusterForwardsAndFailsOver(t *testing.T) {
 	for _, h := range []*harness{n2, n3} {
 		if got := h.do("GET", "/v1/videos/"+first, acct.APIKey, nil); got.Status != http.StatusOK {
 			t.Fatalf("GET the first video on %s after failover: %d %s", h.cfg.NodeID, got.Status, got.Body)
+		}
+		if got := h.get(strings.Replace(preview, n1.base, h.base, 1)); got.Status != http.StatusOK || got.Header.Get("Content-Type") != "image/png" {
+			t.Fatalf("the preview still written by n1, through %s after failover: %d %.200s", h.cfg.NodeID, got.Status, got.Body)
 		}
 		a, err := h.admin.Account(ctx, acct.AccountID)
 		if err != nil || a.Credits >= 1000 {

@@ -491,6 +491,8 @@ func TestOpenAPIDocumentMatchesServer(t *testing.T) {
 		o.run(lim, x)
 	}
 
+	webhookExchanges(o, h)
+
 	// Coverage: every kind of answer and every operation's success were validated.
 	for _, s := range []int{200, 201, 400, 401, 402, 403, 404, 405, 409, 413, 429} {
 		if !o.statuses[s] {
@@ -499,7 +501,7 @@ func TestOpenAPIDocumentMatchesServer(t *testing.T) {
 	}
 	for _, c := range []string{"invalid_request", "unknown_model", "invalid_url", "missing_api_key", "invalid_api_key",
 		"api_key_revoked", "insufficient_credits", "upgrade_required", "free_limit_reached", "not_found",
-		"duplicate_request", "payload_too_large", "rate_limited"} {
+		"duplicate_request", "payload_too_large", "rate_limited", "webhook_limit_reached"} {
 		if !o.codes[c] {
 			t.Errorf("no %s error was validated", c)
 		}

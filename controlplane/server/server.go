@@ -28,8 +28,9 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/blob"
 	"github.com/vidfarm/vidfarm/controlplane/cluster"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/netguard"
 	"github.com/vidfarm/vidfarm/controlplane/raftnode"
-	"github.com/vidfarm/vidfarm/scheduler"
+	"github.com/vidfarm/vidfarm/controlplane/webhook"
 )
 
 // Config is everything a control-plane node is started with.
@@ -48,6 +49,9 @@ type Config struct {
 	AgentToken string
 	// BlobDir holds rendered files and task artifacts; default <data-dir>/blobs.
 	BlobDir string
+	// BlobS3, when set, keeps blobs in an S3-compatible bucket instead of BlobDir:
+	// what a cluster of several nodes needs, so any leader serves every file.
+	BlobS3 *blob.S3Config
 	// LeaseDuration is how long a task lease lasts without a heartbeat (default
 	// 30 s); HeartbeatInterval how often agents heartbeat (default 5 s).
 	LeaseDuration     time.Duration
@@ -68,6 +72,17 @@ type Config struct {
 	// SpeechWait bounds how long POST /v1/voices/speech waits for its audio
 	// (0: api.DefaultSpeechWait).
 	SpeechWait time.Duration
+	// DevAllowPrivateWebhooks lets webhooks target plain http and private,
+	// loopback and link-local addresses: the development switch for local
+	// receivers. Start logs a loud warning when it is on; never on a public farm.
+	DevAllowPrivateWebhooks bool
+	// WebhookClock is the deliverer's clock; nil means the system clock. Tests
+	// move a fake one through the retry schedule.
+	WebhookClock webhook.Clock
+	// WebhookResolver resolves webhook hosts, at registration and at every
+	// connection; nil means the system resolver. Tests make names resolve to
+	// what they need (a name that turns private after registration).
+	WebhookResolver netguard.Resolver
 
 	// Join is the admin URL of any member of an existing cluster; a node with a
 	// new data directory asks it to be added as a voter instead of bootstrapping.
@@ -93,6 +108,7 @@ type Server struct {
 	adminLn   net.Listener
 	agentLn   net.Listener
 	notify    *agentapi.Notifier
+	webhooks  *webhook.Engine
 	log       *slog.Logger
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
@@ -128,13 +144,16 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Join != "" && (cfg.BlobSecret == "" || cfg.BlobS3 == nil) {
+		cfg.Logger.Warn("joining a cluster without --blob-secret and --blob-s3-*: file URLs made by one node will not work on the others; give every node the same secret and bucket")
+	}
 	if cfg.AgentToken, err = agentToken(cfg); err != nil {
 		return nil, err
 	}
 	if cfg.BlobDir == "" {
 		cfg.BlobDir = filepath.Join(cfg.DataDir, "blobs")
 	}
-	blobs, err := blob.NewLocalStore(cfg.BlobDir)
+	blobs, err := openBlobs(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -164,6 +183,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.AppURL = "https://app.vidfarm.example"
 	}
 	f := fsm.New()
+	// The engine exists before the node replays its log, so events written by the
+	// replay wake it; it reaches the API and the node through s once they exist.
+	var s *Server
+	reg := prometheus.NewRegistry()
+	engine, guard := newWebhooks(cfg, f, reg, &s)
 	node, err := raftnode.Open(raftnode.Config{
 		DataDir: filepath.Join(cfg.DataDir, "raft"), NodeID: cfg.NodeID, RaftAddr: cfg.RaftListen,
 		Logger: cfg.Logger, NoSync: cfg.NoSync, Join: cfg.Join != "", Advertise: cfg.RaftAdvertise,
@@ -174,14 +198,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		agentLn.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, Node: node, Blobs: blobs, publicLn: publicLn, adminLn: adminLn, agentLn: agentLn,
-		notify: agentapi.NewNotifier(), log: cfg.Logger}
-	reg := prometheus.NewRegistry()
+	s = &Server{cfg: cfg, Node: node, Blobs: blobs, publicLn: publicLn, adminLn: adminLn, agentLn: agentLn,
+		notify: agentapi.NewNotifier(), webhooks: engine, log: cfg.Logger}
+	engine.SetStore(node)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newStateCollector(f, node))
 	s.API, err = api.New(api.Config{
 		FSM: f, Store: node, Logger: cfg.Logger, Signer: blob.Signer{Key: secret, BaseURL: cfg.PublicURL},
 		Limits: cfg.Limits, AppURL: cfg.AppURL, Registry: reg, Blobs: blobs, WorkQueued: s.notify.Notify,
-		AllowPrivateURLs: cfg.AllowPrivateURLs, SpeechWait: cfg.SpeechWait,
+		AllowPrivateURLs: cfg.AllowPrivateURLs, SpeechWait: cfg.SpeechWait, WebhookGuard: guard,
 	})
 	if cfg.AllowPrivateURLs {
 		cfg.Logger.Warn("DEVELOPMENT SWITCH: input image URLs on private and loopback hosts are accepted; never use this on a public farm")
@@ -220,10 +244,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.Close(context.Background())
 		return nil, err
 	}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
 		s.leaderJobs(bg)
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.webhooks.Run(bg)
 	}()
 	s.log.Info("control plane ready", "node_id", cfg.NodeID, "public", publicLn.Addr().String(),
 		"admin", adminLn.Addr().String(), "agent", agentLn.Addr().String(), "raft", node.RaftAddr(),
@@ -329,6 +357,18 @@ func (s *Server) Close(ctx context.Context) error {
 	return err
 }
 
+func openBlobs(ctx context.Context, cfg Config) (blob.Store, error) {
+	if cfg.BlobS3 != nil {
+		s, err := blob.NewS3Store(ctx, *cfg.BlobS3)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Logger.Info("blobs in S3", "endpoint", cfg.BlobS3.Endpoint, "bucket", cfg.BlobS3.Bucket, "prefix", cfg.BlobS3.Prefix)
+		return s, nil
+	}
+	return blob.NewLocalStore(cfg.BlobDir)
+}
+
 // blobSecret returns the key that signs file URLs: the configured one, or one kept
 // in the data directory so URLs survive restarts.
 func blobSecret(cfg Config) ([]byte, error) {
@@ -375,90 +415,4 @@ func agentToken(cfg Config) (string, error) {
 	}
 	cfg.Logger.Info("generated the agent registration token; give it to agents with --agent-token", "path", p)
 	return tok, nil
-}
-
-// leaderJobs runs what only the leader does; each tick checks leadership, so a
-// node that loses it stops and a new leader picks up from FSM state.
-func (s *Server) leaderJobs(ctx context.Context) {
-	idem := time.NewTicker(time.Minute)
-	defer idem.Stop()
-	leases := time.NewTicker(time.Second)
-	defer leases.Stop()
-	if s.Node.IsLeader() {
-		s.publishSelf(ctx)
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-idem.C:
-			if s.Node.IsLeader() {
-				s.expireIdempotency(ctx)
-			}
-		case <-leases.C:
-			if s.Node.IsLeader() {
-				s.publishSelf(ctx)
-				s.expireLeases(ctx)
-			}
-		}
-	}
-}
-
-// publishSelf records this node's addresses in the FSM once it leads, so that
-// followers know where to forward; it writes only when they changed.
-func (s *Server) publishSelf(ctx context.Context) {
-	want := fsm.Member{ID: s.cfg.NodeID, RaftAddr: s.Node.RaftAddr(), PublicURL: s.cfg.PublicURL, AdminURL: s.cfg.AdminURL, AgentURL: s.cfg.AgentURL}
-	if have, ok := s.Node.FSM.Member(s.cfg.NodeID); ok {
-		have.Updated = 0
-		if have == want {
-			return
-		}
-	}
-	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if _, err := s.Node.Apply(actx, &fsm.SetMember{Member: want, Now: time.Now().UnixNano()}); err != nil && ctx.Err() == nil {
-		s.log.Warn("publish this node's addresses", "err", err)
-	}
-}
-
-func (s *Server) expireIdempotency(ctx context.Context) {
-	before := time.Now().Add(-time.Duration(fsm.IdempotencyTTL)).UnixNano()
-	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if n, err := s.Node.Apply(actx, &fsm.ExpireIdempotency{Before: before}); err != nil {
-		s.log.Warn("expire idempotency keys", "err", err)
-	} else if n.(int) > 0 {
-		s.log.Info("expired idempotency keys", "count", n)
-	}
-}
-
-// expireLeases requeues the tasks whose lease ran out (their node stopped
-// heartbeating) and marks silent nodes down. It proposes only when the scheduler
-// says there is something to expire, so an idle farm writes nothing to the log.
-func (s *Server) expireLeases(ctx context.Context) {
-	now := time.Now().UnixNano()
-	if !s.Node.FSM.ExpiryDue(now) {
-		return
-	}
-	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	out, err := s.Node.Apply(actx, &fsm.ExpireLeases{Now: now})
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Warn("expire leases", "err", err)
-		}
-		return
-	}
-	res, _ := out.(scheduler.ExpireResult)
-	for i, l := range res.Leases {
-		o := res.Expired[i]
-		s.log.Warn("lease expired", "node_id", l.NodeID, "task_id", l.TaskID, "video_id", l.VideoID,
-			"requeued", o.Requeued, "video_failed", o.VideoFailed)
-	}
-	if len(res.NodesDown) > 0 {
-		s.log.Warn("nodes stopped heartbeating", "node_ids", res.NodesDown)
-	}
-	if len(res.Expired) > 0 || len(res.NodesDown) > 0 {
-		s.notify.Notify()
-	}
 }

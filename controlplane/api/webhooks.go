@@ -1,0 +1,201 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/vidfarm/vidfarm/controlplane/apierr"
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/ids"
+	"github.com/vidfarm/vidfarm/controlplane/netguard"
+)
+
+// maxWebhookURL bounds a webhook address; longer ones are refused before any lookup.
+const maxWebhookURL = 2048
+
+// urlCheckTimeout bounds the DNS lookup behind a registration's address check.
+const urlCheckTimeout = 5 * time.Second
+
+// webhookJSON is the contract's webhook endpoint. Secret is set only in the
+// registration response.
+type webhookJSON struct {
+	ID        string   `json:"id"`
+	Object    string   `json:"object"`
+	URL       string   `json:"url"`
+	Events    []string `json:"events"`
+	Secret    string   `json:"secret,omitempty"`
+	CreatedAt int64    `json:"created_at"`
+}
+
+func webhookView(w fsm.Webhook) webhookJSON {
+	return webhookJSON{ID: w.ID, Object: "webhook_endpoint", URL: w.URL, Events: w.Events,
+		CreatedAt: time.Unix(0, w.CreatedAt).Unix()}
+}
+
+// EventVideo is the video object of a webhook event: the video as GET
+// /v1/videos/{id} renders it, file URLs signed until urlExpiry.
+func (a *API) EventVideo(v fsm.Video, urlExpiry time.Time) any {
+	return a.videoView(fsm.QueuedVideo{Video: v}, urlExpiry)
+}
+
+func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request) {
+	apierr.WriteJSON(w, http.StatusOK, wholeList(a.fsm.Webhooks(principalOf(r).AccountID), webhookView))
+}
+
+// wholeList is a list answer holding every item, in one page.
+func wholeList[T, V any](items []T, view func(T) V) listJSON[V] {
+	out := listJSON[V]{Object: "list", Data: make([]V, 0, len(items)), Count: len(items), Total: len(items)}
+	for _, it := range items {
+		out.Data = append(out.Data, view(it))
+	}
+	return out
+}
+
+// webhookWrite spends one token of the webhook-writes limit. Every write attempt
+// counts, valid or not: each may cost a DNS lookup.
+func (a *API) webhookWrite(w http.ResponseWriter, r *http.Request) bool {
+	if e := a.lim.check(r.Context(), a.lim.webhookWrites, "webhook registration and writes", principalOf(r).AccountID); e != nil {
+		apierr.Write(w, r, e)
+		return false
+	}
+	return true
+}
+
+func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) {
+	if !a.webhookWrite(w, r) {
+		return
+	}
+	raw, events, e := parseWebhook(r)
+	if e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), urlCheckTimeout)
+	u, err := a.cfg.WebhookGuard.CheckURL(ctx, raw)
+	cancel()
+	if err != nil {
+		apierr.Write(w, r, invalidURL(err))
+		return
+	}
+	p := principalOf(r)
+	cmd := &fsm.CreateWebhook{WebhookID: ids.New("whk"), AccountID: p.AccountID, URL: u.String(), Events: events,
+		Secret: ids.NewWebhookSecret(), Now: a.cfg.Now().UnixNano()}
+	actx, acancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
+	defer acancel()
+	out, err := a.store.Apply(actx, cmd)
+	if errors.Is(err, fsm.ErrWebhookLimitReached) {
+		apierr.Write(w, r, apierr.New(http.StatusConflict, apierr.CodeWebhookLimitReached,
+			fmt.Sprintf("this account already has %d webhook endpoints, the most allowed; delete one with DELETE /v1/webhooks/{id} first", fsm.MaxWebhooksPerAccount)).
+			With("max_endpoints", fsm.MaxWebhooksPerAccount).With("existing_webhook_ids", a.webhookIDs(p.AccountID)))
+		return
+	}
+	if err != nil {
+		apierr.Write(w, r, a.fromApply(r, err))
+		return
+	}
+	view := webhookView(out.(fsm.Webhook))
+	view.Secret = cmd.Secret
+	apierr.WriteJSON(w, http.StatusCreated, view)
+}
+
+func (a *API) webhookIDs(accountID string) []string {
+	var out []string
+	for _, h := range a.fsm.Webhooks(accountID) {
+		out = append(out, h.ID)
+	}
+	return out
+}
+
+// parseWebhook reads {url, events}; events default to every type and come back
+// without repeats, in the order of fsm.EventTypes.
+func parseWebhook(r *http.Request) (string, []string, *apierr.Error) {
+	body, e := readBody(r)
+	if e != nil {
+		return "", nil, e
+	}
+	o, e := decodeObject(body)
+	if e == nil {
+		e = o.checkFields("url", "events")
+	}
+	if e != nil {
+		return "", nil, e
+	}
+	raw, present, e := o.str("url")
+	if e != nil {
+		return "", nil, e
+	}
+	if !present || strings.TrimSpace(raw) == "" {
+		return "", nil, apierr.Invalid("url", "url is required: the public https address events are POSTed to")
+	}
+	if len(raw) > maxWebhookURL {
+		return "", nil, invalidURL(&netguard.RefusedError{URL: raw[:64] + "…", Reason: fmt.Sprintf("longer than %d characters", maxWebhookURL)})
+	}
+	asked, present, e := o.strings("events")
+	if e != nil {
+		return "", nil, e
+	}
+	if !present {
+		return raw, slices.Clone(fsm.EventTypes), nil
+	}
+	var events []string
+	for _, t := range fsm.EventTypes {
+		if slices.Contains(asked, t) {
+			events = append(events, t)
+		}
+	}
+	for _, t := range asked {
+		if !slices.Contains(fsm.EventTypes, t) {
+			return "", nil, apierr.Invalid("events", fmt.Sprintf("unknown event type %q; allowed are %s", t, strings.Join(fsm.EventTypes, ", "))).
+				With("allowed", fsm.EventTypes)
+		}
+	}
+	if len(events) == 0 {
+		return "", nil, apierr.Invalid("events", "events must name at least one event type, or be left out for all").
+			With("allowed", fsm.EventTypes)
+	}
+	return raw, events, nil
+}
+
+// invalidURL is the 400 invalid_url for a refused address, with the guard's reason.
+func invalidURL(err error) *apierr.Error {
+	e := apierr.New(http.StatusBadRequest, apierr.CodeInvalidURL,
+		"the webhook url must be a public https address; private, loopback, link-local and metadata addresses are refused").
+		With("field", "url")
+	var ref *netguard.RefusedError
+	if errors.As(err, &ref) {
+		return e.With("reason", ref.Reason)
+	}
+	return e.With("reason", err.Error())
+}
+
+type deletedJSON struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Deleted bool   `json:"deleted"`
+}
+
+func (a *API) deleteWebhook(w http.ResponseWriter, r *http.Request) {
+	if !a.webhookWrite(w, r) {
+		return
+	}
+	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
+	defer cancel()
+	id := chi.URLParam(r, "id")
+	_, err := a.store.Apply(ctx, &fsm.DeleteWebhook{WebhookID: id, AccountID: principalOf(r).AccountID, Now: a.cfg.Now().UnixNano()})
+	if errors.Is(err, fsm.ErrWebhookNotFound) {
+		apierr.Write(w, r, apierr.NotFound("webhook endpoint"))
+		return
+	}
+	if err != nil {
+		apierr.Write(w, r, a.fromApply(r, err))
+		return
+	}
+	apierr.WriteJSON(w, http.StatusOK, deletedJSON{ID: id, Object: "webhook_endpoint", Deleted: true})
+}

@@ -1,0 +1,146 @@
+package fsm
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// Webhooks returns the account's endpoints in creation order, secrets included:
+// callers that answer clients must leave the secret out.
+func (f *FSM) Webhooks(accountID string) []Webhook {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	ids := f.s.accountWebhooks[accountID]
+	out := make([]Webhook, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, f.s.webhooks[id].clone())
+	}
+	return out
+}
+
+// DueDelivery is a pending delivery with what it takes to send it.
+type DueDelivery struct {
+	Delivery
+	Event  Event
+	Secret string
+}
+
+// due reports whether d waits for an attempt at now. A first attempt is due at
+// once whatever the clocks say, so a leader whose clock runs behind the one that
+// wrote the event does not hold it back.
+func due(d *Delivery, now int64) bool {
+	return len(d.Attempts) == 0 || d.NextAt <= now
+}
+
+// DueDeliveries returns up to limit pending deliveries due at now (Unix ns),
+// the longest waiting first.
+func (f *FSM) DueDeliveries(now int64, limit int) []DueDelivery {
+	if limit <= 0 {
+		return nil
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	// The limit earliest due, kept sorted by insertion: the deliverer asks for a
+	// small batch, and sorting every pending delivery each round would cost it
+	// more than the scan.
+	earlier := func(a, b *Delivery) bool {
+		return a.NextAt < b.NextAt || (a.NextAt == b.NextAt && a.ID() < b.ID())
+	}
+	ds := make([]*Delivery, 0, limit+1)
+	for key := range f.s.pending {
+		d := f.s.deliveries[key]
+		if !due(d, now) || (len(ds) == limit && !earlier(d, ds[limit-1])) {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(ds, d, func(x, y *Delivery) int {
+			if earlier(x, y) {
+				return -1
+			}
+			return 1
+		})
+		ds = slices.Insert(ds, i, d)
+		if len(ds) > limit {
+			ds = ds[:limit]
+		}
+	}
+	out := make([]DueDelivery, 0, len(ds))
+	for _, d := range ds {
+		dd := DueDelivery{Delivery: d.clone(), Event: *f.s.events[d.EventID]}
+		dd.Event.Video = dd.Event.Video.Clone()
+		if w := f.s.webhooks[d.WebhookID]; w != nil {
+			dd.Secret = w.Secret
+		}
+		out = append(out, dd)
+	}
+	return out
+}
+
+// NextDeliveryAt is when the earliest pending delivery is due (Unix ns); false
+// when none is pending. An unattempted delivery is due at math.MinInt64: now.
+func (f *FSM) NextDeliveryAt() (int64, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	next, found := int64(math.MaxInt64), false
+	for key := range f.s.pending {
+		d := f.s.deliveries[key]
+		at := d.NextAt
+		if len(d.Attempts) == 0 {
+			at = math.MinInt64
+		}
+		next, found = min(next, at), true
+	}
+	return next, found
+}
+
+// DeliveryFilter selects deliveries for operators; empty fields match all.
+type DeliveryFilter struct {
+	AccountID string
+	WebhookID string
+	EventID   string
+	State     string
+	Limit     int // 0 means all
+}
+
+// Deliveries returns the deliveries the filter selects, newest first.
+func (f *FSM) Deliveries(q DeliveryFilter) []Delivery {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var out []Delivery
+	for _, d := range f.s.deliveries {
+		if (q.AccountID == "" || d.AccountID == q.AccountID) && (q.WebhookID == "" || d.WebhookID == q.WebhookID) &&
+			(q.EventID == "" || d.EventID == q.EventID) && (q.State == "" || d.State == q.State) {
+			out = append(out, d.clone())
+		}
+	}
+	slices.SortFunc(out, func(a, b Delivery) int {
+		if a.CreatedAt != b.CreatedAt {
+			return cmp.Compare(b.CreatedAt, a.CreatedAt)
+		}
+		return cmp.Compare(a.ID(), b.ID())
+	})
+	if q.Limit > 0 && len(out) > q.Limit {
+		out = out[:q.Limit]
+	}
+	return out
+}
+
+// Event returns the outbox event with that id.
+func (f *FSM) Event(id string) (Event, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	e, ok := f.s.events[id]
+	if !ok {
+		return Event{}, false
+	}
+	out := *e
+	out.Video = out.Video.Clone()
+	return out, true
+}
+
+// PendingDeliveries counts the deliveries waiting for an attempt.
+func (f *FSM) PendingDeliveries() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return len(f.s.pending)
+}

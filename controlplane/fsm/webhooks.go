@@ -1,0 +1,222 @@
+package fsm
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Event types, as the contract names them.
+const (
+	EventVideoCompleted = "video.completed"
+	EventVideoFailed    = "video.failed"
+)
+
+// EventTypes are every event type, in the order the API lists them.
+var EventTypes = []string{EventVideoCompleted, EventVideoFailed}
+
+// MaxWebhooksPerAccount is the contract's cap on active endpoints per account.
+const MaxWebhooksPerAccount = 5
+
+// RetrySchedule is how long after a failed attempt the next one is made: the
+// contract's 1 min, 5 min, 30 min, 2 h and 6 h. The attempt after the last step
+// fails abandons the delivery: six attempts in all.
+var RetrySchedule = []time.Duration{time.Minute, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 6 * time.Hour}
+
+// MaxAttemptError bounds the error text kept per attempt, so a chatty failure
+// cannot bloat the state.
+const MaxAttemptError = 300
+
+// Delivery states.
+const (
+	DeliveryPending   = "pending"   // waiting for its first or next attempt
+	DeliveryDelivered = "delivered" // the receiver answered 2xx
+	DeliveryAbandoned = "abandoned" // every attempt of the schedule failed
+	DeliveryCancelled = "cancelled" // the endpoint was deleted first
+)
+
+// Webhook is a registered endpoint. Secret signs deliveries: it must live in the
+// replicated state so any future leader can sign, and it is in snapshots for the
+// same reason. The API shows it once, in the registration response.
+type Webhook struct {
+	ID        string   `msgpack:"id"`
+	AccountID string   `msgpack:"account"`
+	URL       string   `msgpack:"url"`
+	Events    []string `msgpack:"events"`
+	Secret    string   `msgpack:"secret"`
+	CreatedAt int64    `msgpack:"created_at"`
+}
+
+// Event is a video's terminal transition, written by the command that made it.
+// Video is the video as it was at that moment, so every retry sends the same object.
+type Event struct {
+	ID        string `msgpack:"id"`
+	Type      string `msgpack:"type"`
+	AccountID string `msgpack:"account"`
+	Video     Video  `msgpack:"video"`
+	Created   int64  `msgpack:"created"`
+}
+
+// Attempt is one delivery attempt. Status is 0 when no HTTP answer came.
+type Attempt struct {
+	At        int64  `msgpack:"at"`
+	Status    int    `msgpack:"status"`
+	Error     string `msgpack:"error,omitempty"`
+	LatencyMS int64  `msgpack:"latency_ms"`
+}
+
+// Delivery is one event on its way to one endpoint. URL is the endpoint's address
+// when the event was written, kept so operators can read it after a deletion.
+type Delivery struct {
+	EventID    string    `msgpack:"event"`
+	WebhookID  string    `msgpack:"webhook"`
+	AccountID  string    `msgpack:"account"`
+	URL        string    `msgpack:"url"`
+	State      string    `msgpack:"state"`
+	Attempts   []Attempt `msgpack:"attempts,omitempty"`
+	NextAt     int64     `msgpack:"next_at"`
+	CreatedAt  int64     `msgpack:"created_at"`
+	FinishedAt int64     `msgpack:"finished_at"`
+}
+
+// ID names a delivery: its event and its endpoint.
+func (d Delivery) ID() string { return deliveryKey(d.EventID, d.WebhookID) }
+
+func deliveryKey(eventID, webhookID string) string { return eventID + "." + webhookID }
+
+// EventID is the id of a video's terminal event. A video ends once, so its id
+// derives from the video's: deterministic on every replica, stable across retries.
+func EventID(videoID string) string { return "evt_" + strings.TrimPrefix(videoID, "vid_") }
+
+func (w Webhook) clone() Webhook {
+	w.Events = cloneStrings(w.Events)
+	return w
+}
+
+func (d Delivery) clone() Delivery {
+	d.Attempts = slices.Clone(d.Attempts)
+	return d
+}
+
+func (s *state) applyCreateWebhook(c *CreateWebhook) (any, error) {
+	if _, ok := s.accounts[c.AccountID]; !ok {
+		return nil, fmt.Errorf("create webhook for %s: %w", c.AccountID, ErrAccountNotFound)
+	}
+	if _, dup := s.webhooks[c.WebhookID]; dup || c.WebhookID == "" || c.URL == "" || c.Secret == "" {
+		return nil, fmt.Errorf("%w: webhook needs a new id, a url and a secret", ErrInvalidCommand)
+	}
+	if len(c.Events) == 0 {
+		return nil, fmt.Errorf("%w: webhook subscribes to no event", ErrInvalidCommand)
+	}
+	for i, e := range c.Events {
+		if !slices.Contains(EventTypes, e) || slices.Contains(c.Events[:i], e) {
+			return nil, fmt.Errorf("%w: event %q unknown or repeated", ErrInvalidCommand, e)
+		}
+	}
+	if len(s.accountWebhooks[c.AccountID]) >= MaxWebhooksPerAccount {
+		return nil, ErrWebhookLimitReached
+	}
+	w := &Webhook{ID: c.WebhookID, AccountID: c.AccountID, URL: c.URL, Events: cloneStrings(c.Events),
+		Secret: c.Secret, CreatedAt: c.Now}
+	s.webhooks[w.ID] = w
+	s.accountWebhooks[w.AccountID] = append(s.accountWebhooks[w.AccountID], w.ID)
+	return w.clone(), nil
+}
+
+func (s *state) applyDeleteWebhook(c *DeleteWebhook) (any, error) {
+	w, ok := s.webhooks[c.WebhookID]
+	if !ok || w.AccountID != c.AccountID {
+		return nil, fmt.Errorf("delete webhook %s: %w", c.WebhookID, ErrWebhookNotFound)
+	}
+	delete(s.webhooks, w.ID)
+	s.accountWebhooks[w.AccountID] = slices.DeleteFunc(s.accountWebhooks[w.AccountID], func(id string) bool { return id == w.ID })
+	if len(s.accountWebhooks[w.AccountID]) == 0 {
+		delete(s.accountWebhooks, w.AccountID)
+	}
+	for key := range s.pending {
+		if d := s.deliveries[key]; d.WebhookID == w.ID {
+			s.finishDelivery(d, DeliveryCancelled, c.Now)
+		}
+	}
+	return w.clone(), nil
+}
+
+func (s *state) finishDelivery(d *Delivery, st string, at int64) {
+	d.State, d.FinishedAt, d.NextAt = st, at, 0
+	delete(s.pending, d.ID())
+}
+
+func (s *state) applyRecordDelivery(c *RecordDelivery) (any, error) {
+	d, ok := s.deliveries[deliveryKey(c.EventID, c.WebhookID)]
+	if !ok {
+		return nil, fmt.Errorf("delivery of %s to %s: %w", c.EventID, c.WebhookID, ErrDeliveryNotFound)
+	}
+	if d.State != DeliveryPending {
+		return d.clone(), fmt.Errorf("delivery %s is %s: %w", d.ID(), d.State, ErrDeliveryFinished)
+	}
+	a := Attempt{At: c.At, Status: c.Status, Error: c.Error, LatencyMS: c.LatencyMS}
+	if len(a.Error) > MaxAttemptError {
+		a.Error = a.Error[:MaxAttemptError]
+	}
+	d.Attempts = append(d.Attempts, a)
+	switch n := len(d.Attempts); {
+	case c.Status >= 200 && c.Status < 300:
+		s.finishDelivery(d, DeliveryDelivered, c.At)
+	case n > len(RetrySchedule):
+		s.finishDelivery(d, DeliveryAbandoned, c.At)
+	default:
+		d.NextAt = c.At + int64(RetrySchedule[n-1])
+	}
+	return d.clone(), nil
+}
+
+func (s *state) applyPruneDeliveries(c *PruneDeliveries) (any, error) {
+	left := map[string]bool{} // events that keep a delivery
+	n := 0
+	for key, d := range s.deliveries {
+		if d.State != DeliveryPending && d.FinishedAt < c.Before {
+			delete(s.deliveries, key)
+			n++
+			continue
+		}
+		left[d.EventID] = true
+	}
+	for id, e := range s.events {
+		if !left[id] && e.Created < c.Before {
+			delete(s.events, id)
+		}
+	}
+	return n, nil
+}
+
+// emitVideoEvent writes v's terminal event and one pending delivery per endpoint of
+// its account subscribed to the event's type; with no subscriber nothing is kept.
+// Callers have just moved v to completed or failed.
+func (s *state) emitVideoEvent(v *Video, now int64) {
+	typ := EventVideoCompleted
+	if v.Status == StatusFailed {
+		typ = EventVideoFailed
+	}
+	id := EventID(v.ID)
+	if _, dup := s.events[id]; dup {
+		return
+	}
+	var subs []*Webhook
+	for _, wid := range s.accountWebhooks[v.AccountID] {
+		if w := s.webhooks[wid]; slices.Contains(w.Events, typ) {
+			subs = append(subs, w)
+		}
+	}
+	if len(subs) == 0 {
+		return
+	}
+	s.events[id] = &Event{ID: id, Type: typ, AccountID: v.AccountID, Video: v.Clone(), Created: now}
+	for _, w := range subs {
+		d := &Delivery{EventID: id, WebhookID: w.ID, AccountID: w.AccountID, URL: w.URL, State: DeliveryPending,
+			NextAt: now, CreatedAt: now}
+		s.deliveries[d.ID()] = d
+		s.pending[d.ID()] = struct{}{}
+	}
+	s.outboxWritten = true
+}

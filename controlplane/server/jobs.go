@@ -1,0 +1,101 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/scheduler"
+)
+
+// leaderJobs runs what only the leader does; each tick checks leadership, so a
+// node that loses it stops and a new leader picks up from FSM state.
+func (s *Server) leaderJobs(ctx context.Context) {
+	idem := time.NewTicker(time.Minute)
+	defer idem.Stop()
+	leases := time.NewTicker(time.Second)
+	defer leases.Stop()
+	if s.Node.IsLeader() {
+		s.publishSelf(ctx)
+	}
+	wasLeader := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-idem.C:
+			if s.Node.IsLeader() {
+				s.expireIdempotency(ctx)
+			}
+		case <-leases.C:
+			leader := s.Node.IsLeader()
+			if leader && !wasLeader {
+				s.webhooks.Notify() // a new leader carries on with the outbox at once
+			}
+			wasLeader = leader
+			if leader {
+				s.publishSelf(ctx)
+				s.expireLeases(ctx)
+			}
+		}
+	}
+}
+
+// publishSelf records this node's addresses in the FSM once it leads, so that
+// followers know where to forward; it writes only when they changed.
+func (s *Server) publishSelf(ctx context.Context) {
+	want := fsm.Member{ID: s.cfg.NodeID, RaftAddr: s.Node.RaftAddr(), PublicURL: s.cfg.PublicURL, AdminURL: s.cfg.AdminURL, AgentURL: s.cfg.AgentURL}
+	if have, ok := s.Node.FSM.Member(s.cfg.NodeID); ok {
+		have.Updated = 0
+		if have == want {
+			return
+		}
+	}
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := s.Node.Apply(actx, &fsm.SetMember{Member: want, Now: time.Now().UnixNano()}); err != nil && ctx.Err() == nil {
+		s.log.Warn("publish this node's addresses", "err", err)
+	}
+}
+
+func (s *Server) expireIdempotency(ctx context.Context) {
+	before := time.Now().Add(-time.Duration(fsm.IdempotencyTTL)).UnixNano()
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if n, err := s.Node.Apply(actx, &fsm.ExpireIdempotency{Before: before}); err != nil {
+		s.log.Warn("expire idempotency keys", "err", err)
+	} else if n.(int) > 0 {
+		s.log.Info("expired idempotency keys", "count", n)
+	}
+}
+
+// expireLeases requeues the tasks whose lease ran out (their node stopped
+// heartbeating) and marks silent nodes down. It proposes only when the scheduler
+// says there is something to expire, so an idle farm writes nothing to the log.
+func (s *Server) expireLeases(ctx context.Context) {
+	now := time.Now().UnixNano()
+	if !s.Node.FSM.ExpiryDue(now) {
+		return
+	}
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := s.Node.Apply(actx, &fsm.ExpireLeases{Now: now})
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("expire leases", "err", err)
+		}
+		return
+	}
+	res, _ := out.(scheduler.ExpireResult)
+	for i, l := range res.Leases {
+		o := res.Expired[i]
+		s.log.Warn("lease expired", "node_id", l.NodeID, "task_id", l.TaskID, "video_id", l.VideoID,
+			"requeued", o.Requeued, "video_failed", o.VideoFailed)
+	}
+	if len(res.NodesDown) > 0 {
+		s.log.Warn("nodes stopped heartbeating", "node_ids", res.NodesDown)
+	}
+	if len(res.Expired) > 0 || len(res.NodesDown) > 0 {
+		s.notify.Notify()
+	}
+}

@@ -1,0 +1,30 @@
+package server_test
+
+// webhookExchanges runs the webhook endpoints' answers through the document's
+// validator (called from TestOpenAPIDocumentMatchesServer). The node runs the
+// production guard, so the public address literal needs no DNS and nothing is
+// delivered (no video of the account ends while the endpoints exist).
+func webhookExchanges(o *oas, h *harness) {
+	_, key := h.account("pro", 0)
+	const public = `{"url":"https://93.184.215.14/hooks/vidfarm"}`
+	created := o.run(h, exchange{name: "create webhook", method: "POST", path: "/v1/webhooks", key: key,
+		body: []byte(public), status: 201, template: "/v1/webhooks"})
+	o.run(h, exchange{name: "create webhook, failures only", method: "POST", path: "/v1/webhooks", key: key,
+		body: []byte(`{"url":"https://93.184.215.14/f","events":["video.failed"]}`), status: 201, template: "/v1/webhooks"})
+	o.run(h, exchange{name: "list webhooks", method: "GET", path: "/v1/webhooks", key: key, status: 200, template: "/v1/webhooks"})
+	o.run(h, exchange{name: "private webhook address", method: "POST", path: "/v1/webhooks", key: key,
+		body: []byte(`{"url":"https://169.254.169.254/latest"}`), status: 400, code: "invalid_url", template: "/v1/webhooks"})
+	o.run(h, exchange{name: "webhook with an unknown event", method: "POST", path: "/v1/webhooks", key: key,
+		body: []byte(`{"url":"https://93.184.215.14/x","events":["video.started"]}`), req: reqInvalid, status: 400, code: "invalid_request", template: "/v1/webhooks"})
+	o.run(h, exchange{name: "webhook without url", method: "POST", path: "/v1/webhooks", key: key,
+		body: []byte(`{"events":["video.failed"]}`), req: reqInvalid, status: 400, code: "invalid_request", template: "/v1/webhooks"})
+	for range 3 {
+		o.run(h, exchange{name: "create webhook, up to the cap", method: "POST", path: "/v1/webhooks", key: key,
+			body: []byte(public), status: 201, template: "/v1/webhooks"})
+	}
+	o.run(h, exchange{name: "sixth webhook", method: "POST", path: "/v1/webhooks", key: key,
+		body: []byte(public), status: 409, code: "webhook_limit_reached", template: "/v1/webhooks"})
+	id := created["id"].(string)
+	o.run(h, exchange{name: "delete webhook", method: "DELETE", path: "/v1/webhooks/" + id, key: key, status: 200, template: "/v1/webhooks/{id}"})
+	o.run(h, exchange{name: "delete webhook again", method: "DELETE", path: "/v1/webhooks/" + id, key: key, status: 404, code: "not_found", template: "/v1/webhooks/{id}"})
+}

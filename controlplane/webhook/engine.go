@@ -1,0 +1,317 @@
+// Package webhook delivers the FSM's webhook outbox. It runs on the leader only:
+// it reads due deliveries from the replicated state, POSTs each signed event with
+// the address guard's client (redirects not followed, a bounded timeout, bounded
+// concurrency) and records every attempt with an FSM command, which decides
+// whether the delivery is done, retried later or abandoned. Because the outbox
+// and the attempts live in the replicated state, a restarted node or a new leader
+// carries on where the last one stopped.
+//
+// Receivers check deliveries with the signature sub-package.
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/webhook/signature"
+)
+
+// Clock tells the time and waits; tests inject one they move by hand. Waits name
+// an instant, not a duration, so a clock moved between reading it and waiting
+// cannot push the wake-up later.
+type Clock interface {
+	Now() time.Time
+	// Until returns a channel that receives once the clock reaches t.
+	Until(t time.Time) <-chan time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                     { return time.Now() }
+func (realClock) Until(t time.Time) <-chan time.Time { return time.After(time.Until(t)) }
+
+// State is the outbox as the engine reads it; *fsm.FSM implements it.
+type State interface {
+	DueDeliveries(now int64, limit int) []fsm.DueDelivery
+	NextDeliveryAt() (int64, bool)
+	PendingDeliveries() int
+}
+
+// Store proposes commands; raftnode.Node implements it.
+type Store interface {
+	Apply(ctx context.Context, cmd fsm.Command) (any, error)
+}
+
+var (
+	_ State = (*fsm.FSM)(nil)
+	_ Clock = realClock{}
+)
+
+// Defaults of Config.
+const (
+	DefaultTimeout     = 10 * time.Second
+	DefaultConcurrency = 8
+	// DefaultRetention is how long finished deliveries (and their events) stay
+	// readable for operators before PruneDeliveries drops them.
+	DefaultRetention = 7 * 24 * time.Hour
+	// URLValidity is how long signed file URLs in an event stay valid, counted
+	// from the event: far past the last retry (8 h 36 min), and the same for
+	// every attempt, so every retry sends the same body.
+	URLValidity = 7 * 24 * time.Hour
+	// maxResponse is how much of a receiver's answer is read (and discarded).
+	maxResponse = 64 << 10
+	pruneEvery  = time.Hour
+	// idleWait bounds a wait with nothing due, so leadership and pruning are
+	// looked at now and then even if no wake-up comes.
+	idleWait = time.Minute
+	// backoff is the pause after a batch whose attempts could not be recorded
+	// (leadership lost, commit timeout), so a failing store is not hammered.
+	backoff = time.Second
+)
+
+// Config wires the engine.
+type Config struct {
+	State State
+	Store Store
+	// Client sends deliveries: the guard's client, not following redirects.
+	Client *http.Client
+	// Render is the public video object as the API shows it, with signed file
+	// URLs valid until urlExpiry.
+	Render   func(v fsm.Video, urlExpiry time.Time) any
+	IsLeader func() bool
+	Clock    Clock // nil: the system clock
+	// Timeout bounds one attempt, connect to last byte (default 10 s).
+	Timeout     time.Duration
+	Concurrency int           // attempts in flight at most (default 8)
+	Retention   time.Duration // default DefaultRetention
+	Logger      *slog.Logger
+	Metrics     *Metrics // nil: none
+}
+
+// Engine is the delivery loop.
+type Engine struct {
+	cfg       Config
+	wake      chan struct{}
+	lastPrune time.Time
+}
+
+// New returns an engine; Run starts it.
+func New(cfg Config) *Engine {
+	if cfg.Clock == nil {
+		cfg.Clock = realClock{}
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Engine{cfg: cfg, wake: make(chan struct{}, 1)}
+}
+
+// SetStore gives the engine the store it records attempts through, when the
+// store is made after the engine (the node replays its log into the FSM the
+// engine is already listening to). Call it before Run.
+func (e *Engine) SetStore(st Store) { e.cfg.Store = st }
+
+// Notify wakes the loop: a new event was written, or leadership changed. It
+// never blocks, so the FSM may call it while applying.
+func (e *Engine) Notify() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run delivers until ctx ends.
+func (e *Engine) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		now := e.cfg.Clock.Now()
+		next := now.Add(idleWait)
+		if e.cfg.IsLeader() {
+			next = e.step(ctx, now)
+		}
+		if !next.After(now) {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-e.wake:
+		case <-e.cfg.Clock.Until(next):
+		}
+	}
+}
+
+// step sends one batch of due deliveries and prunes when it is time, then says
+// when to look again.
+func (e *Engine) step(ctx context.Context, now time.Time) time.Time {
+	if now.Sub(e.lastPrune) >= pruneEvery {
+		e.prune(ctx, now) // a failed prune waits for the next round, like a done one
+		e.lastPrune = now
+	}
+	due := e.cfg.State.DueDeliveries(now.UnixNano(), e.cfg.Concurrency)
+	if len(due) > 0 {
+		if !e.sendAll(ctx, due) {
+			return now.Add(backoff)
+		}
+		return now // more may be due
+	}
+	next := now.Add(idleWait)
+	if p := e.lastPrune.Add(pruneEvery); p.Before(next) {
+		next = p
+	}
+	if at, ok := e.cfg.State.NextDeliveryAt(); ok && at < next.UnixNano() {
+		next = time.Unix(0, at)
+	}
+	return next
+}
+
+// sendAll attempts every delivery at once and reports whether every attempt was
+// recorded.
+func (e *Engine) sendAll(ctx context.Context, due []fsm.DueDelivery) bool {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok := true
+	for _, d := range due {
+		wg.Go(func() {
+			if err := e.attempt(ctx, d); err != nil {
+				mu.Lock()
+				ok = false
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return ok
+}
+
+func (e *Engine) prune(ctx context.Context, now time.Time) {
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	n, err := e.cfg.Store.Apply(actx, &fsm.PruneDeliveries{Before: now.Add(-e.cfg.Retention).UnixNano()})
+	if err != nil {
+		if ctx.Err() == nil {
+			e.cfg.Logger.Warn("prune webhook deliveries", "err", err)
+		}
+		return
+	}
+	if n, _ := n.(int); n > 0 {
+		e.cfg.Logger.Info("pruned finished webhook deliveries", "count", n, "retention", e.cfg.Retention)
+	}
+}
+
+// eventJSON is the contract's event object.
+type eventJSON struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Type    string `json:"type"`
+	Created int64  `json:"created"`
+	Data    struct {
+		Video any `json:"video"`
+	} `json:"data"`
+}
+
+// Body is the JSON a delivery of ev carries; it depends only on the event, so
+// every attempt sends the same bytes.
+func Body(ev fsm.Event, render func(fsm.Video, time.Time) any) ([]byte, error) {
+	created := time.Unix(0, ev.Created)
+	out := eventJSON{ID: ev.ID, Object: "event", Type: ev.Type, Created: created.Unix()}
+	out.Data.Video = render(ev.Video, created.Add(URLValidity))
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("encode event %s: %w", ev.ID, err)
+	}
+	return b, nil
+}
+
+// attempt POSTs one delivery and records the outcome; the error is the
+// recording's.
+func (e *Engine) attempt(ctx context.Context, d fsm.DueDelivery) error {
+	log := e.cfg.Logger.With("event_id", d.EventID, "webhook_id", d.WebhookID, "attempt", len(d.Attempts)+1)
+	body, err := Body(d.Event, e.cfg.Render)
+	if err != nil {
+		log.Error("webhook body", "err", err)
+		return err
+	}
+	at := e.cfg.Clock.Now()
+	start := time.Now()
+	status, failure := e.post(ctx, d, body, at)
+	latency := time.Since(start)
+	if ctx.Err() != nil {
+		return ctx.Err() // shutting down: this attempt is not the receiver's fault
+	}
+	e.cfg.Metrics.observe(status, failure, latency)
+	cmd := &fsm.RecordDelivery{EventID: d.EventID, WebhookID: d.WebhookID, At: at.UnixNano(), Status: status,
+		Error: failure, LatencyMS: latency.Milliseconds()}
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := e.cfg.Store.Apply(actx, cmd)
+	if errors.Is(err, fsm.ErrDeliveryFinished) || errors.Is(err, fsm.ErrDeliveryNotFound) {
+		log.Info("webhook delivery ended while it was attempted (endpoint deleted)", "err", err)
+		return nil
+	}
+	if err != nil {
+		log.Warn("record webhook attempt", "err", err)
+		return err
+	}
+	rec, _ := out.(fsm.Delivery)
+	e.cfg.Metrics.finished(rec.State)
+	switch rec.State {
+	case fsm.DeliveryDelivered:
+		log.Info("webhook delivered", "status", status, "latency_ms", latency.Milliseconds())
+	case fsm.DeliveryAbandoned:
+		log.Warn("webhook abandoned after the last retry", "status", status, "error", failure)
+	default:
+		log.Warn("webhook attempt failed; will retry", "status", status, "error", failure,
+			"next_at", time.Unix(0, rec.NextAt).UTC())
+	}
+	return nil
+}
+
+// post sends the request and returns the receiver's status (0 for none) and, for
+// anything but a 2xx, why it counts as a failure.
+func (e *Engine) post(ctx context.Context, d fsm.DueDelivery, body []byte, at time.Time) (int, string) {
+	if d.Secret == "" {
+		return 0, "endpoint deleted"
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(body))
+	if err != nil {
+		return 0, "bad request: " + err.Error()
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "vidfarm-webhooks/1")
+	req.Header.Set(signature.HeaderName, signature.Header(d.Secret, at, body))
+	res, err := e.cfg.Client.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return 0, fmt.Sprintf("no answer within %s", e.cfg.Timeout)
+		}
+		return 0, err.Error()
+	}
+	defer res.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, maxResponse))
+	switch {
+	case res.StatusCode >= 200 && res.StatusCode < 300:
+		return res.StatusCode, ""
+	case res.StatusCode >= 300 && res.StatusCode < 400:
+		return res.StatusCode, fmt.Sprintf("receiver answered %d; redirects are not followed, register the final URL", res.StatusCode)
+	}
+	return res.StatusCode, fmt.Sprintf("receiver answered %d", res.StatusCode)
+}

@@ -1,0 +1,59 @@
+package webhook
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+)
+
+// Metrics are the deliverer's Prometheus metrics.
+type Metrics struct {
+	attempts *prometheus.CounterVec
+	latency  prometheus.Histogram
+	ended    *prometheus.CounterVec
+}
+
+// NewMetrics registers the metrics with reg, and a gauge of pending deliveries
+// read from st at scrape time.
+func NewMetrics(reg prometheus.Registerer, st State) *Metrics {
+	m := &Metrics{
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vidfarm_webhook_attempts_total",
+			Help: "Webhook delivery attempts by result (delivered, failed) and HTTP status (0: no answer).",
+		}, []string{"result", "status"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "vidfarm_webhook_attempt_duration_seconds", Help: "Time from sending a delivery to the receiver's answer.",
+			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		ended: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vidfarm_webhook_deliveries_finished_total", Help: "Webhook deliveries that ended, by state (delivered, abandoned).",
+		}, []string{"state"}),
+	}
+	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "vidfarm_webhook_deliveries_pending", Help: "Webhook deliveries waiting for an attempt.",
+	}, func() float64 { return float64(st.PendingDeliveries()) })
+	reg.MustRegister(m.attempts, m.latency, m.ended, pending)
+	return m
+}
+
+func (m *Metrics) observe(status int, failure string, latency time.Duration) {
+	if m == nil {
+		return
+	}
+	result := "delivered"
+	if failure != "" {
+		result = "failed"
+	}
+	m.attempts.WithLabelValues(result, strconv.Itoa(status)).Inc()
+	m.latency.Observe(latency.Seconds())
+}
+
+func (m *Metrics) finished(state string) {
+	if m == nil || state == fsm.DeliveryPending {
+		return
+	}
+	m.ended.WithLabelValues(state).Inc()
+}
