@@ -63,14 +63,17 @@
 //     for its duration, at the video's resolution (default 720p), 16:9 or
 //     9:16 by orientation, with a seed derived from the video id and N, by
 //     the runner of the model the task was placed for (Assignment.Model) → clip.mp4.
+//     With file assets (wire.Video.AssetInputs) scene N animates asset N
+//     (cycling) as image_to_video instead.
 //   - composite: plan.json, lines.json and its WAVs, every scene's clip.mp4
 //     and the presenter: the account's own avatar when the assignment
 //     carries its picture (wire.InputAvatar), else the stock avatar (the
 //     video's or pipeline.DefaultAvatar) → Tools.Composite →
 //     video.mp4, video_no_captions.mp4, captions.srt, captions.vtt; reports
-//     DurationSeconds measured with ffprobe. The video carries only
-//     brand_kit_id today, so the lower-third bar is the neutral one; brand
-//     colours and the logo arrive with the brand-kit endpoints.
+//     DurationSeconds measured with ffprobe. With a brand kit
+//     (wire.Video.Brand) the bar and accent take its colours and its logo
+//     (an asset input, or a logo_url fetched like an input image) goes top
+//     right; a logo that cannot be had fails the task.
 //   - render (manual): the input images (image_url, first and last frame,
 //     or image_urls) are downloaded, then the model's runner renders with
 //     the request's operation, prompt, negative prompt, seed, style,

@@ -329,6 +329,15 @@ func (j *job) scene(ctx context.Context) error {
 		// The composite re-encodes scene clips: encode them fast, at high quality.
 		Intermediate: true,
 	}
+	// The account's file assets are shown as scenes, in turn: scene n
+	// animates asset n (cycling when there are fewer assets than scenes).
+	if in := j.v.AssetInputs; len(in) > 0 {
+		img, err := j.input(ctx, in[(n-1)%len(in)])
+		if err != nil {
+			return err
+		}
+		req.Operation, req.InputImages = pipeline.ImageToVideo, []string{img}
+	}
 	if err := j.runner().Render(ctx, req, j.span(5, 95)); err != nil {
 		return fmt.Errorf("scene %d: %w", n, err)
 	}
@@ -374,6 +383,10 @@ func (j *job) composite(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	brand, err := j.brand(ctx)
+	if err != nil {
+		return err
+	}
 	res, err := j.a.cfg.Tools.Composite(ctx, pipeline.CompositeInput{
 		Plan:        plan,
 		SceneClips:  clips,
@@ -382,6 +395,7 @@ func (j *job) composite(ctx context.Context) error {
 		Resolution:  j.v.Resolution,
 		AvatarID:    avatar,
 		AvatarImage: avatarImage,
+		Brand:       brand,
 		OutDir:      j.path("out"),
 	}, j.span(20, 90))
 	if err != nil {

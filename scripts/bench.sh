@@ -50,3 +50,36 @@ go test -run '^$' -bench 'DueDeliveries|Verify' -benchmem ./controlplane/fsm/ ./
 echo
 echo "== media jobs: one prompt avatar portrait, one 300-character speech sample"
 go test -run '^$' -bench 'WritePromptAvatar|Speak' -benchtime 5x ./pipeline/ | grep -E '^Benchmark'
+
+echo
+echo "== app-database bridge: inbound purchases and outbound export (needs PostgreSQL at 127.0.0.1:5432)"
+go test -run '^$' -bench 'InboundPurchases|OutboundExport' -benchtime 20000x ./controlplane/appdb/ | grep -E '^Benchmark|SKIP'
+
+echo
+echo "== app-database bridge: outbound lag under the create load above"
+pg="${VIDFARM_TEST_PG:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}"
+psql=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)/psql
+schema=vidfarm_bench_$RANDOM
+"$psql" "$pg" -qc "CREATE SCHEMA $schema"
+kill $pid; wait $pid 2>/dev/null || true
+rm -rf "$dir/app" && mkdir "$dir/app"
+$bin server --data-dir "$dir/app" --listen 127.0.0.1:18080 --admin-listen 127.0.0.1:18081 \
+  --raft-listen 127.0.0.1:17000 --admin-token "$token" --rate-limits=false --log-level warn \
+  --app-db "$pg&search_path=$schema" 2>"$dir/server-app.log" &
+pid=$!
+for _ in $(seq 100); do
+  curl -fsS http://127.0.0.1:18080/v1 >/dev/null 2>&1 && break
+  sleep 0.1
+done
+metric() { curl -fsS -H "Authorization: Bearer $token" http://127.0.0.1:18081/metrics | awk -v m="$1" '$1 == m {print $2}'; }
+( while kill -0 $pid 2>/dev/null; do metric 'vidfarm_appdb_lag_seconds{direction="outbound"}'; sleep 0.5; done ) >"$dir/lag" &
+sampler=$!
+$bin bench create --server http://127.0.0.1:18080 --admin-server http://127.0.0.1:18081 \
+  --admin-token "$token" --accounts 64 --concurrency 64 --duration "${BENCH_DURATION:-20s}"
+start=$(date +%s.%N)
+until [ "$(metric vidfarm_appdb_outbound_pending)" = "0" ]; do sleep 0.2; done
+drain=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN {print e - s}')
+kill $sampler 2>/dev/null || true
+sort -g "$dir/lag" | awk -v drain="$drain" '{a[NR]=$1} END {printf "outbound lag during the run: p50 %.2f s, max %.2f s (%d samples); drained %.1f s after the load stopped\n", a[int((NR+1)/2)], a[NR], NR, drain}'
+echo "exported rows: $(metric vidfarm_appdb_rows_exported_total)"
+"$psql" "$pg" -qc "SET client_min_messages = warning; DROP SCHEMA $schema CASCADE"

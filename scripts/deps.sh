@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need where it is missing: ffmpeg/ffprobe, espeak-ng, a
-# font for burned-in captions, openssl and python3 (Debian packages) and staticcheck (Go module proxy). Safe to run repeatedly.
+# font for burned-in captions, openssl and python3, and PostgreSQL (Debian packages; a
+# server is started when none answers on 127.0.0.1:5432) and staticcheck (Go module proxy).
+# Safe to run repeatedly.
 set -euo pipefail
 
 need=()
@@ -12,12 +14,40 @@ command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 # Burned-in captions (libass) need at least one font.
 { command -v fc-list >/dev/null 2>&1 && [ -n "$(fc-list 2>/dev/null | head -1)" ]; } || need+=(fonts-dejavu-core)
+# The app-database bridge tests (controlplane/appdb) need a PostgreSQL server.
+pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1; }
+[ -n "$(pg_bin)" ] || need+=(postgresql)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "deps: installing ${need[*]} with apt-get"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# A PostgreSQL at 127.0.0.1:5432 with trust auth and a database "test"
+# (VIDFARM_TEST_PG overrides the address): when none answers, start a cluster of
+# our own in $VIDFARM_PG_DIR. initdb refuses root, so root runs it as postgres.
+if [ -z "${VIDFARM_TEST_PG:-}" ]; then
+  bin="$(pg_bin)"
+  as=()
+  [ "$(id -u)" -ne 0 ] || as=(runuser -u postgres --)
+  if ! "$bin/pg_isready" -q -h 127.0.0.1 -p 5432; then
+    dir="${VIDFARM_PG_DIR:-/var/tmp/vidfarm-test-pg}"
+    if [ ! -f "$dir/PG_VERSION" ]; then
+      echo "deps: creating a test PostgreSQL cluster in $dir"
+      mkdir -p "$dir"
+      [ "$(id -u)" -ne 0 ] || chown postgres:postgres "$dir"
+      chmod 700 "$dir"
+      "${as[@]}" "$bin/initdb" -D "$dir" -U postgres --auth=trust -E UTF8 >/dev/null
+    fi
+    echo "deps: starting PostgreSQL on 127.0.0.1:5432"
+    "${as[@]}" "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w start \
+      -o "-p 5432 -k $dir -c listen_addresses=127.0.0.1" >/dev/null
+  fi
+  if [ -z "$("$bin/psql" -h 127.0.0.1 -U postgres -d postgres -Atc "SELECT 1 FROM pg_database WHERE datname = 'test'")" ]; then
+    "$bin/psql" -h 127.0.0.1 -U postgres -d postgres -qc "CREATE DATABASE test"
+  fi
 fi
 
 gobin="$(go env GOPATH)/bin"

@@ -23,11 +23,13 @@ const adminUsage = `usage: vidfarm admin [--server URL] [--admin-token T] <comma
   key create --account ID
   key revoke --key ID
   credits grant --account ID --amount C
+  credits debit --account ID --amount C --idempotency-key K
   plan set --account ID --plan free|pro|max
   video fail --video ID [--reason TEXT]
   webhook deliveries [--account ID] [--webhook ID] [--event ID] [--state pending|delivered|abandoned|cancelled] [--limit N]
   snapshot
   status
+  cluster status
   cluster members
   cluster remove --node ID
   backup --out FILE            (the whole state, in the snapshot format)
@@ -64,7 +66,7 @@ func runAdmin(args []string) error {
 	name := sub.String("name", "", "account name")
 	plan := sub.String("plan", "", "plan: free, pro or max")
 	credits := sub.Int64("credits", 0, "opening balance in credits")
-	amount := sub.Int64("amount", 0, "credits to grant")
+	amount := sub.Int64("amount", 0, "credits to grant or debit")
 	key := sub.String("key", "", "key id")
 	video := sub.String("video", "", "video id")
 	reason := sub.String("reason", "", "why the video is failed")
@@ -72,6 +74,7 @@ func runAdmin(args []string) error {
 	eventID := sub.String("event", "", "event id (evt_...)")
 	state := sub.String("state", "", "delivery state: pending, delivered, abandoned or cancelled")
 	limit := sub.Int("limit", 0, "at most this many deliveries, newest first (default 50, at most 500)")
+	idemKey := sub.String("idempotency-key", "", "debit key: the same key and amount never debits twice")
 	node := sub.String("node", "", "control-plane node id")
 	outFile := sub.String("out", "", "file to write the backup to")
 	inFile := sub.String("in", "", "backup file to restore")
@@ -92,6 +95,10 @@ func runAdmin(args []string) error {
 		out, err = cl.RevokeKey(ctx, *key)
 	case "credits grant":
 		out, err = cl.GrantCredits(ctx, *account, *amount)
+	case "credits debit":
+		out, err = cl.Debit(ctx, *account, *amount, *idemKey)
+	case "cluster status":
+		out, err = cl.ClusterStatus(ctx)
 	case "plan set":
 		out, err = cl.SetPlan(ctx, *account, *plan)
 	case "video fail":

@@ -43,6 +43,22 @@ func TestAdminCLI(t *testing.T) {
 	if r, code := adminCLI(t, p, "credits", "grant", "--account", id, "--amount", "100"); code != 0 || r["credits"] != float64(105) {
 		t.Fatalf("credits grant: exit %d, %v", code, r)
 	}
+	for i, want := range []struct {
+		code     int
+		balance  float64
+		replayed bool
+	}{{0, 95, false}, {0, 95, true}} {
+		r, code := adminCLI(t, p, "credits", "debit", "--account", id, "--amount", "10", "--idempotency-key", "app-render-1")
+		if code != want.code || r["balance"] != want.balance || r["replayed"] != want.replayed {
+			t.Fatalf("credits debit #%d: exit %d, %v; want balance %v replayed %v", i+1, code, r, want.balance, want.replayed)
+		}
+	}
+	if r, code := adminCLI(t, p, "credits", "debit", "--account", id, "--amount", "11", "--idempotency-key", "app-render-1"); code != 1 || r["error"].(map[string]any)["code"] != "duplicate_request" {
+		t.Fatalf("debit key reused for another amount: exit %d, %v", code, r)
+	}
+	if r, code := adminCLI(t, p, "cluster", "status"); code != 0 || r["state"] != "leader" || r["leader_id"] == "" || r["app_db"].(map[string]any)["enabled"] != false {
+		t.Fatalf("cluster status: exit %d, %v", code, r)
+	}
 	if r, code := adminCLI(t, p, "plan", "set", "--account", id, "--plan", "max"); code != 0 || r["plan"] != "max" || r["premium"] != true {
 		t.Fatalf("plan set: exit %d, %v", code, r)
 	}

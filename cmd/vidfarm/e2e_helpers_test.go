@@ -234,12 +234,12 @@ func newE2EFarm(t *testing.T, grant int64) *e2eFarm {
 	return f
 }
 
-func (f *e2eFarm) startServer() (*proc, map[string]any) {
+func (f *e2eFarm) startServer(extra ...string) (*proc, map[string]any) {
 	f.t.Helper()
-	p, ready := startProc(f.t, "server", []string{"server", "--data-dir", filepath.Join(f.dir, "server"),
+	p, ready := startProc(f.t, "server", append([]string{"server", "--data-dir", filepath.Join(f.dir, "server"),
 		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--raft-listen", "127.0.0.1:0", "--agent-listen", "127.0.0.1:0",
 		"--admin-token", e2eAdminToken, "--agent-token", e2eAgentToken, "--rate-limits=false", "--allow-private-urls", "--dev-allow-private-webhooks",
-		"--lease-duration", e2eLease.String(), "--heartbeat-interval", e2eHeartbeat.String(), "--log-level", "info"},
+		"--lease-duration", e2eLease.String(), "--heartbeat-interval", e2eHeartbeat.String(), "--log-level", "info"}, extra...),
 		nil, "control plane ready")
 	pub, _ := ready["public"].(string)
 	adm, _ := ready["admin"].(string)

@@ -3,138 +3,183 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"encoding/pem"
 	"fmt"
 	"image"
+	"image/color"
 	"image/png"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/vidfarm/vidfarm/pipeline"
 )
 
-// waitAvatar polls an avatar until it is ready; a failed one fails the test.
-func (f *e2eFarm) waitAvatar(id string, timeout time.Duration) map[string]any {
+// newMediaFarm is an e2e farm whose public listener is reached over HTTPS
+// through a TLS proxy on 127.0.0.1, as a production farm sits behind TLS:
+// file URLs (upload_url, public_url) are https, and the agents, which fetch
+// input images over https only, trust the proxy's certificate.
+func newMediaFarm(t *testing.T, grant int64) (*e2eFarm, string) {
+	t.Helper()
+	requireE2E(t)
+	f := &e2eFarm{t: t, dir: t.TempDir(), hits: map[string]int{}}
+	f.startImages()
+	var target atomic.Pointer[url.URL]
+	proxy := httptest.NewUnstartedServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target.Load())
+		f.hitsMu.Lock()
+		f.hits[r.In.Method+" "+r.In.URL.Path]++
+		f.hitsMu.Unlock()
+	}})
+	proxy.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	proxy.StartTLS()
+	t.Cleanup(proxy.Close)
+	certs, err := os.ReadFile(f.certFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs = append(certs, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: proxy.Certificate().Raw})...)
+	if err := os.WriteFile(f.certFile, certs, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.srv, _ = f.startServer("--public-url", proxy.URL)
+	u, err := url.Parse(f.srv.public)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target.Store(u)
+	a, err := f.srv.admin.CreateAccount(context.Background(), "e2e-media", "pro", grant)
+	if err != nil {
+		t.Fatalf("create account: %v", err)
+	}
+	f.accountID, f.apiKey = a.AccountID, a.APIKey
+	return f, proxy.URL
+}
+
+// solidPNG is a w×h PNG of one colour.
+func solidPNG(t *testing.T, w, h int, c color.RGBA) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for i := 0; i < len(img.Pix); i += 4 {
+		img.Pix[i], img.Pix[i+1], img.Pix[i+2], img.Pix[i+3] = c.R, c.G, c.B, c.A
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// putBytes PUTs body to a presigned upload URL, sent to the server directly
+// (the signature covers the path, not the host).
+func (f *e2eFarm) putBytes(uploadURL, proxyURL, contentType string, body []byte) {
 	f.t.Helper()
-	var av map[string]any
-	eventually(f.t, timeout, "avatar "+id+" ready", func() bool {
-		av = f.srv.must(http.StatusOK, http.MethodGet, "/v1/avatars/"+id, f.apiKey, "").obj(f.t)
-		if av["status"] == "failed" {
-			f.t.Fatalf("avatar %s failed: %v", id, av)
-		}
-		return av["status"] == "ready"
-	})
-	return av
+	req, err := http.NewRequest(http.MethodPut, strings.Replace(uploadURL, proxyURL, f.srv.public, 1), bytes.NewReader(body))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", contentType)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		f.t.Fatalf("PUT %s: %d", uploadURL, resp.StatusCode)
+	}
 }
 
-// decodePNG reads a PNG file and checks its size.
-func decodePNG(t *testing.T, path string, w, h int) image.Image {
+// readyAsset creates, uploads and completes an image asset.
+func (f *e2eFarm) readyAsset(proxyURL string, img []byte) string {
+	f.t.Helper()
+	as := f.srv.must(http.StatusCreated, http.MethodPost, "/v1/assets", f.apiKey,
+		fmt.Sprintf(`{"filename":"a.png","content_type":"image/png","size_bytes":%d}`, len(img))).obj(f.t)
+	f.putBytes(as["upload_url"].(string), proxyURL, "image/png", img)
+	id := as["id"].(string)
+	f.srv.must(http.StatusOK, http.MethodPost, "/v1/assets/"+id+"/complete", f.apiKey, "")
+	return id
+}
+
+// frameRGB decodes the frame at second at of a video as packed RGB.
+func frameRGB(t *testing.T, video string, at float64, w, h int) []byte {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	out, err := pipeline.OSExecutor{}.Run(context.Background(), pipeline.Command{Name: "ffmpeg", Args: []string{"-v", "error",
+		"-ss", fmt.Sprint(at), "-i", video, "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"}})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("decode a frame of %s: %v", video, err)
 	}
-	img, err := png.Decode(bytes.NewReader(data))
-	if err != nil {
-		t.Fatalf("%s: %v", filepath.Base(path), err)
+	if len(out) != w*h*3 {
+		t.Fatalf("frame of %d bytes, want %dx%dx3", len(out), w, h)
 	}
-	if img.Bounds() != image.Rect(0, 0, w, h) {
-		t.Fatalf("%s is %v, want %dx%d", filepath.Base(path), img.Bounds(), w, h)
-	}
-	return img
+	return out
 }
 
-// faceColoured counts the pixels of img within 40 of faceColour per channel.
-func faceColoured(img image.Image) int {
-	n := 0
-	b := img.Bounds()
-	for y := b.Min.Y; y < b.Max.Y; y++ {
-		for x := b.Min.X; x < b.Max.X; x++ {
-			r, g, bl, _ := img.At(x, y).RGBA()
-			if near8(r, faceColour.R) && near8(g, faceColour.G) && near8(bl, faceColour.B) {
-				n++
-			}
+// TestE2EUploadsAssetsAndBrandKits: an upload's public_url renders as a
+// manual video's image_url (the agent fetches it over https like any input
+// image), and an auto video with a brand kit and a file asset shows the
+// asset as its scene, the kit's colour in the lower-third bar and the kit's
+// logo asset in the top-right corner.
+func TestE2EUploadsAssetsAndBrandKits(t *testing.T) {
+	f, proxyURL := newMediaFarm(t, 500)
+	f.startAgent("media-1")
+
+	up := f.srv.must(http.StatusCreated, http.MethodPost, "/v1/uploads", f.apiKey, `{"filename":"boat.png","content_type":"image/png"}`).obj(t)
+	publicURL := up["public_url"].(string)
+	if !strings.HasPrefix(publicURL, proxyURL+"/files/uploads/") {
+		t.Fatalf("public_url %s is not under %s", publicURL, proxyURL)
+	}
+	f.putBytes(up["upload_url"].(string), proxyURL, "image/png", solidPNG(t, 320, 180, color.RGBA{230, 120, 20, 255}))
+	manual := f.createVideo(manualBody("a boat", `,"image_url":"`+publicURL+`"`))
+	f.waitStatus(manual["id"].(string), "completed", 3*time.Minute)
+	pubPath, _ := url.Parse(publicURL)
+	f.hitsMu.Lock()
+	fetched := f.hits["GET "+pubPath.Path]
+	f.hitsMu.Unlock()
+	if fetched == 0 {
+		t.Fatal("the agent never fetched the upload's public_url")
+	}
+
+	scene := f.readyAsset(proxyURL, solidPNG(t, 320, 180, color.RGBA{20, 200, 40, 255}))
+	logo := f.readyAsset(proxyURL, solidPNG(t, 64, 32, color.RGBA{250, 20, 20, 255}))
+	kit := f.srv.must(http.StatusCreated, http.MethodPost, "/v1/brand-kits", f.apiKey,
+		`{"name":"Blue Co","colors":["#0000ff","#ffff00"],"logo_asset_id":"`+logo+`"}`).obj(t)
+	auto := f.createVideo(`{"mode":"auto","prompt":"A green field.","duration_seconds":5,"brand_kit_id":"` + kit["id"].(string) +
+		`","file_asset_ids":["` + scene + `"]}`)
+	v := f.waitStatus(auto["id"].(string), "completed", 4*time.Minute)
+	clean := f.download(strings.Replace(v["video_url_no_captions"].(string), proxyURL, f.srv.public, 1), "branded.mp4")
+	const w, h = 1280, 720
+	checkMP4(t, clean, 5, w, h, true)
+	px := frameRGB(t, clean, 1.5, w, h)
+	at := func(x, y int) color.RGBA {
+		i := (y*w + x) * 3
+		return color.RGBA{px[i], px[i+1], px[i+2], 255}
+	}
+	for _, c := range []struct {
+		what  string
+		x, y  int
+		check func(c color.RGBA) bool
+	}{
+		// The lower-third bar (bottom 16% of the frame) is the kit's first
+		// colour at 85% over the scene: blue.
+		{"lower-third bar", w / 10, h - 50, func(c color.RGBA) bool { return c.B > 170 && c.R < 60 && c.G < 90 }},
+		// The logo asset (2:1) fits 10% of the height, 3% from the top right.
+		{"logo", w - 22 - 72, 22 + 36, func(c color.RGBA) bool { return c.R > 200 && c.G < 70 && c.B < 70 }},
+		// The scene is the green asset, animated.
+		{"scene", w / 3, h / 3, func(c color.RGBA) bool { return c.G > 120 && c.G > c.R+60 && c.G > c.B+60 }},
+	} {
+		if got := at(c.x, c.y); !c.check(got) {
+			t.Errorf("%s at (%d,%d) is %v", c.what, c.x, c.y, got)
 		}
 	}
-	return n
-}
-
-func near8(v uint32, want uint8) bool {
-	d := int(v>>8) - int(want)
-	return d > -40 && d < 40
-}
-
-// frameAt extracts the frame at second sec of a video as a PNG.
-func frameAt(t *testing.T, video string, sec float64) image.Image {
-	t.Helper()
-	out := strings.TrimSuffix(video, filepath.Ext(video)) + fmt.Sprintf("-%g.png", sec)
-	cmd := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-ss", fmt.Sprint(sec), "-i", video, "-frames:v", "1", out)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("extract frame: %v: %s", err, b)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := png.Decode(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img
-}
-
-// TestE2EAvatarsAndSpeech, through the public API and real processes: a
-// speech sample comes back as real audio; an avatar drawn from a prompt and
-// one made from a photo become ready as 512×512 PNGs; and an auto video
-// presented by the photo avatar shows that photo where the default presenter
-// is not.
-func TestE2EAvatarsAndSpeech(t *testing.T) {
-	f := newE2EFarm(t, 100)
-	f.startAgent("agent-1")
-
-	// Speech: the request waits for the idle agent and answers with the audio.
-	sp := f.srv.must(http.StatusOK, http.MethodPost, "/v1/voices/speech", f.apiKey,
-		`{"text":"Welcome to the render farm. This sample was spoken by espeak-ng.","voice_id":"en-us+f3"}`).obj(t)
-	audio := f.download(sp["audio_url"].(string), "speech.m4a")
-	info, err := pipeline.Probe(context.Background(), audio)
-	if err != nil || info.AudioCodec != "aac" || info.Duration <= 0 || num(sp, "duration_seconds") <= 0 {
-		t.Fatalf("speech audio: %+v %v (sample %v)", info, err, sp)
-	}
-	f.srv.must(http.StatusBadRequest, http.MethodPost, "/v1/voices/speech", f.apiKey, `{"text":"hi","voice_id":"no-such-voice"}`)
-	f.srv.must(http.StatusBadRequest, http.MethodPost, "/v1/voices/speech", f.apiKey,
-		fmt.Sprintf(`{"text":%q,"voice_id":"en-us"}`, strings.Repeat("a", 301)))
-
-	// Avatars.
-	drawn := f.srv.must(http.StatusCreated, http.MethodPost, "/v1/avatars", f.apiKey,
-		`{"kind":"prompt","prompt":"a friendly man in a blue shirt","name":"Sam"}`).obj(t)
-	photo := f.srv.must(http.StatusCreated, http.MethodPost, "/v1/avatars", f.apiKey,
-		fmt.Sprintf(`{"kind":"photo","file_url":%q,"consent":true,"name":"Me"}`, f.images.URL+"/img/face.png")).obj(t)
-	f.srv.must(http.StatusBadRequest, http.MethodPost, "/v1/avatars", f.apiKey,
-		fmt.Sprintf(`{"kind":"photo","file_url":%q}`, f.images.URL+"/img/face.png"))
-	for _, av := range []map[string]any{drawn, photo} {
-		ready := f.waitAvatar(av["id"].(string), 60*time.Second)
-		decodePNG(t, f.download(ready["image_url"].(string), av["id"].(string)+".png"), pipeline.AvatarSize, pipeline.AvatarSize)
-	}
-	ready := f.waitAvatar(photo["id"].(string), time.Second)
-	if n := faceColoured(decodePNG(t, f.download(ready["image_url"].(string), "photo.png"), pipeline.AvatarSize, pipeline.AvatarSize)); n != pipeline.AvatarSize*pipeline.AvatarSize {
-		t.Fatalf("the photo avatar has %d pixels of the photo's colour, want all", n)
-	}
-
-	// The same auto video with the photo avatar and with the default presenter.
-	body := `{"mode":"auto","prompt":"A short tour of a lighthouse at dawn.","duration_seconds":5%s}`
-	own := f.createVideo(fmt.Sprintf(body, fmt.Sprintf(`,"avatar_id":%q`, photo["id"])))["id"].(string)
-	stock := f.createVideo(fmt.Sprintf(body, ""))["id"].(string)
-	counts := map[string]int{}
-	for name, id := range map[string]string{"own": own, "stock": stock} {
-		v := f.waitStatus(id, "completed", 120*time.Second)
-		counts[name] = faceColoured(frameAt(t, f.download(v["video_url_no_captions"].(string), name+".mp4"), 2))
-	}
-	// A presenter badge at 720p is over 10,000 pixels.
-	if counts["own"] < 5000 || counts["own"] < 10*counts["stock"] {
-		t.Fatalf("pixels of the photo's colour in a frame: %d with the photo avatar, %d with the default presenter", counts["own"], counts["stock"])
+	if t.Failed() {
+		_ = os.WriteFile(filepath.Join(os.TempDir(), "vidfarm-branded-frame.rgb"), px, 0o644)
 	}
 }

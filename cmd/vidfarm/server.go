@@ -52,6 +52,7 @@ func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
 	fs.DurationVar(&sf.cfg.SpeechWait, "speech-wait", api.DefaultSpeechWait, "how long POST /v1/voices/speech waits for its audio before answering 202 with a sample to poll")
 	fs.BoolVar(&sf.cfg.DevAllowPrivateWebhooks, "dev-allow-private-webhooks", false,
 		"DEVELOPMENT: let webhooks target plain http and loopback/private addresses (local receivers); never on a public farm")
+	fs.StringVar(&sf.cfg.AppDB, "app-db", "", "the service's app database, postgres://… (add ?search_path=SCHEMA for another schema); empty runs alone")
 }
 
 func (sf *serverFlags) config() (server.Config, error) {

@@ -40,6 +40,8 @@ type Config struct {
 	Logger   *slog.Logger
 	Gatherer prometheus.Gatherer
 	Now      func() time.Time
+	// AppDB reports the app-database bridge; nil without one.
+	AppDB func() any
 	// Cluster manages membership; nil leaves the cluster endpoints out.
 	Cluster Cluster
 }
@@ -78,6 +80,8 @@ func Handler(cfg Config) http.Handler {
 		r.Post("/admin/v1/snapshot", s.snapshot)
 		r.Get("/admin/v1/status", s.status)
 		r.Get("/admin/v1/webhook-deliveries", s.webhookDeliveries)
+		r.Get("/admin/v1/cluster/status", s.clusterStatus)
+		r.Post("/admin/v1/accounts/{id}/debits", s.debit)
 		if cfg.Cluster != nil {
 			r.Post("/admin/v1/cluster/join", s.clusterJoin)
 			r.Post("/admin/v1/cluster/remove", s.clusterRemove)
@@ -118,8 +122,9 @@ func (s *server) apply(w http.ResponseWriter, r *http.Request, cmd fsm.Command) 
 	if err == nil {
 		return out, true
 	}
-	var e *apierr.Error
+	e := debitRefusal(err)
 	switch {
+	case e != nil:
 	case errors.Is(err, fsm.ErrAccountNotFound):
 		e = apierr.New(http.StatusNotFound, apierr.CodeAccountNotFound, "no such account")
 	case errors.Is(err, fsm.ErrKeyNotFound):

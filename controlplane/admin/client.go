@@ -133,6 +133,19 @@ func (c *Client) Snapshot(ctx context.Context) (json.RawMessage, error) {
 	return c.Do(ctx, http.MethodPost, "/admin/v1/snapshot", nil)
 }
 
+// Debit takes credits for a render the app does itself; reuse key when retrying.
+func (c *Client) Debit(ctx context.Context, accountID string, amount int64, key string) (Debit, error) {
+	var out Debit
+	err := c.into(ctx, http.MethodPost, "/admin/v1/accounts/"+url.PathEscape(accountID)+"/debits",
+		map[string]any{"amount": amount, "idempotency_key": key}, &out)
+	return out, err
+}
+
+// ClusterStatus reads the node's Raft state and the app-database bridge's.
+func (c *Client) ClusterStatus(ctx context.Context) (json.RawMessage, error) {
+	return c.Do(ctx, http.MethodGet, "/admin/v1/cluster/status", nil)
+}
+
 // ClusterMembers lists the voters, the leader and their published addresses.
 func (c *Client) ClusterMembers(ctx context.Context) (ClusterMembers, error) {
 	var out ClusterMembers

@@ -12,13 +12,14 @@ import (
 )
 
 // blobKey is the key of /agent/v1/blobs/<key>, checked against the key rules and
-// required to be under videos/.
-func blobKey(r *http.Request) (string, *apierr.Error) {
+// required to be under videos/, or (readable only) under assets/: the files
+// accounts uploaded, which their videos' tasks read.
+func blobKey(r *http.Request, readable bool) (string, *apierr.Error) {
 	key := strings.TrimPrefix(r.URL.Path, "/agent/v1/blobs/")
 	if err := blob.ValidateKey(key); err != nil {
 		return "", invalid(err.Error()).With("field", "key")
 	}
-	if !strings.HasPrefix(key, "videos/") {
+	if !strings.HasPrefix(key, "videos/") && !(readable && strings.HasPrefix(key, "assets/")) {
 		return "", invalid("blob keys are videos/<video id>/<task name>/<file name>").With("field", "key")
 	}
 	return key, nil
@@ -27,7 +28,7 @@ func blobKey(r *http.Request) (string, *apierr.Error) {
 // putBlob stores an artifact of a task this node holds the lease of.
 func (s *server) putBlob(w http.ResponseWriter, r *http.Request) {
 	n := nodeOf(r)
-	key, e := blobKey(r)
+	key, e := blobKey(r, false)
 	if e != nil {
 		apierr.Write(w, r, e)
 		return
@@ -82,9 +83,9 @@ func tooLarge(limit int64) *apierr.Error {
 		fmt.Sprintf("a blob may be at most %d bytes", limit)).With("max_bytes", limit)
 }
 
-// getBlob serves a blob under videos/ (task inputs), with range requests.
+// getBlob serves a blob under videos/ or assets/ (task inputs), with range requests.
 func (s *server) getBlob(w http.ResponseWriter, r *http.Request) {
-	key, e := blobKey(r)
+	key, e := blobKey(r, true)
 	if e != nil {
 		apierr.Write(w, r, e)
 		return

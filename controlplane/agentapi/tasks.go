@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -157,8 +158,46 @@ func (s *server) assignment(l scheduler.Lease) wire.Assignment {
 	if len(v.Artifacts) > 0 {
 		a.Inputs = v.Artifacts // a copy: FSM reads return copies
 	}
+	s.addMedia(&a, v.Video)
 	s.ownAvatarInput(&a, v.Video)
 	return a
+}
+
+// addMedia adds what an auto video's tasks need of its brand kit and file
+// assets: the kit's colours and logo, and each asset as an input. Videos keep
+// their kit and assets while unfinished (the FSM refuses to delete them), so a
+// missing one means the state changed under a task; it renders without it,
+// and the log says so.
+func (s *server) addMedia(a *wire.Assignment, v fsm.Video) {
+	input := func(name, key string) {
+		if a.Inputs == nil {
+			a.Inputs = map[string]string{}
+		}
+		a.Inputs[name] = key
+	}
+	if id := v.Spec.BrandKitID; id != "" {
+		k, ok := s.fsm.BrandKit(v.AccountID, id)
+		if !ok {
+			s.log.Warn("video's brand kit is gone; rendering without it", "video_id", v.ID, "brand_kit_id", id)
+		} else {
+			b := &wire.Brand{Colors: k.Colors, LogoURL: k.LogoURL}
+			if as, ok := s.fsm.Asset(v.AccountID, k.LogoAssetID); ok && as.Status == fsm.AssetReady {
+				b.LogoInput = "brand/logo" + path.Ext(as.BlobKey)
+				input(b.LogoInput, as.BlobKey)
+			}
+			a.Video.Brand = b
+		}
+	}
+	for _, id := range v.Spec.FileAssetIDs {
+		as, ok := s.fsm.Asset(v.AccountID, id)
+		if !ok || as.Status != fsm.AssetReady {
+			s.log.Warn("video's file asset is gone; rendering without it", "video_id", v.ID, "asset_id", id)
+			continue
+		}
+		name := "assets/" + path.Base(as.BlobKey)
+		input(name, as.BlobKey)
+		a.Video.AssetInputs = append(a.Video.AssetInputs, name)
+	}
 }
 
 // mediaJob fills in an avatar or speech task; it reports whether id is one.

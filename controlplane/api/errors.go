@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
@@ -17,7 +18,23 @@ func (a *API) upgradeURL() string    { return a.cfg.AppURL + "/billing/plans" }
 func (a *API) fromApply(r *http.Request, err error) *apierr.Error {
 	var ins *fsm.InsufficientCreditsError
 	var dup *fsm.DuplicateRequestError
+	var unusable *fsm.AssetUnusableError
+	var inUse *fsm.InUseError
+	var limit *fsm.LimitError
 	switch {
+	case errors.As(err, &unusable):
+		return apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, unusable.Error()).
+			With("asset_id", unusable.AssetID).With("reason", unusable.Reason)
+	case errors.Is(err, fsm.ErrBrandKitNotFound):
+		return apierr.Invalid("brand_kit_id", "no such brand kit in this account; list kits with GET /v1/brand-kits")
+	case errors.Is(err, fsm.ErrAssetNotFound):
+		return apierr.NotFound("asset")
+	case errors.As(err, &inUse):
+		return apierr.New(http.StatusConflict, apierr.CodeInvalidRequest,
+			fmt.Sprintf("this %s is still used; delete or finish what uses it first", inUse.What)).With("used_by", inUse.UsedBy)
+	case errors.As(err, &limit):
+		return apierr.New(http.StatusConflict, apierr.CodeInvalidRequest,
+			fmt.Sprintf("this account holds the most %s it may (%d); delete some first", limit.What, limit.Limit)).With("max_count", limit.Limit)
 	case errors.As(err, &ins):
 		return apierr.New(http.StatusPaymentRequired, apierr.CodeInsufficientCredits,
 			"not enough credits for this video; buy credits in the app, or choose a shorter duration or lower resolution").

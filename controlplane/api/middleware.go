@@ -38,6 +38,10 @@ func (a *API) observe(next http.Handler) http.Handler {
 // without a length are cut off by readBody.
 func (a *API) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isFilePut(r) { // file bytes, not JSON: putFile applies the upload limit
+			next.ServeHTTP(w, r)
+			return
+		}
 		if r.ContentLength >= MaxBodyBytes {
 			apierr.Write(w, r, tooLarge())
 			return

@@ -9,6 +9,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"slices"
 	"sync"
 	"time"
@@ -50,6 +51,9 @@ type Config struct {
 	// WebhookGuard checks webhook addresses at registration; nil means the
 	// production policy (public https only).
 	WebhookGuard *netguard.Guard
+	// Guard checks the addresses the farm fetches on a client's behalf (brand
+	// pages, logo_url); nil means one with AllowPrivate = AllowPrivateURLs.
+	Guard *netguard.Guard
 	// ApplyTimeout bounds how long a request waits for its command to commit.
 	ApplyTimeout time.Duration
 	// SpeechWait bounds how long POST /v1/voices/speech waits for its audio
@@ -85,6 +89,9 @@ func New(cfg Config) (*API, error) {
 	}
 	if cfg.WebhookGuard == nil {
 		cfg.WebhookGuard = &netguard.Guard{}
+	}
+	if cfg.Guard == nil {
+		cfg.Guard = &netguard.Guard{AllowPrivate: cfg.AllowPrivateURLs}
 	}
 	if cfg.ApplyTimeout == 0 {
 		cfg.ApplyTimeout = 10 * time.Second
@@ -122,6 +129,7 @@ func (a *API) routes() chi.Router {
 	r.Get("/files/previews/{id}.png", a.previewFile)
 	r.Get("/files/*", a.serveFile)
 	r.Head("/files/*", a.serveFile)
+	r.Put("/files/*", a.putFile)
 	r.Group(func(r chi.Router) {
 		r.Use(a.authenticate)
 		r.Get("/v1/openapi.json", a.openAPI)
@@ -142,6 +150,16 @@ func (a *API) routes() chi.Router {
 		r.Get("/v1/webhooks", a.listWebhooks)
 		r.Post("/v1/webhooks", a.createWebhook)
 		r.Delete("/v1/webhooks/{id}", a.deleteWebhook)
+		r.Post("/v1/uploads", a.createUpload)
+		r.Post("/v1/assets", a.createAsset)
+		r.Get("/v1/assets", a.listAssets)
+		r.Get("/v1/assets/{id}", a.getAsset)
+		r.Delete("/v1/assets/{id}", a.deleteAsset)
+		r.Post("/v1/assets/{id}/complete", a.completeAsset)
+		r.Get("/v1/brand-kits", a.listBrandKits)
+		r.Post("/v1/brand-kits", a.createBrandKit)
+		r.Post("/v1/brand-kits/from-url", a.brandKitFromURL)
+		r.Delete("/v1/brand-kits/{id:br_[^/]+}", a.deleteBrandKit) // not from-url: its only method is POST
 	})
 	return r
 }
@@ -170,11 +188,14 @@ func (f *inflight) release(k inflightKey) {
 	f.mu.Unlock()
 }
 
+// routeParam matches a route parameter with a pattern, {id:br_[^/]+}.
+var routeParam = regexp.MustCompile(`\{(\w+):[^}]*\}`)
+
 // Routes lists every route the API serves as "METHOD /pattern", sorted.
 func (a *API) Routes() []string {
 	var out []string
 	_ = chi.Walk(a.router, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
-		out = append(out, method+" "+route)
+		out = append(out, method+" "+routeParam.ReplaceAllString(route, "{$1}"))
 		return nil
 	})
 	slices.Sort(out)

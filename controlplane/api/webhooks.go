@@ -175,12 +175,6 @@ func invalidURL(err error) *apierr.Error {
 	return e.With("reason", err.Error())
 }
 
-type deletedJSON struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Deleted bool   `json:"deleted"`
-}
-
 func (a *API) deleteWebhook(w http.ResponseWriter, r *http.Request) {
 	if !a.webhookWrite(w, r) {
 		return

@@ -57,3 +57,20 @@ func (s Signer) Verify(path string, q url.Values, now time.Time) error {
 	}
 	return nil
 }
+
+// putPrefix separates the signatures of uploads from those of downloads: a GET
+// URL of a path can never be replayed as a PUT of it.
+const putPrefix = "PUT "
+
+// PutURL returns the absolute signed URL that lets its holder PUT the bytes of
+// path (which starts with /files/) until exp; a GET of the same path needs its
+// own URL from URL.
+func (s Signer) PutURL(path string, exp time.Time) string {
+	e := exp.Unix()
+	return s.BaseURL + path + "?expires=" + strconv.FormatInt(e, 10) + "&signature=" + s.mac(putPrefix+path, e)
+}
+
+// VerifyPut checks the query of a PUT of path at time now.
+func (s Signer) VerifyPut(path string, q url.Values, now time.Time) error {
+	return s.Verify(putPrefix+path, q, now)
+}

@@ -13,6 +13,8 @@ var contentTypes = map[string]string{
 	".jpg":  "image/jpeg",
 	".jpeg": "image/jpeg",
 	".png":  "image/png",
+	".webp": "image/webp",
+	".gif":  "image/gif",
 	".json": "application/json",
 	".wav":  "audio/wav",
 	".m4a":  "audio/mp4",

@@ -12,8 +12,7 @@ func (s *state) applyCreateAccount(c *CreateAccount) (any, error) {
 	if _, ok := s.accounts[c.AccountID]; ok {
 		return nil, fmt.Errorf("%w: account %s exists", ErrInvalidCommand, c.AccountID)
 	}
-	a := &Account{ID: c.AccountID, Name: c.Name, Plan: c.Plan, Credits: c.Credits, CreatedAt: c.Now}
-	s.accounts[a.ID] = a
+	a := s.openAccount(c.AccountID, c.Name, c.Plan, c.Credits, c.Now)
 	s.addKey(c.KeyID, c.AccountID, c.KeyHash, c.KeyHint, c.Now)
 	return *a, nil
 }
@@ -54,7 +53,7 @@ func (s *state) applyGrantCredits(c *GrantCredits) (any, error) {
 	if c.Amount <= 0 {
 		return nil, fmt.Errorf("%w: grant must be positive, got %d", ErrInvalidCommand, c.Amount)
 	}
-	a.Credits += c.Amount
+	s.move(a, LedgerGrant, c.Amount, "", "", c.Now)
 	return *a, nil
 }
 

@@ -40,6 +40,15 @@ const (
 	CreateSpeechType MessageType = 34
 )
 
+// Uploaded assets and brand kits (numbers reserved for them).
+const (
+	CreateAssetType    MessageType = 28
+	CompleteAssetType  MessageType = 29
+	DeleteAssetType    MessageType = 30
+	CreateBrandKitType MessageType = 31
+	DeleteBrandKitType MessageType = 32
+)
+
 // Cluster membership: the addresses of the control-plane nodes.
 const (
 	SetMemberType    MessageType = 46
@@ -96,6 +105,24 @@ func (t MessageType) String() string {
 		return "record_delivery"
 	case PruneDeliveriesType:
 		return "prune_deliveries"
+	case CreateAssetType:
+		return "create_asset"
+	case CompleteAssetType:
+		return "complete_asset"
+	case DeleteAssetType:
+		return "delete_asset"
+	case CreateBrandKitType:
+		return "create_brand_kit"
+	case DeleteBrandKitType:
+		return "delete_brand_kit"
+	case AppRowsType:
+		return "app_rows"
+	case SetAppExportType:
+		return "set_app_export"
+	case TrimExportedType:
+		return "trim_exported"
+	case DebitCreditsType:
+		return "debit_credits"
 	case SetMemberType:
 		return "set_member"
 	case RemoveMemberType:
@@ -269,6 +296,24 @@ func Decode(entry []byte) (Command, error) {
 		c = &RecordDelivery{}
 	case PruneDeliveriesType:
 		c = &PruneDeliveries{}
+	case CreateAssetType:
+		c = &CreateAsset{}
+	case CompleteAssetType:
+		c = &CompleteAsset{}
+	case DeleteAssetType:
+		c = &DeleteAsset{}
+	case CreateBrandKitType:
+		c = &CreateBrandKit{}
+	case DeleteBrandKitType:
+		c = &DeleteBrandKit{}
+	case AppRowsType:
+		c = &AppRows{}
+	case SetAppExportType:
+		c = &SetAppExport{}
+	case TrimExportedType:
+		c = &TrimExported{}
+	case DebitCreditsType:
+		c = &DebitCredits{}
 	case SetMemberType:
 		c = &SetMember{}
 	case RemoveMemberType:

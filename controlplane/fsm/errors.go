@@ -84,3 +84,59 @@ func (e *TransitionError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalidTransition) true.
 func (e *TransitionError) Is(target error) bool { return target == ErrInvalidTransition }
+
+var (
+	// ErrAssetNotFound means the asset does not exist for the account that asked.
+	ErrAssetNotFound = errors.New("asset not found")
+	// ErrBrandKitNotFound means the brand kit does not exist for the account that asked.
+	ErrBrandKitNotFound = errors.New("brand kit not found")
+	// ErrAssetUnusable means an asset cannot be used (or completed) as asked; the
+	// concrete error is *AssetUnusableError.
+	ErrAssetUnusable = errors.New("asset not usable")
+	// ErrInUse means an object is still used by another and was kept; the
+	// concrete error is *InUseError.
+	ErrInUse = errors.New("still in use")
+	// ErrLimitReached means an account holds as many objects of a kind as it
+	// may; the concrete error is *LimitError.
+	ErrLimitReached = errors.New("limit reached")
+)
+
+// AssetUnusableError says which asset and why.
+type AssetUnusableError struct {
+	AssetID string
+	Reason  string
+}
+
+func (e *AssetUnusableError) Error() string {
+	return fmt.Sprintf("asset %s cannot be used: %s", e.AssetID, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrAssetUnusable) true.
+func (e *AssetUnusableError) Is(target error) bool { return target == ErrAssetUnusable }
+
+// InUseError names what still uses an object.
+type InUseError struct {
+	What   string // "asset", "brand kit"
+	ID     string
+	UsedBy []string // brand kit and video ids
+}
+
+func (e *InUseError) Error() string {
+	return fmt.Sprintf("%s %s is used by %v", e.What, e.ID, e.UsedBy)
+}
+
+// Is makes errors.Is(err, ErrInUse) true.
+func (e *InUseError) Is(target error) bool { return target == ErrInUse }
+
+// LimitError names the per-account limit that was reached.
+type LimitError struct {
+	What  string
+	Limit int
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("an account may hold at most %d %s", e.Limit, e.What)
+}
+
+// Is makes errors.Is(err, ErrLimitReached) true.
+func (e *LimitError) Is(target error) bool { return target == ErrLimitReached }

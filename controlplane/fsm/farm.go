@@ -129,6 +129,7 @@ func (s *state) applyLeaseTask(c *LeaseTask) (any, error) {
 	if v, ok := s.videos[l.VideoID]; ok && v.Status == StatusQueued {
 		v.Status = StatusProcessing
 		v.StartedAt, v.UpdatedAt = c.Now, c.Now
+		s.videoChanged(v, c.Now)
 	}
 	s.jobLeased(l.VideoID, c.Now)
 	return LeaseResult{Lease: l, Found: true}, nil
@@ -217,6 +218,7 @@ func (s *state) completeVideo(v *Video, final string, seconds float64, now int64
 	v.FinishedAt, v.UpdatedAt = now, now
 	_ = s.sched.Forget(v.ID)
 	s.emitVideoEvent(v, now)
+	s.videoChanged(v, now)
 }
 
 // failVideo marks v failed and refunds its charge, in the same step.
@@ -225,13 +227,14 @@ func (s *state) failVideo(v *Video, reason string, now int64) {
 		_ = s.sched.Forget(v.ID)
 	}
 	if a := s.accounts[v.AccountID]; a != nil {
-		a.Credits += v.CreditsCharged
+		s.move(a, LedgerRefund, v.CreditsCharged, v.ID, "", now)
 	}
 	v.Status = StatusFailed
 	v.ErrorMessage = reason
 	v.CreditsRefunded = true
 	v.FinishedAt, v.UpdatedAt = now, now
 	s.emitVideoEvent(v, now)
+	s.videoChanged(v, now)
 }
 
 func (s *state) applyFailTask(c *FailTask) (any, error) {

@@ -61,6 +61,7 @@ func (f *FSM) applyLocked(l *raft.Log) any {
 		// A log entry this binary cannot read means replicas would diverge.
 		panic(fmt.Sprintf("fsm: log index %d: %v", l.Index, err))
 	}
+	f.s.out.begin(l.Index)
 	v, err := f.s.apply(cmd)
 	f.afterApply()
 	return &Result{Value: v, Err: err}
@@ -91,6 +92,10 @@ func (f *FSM) ApplyCommand(c Command) (any, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	defer f.afterApply()
+	// Outside Raft there is no log index: commands are counted instead, so the
+	// ledger's keys run on as they would in the log.
+	f.applied++
+	f.s.out.begin(f.applied)
 	return f.s.apply(c)
 }
 
@@ -144,6 +149,24 @@ func (s *state) apply(cmd Command) (any, error) {
 		return s.applyRecordDelivery(c)
 	case *PruneDeliveries:
 		return s.applyPruneDeliveries(c)
+	case *CreateAsset:
+		return s.applyCreateAsset(c)
+	case *CompleteAsset:
+		return s.applyCompleteAsset(c)
+	case *DeleteAsset:
+		return s.applyDeleteAsset(c)
+	case *CreateBrandKit:
+		return s.applyCreateBrandKit(c)
+	case *DeleteBrandKit:
+		return s.applyDeleteBrandKit(c)
+	case *AppRows:
+		return s.applyAppRows(c)
+	case *SetAppExport:
+		return s.applySetAppExport(c)
+	case *TrimExported:
+		return s.applyTrimExported(c)
+	case *DebitCredits:
+		return s.applyDebitCredits(c)
 	case *SetMember:
 		return s.applySetMember(c)
 	case *RemoveMember:
@@ -176,6 +199,8 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.s = s
+	// The last index the snapshot's state had applied; Raft goes on from there.
+	f.applied = max(f.applied, s.out.index)
 	f.mu.Unlock()
 	return nil
 }

@@ -225,3 +225,11 @@ func restored(t *testing.T, b []byte) *fsm.FSM {
 type nopCloser struct{ *bytes.Reader }
 
 func (nopCloser) Close() error { return nil }
+
+// readyAsset adds a completed 10-byte PNG asset to an account.
+func (w *world) readyAsset(account, id string) fsm.Asset {
+	w.t.Helper()
+	w.must(&fsm.CreateAsset{Asset: fsm.Asset{ID: id, AccountID: account, Filename: id + ".png", ContentType: "image/png",
+		Size: 10, BlobKey: "assets/" + id + ".png", CreatedAt: t0}})
+	return w.must(&fsm.CompleteAsset{AssetID: id, AccountID: account, StoredSize: 10, ContentType: "image/png", Now: t0 + 1}).(fsm.Asset)
+}

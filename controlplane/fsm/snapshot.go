@@ -51,6 +51,20 @@ const (
 	recEvent    recordType = 11
 	recDelivery recordType = 12
 )
+
+// Record types of assets and brand kits (numbers reserved for them).
+const (
+	recAsset    recordType = 13
+	recBrandKit recordType = 14
+)
+
+// Records of the app-database bridge (appdb.go, ledger.go).
+const (
+	recAppBridge  recordType = 19
+	recLedger     recordType = 20
+	recVideoEvent recordType = 21
+	recDebit      recordType = 22
+)
 const recMember recordType = 24
 
 // trailer is the body of the end record.
@@ -68,7 +82,7 @@ type record struct {
 
 // records copies the whole state into a list of records; the caller holds the read lock.
 func (s *state) records() []record {
-	out := make([]record, 0, 1+len(s.nodes)+len(s.accounts)+len(s.keys)+len(s.folders)+len(s.videos)+len(s.idem))
+	out := make([]record, 0, 1+len(s.nodes)+len(s.accounts)+len(s.keys)+len(s.folders)+len(s.videos)+len(s.idem)+len(s.assets)+len(s.kits))
 	out = append(out, record{recScheduler, s.sched.Snapshot()})
 	for _, m := range s.memberList() {
 		out = append(out, record{recMember, m})
@@ -113,6 +127,12 @@ func (s *state) records() []record {
 		for _, sid := range s.accountSpeech[id] {
 			out = append(out, record{recSpeech, *s.speech[sid]})
 		}
+		for _, aid := range s.accountAssets[id] {
+			out = append(out, record{recAsset, *s.assets[aid]})
+		}
+		for _, kid := range s.accountKits[id] {
+			out = append(out, record{recBrandKit, s.kits[kid].Clone()})
+		}
 		rs := idemByAccount[id]
 		slices.SortFunc(rs, func(a, b *Idempotency) int { return compareStrings(a.Key, b.Key) })
 		for _, r := range rs {
@@ -136,7 +156,7 @@ func (s *state) outboxRecords() []record {
 	for _, key := range slices.Sorted(maps.Keys(s.deliveries)) {
 		out = append(out, record{recDelivery, s.deliveries[key].clone()})
 	}
-	return out
+	return append(out, s.appRecords()...)
 }
 
 func compareStrings(a, b string) int {
@@ -362,8 +382,22 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 		s.accountSpeech[sp.AccountID] = append(s.accountSpeech[sp.AccountID], sp.ID)
 	case recWebhook, recEvent, recDelivery:
 		return s.restoreOutboxRecord(t, body)
+	case recAsset:
+		var as Asset
+		if err := msgpack.Unmarshal(body, &as); err != nil {
+			return fmt.Errorf("decode asset: %w", err)
+		}
+		s.assets[as.ID] = &as
+		s.accountAssets[as.AccountID] = append(s.accountAssets[as.AccountID], as.ID)
+	case recBrandKit:
+		var k BrandKit
+		if err := msgpack.Unmarshal(body, &k); err != nil {
+			return fmt.Errorf("decode brand kit: %w", err)
+		}
+		s.kits[k.ID] = &k
+		s.accountKits[k.AccountID] = append(s.accountKits[k.AccountID], k.ID)
 	default:
-		return fmt.Errorf("unknown snapshot record type %d", t)
+		return s.restoreAppRecord(t, body)
 	}
 	return nil
 }

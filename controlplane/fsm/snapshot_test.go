@@ -29,8 +29,10 @@ type cmdGen struct {
 	idem      []idemUse
 	nodes     []string
 	leases    []scheduler.Lease
-	tasks     map[string]string // task id -> name, of every task ever leased
-	webhooks  [][2]string       // id, account
+	tasks     map[string]string   // task id -> name, of every task ever leased
+	webhooks  [][2]string         // id, account
+	assets    map[string][]string // by account
+	kits      map[string][]string // by account
 	now       int64
 	seq       int
 }
@@ -40,7 +42,8 @@ type idemUse struct {
 }
 
 func newCmdGen() *cmdGen {
-	return &cmdGen{folders: map[string][]string{}, videoAcct: map[string]string{}, tasks: map[string]string{}, now: t0}
+	return &cmdGen{folders: map[string][]string{}, videoAcct: map[string]string{}, tasks: map[string]string{},
+		assets: map[string][]string{}, kits: map[string][]string{}, now: t0}
 }
 
 func (g *cmdGen) id(prefix string) string {
@@ -124,10 +127,15 @@ func (g *cmdGen) next(t *rapid.T) fsm.Command {
 		g.now += rapid.Int64Range(0, 60*1e9).Draw(t, "dt")
 	}
 	plans := []string{fsm.PlanFree, fsm.PlanPro, fsm.PlanMax, "bogus"}
-	kind := rapid.IntRange(0, 24).Draw(t, "kind")
+	if len(g.accounts) > 0 && rapid.IntRange(0, 7).Draw(t, "app") == 0 {
+		return g.appCommand(t)
+	}
+	kind := rapid.IntRange(0, 29).Draw(t, "kind")
 	switch {
 	case len(g.accounts) == 0:
 		kind = 0
+	case kind >= 25:
+		return g.nextAssetCommand(t, kind-25)
 	case kind >= 22:
 		return g.webhookCommand(t)
 	case kind >= 18: // leasing and completing twice as often: videos get done
@@ -165,7 +173,13 @@ func (g *cmdGen) next(t *rapid.T) fsm.Command {
 		id := g.id("vid")
 		g.videos = append(g.videos, id)
 		g.videoAcct[id] = acct
-		spec := fsm.Spec{Mode: fsm.ModeAuto, Prompt: "p" + id, DurationSeconds: 5, Orientation: "portrait", FileAssetIDs: []string{"as_" + id}}
+		spec := fsm.Spec{Mode: fsm.ModeAuto, Prompt: "p" + id, DurationSeconds: 5, Orientation: "portrait"}
+		if rapid.IntRange(0, 2).Draw(t, "with_assets") == 0 {
+			spec.FileAssetIDs = []string{pick(t, g.assets[acct], "asset")}
+			if ks := g.kits[acct]; len(ks) > 0 {
+				spec.BrandKitID = rapid.SampledFrom(ks).Draw(t, "kit")
+			}
+		}
 		if rapid.Bool().Draw(t, "manual") {
 			spec = manualSpec("p" + id)
 		}
@@ -230,6 +244,33 @@ func (g *cmdGen) next(t *rapid.T) fsm.Command {
 			return &fsm.DeregisterNode{NodeID: pick(t, g.nodes, "node"), Now: g.now}
 		}
 		return &fsm.ExpireLeases{Now: g.now}
+	}
+}
+
+// nextAssetCommand draws an asset or brand-kit command.
+func (g *cmdGen) nextAssetCommand(t *rapid.T, kind int) fsm.Command {
+	acct := pick(t, g.accounts, "acct")
+	switch kind {
+	case 0:
+		id := g.id("as")
+		g.assets[acct] = append(g.assets[acct], id)
+		return &fsm.CreateAsset{Asset: fsm.Asset{ID: id, AccountID: acct, Filename: "f.png", ContentType: "image/png",
+			Size: rapid.Int64Range(0, 3).Draw(t, "size"), BlobKey: "assets/" + id + ".png", CreatedAt: g.now}}
+	case 1:
+		return &fsm.CompleteAsset{AssetID: pick(t, g.assets[acct], "asset"), AccountID: acct,
+			StoredSize: rapid.Int64Range(1, 3).Draw(t, "stored"), ContentType: rapid.SampledFrom([]string{"image/png", "image/png", "image/jpeg"}).Draw(t, "sniffed"), Now: g.now}
+	case 2:
+		return &fsm.DeleteAsset{AssetID: pick(t, g.assets[acct], "asset"), AccountID: acct}
+	case 3:
+		id := g.id("br")
+		g.kits[acct] = append(g.kits[acct], id)
+		k := fsm.BrandKit{ID: id, AccountID: acct, Name: "k", Colors: []string{"#112233"}, CreatedAt: g.now}
+		if rapid.Bool().Draw(t, "logo_asset") {
+			k.LogoAssetID = pick(t, g.assets[acct], "asset")
+		}
+		return &fsm.CreateBrandKit{Kit: k}
+	default:
+		return &fsm.DeleteBrandKit{KitID: pick(t, g.kits[acct], "kit"), AccountID: acct}
 	}
 }
 
@@ -334,6 +375,13 @@ func sameReads(t *rapid.T, g *cmdGen, a, b *fsm.FSM) {
 			y, oky := b.Folder(id, f)
 			same("folder "+f, []any{x, okx}, []any{y, oky})
 		}
+		same("assets of "+id, a.Assets(id), b.Assets(id))
+		same("brand kits of "+id, a.BrandKits(id), b.BrandKits(id))
+		for _, as := range g.assets[id] {
+			x, okx := a.Asset(id, as)
+			y, oky := b.Asset(id, as)
+			same("asset "+as, []any{x, okx}, []any{y, oky})
+		}
 		for _, flt := range []fsm.VideoFilter{{Limit: 1000}, {Limit: 3}, {Status: fsm.StatusQueued, Limit: 1000}} {
 			x, errx := a.ListVideos(id, flt)
 			y, erry := b.ListVideos(id, flt)
@@ -372,6 +420,10 @@ func sameReads(t *rapid.T, g *cmdGen, a, b *fsm.FSM) {
 		same("task "+id, []any{x, okx}, []any{y, oky})
 	}
 	sameWebhookReads(same, g, a, b)
+	same("app export", a.AppExport(), b.AppExport())
+	x, y := a.PendingExport(0, 1<<20), b.PendingExport(0, 1<<20)
+	// Printed, so an empty outbox equals a nil one.
+	same("outbox", fmt.Sprint(x.Ledger, x.Events, x.On), fmt.Sprint(y.Ledger, y.Events, y.On))
 }
 
 // sampleSnapshot is the snapshot of a small state with every record type.
@@ -384,6 +436,8 @@ func sampleSnapshot(t *testing.T) []byte {
 	w.must(createVideo("v1", "a", 3, "idem", "body", t0))
 	w.must(createVideo("v2", "a", 3, "", "", t0))
 	w.must(createVideo("p", "b", 3, "", "", t0))
+	w.must(&fsm.CreateAsset{Asset: fsm.Asset{ID: "as_1", AccountID: "a", Filename: "l.png", ContentType: "image/png", Size: 5, BlobKey: "assets/as_1.png"}})
+	w.must(&fsm.CreateBrandKit{Kit: fsm.BrandKit{ID: "br_1", AccountID: "a", Name: "k", Colors: []string{"#123456"}}})
 	return snapshotBytes(t, w.f)
 }
 

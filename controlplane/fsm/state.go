@@ -31,6 +31,10 @@ type state struct {
 	accountAvatars map[string][]string // avatar ids in creation order
 	speech         map[string]*Speech
 	accountSpeech  map[string][]string // speech ids in creation order
+	assets         map[string]*Asset
+	accountAssets  map[string][]string // asset ids in creation order
+	kits           map[string]*BrandKit
+	accountKits    map[string][]string // brand kit ids in creation order
 
 	nodes      map[string]*Node
 	nodeByCred map[[32]byte]string
@@ -52,6 +56,10 @@ type state struct {
 	pending    map[string]struct{}
 	// outboxWritten is set by an apply that wrote deliveries (not snapshotted).
 	outboxWritten bool
+	// out, in and debits belong to the app-database bridge (appdb.go).
+	out    outbox
+	in     inbound
+	debits map[idemKey]*Debit
 }
 
 func newState() *state {
@@ -68,10 +76,15 @@ func newState() *state {
 		accountAvatars: map[string][]string{},
 		speech:         map[string]*Speech{},
 		accountSpeech:  map[string][]string{},
+		assets:         map[string]*Asset{},
+		accountAssets:  map[string][]string{},
+		kits:           map[string]*BrandKit{},
+		accountKits:    map[string][]string{},
 		nodes:          map[string]*Node{},
 		nodeByCred:     map[[32]byte]string{},
 		voices:         newVoiceIndex(),
 		sched:          newScheduler(),
+		debits:         map[idemKey]*Debit{},
 		members:        map[string]*Member{},
 
 		webhooks:        map[string]*Webhook{},

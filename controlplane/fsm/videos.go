@@ -32,6 +32,9 @@ func (s *state) applyCreateVideo(c *CreateVideo) (any, error) {
 	if c.Price < 0 {
 		return nil, fmt.Errorf("%w: negative price", ErrInvalidCommand)
 	}
+	if err := s.checkVideoAssets(c.AccountID, &c.Spec); err != nil {
+		return nil, err
+	}
 	v := &Video{
 		ID: c.VideoID, AccountID: c.AccountID, Spec: c.Spec.Clone(), Price: c.Price,
 		CreatedAt: c.Now, UpdatedAt: c.Now,
@@ -44,7 +47,7 @@ func (s *state) applyCreateVideo(c *CreateVideo) (any, error) {
 		if err := s.submit(v, a.Plan, c.Now); err != nil {
 			return nil, err
 		}
-		a.Credits -= c.Price
+		s.move(a, LedgerCharge, -c.Price, v.ID, "", c.Now)
 		v.CreditsCharged = c.Price
 	} else {
 		if a.FreeVideoUsed {
@@ -56,6 +59,7 @@ func (s *state) applyCreateVideo(c *CreateVideo) (any, error) {
 	}
 	s.videos[v.ID] = v
 	s.accountVideos[v.AccountID] = append(s.accountVideos[v.AccountID], v.ID)
+	s.videoChanged(v, c.Now)
 	res := CreateVideoResult{QueuedVideo: s.queued(v)}
 	if c.IdempotencyKey != "" {
 		s.idem[ik] = &Idempotency{
@@ -87,6 +91,7 @@ func (s *state) applyRenderPreview(c *RenderPreview) (any, error) {
 	v.RenderedFromPreview = true
 	v.Status = StatusQueued
 	v.UpdatedAt = c.Now
+	s.videoChanged(v, c.Now)
 	return CreateVideoResult{QueuedVideo: s.queued(v)}, nil
 }
 
@@ -115,6 +120,12 @@ func (s *state) applyExpireIdempotency(c *ExpireIdempotency) (any, error) {
 	for k, rec := range s.idem {
 		if rec.CreatedAt < c.Before {
 			delete(s.idem, k)
+			n++
+		}
+	}
+	for k, d := range s.debits {
+		if d.CreatedAt < c.Before {
+			delete(s.debits, k)
 			n++
 		}
 	}

@@ -490,6 +490,7 @@ func equalStrings(a, b []string) bool {
 func TestReadsReturnCopies(t *testing.T) {
 	w := newWorld(t, appliers[0])
 	w.account("a", fsm.PlanPro, 100)
+	w.readyAsset("a", "as_1")
 	c := createVideo("v", "a", 1, "", "", t0)
 	c.Spec.FileAssetIDs = []string{"as_1"}
 	w.must(c)

@@ -138,6 +138,7 @@ func TestAPICreateValidation(t *testing.T) {
 		{name: "orientation invalid", body: autoReq("orientation", "square"), field: "orientation", allowed: []string{"landscape", "portrait"}},
 		{name: "orientation empty", body: autoReq("orientation", ""), field: "orientation"},
 		{name: "brand_kit_id without br_", body: autoReq("brand_kit_id", "kit_123"), field: "brand_kit_id"},
+		{name: "brand_kit_id of no kit", body: autoReq("brand_kit_id", "br_123"), field: "brand_kit_id"},
 
 		// Model and per-model values.
 		{name: "unknown model", body: manualReq("model", "sora-9"), code: "unknown_model", field: "model"},
@@ -252,7 +253,6 @@ func TestAPICreateValidation(t *testing.T) {
 		{"auto duration 300", autoReq("duration_seconds", 300)},
 		{"auto duration 30.0", `{"mode":"auto","prompt":"x","duration_seconds":30.0}`},
 		{"orientation portrait", autoReq("orientation", "portrait")},
-		{"brand kit", autoReq("brand_kit_id", "br_123")},
 		{"null means absent", `{"mode":"auto","prompt":"x","avatar_id":null,"model":null}`},
 		{"public ip image", manualReq("model", "veo-3", "image_url", "https://8.8.8.8/a.png")},
 		{"movement_amplitude on vidu", manualReq("model", vidu.ID, "movement_amplitude", "small", "seed", 7)},

@@ -15,6 +15,8 @@ func (s *Server) leaderJobs(ctx context.Context) {
 	defer idem.Stop()
 	leases := time.NewTicker(time.Second)
 	defer leases.Stop()
+	assets := time.NewTicker(min(s.cfg.PendingAssetTTL/4, time.Minute))
+	defer assets.Stop()
 	if s.Node.IsLeader() {
 		s.publishSelf(ctx)
 	}
@@ -27,6 +29,10 @@ func (s *Server) leaderJobs(ctx context.Context) {
 			if s.Node.IsLeader() {
 				s.expireIdempotency(ctx)
 			}
+		case <-assets.C:
+			if s.Node.IsLeader() {
+				s.expirePendingAssets(ctx)
+			}
 		case <-leases.C:
 			leader := s.Node.IsLeader()
 			if leader && !wasLeader {
@@ -36,6 +42,7 @@ func (s *Server) leaderJobs(ctx context.Context) {
 			if leader {
 				s.publishSelf(ctx)
 				s.expireLeases(ctx)
+				s.stopExport(ctx)
 			}
 		}
 	}

@@ -1,68 +1,74 @@
 package server_test
 
 import (
+	"fmt"
+	"image/color"
+	"net/http"
+	"net/http/httptest"
 	"strings"
-	"testing"
-	"time"
-
-	"github.com/vidfarm/vidfarm/scheduler"
-	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
 
-// mediaScenario runs the avatar and speech exchanges on a node of their own
-// (no videos queued ahead of them): a node with voices is registered and
-// does not lease, so speech answers 202 and avatars stay pending until the
-// scenario plays a render node.
-func mediaScenario(t *testing.T, o *oas) {
+// mediaScenario runs the upload, asset and brand-kit exchanges of the OpenAPI
+// test and returns a ready asset and a kit for the videos that follow.
+func (o *oas) mediaScenario(h *harness, key string) (assetID, kitID string) {
+	t := o.t
 	t.Helper()
-	h := start(t, withAgent(30*time.Second), withSpeechWait(time.Millisecond))
-	_, key := h.account("pro", 0)
-	h.registerVoiceNode("tts-1", testVoices...)
-	o.run(h, exchange{name: "avatars", method: "GET", path: "/v1/avatars", key: key, status: 200, template: "/v1/avatars"})
-	o.run(h, exchange{name: "avatars, filtered", method: "GET", path: "/v1/avatars?view=catalogue&gender=female&search=a&limit=2", key: key,
-		status: 200, template: "/v1/avatars"})
-	for q, req := range map[string]reqCheck{"view=all": reqInvalid, "limit=101": reqInvalid, "gender=x": reqInvalid, "colour=red": reqInvalid} {
-		o.run(h, exchange{name: "avatars?" + q, method: "GET", path: "/v1/avatars?" + q, key: key, req: req,
-			status: 400, code: "invalid_request", template: "/v1/avatars"})
-	}
-	av := o.run(h, exchange{name: "create prompt avatar", method: "POST", path: "/v1/avatars", key: key,
-		body: []byte(`{"kind":"prompt","prompt":"a woman in a green coat","name":"Greta","gender":"female"}`), status: 201, template: "/v1/avatars"})
-	o.run(h, exchange{name: "create photo avatar", method: "POST", path: "/v1/avatars", key: key,
-		body: []byte(`{"kind":"photo","file_url":"https://img.example.com/me.jpg","consent":true}`), status: 201, template: "/v1/avatars"})
-	o.run(h, exchange{name: "photo avatar without consent", method: "POST", path: "/v1/avatars", key: key,
-		body: []byte(`{"kind":"photo","file_url":"https://img.example.com/me.jpg"}`), status: 400, code: "invalid_request", template: "/v1/avatars"})
-	o.run(h, exchange{name: "photo avatar on loopback", method: "POST", path: "/v1/avatars", key: key,
-		body: []byte(`{"kind":"photo","file_url":"https://127.0.0.1/me.jpg","consent":true}`), status: 400, code: "invalid_url", template: "/v1/avatars"})
-	o.run(h, exchange{name: "avatar of no kind", method: "POST", path: "/v1/avatars", key: key, req: reqInvalid,
-		body: []byte(`{"prompt":"x"}`), status: 400, code: "invalid_request", template: "/v1/avatars"})
-	o.run(h, exchange{name: "pending avatar", method: "GET", path: "/v1/avatars/" + av["id"].(string), key: key, status: 200, template: "/v1/avatars/{id}"})
-	o.run(h, exchange{name: "stock avatar", method: "GET", path: "/v1/avatars/av_stock_eli", key: key, status: 200, template: "/v1/avatars/{id}"})
-	o.run(h, exchange{name: "no such avatar", method: "GET", path: "/v1/avatars/av_nobody", key: key, status: 404, code: "not_found", template: "/v1/avatars/{id}"})
+	up := o.run(h, exchange{name: "upload", method: "POST", path: "/v1/uploads", key: key,
+		body: []byte(`{"filename":"frame.png","content_type":"image/png"}`), status: 201, template: "/v1/uploads"})
+	img := pngBytes(t, 16, 16, color.RGBA{0, 90, 200, 255})
+	expectAPIStatus(t, h.put(up["upload_url"].(string), "image/png", img, false), http.StatusOK)
+	o.run(h, exchange{name: "upload, a video type", method: "POST", path: "/v1/uploads", key: key,
+		body: []byte(`{"filename":"a.mp4","content_type":"video/mp4"}`), req: reqInvalid, status: 400, code: "invalid_request", template: "/v1/uploads"})
 
-	sp := o.run(h, exchange{name: "speech, waiting for a node", method: "POST", path: "/v1/voices/speech", key: key,
-		body: []byte(`{"text":"Hello there.","voice_id":"en-us"}`), status: 202, template: "/v1/voices/speech"})
-	o.run(h, exchange{name: "speech, 301 characters", method: "POST", path: "/v1/voices/speech", key: key, req: reqInvalid,
-		body: []byte(`{"text":"` + strings.Repeat("a", 301) + `","voice_id":"en-us"}`), status: 400, code: "invalid_request", template: "/v1/voices/speech"})
-	o.run(h, exchange{name: "speech, unknown voice", method: "POST", path: "/v1/voices/speech", key: key,
-		body: []byte(`{"text":"Hello.","voice_id":"xx-yy"}`), status: 400, code: "invalid_request", template: "/v1/voices/speech"})
-	o.run(h, exchange{name: "queued speech", method: "GET", path: "/v1/voices/speech/" + sp["id"].(string), key: key, status: 200, template: "/v1/voices/speech/{id}"})
-	o.run(h, exchange{name: "no such speech", method: "GET", path: "/v1/voices/speech/sp_nothing", key: key, status: 404, code: "not_found", template: "/v1/voices/speech/{id}"})
+	as := o.run(h, exchange{name: "create asset", method: "POST", path: "/v1/assets", key: key,
+		body: fmt.Appendf(nil, `{"filename":"logo.png","content_type":"image/png","size_bytes":%d}`, len(img)), status: 201, template: "/v1/assets"})
+	assetID = as["id"].(string)
+	o.run(h, exchange{name: "asset too large", method: "POST", path: "/v1/assets", key: key,
+		body: []byte(`{"filename":"logo.png","content_type":"image/png","size_bytes":20971521}`), req: reqInvalid, status: 413, code: "payload_too_large", template: "/v1/assets"})
+	o.run(h, exchange{name: "complete before the upload", method: "POST", path: "/v1/assets/" + assetID + "/complete", key: key,
+		status: 400, code: "invalid_request", template: "/v1/assets/{id}/complete"})
+	expectAPIStatus(t, h.put(as["upload_url"].(string), "image/png", img, false), http.StatusOK)
+	o.run(h, exchange{name: "complete asset", method: "POST", path: "/v1/assets/" + assetID + "/complete", key: key,
+		body: []byte(`{}`), status: 200, template: "/v1/assets/{id}/complete"})
+	o.run(h, exchange{name: "get asset", method: "GET", path: "/v1/assets/" + assetID, key: key, status: 200, template: "/v1/assets/{id}"})
+	o.run(h, exchange{name: "list assets", method: "GET", path: "/v1/assets?limit=10", key: key, status: 200, template: "/v1/assets"})
+	o.run(h, exchange{name: "list assets, bad limit", method: "GET", path: "/v1/assets?limit=0", key: key, req: reqInvalid, status: 400, code: "invalid_request", template: "/v1/assets"})
+	o.run(h, exchange{name: "unknown asset", method: "GET", path: "/v1/assets/as_nope", key: key, status: 404, code: "not_found", template: "/v1/assets/{id}"})
 
-	// The node speaks the sample and makes both avatars: the finished shapes.
-	cred := h.registerNode("media-1")
-	for range 3 {
-		a := h.leaseTask(cred, 5)
-		a.Video.DurationSeconds = 2
-		switch a.Kind {
-		case scheduler.KindSpeech:
-			h.runTask(cred, a, wire.ArtifactSpeech)
-		case scheduler.KindAvatar:
-			h.runTask(cred, a, wire.ArtifactAvatar)
-		default:
-			t.Fatalf("leased %s; want the media jobs first", a.TaskID)
-		}
+	kit := o.run(h, exchange{name: "create brand kit", method: "POST", path: "/v1/brand-kits", key: key,
+		body:   []byte(`{"name":"Lantern Co","colors":["#E63946","#f1faee"],"fonts":["Inter"],"motion_style":"calm","brand_identity":"Warm light.","logo_asset_id":"` + assetID + `"}`),
+		status: 201, template: "/v1/brand-kits"})
+	kitID = kit["id"].(string)
+	o.run(h, exchange{name: "brand kit, bad colour", method: "POST", path: "/v1/brand-kits", key: key,
+		body: []byte(`{"name":"k","colors":["red"]}`), req: reqInvalid, status: 400, code: "invalid_request", template: "/v1/brand-kits"})
+	o.run(h, exchange{name: "brand kit, private logo", method: "POST", path: "/v1/brand-kits", key: key,
+		body: []byte(`{"name":"k","logo_url":"https://10.0.0.1/logo.png"}`), status: 400, code: "invalid_url", template: "/v1/brand-kits"})
+	o.run(h, exchange{name: "list brand kits", method: "GET", path: "/v1/brand-kits", key: key, status: 200, template: "/v1/brand-kits"})
+	o.run(h, exchange{name: "delete unknown kit", method: "DELETE", path: "/v1/brand-kits/br_nope", key: key, status: 404, code: "not_found", template: "/v1/brand-kits/{id}"})
+
+	// from-url, on a node with the development switch so it can reach a local page.
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte(brandPage))
+	}))
+	t.Cleanup(site.Close)
+	dev := start(t, withPrivateURLs())
+	_, devKey := dev.account("pro", 10)
+	o.run(dev, exchange{name: "brand kit from url", method: "POST", path: "/v1/brand-kits/from-url", key: devKey,
+		body: []byte(`{"url":"` + site.URL + `/"}`), status: 200, template: "/v1/brand-kits/from-url"})
+	o.run(h, exchange{name: "brand kit from a private url", method: "POST", path: "/v1/brand-kits/from-url", key: key,
+		body: []byte(`{"url":"` + strings.Replace(site.URL, "http:", "https:", 1) + `/"}`), status: 400, code: "invalid_url", template: "/v1/brand-kits/from-url"})
+	return assetID, kitID
+}
+
+// probeID is an id of the kind a documented path takes, for requests that
+// only probe the router.
+func probeID(path string) string {
+	switch {
+	case strings.HasPrefix(path, "/v1/brand-kits/"):
+		return "br_probe"
+	case strings.HasPrefix(path, "/v1/assets/"):
+		return "as_probe"
 	}
-	o.run(h, exchange{name: "spoken speech", method: "GET", path: "/v1/voices/speech/" + sp["id"].(string), key: key, status: 200, template: "/v1/voices/speech/{id}"})
-	o.run(h, exchange{name: "ready avatar", method: "GET", path: "/v1/avatars/" + av["id"].(string), key: key, status: 200, template: "/v1/avatars/{id}"})
-	o.run(h, exchange{name: "avatars, own ready", method: "GET", path: "/v1/avatars?view=characters", key: key, status: 200, template: "/v1/avatars"})
+	return "vid_probe"
 }

@@ -289,7 +289,7 @@ func TestOpenAPIDocumentMatchesServer(t *testing.T) {
 		for m := range item.GetOperations().KeysFromOldest() {
 			want = append(want, strings.ToUpper(m))
 		}
-		concrete := strings.ReplaceAll(path, "{id}", "vid_probe")
+		concrete := strings.ReplaceAll(path, "{id}", probeID(path))
 		o.run(h, exchange{name: "PATCH " + path, method: "PATCH", path: concrete, key: key,
 			status: http.StatusMethodNotAllowed, code: "invalid_request"})
 		got := strings.Split(o.header.Get("Allow"), ", ")
@@ -324,9 +324,12 @@ func TestOpenAPIDocumentMatchesServer(t *testing.T) {
 	o.run(h, exchange{name: "folder without name", method: "POST", path: "/v1/folders", key: key,
 		body: []byte(`{"title":"x"}`), req: reqInvalid, status: 400, code: "invalid_request", template: "/v1/folders"})
 
+	// Uploads, assets and brand kits.
+	assetID, kitID := o.mediaScenario(h, key)
+
 	// Videos of a premium account.
 	autoBody := []byte(`{"mode":"auto","prompt":"a lantern festival","duration_seconds":11,"name":"Lanterns",` +
-		`"folder_id":"` + folderID + `","orientation":"portrait","voice_id":"v1","brand_kit_id":"br_1","file_asset_ids":["as_1"]}`)
+		`"folder_id":"` + folderID + `","orientation":"portrait","voice_id":"v1","brand_kit_id":"` + kitID + `","file_asset_ids":["` + assetID + `"]}`)
 	auto := o.run(h, exchange{name: "auto video", method: "POST", path: "/v1/videos", key: key, body: autoBody,
 		headers: []string{"Idempotency-Key", "order-1"}, status: 201, template: "/v1/videos"})
 	autoID := auto["id"].(string)
@@ -380,10 +383,16 @@ func TestOpenAPIDocumentMatchesServer(t *testing.T) {
 		body: []byte(`{"mode":"auto","prompt":"a kite","voice_id":"en-us+f3"}`), status: 201, template: "/v1/videos"})
 	mediaScenario(t, o)
 
+	// What a queued video uses is kept.
+	o.run(h, exchange{name: "delete a kit in use", method: "DELETE", path: "/v1/brand-kits/" + kitID, key: key, status: 409, code: "invalid_request", template: "/v1/brand-kits/{id}"})
+	o.run(h, exchange{name: "delete an asset in use", method: "DELETE", path: "/v1/assets/" + assetID, key: key, status: 409, code: "invalid_request", template: "/v1/assets/{id}"})
+
 	// A failed video.
 	if _, err := h.admin.FailVideo(ctx, autoID, "GPU node lost"); err != nil {
 		t.Fatalf("fail video: %v", err)
 	}
+	o.run(h, exchange{name: "delete a kit", method: "DELETE", path: "/v1/brand-kits/" + kitID, key: key, status: 200, template: "/v1/brand-kits/{id}"})
+	o.run(h, exchange{name: "delete an asset", method: "DELETE", path: "/v1/assets/" + assetID, key: key, status: 200, template: "/v1/assets/{id}"})
 	failed := o.run(h, exchange{name: "failed video", method: "GET", path: "/v1/videos/" + autoID, key: key, status: 200, template: "/v1/videos/{id}"})
 	if failed["status"] != "failed" {
 		t.Errorf("failed video: status %v", failed["status"])

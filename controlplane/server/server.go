@@ -25,6 +25,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/admin"
 	"github.com/vidfarm/vidfarm/controlplane/agentapi"
 	"github.com/vidfarm/vidfarm/controlplane/api"
+	"github.com/vidfarm/vidfarm/controlplane/appdb"
 	"github.com/vidfarm/vidfarm/controlplane/blob"
 	"github.com/vidfarm/vidfarm/controlplane/cluster"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
@@ -83,6 +84,13 @@ type Config struct {
 	// connection; nil means the system resolver. Tests make names resolve to
 	// what they need (a name that turns private after registration).
 	WebhookResolver netguard.Resolver
+	// PendingAssetTTL is how long an asset may stay pending (created, never
+	// completed) before the leader deletes it and its bytes; default 24 h.
+	PendingAssetTTL time.Duration
+	// AppDB is the service's app database (a postgres:// URL); empty runs alone.
+	AppDB string
+	// AppDBPoll is how often the bridge polls when not woken (default 250 ms).
+	AppDBPoll time.Duration
 
 	// Join is the admin URL of any member of an existing cluster; a node with a
 	// new data directory asks it to be added as a voter instead of bootstrapping.
@@ -109,6 +117,7 @@ type Server struct {
 	agentLn   net.Listener
 	notify    *agentapi.Notifier
 	webhooks  *webhook.Engine
+	bridge    *appdb.Bridge
 	log       *slog.Logger
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
@@ -125,6 +134,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.NodeID == "" {
 		cfg.NodeID = "node1"
+	}
+	if cfg.PendingAssetTTL <= 0 {
+		cfg.PendingAssetTTL = DefaultPendingAssetTTL
 	}
 	// Agents are told the heartbeat interval in whole seconds (at least 1), so a
 	// lease must outlast two of those or healthy nodes would lose their leases.
@@ -202,6 +214,13 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		notify: agentapi.NewNotifier(), webhooks: engine, log: cfg.Logger}
 	engine.SetStore(node)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newStateCollector(f, node))
+	if err := s.openBridge(f, reg); err != nil {
+		node.Close()
+		publicLn.Close()
+		adminLn.Close()
+		agentLn.Close()
+		return nil, err
+	}
 	s.API, err = api.New(api.Config{
 		FSM: f, Store: node, Logger: cfg.Logger, Signer: blob.Signer{Key: secret, BaseURL: cfg.PublicURL},
 		Limits: cfg.Limits, AppURL: cfg.AppURL, Registry: reg, Blobs: blobs, WorkQueued: s.notify.Notify,
@@ -228,7 +247,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return cluster.NewForwarder(node, f, l, cfg.Logger, local).Wrap(h)
 	}
 	s.public = &http.Server{Handler: forward(cluster.Public, s.API, nil), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	s.admin = &http.Server{Handler: forward(cluster.Admin, admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg, Cluster: node}), adminLocal),
+	s.admin = &http.Server{Handler: forward(cluster.Admin, admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg, Cluster: node,
+		AppDB: s.bridgeStatus()}), adminLocal),
 		ReadHeaderTimeout: 10 * time.Second}
 	bg, stop := context.WithCancel(context.Background())
 	s.stop = stop
@@ -253,6 +273,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		defer s.wg.Done()
 		s.webhooks.Run(bg)
 	}()
+	s.runBridge(bg)
 	s.log.Info("control plane ready", "node_id", cfg.NodeID, "public", publicLn.Addr().String(),
 		"admin", adminLn.Addr().String(), "agent", agentLn.Addr().String(), "raft", node.RaftAddr(),
 		"data_dir", cfg.DataDir, "blob_dir", cfg.BlobDir)
@@ -305,7 +326,7 @@ func adminLocal(r *http.Request) bool {
 		return false
 	}
 	switch r.URL.Path {
-	case "/metrics", "/admin/v1/status", "/admin/v1/cluster/members":
+	case "/metrics", "/admin/v1/status", "/admin/v1/cluster/members", "/admin/v1/cluster/status":
 		return true
 	}
 	return false

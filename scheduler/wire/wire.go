@@ -174,6 +174,11 @@ type Video struct {
 	StyleID      string   `json:"style_id,omitempty"`
 	FileAssetIDs []string `json:"file_asset_ids,omitempty"`
 	Orientation  string   `json:"orientation,omitempty"`
+	// Brand is the video's brand kit as the composite draws it; nil without one.
+	Brand *Brand `json:"brand,omitempty"`
+	// AssetInputs name, in file_asset_ids order, the Assignment.Inputs entry of
+	// each file asset (an image the scenes show).
+	AssetInputs []string `json:"asset_inputs,omitempty"`
 
 	Model             string   `json:"model,omitempty"`
 	Operation         string   `json:"operation,omitempty"`
@@ -191,6 +196,17 @@ type Video struct {
 	CfgScale          *float64 `json:"cfg_scale,omitempty"`
 	CameraFixed       *bool    `json:"camera_fixed,omitempty"`
 	AutoFix           *bool    `json:"auto_fix,omitempty"`
+}
+
+// Brand is what the composite needs of a brand kit.
+type Brand struct {
+	// Colors are "#rrggbb": the lower-third bar, then its accent line.
+	Colors []string `json:"colors,omitempty"`
+	// LogoInput names the Assignment.Inputs entry of a logo asset; LogoURL is
+	// a logo the agent fetches like an input image (public https). At most
+	// one is set.
+	LogoInput string `json:"logo_input,omitempty"`
+	LogoURL   string `json:"logo_url,omitempty"`
 }
 
 // Assignment is a leased task: run it, report progress, upload its artifacts,

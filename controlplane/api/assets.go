@@ -1,0 +1,215 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/vidfarm/vidfarm/controlplane/apierr"
+	"github.com/vidfarm/vidfarm/controlplane/blob"
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/ids"
+)
+
+// assetJSON is an asset as the API shows it. id and asset_id are the same
+// value: the contract names both, and one id per asset leaves nothing to mix up.
+type assetJSON struct {
+	ID          string `json:"id"`
+	Object      string `json:"object"`
+	AssetID     string `json:"asset_id"`
+	Filename    string `json:"filename"`
+	ContentType string `json:"content_type"`
+	SizeBytes   int64  `json:"size_bytes"`
+	Status      string `json:"status"`
+	CreatedAt   int64  `json:"created_at"`
+	CompletedAt *int64 `json:"completed_at"`
+	// URL is a signed address of the bytes once the asset is ready.
+	URL *string `json:"url"`
+}
+
+type createdAssetJSON struct {
+	assetJSON
+	UploadURL       string            `json:"upload_url"`
+	UploadMethod    string            `json:"upload_method"`
+	UploadHeaders   map[string]string `json:"upload_headers"`
+	UploadExpiresAt int64             `json:"upload_expires_at"`
+}
+
+func (a *API) assetView(as fsm.Asset, exp time.Time) assetJSON {
+	out := assetJSON{ID: as.ID, Object: "asset", AssetID: as.ID, Filename: as.Filename, ContentType: as.ContentType,
+		SizeBytes: as.Size, Status: as.Status, CreatedAt: as.CreatedAt / 1e9}
+	if as.Status == fsm.AssetReady {
+		done, u := as.CompletedAt/1e9, a.fileURL(as.BlobKey, exp)
+		out.CompletedAt, out.URL = &done, &u
+	}
+	return out
+}
+
+// createAsset answers POST /v1/assets: a pending asset and where to PUT its bytes.
+func (a *API) createAsset(w http.ResponseWriter, r *http.Request) {
+	p := principalOf(r)
+	o, e := a.readObject(r, "filename", "content_type", "size_bytes")
+	if e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	filename, ct, e := parseFileFields(o)
+	if e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	size, e := o.integer("size_bytes")
+	switch {
+	case e != nil:
+	case size == nil:
+		e = apierr.Invalid("size_bytes", `field "size_bytes" is required: the exact size of the file in bytes`).With("maximum", MaxUploadBytes)
+	case *size < 1:
+		e = apierr.Invalid("size_bytes", "size_bytes must be at least 1").With("minimum", 1)
+	case *size > MaxUploadBytes:
+		e = uploadTooLarge(MaxUploadBytes).With("field", "size_bytes")
+	}
+	if e == nil {
+		e = a.lim.check(r.Context(), a.lim.media, "uploads, avatars, speech and brand-from-url", p.AccountID)
+	}
+	if e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	now := a.cfg.Now()
+	id := ids.New("as")
+	key := "assets/" + id + uploadTypes[ct] // no account id: the key is in URLs
+	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
+	defer cancel()
+	out, err := a.store.Apply(ctx, &fsm.CreateAsset{Asset: fsm.Asset{ID: id, AccountID: p.AccountID, Filename: filename,
+		ContentType: ct, Size: *size, BlobKey: key, CreatedAt: now.UnixNano()}})
+	if err != nil {
+		apierr.Write(w, r, a.fromApply(r, err))
+		return
+	}
+	exp := now.Add(uploadURLTTL)
+	w.Header().Set("Location", "/v1/assets/"+id)
+	apierr.WriteJSON(w, http.StatusCreated, createdAssetJSON{
+		assetJSON: a.assetView(out.(fsm.Asset), exp), UploadURL: a.cfg.Signer.PutURL("/files/"+key, exp),
+		UploadMethod: http.MethodPut, UploadHeaders: map[string]string{"Content-Type": ct}, UploadExpiresAt: exp.Unix(),
+	})
+}
+
+func (a *API) getAsset(w http.ResponseWriter, r *http.Request) {
+	as, ok := a.fsm.Asset(principalOf(r).AccountID, chi.URLParam(r, "id"))
+	if !ok {
+		apierr.Write(w, r, apierr.NotFound("asset"))
+		return
+	}
+	apierr.WriteJSON(w, http.StatusOK, a.assetView(as, a.readExpiry()))
+}
+
+// completeAsset answers POST /v1/assets/{id}/complete: it checks the stored
+// bytes against the declared size and type and marks the asset ready.
+func (a *API) completeAsset(w http.ResponseWriter, r *http.Request) {
+	p := principalOf(r)
+	if _, e := a.readOptionalEmpty(r); e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	as, ok := a.fsm.Asset(p.AccountID, chi.URLParam(r, "id"))
+	if !ok {
+		apierr.Write(w, r, apierr.NotFound("asset"))
+		return
+	}
+	if as.Status == fsm.AssetReady {
+		apierr.WriteJSON(w, http.StatusOK, a.assetView(as, a.readExpiry()))
+		return
+	}
+	size, ct, err := a.inspectBlob(r, as.BlobKey)
+	if errors.Is(err, blob.ErrNotFound) {
+		apierr.Write(w, r, apierr.Invalid("id", "no bytes were uploaded for this asset yet: PUT them to its upload_url with its upload_headers, then complete it").
+			With("asset_id", as.ID))
+		return
+	}
+	if err != nil {
+		a.log.Error("inspect asset", "request_id", apierr.RequestID(r.Context()), "asset_id", as.ID, "err", err)
+		apierr.Write(w, r, apierr.Internal())
+		return
+	}
+	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
+	defer cancel()
+	out, err := a.store.Apply(ctx, &fsm.CompleteAsset{AssetID: as.ID, AccountID: p.AccountID, StoredSize: size, ContentType: ct, Now: a.cfg.Now().UnixNano()})
+	if err != nil {
+		e := a.fromApply(r, err)
+		if errors.Is(err, fsm.ErrAssetUnusable) {
+			e = e.With("declared_size_bytes", as.Size).With("stored_size_bytes", size).
+				With("declared_content_type", as.ContentType).With("detected_content_type", ct)
+		}
+		apierr.Write(w, r, e)
+		return
+	}
+	apierr.WriteJSON(w, http.StatusOK, a.assetView(out.(fsm.Asset), a.readExpiry()))
+}
+
+// readOptionalEmpty reads a body that may be empty or {}.
+func (a *API) readOptionalEmpty(r *http.Request) (object, *apierr.Error) {
+	body, e := readBody(r)
+	if e != nil || len(body) == 0 {
+		return nil, e
+	}
+	o, e := decodeObject(body)
+	if e == nil {
+		e = o.checkFields()
+	}
+	return o, e
+}
+
+// inspectBlob returns the size of the blob at key and its sniffed media type.
+func (a *API) inspectBlob(r *http.Request, key string) (int64, string, error) {
+	rc, info, err := a.cfg.Blobs.Open(r.Context(), key)
+	if err != nil {
+		return 0, "", err
+	}
+	defer rc.Close()
+	head := make([]byte, 512)
+	n, err := io.ReadFull(rc, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return 0, "", fmt.Errorf("read %s: %w", key, err)
+	}
+	return info.Size, sniff(head[:n]), nil
+}
+
+func (a *API) listAssets(w http.ResponseWriter, r *http.Request) {
+	pg, e := parsePage(r)
+	if e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	exp := a.readExpiry()
+	writePage(w, r, pg, a.fsm.Assets(principalOf(r).AccountID), func(as fsm.Asset) string { return as.ID },
+		func(as fsm.Asset) assetJSON { return a.assetView(as, exp) })
+}
+
+// deleteAsset answers DELETE /v1/assets/{id}: the record goes in one command,
+// then its bytes. An asset a brand kit or an unfinished video uses is kept.
+func (a *API) deleteAsset(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
+	defer cancel()
+	out, err := a.store.Apply(ctx, &fsm.DeleteAsset{AssetID: chi.URLParam(r, "id"), AccountID: principalOf(r).AccountID})
+	if err != nil {
+		apierr.Write(w, r, a.fromApply(r, err))
+		return
+	}
+	as := out.(fsm.Asset)
+	if err := a.cfg.Blobs.Delete(r.Context(), as.BlobKey); err != nil {
+		// The record is gone, so nothing can use or reach the bytes; they are only
+		// space until an operator clears them.
+		a.log.Error("delete asset blob", "request_id", apierr.RequestID(r.Context()), "asset_id", as.ID, "key", as.BlobKey, "err", err)
+	}
+	apierr.WriteJSON(w, http.StatusOK, deletedJSON{ID: as.ID, Object: "asset", Deleted: true})
+}
+
+type deletedJSON struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Deleted bool   `json:"deleted"`
+}

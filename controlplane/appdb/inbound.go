@@ -1,0 +1,211 @@
+package appdb
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+)
+
+// inboundTables maps each inbound table to the FSM's name for it and the columns
+// it fills of the common row shape (NULL for the rest).
+var inboundTables = []struct{ table, kind, cols string }{
+	{"vidfarm_app_accounts", fsm.AppAccounts, "account_id, name, plan, credits, NULL::text, NULL::text, NULL::bytea, NULL::text"},
+	{"vidfarm_app_purchases", fsm.AppPurchases, "account_id, NULL::text, NULL::text, credits, purchase_id, NULL::text, NULL::bytea, NULL::text"},
+	{"vidfarm_app_plan_changes", fsm.AppPlanChanges, "account_id, NULL::text, plan, NULL::bigint, NULL::text, NULL::text, NULL::bytea, NULL::text"},
+	{"vidfarm_app_api_keys", fsm.AppKeys, "account_id, NULL::text, NULL::text, NULL::bigint, NULL::text, key_id, key_hash, key_hint"},
+	{"vidfarm_app_api_key_revocations", fsm.AppKeyRevocations, "NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::text, key_id, NULL::bytea, NULL::text"},
+}
+
+// inboundQuery reads the next rows after the cursor, in (xid, id) order, and only
+// rows of transactions older than every open one: a transaction still running may
+// hold rows that sort before them, and reading past those would skip them for good.
+var inboundQuery = func() string {
+	q := "SELECT kind, id, xid::text, created_at, account_id, name, plan, credits, purchase_id, key_id, key_hash, key_hint FROM ("
+	for i, t := range inboundTables {
+		if i > 0 {
+			q += " UNION ALL "
+		}
+		q += fmt.Sprintf("(SELECT '%s' AS kind, id, xid, created_at, %s FROM %s WHERE (xid, id) > ($1::text::xid8, $2::bigint) ORDER BY xid, id LIMIT $3)",
+			t.kind, t.cols, t.table)
+	}
+	return q + ") AS r(kind, id, xid, created_at, account_id, name, plan, credits, purchase_id, key_id, key_hash, key_hint)" +
+		" WHERE r.xid < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY r.xid, r.id LIMIT $3"
+}()
+
+// inRow is one row of an inbound table; columns the table lacks are nil.
+type inRow struct {
+	Kind       string    `json:"table"`
+	ID         int64     `json:"id"`
+	Xid        uint64    `json:"xid"`
+	Created    time.Time `json:"created_at"`
+	AccountID  *string   `json:"account_id,omitempty"`
+	Name       *string   `json:"name,omitempty"`
+	Plan       *string   `json:"plan,omitempty"`
+	Credits    *int64    `json:"credits,omitempty"`
+	PurchaseID *string   `json:"purchase_id,omitempty"`
+	KeyID      *string   `json:"key_id,omitempty"`
+	KeyHash    []byte    `json:"key_hash,omitempty"`
+	KeyHint    *string   `json:"key_hint,omitempty"`
+}
+
+func (r inRow) mark() fsm.InboundMark { return fsm.InboundMark{Xid: r.Xid, Seq: r.ID} }
+
+// quarantined is a row refused, with why.
+type quarantined struct {
+	row    inRow
+	reason string
+}
+
+func readInboundCursor(ctx context.Context, q pgxQuerier) (fsm.InboundMark, error) {
+	var xid string
+	var m fsm.InboundMark
+	if err := q.QueryRow(ctx, `SELECT xid::text, seq FROM vidfarm_bridge_cursor WHERE name = 'inbound'`).Scan(&xid, &m.Seq); err != nil {
+		return m, fmt.Errorf("read inbound cursor: %w", err)
+	}
+	x, err := strconv.ParseUint(xid, 10, 64)
+	if err != nil {
+		return m, fmt.Errorf("inbound cursor xid %q: %w", xid, err)
+	}
+	m.Xid = x
+	return m, nil
+}
+
+// pgxQuerier is a pool, a connection or a transaction.
+type pgxQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func fetchInbound(ctx context.Context, q pgxQuerier, after fsm.InboundMark, limit int) ([]inRow, error) {
+	rows, err := q.Query(ctx, inboundQuery, strconv.FormatUint(after.Xid, 10), after.Seq, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read inbound rows: %w", err)
+	}
+	defer rows.Close()
+	var out []inRow
+	for rows.Next() {
+		var r inRow
+		var xid string
+		if err := rows.Scan(&r.Kind, &r.ID, &xid, &r.Created, &r.AccountID, &r.Name, &r.Plan, &r.Credits,
+			&r.PurchaseID, &r.KeyID, &r.KeyHash, &r.KeyHint); err != nil {
+			return nil, fmt.Errorf("scan inbound row: %w", err)
+		}
+		if r.Xid, err = strconv.ParseUint(xid, 10, 64); err != nil {
+			return nil, fmt.Errorf("inbound row %d: xid %q: %w", r.ID, xid, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read inbound rows: %w", err)
+	}
+	return out, nil
+}
+
+// inbound applies the next batch of app rows and commits the cursor past them.
+func (b *Bridge) inbound(ctx context.Context, pool *pgxpool.Pool) (more bool, err error) {
+	cur, err := readInboundCursor(ctx, pool)
+	if err != nil {
+		return false, err
+	}
+	rows, err := fetchInbound(ctx, pool, cur, b.cfg.Batch)
+	if err != nil {
+		return false, err
+	}
+	b.update(func(st *Status) {
+		st.InboundCursor = fmt.Sprintf("%d/%d", cur.Xid, cur.Seq)
+		st.InboundLagSeconds = 0
+		if len(rows) > 0 {
+			st.InboundLagSeconds = b.age(rows[0].Created.UnixNano())
+		}
+	})
+	if len(rows) == 0 {
+		return false, nil
+	}
+	q, err := b.applyRows(ctx, rows)
+	if err != nil {
+		return false, err
+	}
+	last := rows[len(rows)-1].mark()
+	if err := commitInbound(ctx, pool, last, q); err != nil {
+		return false, err
+	}
+	b.update(func(st *Status) { st.InboundCursor = fmt.Sprintf("%d/%d", last.Xid, last.Seq) })
+	if len(b.cfg.FSM.AppExport().Refused) > 0 {
+		if _, err := b.cfg.Node.Apply(ctx, &fsm.TrimExported{Inbound: last}); err != nil {
+			return false, fmt.Errorf("trim quarantined refusals: %w", err)
+		}
+	}
+	return len(rows) == b.cfg.Batch, nil
+}
+
+// applyRows sends the well-formed rows to the FSM in one command, in order, and
+// returns the rows to quarantine: malformed ones and those the FSM refused.
+func (b *Bridge) applyRows(ctx context.Context, rows []inRow) ([]quarantined, error) {
+	var q []quarantined
+	cmd := &fsm.AppRows{}
+	var sent []inRow
+	now := b.cfg.Now().UnixNano()
+	for _, r := range rows {
+		row, err := toAppRow(r, now)
+		if err != nil {
+			q = append(q, quarantined{r, err.Error()})
+			continue
+		}
+		cmd.Rows = append(cmd.Rows, row)
+		sent = append(sent, r)
+	}
+	var applied int
+	if len(cmd.Rows) > 0 {
+		out, err := b.cfg.Node.Apply(ctx, cmd)
+		if err != nil {
+			return nil, fmt.Errorf("apply %d app rows: %w", len(cmd.Rows), err)
+		}
+		for i, res := range out.([]fsm.AppRowResult) {
+			if res.Refusal != "" {
+				q = append(q, quarantined{sent[i], res.Refusal})
+			}
+			if res.Applied {
+				applied++
+			}
+		}
+	}
+	for _, x := range q {
+		b.cfg.Logger.Warn("app row quarantined", "table", x.row.Kind, "id", x.row.ID, "reason", x.reason)
+	}
+	b.metrics.applied.Add(float64(applied))
+	b.metrics.quarantined.Add(float64(len(q)))
+	b.update(func(st *Status) {
+		st.RowsApplied += int64(applied)
+		st.RowsQuarantined += int64(len(q))
+	})
+	return q, nil
+}
+
+func commitInbound(ctx context.Context, pool *pgxpool.Pool, last fsm.InboundMark, q []quarantined) error {
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		for _, x := range q {
+			data, err := json.Marshal(x.row)
+			if err != nil {
+				return fmt.Errorf("encode quarantined row %d: %w", x.row.ID, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO vidfarm_inbound_quarantine (id, table_name, row_data, reason)
+				VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING`, x.row.ID, x.row.Kind, data, x.reason); err != nil {
+				return fmt.Errorf("quarantine row %d: %w", x.row.ID, err)
+			}
+		}
+		_, err := tx.Exec(ctx, `UPDATE vidfarm_bridge_cursor SET xid = $1::text::xid8, seq = $2, updated_at = now()
+			WHERE name = 'inbound' AND (xid, seq) < ($1::text::xid8, $2)`, strconv.FormatUint(last.Xid, 10), last.Seq)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("commit inbound cursor: %w", err)
+	}
+	return nil
+}
