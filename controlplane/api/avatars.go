@@ -300,6 +300,14 @@ func (a *API) createAvatar(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, e)
 		return
 	}
+	// Names are resolved now too, under the same guard as webhooks and brand
+	// pages; the render node checks again on every connection.
+	if u := c.Avatar.FileURL; u != "" {
+		if e := a.checkClientURL(r, "file_url", u); e != nil {
+			apierr.Write(w, r, e)
+			return
+		}
+	}
 	if id := c.Avatar.AssetID; id != "" {
 		if _, ok := a.cfg.FSM.Asset(p.AccountID, id); !ok {
 			apierr.Write(w, r, apierr.Invalid("asset_id", "no asset "+id+" in this account; list them with GET /v1/assets"))
