@@ -198,7 +198,11 @@ func (c *chaosClient) record(in chaosIn, prompt string, call int64, a chaosAnswe
 	}
 	c.rec.mu.Unlock()
 	switch {
-	case a.refused():
+	case a.refused() && in.tag < 0:
+		// Without an Idempotency-Key a POST is never retried by the
+		// transport, so a refused connection means nothing was sent. With
+		// one, net/http may have sent it on a kept-alive connection that
+		// then broke and only its own retry was refused: ambiguous (below).
 		c.rec.mu.Lock()
 		c.rec.refused++
 		c.rec.mu.Unlock()
