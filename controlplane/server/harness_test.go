@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -37,6 +39,9 @@ func start(t *testing.T, opts ...option) *harness {
 		RaftListen: "127.0.0.1:0", AdminToken: "test-admin-token", AppURL: "https://app.test",
 		Limits: api.Limits{Disabled: true},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		// The sandbox has no DNS: the photo host of the avatar tests resolves to a
+		// public address, as it would on the internet.
+		ClientResolver: exampleDNS{"images.example.com": "93.184.215.14"},
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -143,4 +148,15 @@ func (h *harness) do(method, path, key string, body any, headers ...string) resp
 		h.t.Fatal(err)
 	}
 	return response{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+}
+
+// exampleDNS is the DNS boundary for client URLs: the names a test uses, and
+// nothing else.
+type exampleDNS map[string]string
+
+func (d exampleDNS) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := d[host]; ok {
+		return []netip.Addr{netip.MustParseAddr(a)}, nil
+	}
+	return nil, fmt.Errorf("no such host %s", host)
 }

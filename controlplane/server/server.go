@@ -84,6 +84,10 @@ type Config struct {
 	// connection; nil means the system resolver. Tests make names resolve to
 	// what they need (a name that turns private after registration).
 	WebhookResolver netguard.Resolver
+	// ClientResolver resolves the other addresses fetched for clients (brand
+	// pages, logo and avatar photo URLs) when they are checked; nil means the
+	// system resolver. Tests make their example hosts resolve.
+	ClientResolver netguard.Resolver
 	// PendingAssetTTL is how long an asset may stay pending (created, never
 	// completed) before the leader deletes it and its bytes; default 24 h.
 	PendingAssetTTL time.Duration
@@ -225,6 +229,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		FSM: f, Store: node, Logger: cfg.Logger, Signer: blob.Signer{Key: secret, BaseURL: cfg.PublicURL},
 		Limits: cfg.Limits, AppURL: cfg.AppURL, Registry: reg, Blobs: blobs, WorkQueued: s.notify.Notify,
 		AllowPrivateURLs: cfg.AllowPrivateURLs, SpeechWait: cfg.SpeechWait, WebhookGuard: guard,
+		Guard: &netguard.Guard{AllowPrivate: cfg.AllowPrivateURLs, Resolver: cfg.ClientResolver},
 	})
 	if cfg.AllowPrivateURLs {
 		cfg.Logger.Warn("DEVELOPMENT SWITCH: input image URLs on private and loopback hosts are accepted; never use this on a public farm")
