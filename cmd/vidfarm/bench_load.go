@@ -25,10 +25,13 @@ func runBenchLoad(args []string) error {
 	poll := fs.Duration("poll", 0, "interval between polls of one video (default: the poll_interval_seconds the API answers)")
 	drain := fs.Duration("drain", 10*time.Minute, "how long after the last send to keep polling unfinished videos")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	var cfg bench.LoadConfig
+	fs.StringVar(&cfg.WebhookListen, "webhook-listen", "", "start a webhook receiver on ADDR (e.g. 127.0.0.1:9090), register it for the run and time video.completed deliveries; a local receiver needs the farm's --dev-allow-private-webhooks")
+	fs.StringVar(&cfg.WebhookURL, "webhook-url", "", "base URL the farm reaches the receiver at (default http://<webhook-listen>)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg := bench.LoadConfig{BaseURL: *server, Rate: *rate, Duration: *duration, PollInterval: *poll, Drain: *drain}
+	cfg.BaseURL, cfg.Rate, cfg.Duration, cfg.PollInterval, cfg.Drain = *server, *rate, *duration, *poll, *drain
 	for _, k := range strings.Split(*keys, ",") {
 		if k = strings.TrimSpace(k); k != "" {
 			cfg.APIKeys = append(cfg.APIKeys, k)
