@@ -41,8 +41,9 @@ const maxDeliveryBytes = 1 << 20
 // WebhookReport is what the receiver saw. TimeToWebhook is in seconds.
 type WebhookReport struct {
 	URL string `json:"url"` // the base the endpoints were registered at
-	// Deliveries counts every POST received; BadSignatures those refused
-	// (answered 401, so the farm retries them).
+	// Deliveries counts every POST received; BadSignatures those refused:
+	// signature missing, wrong or stale (401), or to an unknown endpoint or
+	// not an event (400). None is answered 2xx, so the farm retries them.
 	Deliveries    int `json:"deliveries"`
 	BadSignatures int `json:"bad_signatures"`
 	// Events counts distinct verified events by type; Duplicates the
