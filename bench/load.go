@@ -57,6 +57,9 @@ type LoadProgress struct {
 	Elapsed                       time.Duration
 	Sent, Accepted, Rejected      int
 	Completed, Failed, InProgress int
+	// AwaitingWebhooks counts videos polled completed or failed whose
+	// event the webhook receiver has not had yet.
+	AwaitingWebhooks int
 }
 
 const defaultDrain = 10 * time.Minute
@@ -184,15 +187,26 @@ func (r *loadRun) progress(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				r.cfg.Progress(r.rec.progress(time.Since(r.start)))
+				r.cfg.Progress(r.snapshot())
 			}
 		}
 	}()
 	return func() {
 		close(done)
 		wg.Wait()
-		r.cfg.Progress(r.rec.progress(time.Since(r.start)))
+		r.cfg.Progress(r.snapshot())
 	}
+}
+
+// snapshot is the progress so far.
+func (r *loadRun) snapshot() LoadProgress {
+	p := r.rec.progress(time.Since(r.start))
+	if r.hooks != nil {
+		for _, n := range r.hooks.missing() {
+			p.AwaitingWebhooks += n
+		}
+	}
+	return p
 }
 
 // videoReply is the part of a video object the load generator reads.

@@ -172,8 +172,11 @@ type hookEvent struct {
 
 func (h *hookReceiver) serve(w http.ResponseWriter, req *http.Request) {
 	at := time.Now()
-	n, err := strconv.Atoi(strings.TrimPrefix(req.URL.Path, "/hooks/"))
-	if req.Method != http.MethodPost || err != nil {
+	// The last /hooks/<n>: a --webhook-url with a path may reach us with
+	// or without it, depending on the proxy in between.
+	_, tail, found := cutLast(req.URL.Path, "/hooks/")
+	n, err := strconv.Atoi(tail)
+	if req.Method != http.MethodPost || !found || err != nil {
 		http.NotFound(w, req)
 		return
 	}
@@ -216,6 +219,14 @@ func (h *hookReceiver) serve(w http.ResponseWriter, req *http.Request) {
 	case h.changed <- struct{}{}:
 	default:
 	}
+}
+
+// cutLast is strings.Cut at the last sep.
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
 }
 
 // accepted records a video of this run and the intended send of its create.

@@ -136,9 +136,11 @@ func TestRunLoadWebhookReceiver(t *testing.T) {
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	// 6 creates: vid_3 and vid_6 refused (rate_limited), vid_1, 2, 4, 5 accepted.
+	var last LoadProgress
 	rep, err := RunLoad(context.Background(), LoadConfig{
 		BaseURL: srv.URL, APIKeys: []string{"k", "k"}, Rate: 20, Duration: 300 * time.Millisecond,
 		PollInterval: 10 * time.Millisecond, Drain: 2 * time.Second, WebhookListen: "127.0.0.1:0",
+		Progress: func(p LoadProgress) { last = p },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -154,6 +156,9 @@ func TestRunLoadWebhookReceiver(t *testing.T) {
 	}
 	if w.TimeToWebhook.Count != 3 || w.NotDelivered["video.completed"] != 1 || len(w.NotDelivered) != 1 {
 		t.Fatalf("time to webhook %+v, not delivered %v; want 3 timed, vid_4 missing", w.TimeToWebhook, w.NotDelivered)
+	}
+	if last.AwaitingWebhooks != 1 {
+		t.Errorf("last progress %+v: vid_4's event is still awaited", last)
 	}
 	if !strings.HasPrefix(f.url, "http://127.0.0.1:") || !strings.HasSuffix(f.url, "/hooks/0") {
 		t.Errorf("registered %q", f.url)
@@ -195,5 +200,40 @@ func TestRunLoadWebhookConfig(t *testing.T) {
 		if _, err := RunLoad(context.Background(), cfg); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// The receiver's answers: only a verified event to a registered endpoint
+// gets 2xx, whatever path prefix a proxy in front of it keeps.
+func TestHookReceiverAnswers(t *testing.T) {
+	h := &hookReceiver{
+		run: &loadRun{rec: newLoadRecorder()}, changed: make(chan struct{}, 1), events: map[string]int{},
+		arrived: map[string]map[string]time.Time{}, videos: map[string]time.Time{}, final: map[string]string{},
+		eps: []*hookEndpoint{{id: "whk_1", secret: testSecret, seen: map[string]bool{}}},
+	}
+	body := []byte(`{"id":"evt_1","type":"video.completed","data":{"video":{"id":"vid_1"}}}`)
+	for _, c := range []struct {
+		name, method, path, secret string
+		body                       []byte
+		want                       int
+	}{
+		{"verified", http.MethodPost, "/hooks/0", testSecret, body, http.StatusNoContent},
+		{"through a path prefix, a retry", http.MethodPost, "/tunnel/hooks/0", testSecret, body, http.StatusNoContent},
+		{"wrong secret", http.MethodPost, "/hooks/0", "whsec_x", body, http.StatusUnauthorized},
+		{"not an event", http.MethodPost, "/hooks/0", testSecret, []byte(`[1]`), http.StatusBadRequest},
+		{"unknown endpoint", http.MethodPost, "/hooks/1", testSecret, body, http.StatusBadRequest},
+		{"not a hook path", http.MethodPost, "/", testSecret, body, http.StatusNotFound},
+		{"GET", http.MethodGet, "/hooks/0", testSecret, body, http.StatusNotFound},
+	} {
+		req := httptest.NewRequest(c.method, c.path, bytes.NewReader(c.body))
+		req.Header.Set(signatureHeader, sign(c.secret, time.Now().Unix(), c.body))
+		rec := httptest.NewRecorder()
+		h.serve(rec, req)
+		if rec.Code != c.want {
+			t.Errorf("%s: %d, want %d: %s", c.name, rec.Code, c.want, rec.Body)
+		}
+	}
+	if h.deliveries != 5 || h.dups != 1 || h.bad != 3 || h.events["video.completed"] != 1 {
+		t.Errorf("deliveries %d, duplicates %d, bad %d, events %v", h.deliveries, h.dups, h.bad, h.events)
 	}
 }

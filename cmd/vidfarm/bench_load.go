@@ -56,6 +56,7 @@ func runBenchLoad(args []string) error {
 	fmt.Fprintf(os.Stderr, "bench load: %d creates at %.2f/s over %s against %s\n", total, *rate, *duration, *server)
 	sending := newProgress("sending", total)
 	var rendering *progress
+	toldWebhooks := false
 	cfg.Progress = func(p bench.LoadProgress) {
 		if rendering == nil {
 			sending.set(int64(p.Sent))
@@ -66,6 +67,10 @@ func runBenchLoad(args []string) error {
 			rendering = newProgress(fmt.Sprintf("waiting for %d accepted videos", p.Accepted), int64(p.Accepted))
 		}
 		rendering.set(int64(p.Accepted - p.InProgress))
+		if p.InProgress == 0 && p.AwaitingWebhooks > 0 && !toldWebhooks {
+			toldWebhooks = true
+			fmt.Fprintf(os.Stderr, "waiting for the webhook events of %d videos (up to --drain)\n", p.AwaitingWebhooks)
+		}
 	}
 	rep, err := bench.RunLoad(ctx, cfg)
 	if rendering != nil {
