@@ -15,10 +15,20 @@ import (
 // waitUntil polls cond until it holds or the deadline passes.
 func waitUntil(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
+	waitShowing(t, what, d, func() (bool, any) { return cond(), nil })
+}
+
+// waitShowing polls cond until it holds, and on timeout shows what it saw last.
+func waitShowing(t *testing.T, what string, d time.Duration, cond func() (bool, any)) {
+	t.Helper()
 	deadline := time.Now().Add(d)
-	for !cond() {
+	for {
+		ok, seen := cond()
+		if ok {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
+			t.Fatalf("timed out waiting until %s; last seen: %+v", what, seen)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -59,6 +69,24 @@ func TestThreeNodeClusterForwardsAndFailsOver(t *testing.T) {
 		}
 	}
 
+	// One status command shows every node's own view.
+	waitShowing(t, "every node reports the same applied index", 20*time.Second, func() (bool, any) {
+		all, err := n2.admin.ClusterStatusAll(ctx)
+		if err != nil || len(all.Nodes) != 3 || all.Leader != "n1" {
+			return false, []any{all, err}
+		}
+		leaders := 0
+		for _, n := range all.Nodes {
+			if n.Status == nil || n.Status.AppliedIndex != all.Nodes[0].Status.AppliedIndex {
+				return false, all
+			}
+			if n.Status.State == "leader" {
+				leaders++
+			}
+		}
+		return leaders == 1, all
+	})
+
 	// Admin and public writes through followers reach the leader; reads see them
 	// on every node.
 	acct, err := n2.admin.CreateAccount(ctx, "through-a-follower", "pro", 1000)
@@ -81,11 +109,11 @@ func TestThreeNodeClusterForwardsAndFailsOver(t *testing.T) {
 
 	// The leader goes away: a new one is elected and writes go on through any node.
 	n1.stop()
-	waitUntil(t, "a new leader is elected", 15*time.Second, func() bool {
+	waitUntil(t, "a new leader is elected", 30*time.Second, func() bool {
 		l := members(n2).Leader
 		return l == "n2" || l == "n3"
 	})
-	waitUntil(t, "a create through n3 succeeds after failover", 15*time.Second, func() bool {
+	waitUntil(t, "a create through n3 succeeds after failover", 30*time.Second, func() bool {
 		return n3.do("POST", "/v1/videos", acct.APIKey, manualReq("duration_seconds", 5)).Status == http.StatusCreated
 	})
 	for _, h := range []*harness{n2, n3} {
