@@ -25,7 +25,7 @@ func (j *job) avatar(ctx context.Context) error {
 			return fmt.Errorf("avatar: %w", err)
 		}
 	case "photo":
-		photo, err := j.a.inputs.fetch(ctx, spec.FileURL, j.path("photo"))
+		photo, err := j.avatarPhoto(ctx, spec)
 		if err != nil {
 			return fmt.Errorf("avatar photo: %w", err)
 		}
@@ -38,6 +38,15 @@ func (j *job) avatar(ctx context.Context) error {
 	}
 	j.t.setPercent(90)
 	return j.upload(ctx, out, wire.ArtifactAvatar)
+}
+
+// avatarPhoto gets the photo of a photo avatar: the uploaded asset from the
+// blob store, or the picture at its file_url under the input address rules.
+func (j *job) avatarPhoto(ctx context.Context, spec *wire.AvatarJob) (string, error) {
+	if spec.PhotoInput != "" {
+		return j.input(ctx, spec.PhotoInput)
+	}
+	return j.a.inputs.fetch(ctx, spec.FileURL, j.path("photo"))
 }
 
 // speech speaks a speech sample into AAC audio and reports its length.

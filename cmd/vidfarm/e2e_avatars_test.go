@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -122,6 +123,25 @@ func TestE2EAvatarsAndSpeech(t *testing.T) {
 	ready := f.waitAvatar(photo["id"].(string), time.Second)
 	if n := faceColoured(decodePNG(t, f.download(ready["image_url"].(string), "photo.png"), pipeline.AvatarSize, pipeline.AvatarSize)); n != pipeline.AvatarSize*pipeline.AvatarSize {
 		t.Fatalf("the photo avatar has %d pixels of the photo's colour, want all", n)
+	}
+
+	// The same photo uploaded as an asset makes the same avatar; the asset is
+	// the account's, and a photo comes from file_url or asset_id, not both.
+	resp, err := f.images.Client().Get(f.images.URL + "/img/face.png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	face, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	asID := f.readyAsset(f.srv.public, face)
+	fromAsset := f.srv.must(http.StatusCreated, http.MethodPost, "/v1/avatars", f.apiKey,
+		fmt.Sprintf(`{"kind":"photo","asset_id":%q,"consent":true}`, asID)).obj(t)
+	f.srv.must(http.StatusBadRequest, http.MethodPost, "/v1/avatars", f.apiKey,
+		fmt.Sprintf(`{"kind":"photo","asset_id":%q,"file_url":%q,"consent":true}`, asID, f.images.URL+"/img/face.png"))
+	f.srv.must(http.StatusBadRequest, http.MethodPost, "/v1/avatars", f.apiKey, `{"kind":"photo","asset_id":"as_nosuchasset","consent":true}`)
+	fromAssetReady := f.waitAvatar(fromAsset["id"].(string), 60*time.Second)
+	if n := faceColoured(decodePNG(t, f.download(fromAssetReady["image_url"].(string), "asset-photo.png"), pipeline.AvatarSize, pipeline.AvatarSize)); n != pipeline.AvatarSize*pipeline.AvatarSize {
+		t.Fatalf("the avatar made from an asset has %d pixels of the photo's colour, want all", n)
 	}
 
 	// The same auto video with the photo avatar and with the default presenter.

@@ -204,6 +204,17 @@ func (s *server) addMedia(a *wire.Assignment, v fsm.Video) {
 func (s *server) mediaJob(a *wire.Assignment, id string) bool {
 	if av, ok := s.fsm.Avatar("", id); ok {
 		a.Avatar = &wire.AvatarJob{Kind: av.Kind, Name: av.Name, Gender: av.Gender, Prompt: av.Prompt, FileURL: av.FileURL}
+		if av.AssetID != "" {
+			// The asset cannot go away while the avatar is being made (DeleteAsset
+			// refuses), so a miss is a bug: the task fails and says why.
+			if as, ok := s.fsm.Asset(av.AccountID, av.AssetID); ok {
+				if a.Inputs == nil {
+					a.Inputs = map[string]string{}
+				}
+				a.Inputs[wire.InputAvatarPhoto] = as.BlobKey
+			}
+			a.Avatar.PhotoInput = wire.InputAvatarPhoto
+		}
 		return true
 	}
 	if sp, ok := s.fsm.Speech("", id); ok {

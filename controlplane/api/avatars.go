@@ -37,7 +37,7 @@ var (
 	avatarViews       = []string{"characters", "catalogue"}
 	avatarKinds       = []string{fsm.AvatarKindPrompt, fsm.AvatarKindPhoto}
 	avatarGenders     = []string{models.GenderFemale, models.GenderMale}
-	avatarFields      = []string{"kind", "name", "prompt", "file_url", "consent", "gender"}
+	avatarFields      = []string{"kind", "name", "prompt", "file_url", "asset_id", "consent", "gender"}
 )
 
 type avatarErrorJSON struct {
@@ -195,7 +195,7 @@ func (a *API) parseAvatar(body []byte) (fsm.CreateAvatar, *apierr.Error) {
 	for _, f := range []struct {
 		name string
 		dst  *string
-	}{{"name", &av.Name}, {"gender", &av.Gender}, {"prompt", &av.Prompt}, {"file_url", &av.FileURL}} {
+	}{{"name", &av.Name}, {"gender", &av.Gender}, {"prompt", &av.Prompt}, {"file_url", &av.FileURL}, {"asset_id", &av.AssetID}} {
 		if *f.dst, _, e = o.str(f.name); e != nil {
 			return c, e
 		}
@@ -224,8 +224,10 @@ func (a *API) parseAvatar(body []byte) (fsm.CreateAvatar, *apierr.Error) {
 }
 
 func parseAvatarPrompt(o object, av *fsm.Avatar) *apierr.Error {
-	if _, ok := o["file_url"]; ok {
-		return apierr.Invalid("file_url", `file_url is for kind "photo"; a prompt avatar is drawn from prompt`).With("kind", av.Kind)
+	for _, f := range []string{"file_url", "asset_id"} {
+		if _, ok := o[f]; ok {
+			return apierr.Invalid(f, f+` is for kind "photo"; a prompt avatar is drawn from prompt`).With("kind", av.Kind)
+		}
 	}
 	n := utf8.RuneCountInString(av.Prompt)
 	switch {
@@ -245,11 +247,21 @@ func (a *API) parseAvatarPhoto(o object, av *fsm.Avatar, consent *bool) *apierr.
 	if _, ok := o["prompt"]; ok {
 		return apierr.Invalid("prompt", `prompt is for kind "prompt"; a photo avatar is made from the picture at file_url`).With("kind", av.Kind)
 	}
-	if _, ok := o["file_url"]; !ok {
-		return apierr.Invalid("file_url", `field "file_url" is required for kind "photo": a public https address of the photo (POST /v1/uploads gives one)`)
-	}
-	if e := (urlPolicy{private: a.cfg.AllowPrivateURLs}).check("file_url", av.FileURL); e != nil {
-		return e
+	_, hasURL := o["file_url"]
+	_, hasAsset := o["asset_id"]
+	switch {
+	case hasURL && hasAsset:
+		return apierr.Invalid("asset_id", `send either file_url or asset_id for a photo avatar, not both`)
+	case hasAsset:
+		if !strings.HasPrefix(av.AssetID, "as_") {
+			return apierr.Invalid("asset_id", fmt.Sprintf("asset_id %q is not an asset id (as_…): POST /v1/assets gives one", av.AssetID))
+		}
+	case !hasURL:
+		return apierr.Invalid("file_url", `a photo avatar needs the photo: "file_url" (a public https address; POST /v1/uploads gives one) or "asset_id" (a ready image asset)`)
+	default:
+		if e := (urlPolicy{private: a.cfg.AllowPrivateURLs}).check("file_url", av.FileURL); e != nil {
+			return e
+		}
 	}
 	if consent == nil || !*consent {
 		return apierr.Invalid("consent", `a photo avatar needs "consent": true, confirming that you have the permission of the person in the photo to use their likeness`).
@@ -287,6 +299,20 @@ func (a *API) createAvatar(w http.ResponseWriter, r *http.Request) {
 	if e != nil {
 		apierr.Write(w, r, e)
 		return
+	}
+	// Names are resolved now too, under the same guard as webhooks and brand
+	// pages; the render node checks again on every connection.
+	if u := c.Avatar.FileURL; u != "" {
+		if e := a.checkClientURL(r, "file_url", u); e != nil {
+			apierr.Write(w, r, e)
+			return
+		}
+	}
+	if id := c.Avatar.AssetID; id != "" {
+		if _, ok := a.cfg.FSM.Asset(p.AccountID, id); !ok {
+			apierr.Write(w, r, apierr.Invalid("asset_id", "no asset "+id+" in this account; list them with GET /v1/assets"))
+			return
+		}
 	}
 	c.Avatar.ID, c.Avatar.AccountID, c.Now = ids.New("av"), p.AccountID, a.cfg.Now().UnixNano()
 	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)

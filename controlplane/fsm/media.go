@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/vidfarm/vidfarm/scheduler"
 	"github.com/vidfarm/vidfarm/scheduler/wire"
@@ -38,6 +39,9 @@ type Avatar struct {
 	Gender    string `msgpack:"gender,omitempty"` // "female", "male" or "" (not given)
 	Prompt    string `msgpack:"prompt,omitempty"`
 	FileURL   string `msgpack:"file_url,omitempty"`
+	// AssetID is the account's ready image asset the photo comes from, when
+	// the photo was uploaded as an asset instead of given by file_url.
+	AssetID string `msgpack:"asset,omitempty"`
 	// ConsentAt is when the account confirmed it may use the person's
 	// likeness (photo avatars): the request's commit time.
 	ConsentAt int64  `msgpack:"consent_at,omitempty"`
@@ -95,10 +99,15 @@ func (s *state) applyCreateAvatar(c *CreateAvatar) (any, error) {
 		return nil, fmt.Errorf("%w: avatar id %q is empty or taken", ErrInvalidCommand, a.ID)
 	case a.Kind == AvatarKindPrompt && a.Prompt == "":
 		return nil, fmt.Errorf("%w: a prompt avatar needs a prompt", ErrInvalidCommand)
-	case a.Kind == AvatarKindPhoto && (a.FileURL == "" || !c.Consent):
-		return nil, fmt.Errorf("%w: a photo avatar needs a file_url and consent", ErrInvalidCommand)
+	case a.Kind == AvatarKindPhoto && ((a.FileURL == "") == (a.AssetID == "") || !c.Consent):
+		return nil, fmt.Errorf("%w: a photo avatar needs consent and either a file_url or an asset_id", ErrInvalidCommand)
 	case a.Kind != AvatarKindPrompt && a.Kind != AvatarKindPhoto:
 		return nil, fmt.Errorf("%w: avatar kind %q", ErrInvalidCommand, a.Kind)
+	}
+	if a.AssetID != "" {
+		if err := s.checkPhotoAsset(a.AccountID, a.AssetID); err != nil {
+			return nil, err
+		}
 	}
 	g := scheduler.AvatarGraph(scheduler.VideoInfo{ID: a.ID, AccountID: a.AccountID, Priority: priority(acct.Plan)})
 	if err := s.sched.Submit(g, timeOf(c.Now)); err != nil {
@@ -224,4 +233,33 @@ func (f *FSM) Speech(accountID, id string) (Speech, bool) {
 		return Speech{}, false
 	}
 	return *sp, true
+}
+
+// checkPhotoAsset refuses an avatar photo asset that is not the account's own,
+// ready image.
+func (s *state) checkPhotoAsset(accountID, id string) error {
+	as, err := s.asset(accountID, id)
+	if err != nil {
+		return err
+	}
+	if as.Status != AssetReady {
+		return &AssetUnusableError{AssetID: id, Reason: "its upload is not complete: PUT the bytes and POST /v1/assets/" + id + "/complete first"}
+	}
+	if !strings.HasPrefix(as.ContentType, "image/") {
+		return &AssetUnusableError{AssetID: id, Reason: "it is " + as.ContentType + ", not an image"}
+	}
+	return nil
+}
+
+// photoAvatarsUsing lists the account's avatars still being made from the
+// asset: deleting it would leave their task without its photo.
+func (s *state) photoAvatarsUsing(accountID, assetID string) []string {
+	var out []string
+	for _, av := range s.avatars {
+		if av.AccountID == accountID && av.AssetID == assetID && (av.Status == AvatarPending || av.Status == AvatarProcessing) {
+			out = append(out, av.ID)
+		}
+	}
+	slices.Sort(out) // map order must not reach the answer
+	return out
 }

@@ -163,3 +163,32 @@ func TestMediaSnapshotRoundTrip(t *testing.T) {
 		t.Fatalf("complete after restore: %v %+v", err, out)
 	}
 }
+
+// A photo avatar may come from an uploaded asset: the account's own, ready
+// image; while the avatar is being made the asset cannot be deleted.
+func TestPhotoAvatarFromAsset(t *testing.T) {
+	fm, _ := newFarm(t, 0)
+	fm.apply(pendingAsset("as_pending", "acct_1", 3))
+	fm.apply(pendingAsset("as_ready", "acct_1", 3))
+	fm.apply(&fsm.CompleteAsset{AssetID: "as_ready", AccountID: "acct_1", StoredSize: 3, ContentType: "image/png", Now: fm.now})
+	fromAsset := func(id, asset string) *fsm.CreateAvatar {
+		return &fsm.CreateAvatar{Avatar: fsm.Avatar{ID: id, AccountID: "acct_1", Kind: fsm.AvatarKindPhoto, AssetID: asset}, Consent: true, Now: fm.now}
+	}
+	var unusable *fsm.AssetUnusableError
+	if _, err := fm.f.ApplyCommand(fromAsset("av_a", "as_pending")); !errors.As(err, &unusable) {
+		t.Fatalf("avatar from a pending asset: %v, want AssetUnusableError", err)
+	}
+	if _, err := fm.f.ApplyCommand(fromAsset("av_b", "as_nope")); !errors.Is(err, fsm.ErrAssetNotFound) {
+		t.Fatalf("avatar from a missing asset: %v, want ErrAssetNotFound", err)
+	}
+	both := fromAsset("av_c", "as_ready")
+	both.Avatar.FileURL = "https://example.com/me.png"
+	if _, err := fm.f.ApplyCommand(both); !errors.Is(err, fsm.ErrInvalidCommand) {
+		t.Fatalf("avatar with file_url and asset_id: %v, want ErrInvalidCommand", err)
+	}
+	fm.apply(fromAsset("av_d", "as_ready"))
+	var inUse *fsm.InUseError
+	if _, err := fm.f.ApplyCommand(&fsm.DeleteAsset{AssetID: "as_ready", AccountID: "acct_1"}); !errors.As(err, &inUse) || inUse.UsedBy[0] != "av_d" {
+		t.Fatalf("deleting the asset of an avatar being made: %v, want InUseError naming av_d", err)
+	}
+}

@@ -240,14 +240,20 @@ type Assignment struct {
 // a composite task.
 const InputAvatar = "avatar/" + ArtifactAvatar
 
+// InputAvatarPhoto names the photo of a photo avatar made from an uploaded
+// asset, in the inputs of its avatar task.
+const InputAvatarPhoto = "photo/asset"
+
 // AvatarJob is an account avatar to make: from Prompt (Kind "prompt") or by
-// fetching and normalising the photo at FileURL (Kind "photo").
+// normalising a photo (Kind "photo"): fetched from FileURL, or, when
+// PhotoInput is set, the asset blob the assignment's Inputs name so.
 type AvatarJob struct {
-	Kind    string `json:"kind"`
-	Name    string `json:"name,omitempty"`
-	Gender  string `json:"gender,omitempty"`
-	Prompt  string `json:"prompt,omitempty"`
-	FileURL string `json:"file_url,omitempty"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name,omitempty"`
+	Gender     string `json:"gender,omitempty"`
+	Prompt     string `json:"prompt,omitempty"`
+	FileURL    string `json:"file_url,omitempty"`
+	PhotoInput string `json:"photo_input,omitempty"`
 }
 
 // SpeechJob is a text to speak with a voice.
