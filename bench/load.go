@@ -38,6 +38,12 @@ type LoadConfig struct {
 	// Drain is how long after the last send videos are still polled; those
 	// not terminal by then are reported as unfinished. 0 means 10 minutes.
 	Drain time.Duration
+	// WebhookListen, when set, is the address of a receiver the run
+	// starts and registers as a webhook endpoint per API key (deleted at
+	// the end); WebhookURL is the base the farm reaches it at, when not
+	// http://<the listen address>. The farm must accept a plain-http,
+	// private target for a local receiver (--dev-allow-private-webhooks).
+	WebhookListen, WebhookURL string
 	// Progress, when set, is called about once a second.
 	Progress func(LoadProgress)
 	Client   *http.Client
@@ -51,6 +57,9 @@ type LoadProgress struct {
 	Elapsed                       time.Duration
 	Sent, Accepted, Rejected      int
 	Completed, Failed, InProgress int
+	// AwaitingWebhooks counts videos polled completed or failed whose
+	// event the webhook receiver has not had yet.
+	AwaitingWebhooks int
 }
 
 const defaultDrain = 10 * time.Minute
@@ -80,6 +89,13 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (LoadReport, error) {
 		return LoadReport{}, fmt.Errorf("bench: rate x duration is over %d requests", maxLoadRequests)
 	case cfg.PollInterval < 0 || cfg.Drain < 0:
 		return LoadReport{}, errors.New("bench: poll interval and drain must be >= 0")
+	case cfg.WebhookURL != "" && cfg.WebhookListen == "":
+		return LoadReport{}, errors.New("bench: a webhook URL needs a webhook listen address for the receiver")
+	}
+	if cfg.WebhookURL != "" {
+		if err := checkWebhookURL(cfg.WebhookURL); err != nil {
+			return LoadReport{}, err
+		}
 	}
 	if cfg.Body == nil {
 		cfg.Body = DefaultLoadBody
@@ -91,6 +107,14 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (LoadReport, error) {
 		cfg.Client = &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
 	}
 	r := &loadRun{cfg: cfg, base: strings.TrimRight(cfg.BaseURL, "/"), rec: newLoadRecorder()}
+	if cfg.WebhookListen != "" {
+		h, err := startHooks(ctx, r)
+		if err != nil {
+			return LoadReport{}, err
+		}
+		defer h.close()
+		r.hooks = h
+	}
 	start := time.Now()
 	r.start = start
 	sendCtx, cancelSend := context.WithDeadline(ctx, start.Add(cfg.Duration))
@@ -123,8 +147,16 @@ send:
 		}()
 	}
 	wg.Wait()
+	if r.hooks != nil {
+		r.hooks.wait(pollCtx)
+	}
 	stopProgress()
-	return r.rec.report(cfg, time.Since(start)), ctx.Err()
+	rep := r.rec.report(cfg, time.Since(start))
+	if r.hooks != nil {
+		w := r.hooks.report()
+		rep.Webhooks = &w
+	}
+	return rep, ctx.Err()
 }
 
 // loadRun is one run's shared state.
@@ -133,6 +165,7 @@ type loadRun struct {
 	base  string
 	start time.Time
 	rec   *loadRecorder
+	hooks *hookReceiver // nil without a webhook receiver
 }
 
 // progress calls cfg.Progress once a second until the returned stop.
@@ -154,15 +187,26 @@ func (r *loadRun) progress(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				r.cfg.Progress(r.rec.progress(time.Since(r.start)))
+				r.cfg.Progress(r.snapshot())
 			}
 		}
 	}()
 	return func() {
 		close(done)
 		wg.Wait()
-		r.cfg.Progress(r.rec.progress(time.Since(r.start)))
+		r.cfg.Progress(r.snapshot())
 	}
+}
+
+// snapshot is the progress so far.
+func (r *loadRun) snapshot() LoadProgress {
+	p := r.rec.progress(time.Since(r.start))
+	if r.hooks != nil {
+		for _, n := range r.hooks.missing() {
+			p.AwaitingWebhooks += n
+		}
+	}
+	return p
 }
 
 // videoReply is the part of a video object the load generator reads.
@@ -226,6 +270,9 @@ func (r *loadRun) one(pollCtx context.Context, intended time.Time, key string) {
 	if code != "" {
 		return
 	}
+	if r.hooks != nil {
+		r.hooks.accepted(v.ID, intended)
+	}
 	every := r.cfg.PollInterval
 	if every == 0 {
 		every = time.Duration(max(v.PollIntervalSeconds, 0.05) * float64(time.Second))
@@ -255,4 +302,7 @@ func (r *loadRun) one(pollCtx context.Context, intended time.Time, key string) {
 		t.Reset(every)
 	}
 	r.rec.finished(v.Status, time.Since(intended))
+	if r.hooks != nil {
+		r.hooks.terminal(v.ID, v.Status)
+	}
 }

@@ -38,6 +38,8 @@ type LoadReport struct {
 	// TimeToCompleted is from the intended send time to the poll that saw
 	// "completed", so it is late by up to one poll interval.
 	TimeToCompleted LatencyStats `json:"time_to_completed_s"`
+	// Webhooks is what the receiver saw; nil without one.
+	Webhooks *WebhookReport `json:"webhooks,omitempty"`
 }
 
 // LatencyStats are percentiles of a histogram (3 significant digits).
@@ -166,12 +168,25 @@ func (r LoadReport) String() string {
 	row("send lag, ms", r.SendLag)
 	row("poll latency, ms", r.PollLatency)
 	row("time to completed, s", r.TimeToCompleted)
+	if w := r.Webhooks; w != nil {
+		row("time to webhook, s", w.TimeToWebhook)
+	}
 	fmt.Fprintln(&b)
 	for _, c := range slices.Sorted(maps.Keys(r.Outcomes)) {
 		fmt.Fprintf(&b, "videos %-10s %d\n", c, r.Outcomes[c])
 	}
 	for _, c := range slices.Sorted(maps.Keys(r.PollErrors)) {
 		fmt.Fprintf(&b, "poll errors %d x %s\n", r.PollErrors[c], c)
+	}
+	if w := r.Webhooks; w != nil {
+		fmt.Fprintf(&b, "\nwebhooks at %s: %d deliveries, %d duplicates, %d bad signatures, %d for other videos\n",
+			w.URL, w.Deliveries, w.Duplicates, w.BadSignatures, w.Foreign)
+		for _, c := range slices.Sorted(maps.Keys(w.Events)) {
+			fmt.Fprintf(&b, "events %-16s %d\n", c, w.Events[c])
+		}
+		for _, c := range slices.Sorted(maps.Keys(w.NotDelivered)) {
+			fmt.Fprintf(&b, "polled but not delivered %d x %s\n", w.NotDelivered[c], c)
+		}
 	}
 	return b.String()
 }

@@ -25,10 +25,13 @@ func runBenchLoad(args []string) error {
 	poll := fs.Duration("poll", 0, "interval between polls of one video (default: the poll_interval_seconds the API answers)")
 	drain := fs.Duration("drain", 10*time.Minute, "how long after the last send to keep polling unfinished videos")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	var cfg bench.LoadConfig
+	fs.StringVar(&cfg.WebhookListen, "webhook-listen", "", "start a webhook receiver on ADDR (e.g. 127.0.0.1:9090), register it for the run and time video.completed deliveries; a local receiver needs the farm's --dev-allow-private-webhooks")
+	fs.StringVar(&cfg.WebhookURL, "webhook-url", "", "base URL the farm reaches the receiver at (default http://<webhook-listen>)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg := bench.LoadConfig{BaseURL: *server, Rate: *rate, Duration: *duration, PollInterval: *poll, Drain: *drain}
+	cfg.BaseURL, cfg.Rate, cfg.Duration, cfg.PollInterval, cfg.Drain = *server, *rate, *duration, *poll, *drain
 	for _, k := range strings.Split(*keys, ",") {
 		if k = strings.TrimSpace(k); k != "" {
 			cfg.APIKeys = append(cfg.APIKeys, k)
@@ -53,6 +56,7 @@ func runBenchLoad(args []string) error {
 	fmt.Fprintf(os.Stderr, "bench load: %d creates at %.2f/s over %s against %s\n", total, *rate, *duration, *server)
 	sending := newProgress("sending", total)
 	var rendering *progress
+	toldWebhooks := false
 	cfg.Progress = func(p bench.LoadProgress) {
 		if rendering == nil {
 			sending.set(int64(p.Sent))
@@ -63,6 +67,10 @@ func runBenchLoad(args []string) error {
 			rendering = newProgress(fmt.Sprintf("waiting for %d accepted videos", p.Accepted), int64(p.Accepted))
 		}
 		rendering.set(int64(p.Accepted - p.InProgress))
+		if p.InProgress == 0 && p.AwaitingWebhooks > 0 && !toldWebhooks {
+			toldWebhooks = true
+			fmt.Fprintf(os.Stderr, "waiting for the webhook events of %d videos (up to --drain)\n", p.AwaitingWebhooks)
+		}
 	}
 	rep, err := bench.RunLoad(ctx, cfg)
 	if rendering != nil {

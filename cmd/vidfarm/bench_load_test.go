@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"os"
 	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/vidfarm/vidfarm/bench"
 )
@@ -13,7 +16,9 @@ import (
 // TestBenchLoadAgainstFarm runs `vidfarm bench load` against a real server
 // and agent on loopback, with two keys in turn: one account that can pay
 // for every video and one that can pay for none. Every accepted video must
-// be followed to completed, every refusal counted by its error code.
+// be followed to completed, every refusal counted by its error code, and
+// (with the webhook receiver) its signed video.completed received once,
+// the run's endpoints deleted at the end.
 func TestBenchLoadAgainstFarm(t *testing.T) {
 	f := newE2EFarm(t, 1_000)
 	f.startAgent("a1")
@@ -23,7 +28,7 @@ func TestBenchLoadAgainstFarm(t *testing.T) {
 	}
 	cmd := exec.Command(vidfarmBinary(t), "bench", "load", "--server", f.srv.public,
 		"--api-key", f.apiKey+","+poor.APIKey, "--rate", "3", "--duration", "1s",
-		"--poll", "100ms", "--drain", "5m", "--json")
+		"--poll", "100ms", "--drain", "5m", "--json", "--webhook-listen", "127.0.0.1:0")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -55,5 +60,51 @@ func TestBenchLoadAgainstFarm(t *testing.T) {
 	}
 	if !bytes.Contains(stderr.Bytes(), []byte("sending: 100%")) {
 		t.Errorf("no progress lines on stderr:\n%s", stderr.String())
+	}
+	w := rep.Webhooks
+	if w == nil || w.Events["video.completed"] != 2 || len(w.Events) != 1 || w.Deliveries != 2 ||
+		w.Duplicates != 0 || w.BadSignatures != 0 || w.Foreign != 0 || len(w.NotDelivered) != 0 {
+		t.Fatalf("webhooks %+v: want the 2 completions delivered once each, all signed right", w)
+	}
+	// Delivered after the render completed, so no sooner than the create
+	// was answered (the poll may see completed before or after delivery).
+	if w.TimeToWebhook.Count != 2 || w.TimeToWebhook.Max*1000 < rep.CreateLatency.P50 {
+		t.Errorf("time to webhook %+v", w.TimeToWebhook)
+	}
+	for _, key := range []string{f.apiKey, poor.APIKey} {
+		requireNoWebhooks(t, f, key)
+	}
+}
+
+// requireNoWebhooks fails unless key's account has no webhook endpoint.
+func requireNoWebhooks(t *testing.T, f *e2eFarm, key string) {
+	t.Helper()
+	if l := f.srv.must(http.StatusOK, http.MethodGet, "/v1/webhooks", key, "").obj(t); l["count"] != 0.0 {
+		t.Fatalf("endpoints left after the run: %v", l)
+	}
+}
+
+// An interrupted run (Ctrl-C) still deletes the endpoint it registered.
+func TestBenchLoadInterruptDeletesWebhook(t *testing.T) {
+	f := newE2EFarm(t, 1_000)
+	cmd := exec.Command(vidfarmBinary(t), "bench", "load", "--server", f.srv.public, "--api-key", f.apiKey,
+		"--rate", "1", "--duration", "10m", "--webhook-listen", "127.0.0.1:0")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the run to register its endpoint", func() bool {
+		return f.srv.must(http.StatusOK, http.MethodGet, "/v1/webhooks", f.apiKey, "").obj(t)["count"] == 1.0
+	})
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("bench load after Ctrl-C: %v\n%s", err, stderr.String())
+	}
+	requireNoWebhooks(t, f, f.apiKey)
+	if !bytes.Contains(stderr.Bytes(), []byte("interrupted")) || !bytes.Contains(stdout.Bytes(), []byte("webhooks at http://127.0.0.1:")) {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	}
 }
