@@ -101,14 +101,17 @@ type event struct {
 	at   time.Duration // since the start
 	seq  uint64        // ties: first scheduled first
 	kind eventKind
-	ref  scheduler.LeaseRef
+	task *simTask // evDone: the task that ends
 }
 
-// eventHeap is a binary min-heap of events by (at, seq), typed so that
+// eventHeap is a 4-ary min-heap of events by (at, seq), typed so that
 // pushing and popping do not box each event in an interface (container/heap
 // would allocate once per event; a week of a large farm has tens of
-// millions).
+// millions). Four children a node halve the levels a pop sifts through;
+// (at, seq) is unique, so the pop order does not depend on the shape.
 type eventHeap []event
+
+const eventFanout = 4
 
 func (h eventHeap) less(i, j int) bool {
 	if h[i].at != h[j].at {
@@ -120,8 +123,9 @@ func (h eventHeap) less(i, j int) bool {
 func (h *eventHeap) push(e event) {
 	*h = append(*h, e)
 	q := *h
-	for i := len(q) - 1; i > 0; {
-		p := (i - 1) / 2
+	i := len(q) - 1
+	for i > 0 {
+		p := (i - 1) / eventFanout
 		if !q.less(i, p) {
 			break
 		}
@@ -137,12 +141,12 @@ func (h *eventHeap) pop() event {
 	q[0] = q[last]
 	q = q[:last]
 	for i := 0; ; {
-		l, m := 2*i+1, i
-		if l < len(q) && q.less(l, m) {
-			m = l
-		}
-		if r := l + 1; r < len(q) && q.less(r, m) {
-			m = r
+		m := i
+		first := eventFanout*i + 1
+		for c := first; c < first+eventFanout && c < len(q); c++ {
+			if q.less(c, m) {
+				m = c
+			}
 		}
 		if m == i {
 			break
@@ -181,8 +185,12 @@ type simVideo struct {
 	scenesReady bool          // AddScenes ran
 }
 
+// simTask is a leased task, in sim.running at index idx until it ends.
 type simTask struct {
+	ref     scheduler.LeaseRef
 	video   string
+	v       *simVideo
+	idx     int
 	node    *simNode
 	gpus    int
 	cpu     int
@@ -205,7 +213,7 @@ type sim struct {
 	nodes    []*simNode
 	byID     map[string]*simNode
 	videos   map[string]*simVideo
-	running  map[string]*simTask // by task id
+	running  []*simTask // in no particular order (see simTask.idx)
 	nextID   uint64
 	manualW  []float64
 	classW   []float64
@@ -248,7 +256,6 @@ func Simulate(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 		warmup:   hoursDur(cfg.WarmupHours),
 		byID:     map[string]*simNode{},
 		videos:   map[string]*simVideo{},
-		running:  map[string]*simTask{},
 		sceneSec: defaultSceneSeconds,
 		gpuGen:   1,
 		cpuGen:   1,
@@ -295,7 +302,7 @@ func Simulate(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 		case evArrival:
 			err = s.arrive()
 		case evDone:
-			err = s.complete(e.ref)
+			err = s.complete(e.task)
 		}
 		if err != nil {
 			return SimReport{}, err

@@ -80,10 +80,10 @@ func (s *sim) placeOn(n *simNode) error {
 func (s *sim) start(n *simNode, l scheduler.Lease) {
 	v := s.videos[l.VideoID]
 	sec := s.serviceSeconds(s.taskSeconds(n, v, l))
-	t := &simTask{video: l.VideoID, node: n, gpus: l.Req.GPUs, cpu: l.Req.CPUSlots, started: s.now, end: s.now + secondsDur(sec)}
+	t := &simTask{ref: l.Ref(), video: l.VideoID, v: v, idx: len(s.running), node: n, gpus: l.Req.GPUs, cpu: l.Req.CPUSlots, started: s.now, end: s.now + secondsDur(sec)}
 	n.freeGPU -= t.gpus
 	n.freeCPU -= t.cpu
-	s.running[l.TaskID] = t
+	s.running = append(s.running, t)
 	if !v.leased {
 		v.leased = true
 		s.rec.firstLease(v, s.now-v.submitted)
@@ -99,7 +99,7 @@ func (s *sim) start(n *simNode, l scheduler.Lease) {
 	} else {
 		s.readyCPU--
 	}
-	s.push(event{at: t.end, kind: evDone, ref: l.Ref()})
+	s.push(event{at: t.end, kind: evDone, task: t})
 }
 
 // taskSeconds is the mean service time of a lease's task on node n.
@@ -128,9 +128,13 @@ func (s *sim) taskSeconds(n *simNode, v *simVideo, l scheduler.Lease) float64 {
 
 // complete ends a task whose service time is over, adds an auto video's
 // scenes once its plan is done, and offers the freed capacity.
-func (s *sim) complete(ref scheduler.LeaseRef) error {
-	t := s.running[ref.TaskID]
-	delete(s.running, ref.TaskID)
+func (s *sim) complete(t *simTask) error {
+	ref := t.ref
+	last := len(s.running) - 1
+	s.running[t.idx] = s.running[last]
+	s.running[t.idx].idx = t.idx
+	s.running[last] = nil
+	s.running = s.running[:last]
 	n := t.node
 	n.freeGPU += t.gpus
 	n.freeCPU += t.cpu
@@ -140,7 +144,7 @@ func (s *sim) complete(ref scheduler.LeaseRef) error {
 	if err != nil {
 		return fmt.Errorf("bench: complete %s: %w", ref.TaskID, err)
 	}
-	v := s.videos[t.video]
+	v := t.v
 	gpuReady := 0
 	if out.NeedsScenes {
 		m := s.catalog[s.wl.Auto.SceneModel]

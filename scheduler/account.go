@@ -10,8 +10,8 @@ type account struct {
 	id         string
 	lastServed uint64
 	running    int
-	queues     []*acctQueue // one per (priority, class) it has ready tasks in
-	byKey      map[queueKey]*acctQueue
+	queues     []*acctQueue            // one per (priority, class) it has ready tasks in
+	byKey      map[queueKey]*acctQueue // queues too, once there are many (see queue)
 }
 
 // queueKey names one of an account's queues.

@@ -2,7 +2,7 @@ package scheduler
 
 // Capacity: what a node's hardware can run at all (staticFit, which
 // indexes nodes by requirement class), what fits its free capacity now
-// (fits, freeView), and which GPUs a lease gets (pickGPUs: best fit).
+// (fits, freeView), and which GPUs a lease gets (takeGPUs: best fit).
 
 // capEntry is one class a node's hardware can run, with what placement
 // needs to test it without leaving the node's own array.
@@ -96,23 +96,24 @@ func (n *node) staticFit(r *Requirements) bool {
 	return count >= r.GPUs
 }
 
-// pickGPUs returns the smallest idle GPUs that satisfy r (best fit), so
-// large GPUs stay free for large tasks. r must fit.
-func (n *node) pickGPUs(r *Requirements) []*gpuSlot {
-	if r.GPUs == 0 {
-		return nil
-	}
-	out := make([]*gpuSlot, 0, r.GPUs)
+// takeGPUs marks the smallest idle GPUs that satisfy t's requirements
+// busy with t (best fit), so large GPUs stay free for large tasks, and
+// appends their ids to ids. t must fit.
+func (n *node) takeGPUs(t *task, ids []string) []string {
+	r := &t.cls.req
+	taken := 0
 	for i := range n.gpus {
+		if taken == r.GPUs {
+			break
+		}
 		g := &n.gpus[i]
 		if g.busy == nil && g.eligible(r) {
-			out = append(out, g)
-			if len(out) == r.GPUs {
-				break
-			}
+			g.busy = t
+			ids = append(ids, g.id)
+			taken++
 		}
 	}
-	return out
+	return ids
 }
 
 func (n *node) gpu(id string) *gpuSlot {

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"cmp"
 	"slices"
 	"time"
 )
@@ -26,7 +25,7 @@ func (s *State) Expire(now time.Time) ExpireResult {
 	at := ms(now)
 	var res ExpireResult
 	for s.leaseDue(at) {
-		t := s.leaseHeap[0]
+		t := s.leaseHeap[0].t
 		res.Leases = append(res.Leases, t.leaseInfo())
 		res.Expired = append(res.Expired, s.failAttempt(t, "lease expired", at))
 	}
@@ -46,73 +45,98 @@ func (s *State) Expire(now time.Time) ExpireResult {
 
 // ---- lease heap: leased tasks ordered by (deadline, token) ----
 
-func (s *State) leaseLess(i, j int) bool {
-	a, b := s.leaseHeap[i].lease, s.leaseHeap[j].lease
-	if c := cmp.Compare(a.deadline, b.deadline); c != 0 {
-		return c < 0
+// leaseEntry is one leased task in State.leaseHeap, with copies of its
+// lease's deadline and token so that sifting compares without chasing
+// pointers (a large farm holds thousands of leases).
+type leaseEntry struct {
+	deadline int64
+	token    uint64
+	t        *task
+}
+
+func (a *leaseEntry) less(b *leaseEntry) bool {
+	if a.deadline != b.deadline {
+		return a.deadline < b.deadline
 	}
 	return a.token < b.token
 }
 
-func (s *State) leaseSwap(i, j int) {
-	h := s.leaseHeap
-	h[i], h[j] = h[j], h[i]
-	h[i].lIdx = i
-	h[j].lIdx = j
-}
+func (s *State) leaseLess(i, j int) bool { return s.leaseHeap[i].less(&s.leaseHeap[j]) }
 
 func (s *State) pushLease(t *task) {
 	t.lIdx = len(s.leaseHeap)
-	s.leaseHeap = append(s.leaseHeap, t)
+	s.leaseHeap = append(s.leaseHeap, leaseEntry{deadline: t.lease.deadline, token: t.lease.token, t: t})
 	s.leaseUp(t.lIdx)
 }
 
 func (s *State) removeLease(t *task) {
-	i, last := t.lIdx, len(s.leaseHeap)-1
+	h := s.leaseHeap
+	i, last := t.lIdx, len(h)-1
 	if i != last {
-		s.leaseSwap(i, last)
+		h[i] = h[last]
+		h[i].t.lIdx = i
 	}
-	s.leaseHeap[last] = nil
-	s.leaseHeap = s.leaseHeap[:last]
+	h[last] = leaseEntry{}
+	s.leaseHeap = h[:last]
 	if i != last && !s.leaseDown(i) {
 		s.leaseUp(i)
 	}
 	t.lIdx = -1
 }
 
+// fixLease restores heap order after t's deadline changed.
 func (s *State) fixLease(t *task) {
+	s.leaseHeap[t.lIdx].deadline = t.lease.deadline
 	if !s.leaseDown(t.lIdx) {
 		s.leaseUp(t.lIdx)
 	}
 }
 
+// leaseUp and leaseDown move the entry at i with a hole: parents or
+// children shift one step and the entry is written once, at its final
+// index.
 func (s *State) leaseUp(i int) {
+	h := s.leaseHeap
+	e := h[i]
+	start := i
 	for i > 0 {
 		p := (i - 1) / 2
-		if !s.leaseLess(i, p) {
-			return
+		if !e.less(&h[p]) {
+			break
 		}
-		s.leaseSwap(i, p)
+		h[i] = h[p]
+		h[i].t.lIdx = i
 		i = p
+	}
+	if i != start {
+		h[i] = e
+		e.t.lIdx = i
 	}
 }
 
 func (s *State) leaseDown(i int) bool {
-	start, n := i, len(s.leaseHeap)
+	h := s.leaseHeap
+	e := h[i]
+	start, n := i, len(h)
 	for {
 		l := 2*i + 1
 		if l >= n {
 			break
 		}
 		m := l
-		if r := l + 1; r < n && s.leaseLess(r, l) {
+		if r := l + 1; r < n && h[r].less(&h[l]) {
 			m = r
 		}
-		if !s.leaseLess(m, i) {
+		if !h[m].less(&e) {
 			break
 		}
-		s.leaseSwap(i, m)
+		h[i] = h[m]
+		h[i].t.lIdx = i
 		i = m
+	}
+	if i != start {
+		h[i] = e
+		e.t.lIdx = i
 	}
 	return i > start
 }
@@ -138,7 +162,7 @@ func (s *State) ExpiryDue(now time.Time) bool {
 
 // leaseDue reports whether the earliest lease deadline is at or before at.
 func (s *State) leaseDue(at int64) bool {
-	return len(s.leaseHeap) > 0 && s.leaseHeap[0].lease.deadline <= at
+	return len(s.leaseHeap) > 0 && s.leaseHeap[0].deadline <= at
 }
 
 // silent reports whether a live node's last heartbeat is at or before limit.

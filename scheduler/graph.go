@@ -101,7 +101,22 @@ func AutoGraph(v VideoInfo) Graph {
 }
 
 // sceneName is the name of the i-th scene, 1-based.
-func sceneName(i int) string { return fmt.Sprintf("scene-%04d", i) }
+func sceneName(i int) string {
+	if i > 0 && i < len(sceneNames) {
+		return sceneNames[i]
+	}
+	return fmt.Sprintf("scene-%04d", i)
+}
+
+// sceneNames holds every scene name AddScenes can give (index 0 unused),
+// built once: auto videos add scenes by the million in a busy farm.
+var sceneNames = func() []string {
+	out := make([]string, MaxScenes+1)
+	for i := 1; i <= MaxScenes; i++ {
+		out[i] = fmt.Sprintf("scene-%04d", i)
+	}
+	return out
+}()
 
 // Validate checks the graph's shape: ids, names, kinds, requirements,
 // topological order, and for auto graphs exactly one plan task and one

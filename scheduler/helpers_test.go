@@ -68,8 +68,10 @@ func submitManual(tb fataler, s *State, id, acct string, prio int, req Requireme
 func checkInvariants(s *State) error {
 	running := map[*account]int{}
 	tokens := map[uint64]bool{}
-	for i, t := range s.leaseHeap {
-		if t.lIdx != i || t.state != TaskLeased || t.lease == nil {
+	for i, e := range s.leaseHeap {
+		t := e.t
+		if t.lIdx != i || t.state != TaskLeased || t.lease == nil ||
+			e.deadline != t.lease.deadline || e.token != t.lease.token {
 			return fmt.Errorf("lease heap entry %d (%s) inconsistent", i, t.id)
 		}
 		if i > 0 && s.leaseLess(i, (i-1)/2) {
@@ -87,8 +89,8 @@ func checkInvariants(s *State) error {
 		if s.nodes[n.spec.ID] != n || n.leased[t.nIdx] != t {
 			return fmt.Errorf("task %s: node index broken", t.id)
 		}
-		if len(t.lease.gpus) != t.req.GPUs {
-			return fmt.Errorf("task %s holds %d GPUs, needs %d", t.id, len(t.lease.gpus), t.req.GPUs)
+		if len(t.lease.gpus) != t.cls.req.GPUs {
+			return fmt.Errorf("task %s holds %d GPUs, needs %d", t.id, len(t.lease.gpus), t.cls.req.GPUs)
 		}
 	}
 	leased := 0
@@ -98,7 +100,7 @@ func checkInvariants(s *State) error {
 			if t.nIdx != i || t.lease == nil || t.lease.node != n {
 				return fmt.Errorf("node %s lease list broken", id)
 			}
-			cpu += t.req.CPUSlots
+			cpu += t.cls.req.CPUSlots
 			leased++
 		}
 		if cpu != n.usedCPU {
@@ -119,7 +121,7 @@ func checkInvariants(s *State) error {
 			return fmt.Errorf("account %s: running %d, leases %d", id, a.running, running[a])
 		}
 		for i, aq := range a.queues {
-			if aq.aIdx != i || aq.acct != a || aq.b.heap[aq.bIdx].aq != aq || len(aq.tasks) == 0 || a.byKey[queueKey{aq.lvl.prio, aq.cls.idx}] != aq {
+			if aq.aIdx != i || aq.acct != a || aq.b.heap[aq.bIdx].aq != aq || len(aq.tasks) == 0 || a.queue(aq.lvl.prio, aq.cls.idx) != aq {
 				return fmt.Errorf("account %s queue %d broken", id, i)
 			}
 		}
@@ -131,8 +133,8 @@ func checkInvariants(s *State) error {
 		}
 		lr := 0
 		for ci, b := range l.buckets {
-			if b == nil {
-				if l.tops[ci].key.acct != nil {
+			if b == nil || len(b.heap) == 0 {
+				if l.tops[ci] != (topEntry{}) || (b != nil && (b.tasks != 0 || b.lvl != l || b.ci != ci)) {
 					return fmt.Errorf("empty bucket (%d,%d) has a top key", p, ci)
 				}
 				continue
@@ -179,8 +181,11 @@ func checkInvariants(s *State) error {
 		return fmt.Errorf("prios %v do not match levels", s.prios)
 	}
 	readyTasks := 0
-	for id, t := range s.tasks {
-		if s.tasks[t.id] != t || t.v.tasks[t.idx] != t {
+	ntasks := 0
+	for _, t := range allTasks(s) {
+		id := t.id
+		ntasks++
+		if found, _ := s.task(t.id); found != t || t.v.tasks[t.idx] != t || s.videos[t.v.id] != t.v {
 			return fmt.Errorf("task %s index broken", id)
 		}
 		pending := 0
@@ -220,6 +225,9 @@ func checkInvariants(s *State) error {
 			return fmt.Errorf("task %s is %s in a %s video", id, t.state, t.v.state)
 		}
 	}
+	if ntasks != s.ntasks {
+		return fmt.Errorf("%d tasks, %d counted", ntasks, s.ntasks)
+	}
 	if readyTasks != ready {
 		return fmt.Errorf("%d ready tasks, %d queued", readyTasks, ready)
 	}
@@ -248,8 +256,8 @@ func bruteForcePick(s *State, nodeID string, now time.Time) string {
 		return ""
 	}
 	var cands []*task
-	for _, t := range s.tasks {
-		if t.state != TaskReady || !n.staticFit(&t.req) || !nodeFits(n, &t.req) {
+	for _, t := range allTasks(s) {
+		if t.state != TaskReady || !n.staticFit(&t.cls.req) || !nodeFits(n, &t.cls.req) {
 			continue
 		}
 		cands = append(cands, t)
@@ -322,7 +330,7 @@ func bruteForceLevel(s *State, n *node, cands []*task, prio int, now time.Time) 
 		if best == nil || before(offer, best) {
 			best = offer
 		}
-		if offer.req.Model != "" && n.warm[offer.req.Model] && (warm == nil || before(offer, warm)) {
+		if offer.cls.req.Model != "" && n.warm[offer.cls.req.Model] && (warm == nil || before(offer, warm)) {
 			warm = offer
 		}
 	}
@@ -369,4 +377,13 @@ func accountAhead(a, b *account) bool {
 		return a.lastServed < b.lastServed
 	}
 	return a.id < b.id
+}
+
+// allTasks lists every task of every video.
+func allTasks(s *State) []*task {
+	var out []*task
+	for _, v := range s.videos {
+		out = append(out, v.tasks...)
+	}
+	return out
 }

@@ -56,7 +56,7 @@ func (t *task) leaseInfo() Lease {
 		NodeID:    l.node.spec.ID,
 		Token:     l.token,
 		Kind:      t.kind,
-		Req:       t.req.clone(),
+		Req:       t.cls.req.clone(),
 		GPUIDs:    slices.Clone(l.gpus),
 		Attempt:   t.attempts,
 		GrantedAt: fromMS(l.granted),
@@ -76,12 +76,10 @@ func (s *State) grant(t *task, n *node, now, dur int64) Lease {
 	s.unready(t)
 	s.served(t.v.acct)
 	s.nextToken++
-	l := &lease{node: n, token: s.nextToken, granted: now, deadline: now + dur}
-	for _, g := range n.pickGPUs(&t.req) {
-		g.busy = t
-		l.gpus = append(l.gpus, g.id)
-	}
-	n.usedCPU += t.req.CPUSlots
+	l := &t.leaseRec // a task holds one lease at a time: no allocation per grant
+	*l = lease{node: n, token: s.nextToken, gpus: l.gpus[:0], granted: now, deadline: now + dur}
+	l.gpus = n.takeGPUs(t, l.gpus)
+	n.usedCPU += t.cls.req.CPUSlots
 	t.nIdx = len(n.leased)
 	n.leased = append(n.leased, t)
 	t.lease = l
@@ -100,12 +98,14 @@ func (s *State) grant(t *task, n *node, now, dur int64) Lease {
 func (s *State) releaseLease(t *task) {
 	l := t.lease
 	n := l.node
-	for _, id := range l.gpus {
-		if g := n.gpu(id); g != nil && g.busy == t {
-			g.busy = nil
+	if len(l.gpus) > 0 {
+		for i := range n.gpus { // only its lease's GPUs are busy with t
+			if g := &n.gpus[i]; g.busy == t {
+				g.busy = nil
+			}
 		}
 	}
-	n.usedCPU -= t.req.CPUSlots
+	n.usedCPU -= t.cls.req.CPUSlots
 	last := len(n.leased) - 1
 	n.leased[t.nIdx] = n.leased[last]
 	n.leased[t.nIdx].nIdx = t.nIdx
@@ -120,7 +120,7 @@ func (s *State) releaseLease(t *task) {
 // holder returns the task ref names if ref is its current lease, and
 // ErrStaleLease (or ErrUnknownTask) otherwise.
 func (s *State) holder(ref LeaseRef) (*task, error) {
-	t, ok := s.tasks[ref.TaskID]
+	t, ok := s.task(ref.TaskID)
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownTask, ref.TaskID)
 	}

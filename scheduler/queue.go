@@ -108,7 +108,7 @@ func (s *State) levelFor(p int) *level {
 	if l, ok := s.levels[p]; ok {
 		return l
 	}
-	l := &level{prio: p}
+	l := s.newLevel(p)
 	s.levels[p] = l
 	i, _ := slices.BinarySearchFunc(s.prios, p, func(a, b int) int { return cmp.Compare(b, a) })
 	s.prios = slices.Insert(s.prios, i, p)
@@ -121,6 +121,7 @@ func (s *State) dropLevel(l *level) {
 	if found {
 		s.prios = slices.Delete(s.prios, i, i+1)
 	}
+	s.spareLevel(l)
 }
 
 func (l *level) bucket(ci int) *bucket {
@@ -149,18 +150,13 @@ func (s *State) makeReady(t *task, now int64) {
 	}
 	b.tasks++
 	l.ready++
-	qk := queueKey{prio: l.prio, ci: ci}
-	if aq := a.byKey[qk]; aq != nil {
+	if aq := a.queue(l.prio, ci); aq != nil {
 		aq.pushTask(t)
 		aq.newHead()
 		return
 	}
-	aq := &acctQueue{acct: a, lvl: l, cls: t.cls, b: b, aIdx: len(a.queues)}
-	a.queues = append(a.queues, aq)
-	if a.byKey == nil {
-		a.byKey = make(map[queueKey]*acctQueue)
-	}
-	a.byKey[qk] = aq
+	aq := s.newQueue(a, l, t.cls, b)
+	a.addQueue(aq)
 	aq.pushTask(t)
 	b.push(aq)
 }
@@ -177,19 +173,12 @@ func (s *State) unready(t *task) {
 		return
 	}
 	b.remove(aq.bIdx)
-	a := aq.acct
-	last := len(a.queues) - 1
-	a.queues[aq.aIdx] = a.queues[last]
-	a.queues[aq.aIdx].aIdx = aq.aIdx
-	a.queues[last] = nil
-	a.queues = a.queues[:last]
-	delete(a.byKey, queueKey{prio: aq.lvl.prio, ci: aq.cls.idx})
-	if len(b.heap) == 0 {
-		aq.lvl.buckets[b.ci] = nil
+	aq.acct.removeQueue(aq)
+	// An emptied bucket stays, for the next task of its class.
+	if l := aq.lvl; l.ready == 0 {
+		s.dropLevel(l)
 	}
-	if aq.lvl.ready == 0 {
-		s.dropLevel(aq.lvl)
-	}
+	s.spareQueue(aq)
 }
 
 // rekey stores a's new key in every bucket it is queued in and restores

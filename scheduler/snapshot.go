@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -120,7 +121,7 @@ func (v *video) record() VideoRecord {
 		tr := TaskRecord{
 			Name:         t.name,
 			Kind:         t.kind,
-			Req:          t.req.clone(),
+			Req:          t.cls.req.clone(),
 			AwaitsScenes: t.awaitsScenes,
 			State:        t.state,
 			Attempts:     t.attempts,
@@ -245,15 +246,13 @@ func (s *State) restoreVideo(vr VideoRecord) (ready, leased []*task, err error) 
 		}
 	}
 	byName := make(map[string]*task, len(vr.Tasks))
+	sawScene := false
 	for _, tr := range vr.Tasks {
-		if byName[tr.Name] != nil || !tr.Kind.valid() {
-			return nil, nil, bad("task %q duplicate or of unknown kind", tr.Name)
+		if byName[tr.Name] != nil || !tr.Kind.valid() || tr.Name == "" || strings.Contains(tr.Name, "/") {
+			return nil, nil, bad("task %q duplicate, of unknown kind or badly named", tr.Name)
 		}
 		if err := tr.Req.Validate(); err != nil {
 			return nil, nil, bad("task %q: %v", tr.Name, err)
-		}
-		if _, dup := s.tasks[taskID(v.id, tr.Name)]; dup {
-			return nil, nil, bad("task %q duplicate", tr.Name)
 		}
 		t := s.newTask(v, tr.Name, tr.Kind, tr.Req)
 		t.state = tr.State
@@ -275,6 +274,9 @@ func (s *State) restoreVideo(vr VideoRecord) (ready, leased []*task, err error) 
 		}
 		if tr.Kind == KindPlan {
 			v.plan = t
+		}
+		if tr.Kind == KindScene && !sawScene {
+			v.sceneBase, sawScene = len(v.tasks)-1, true
 		}
 		byName[tr.Name] = t
 	}
@@ -332,7 +334,7 @@ func (s *State) restoreLease(t *task, l *lease) error {
 			g.busy = t
 		}
 	}
-	n.usedCPU += t.req.CPUSlots
+	n.usedCPU += t.cls.req.CPUSlots
 	t.nIdx = len(n.leased)
 	n.leased = append(n.leased, t)
 	s.pushLease(t)

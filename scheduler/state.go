@@ -21,17 +21,20 @@ type State struct {
 	videoSeq  uint64 // last video sequence number
 
 	videos   map[string]*video
-	tasks    map[string]*task
+	ntasks   int // tasks of all videos (found through their video: see task)
 	nodes    map[string]*node
 	accounts map[string]*account
 
 	classes    []*class
-	classByKey map[string]*class
+	classByKey map[classKey]*class
 
 	levels map[int]*level
 	prios  []int // priorities of non-empty levels, highest first
 
-	leaseHeap []*task // leased tasks ordered by (deadline, token)
+	spareLevels []*level     // see spare.go
+	spareQueues []*acctQueue // see spare.go
+
+	leaseHeap []leaseEntry // leased tasks ordered by (deadline, token)
 }
 
 // New returns an empty State with cfg (zero fields take defaults).
@@ -43,10 +46,9 @@ func New(cfg Config) (*State, error) {
 	return &State{
 		cfg:        cfg,
 		videos:     make(map[string]*video),
-		tasks:      make(map[string]*task),
 		nodes:      make(map[string]*node),
 		accounts:   make(map[string]*account),
-		classByKey: make(map[string]*class),
+		classByKey: make(map[classKey]*class),
 		levels:     make(map[int]*level),
 	}, nil
 }
@@ -56,7 +58,7 @@ func (s *State) Config() Config { return s.cfg }
 
 // Task returns a copy of the task with the given id.
 func (s *State) Task(id string) (Task, bool) {
-	t, ok := s.tasks[id]
+	t, ok := s.task(id)
 	if !ok {
 		return Task{}, false
 	}
@@ -79,8 +81,8 @@ func (s *State) VideoTasks(videoID string) ([]Task, error) {
 // Leases returns copies of all current leases, by fencing token.
 func (s *State) Leases() []Lease {
 	out := make([]Lease, 0, len(s.leaseHeap))
-	for _, t := range s.leaseHeap {
-		out = append(out, t.leaseInfo())
+	for _, e := range s.leaseHeap {
+		out = append(out, e.t.leaseInfo())
 	}
 	slices.SortFunc(out, func(a, b Lease) int { return cmp.Compare(a.Token, b.Token) })
 	return out
@@ -102,7 +104,7 @@ type Stats struct {
 func (s *State) Stats() Stats {
 	st := Stats{
 		Videos:      len(s.videos),
-		Tasks:       len(s.tasks),
+		Tasks:       s.ntasks,
 		LeasedTasks: len(s.leaseHeap),
 		Nodes:       len(s.nodes),
 		Accounts:    len(s.accounts),

@@ -1,6 +1,9 @@
 package scheduler
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // Kind is the kind of a task in a video's graph.
 type Kind string
@@ -82,8 +85,7 @@ type task struct {
 	sub   int64  // v.submitted, copied: part of the age key
 	seq   uint64 // v.seq, copied: part of the age key
 	kind  Kind
-	req   Requirements
-	cls   *class
+	cls   *class // its requirements: cls.req
 	deps  []*task
 	after []*task // dependents
 	// pending counts unfinished deps, plus one while the task waits for
@@ -104,9 +106,10 @@ type task struct {
 	qIdx int
 
 	// lease while leased
-	lease *lease
-	lIdx  int // index in State.leaseHeap
-	nIdx  int // index in node.leased
+	lease    *lease // &leaseRec while leased, else nil
+	leaseRec lease
+	lIdx     int // index in State.leaseHeap
+	nIdx     int // index in node.leased
 
 	// last completion, so a retried Complete by the same holder is a no-op
 	doneNode  string
@@ -131,7 +134,7 @@ func (t *task) info() Task {
 		VideoID:     t.v.id,
 		Name:        t.name,
 		Kind:        t.kind,
-		Req:         t.req.clone(),
+		Req:         t.cls.req.clone(),
 		State:       t.state,
 		Attempts:    t.attempts,
 		Failures:    t.failures,
@@ -150,3 +153,55 @@ func (t *task) info() Task {
 
 // taskID is the id of the task named name in video videoID.
 func taskID(videoID, name string) string { return videoID + "/" + name }
+
+// task returns the task with the given id. There is no index by task id:
+// the id names its video (names have no "/") and the video finds the name,
+// which saves a map insert and delete per task in a busy farm.
+func (s *State) task(id string) (*task, bool) {
+	i := strings.LastIndexByte(id, '/')
+	if i < 0 {
+		return nil, false
+	}
+	v, ok := s.videos[id[:i]]
+	if !ok {
+		return nil, false
+	}
+	t := v.taskNamed(id[i+1:])
+	return t, t != nil
+}
+
+// taskNamed returns v's task with the given name, or nil. A scene is found
+// by its number (scene k is usually v.tasks[v.sceneBase+k-1]); other
+// names, and scenes out of place, by a scan.
+func (v *video) taskNamed(name string) *task {
+	if k, ok := sceneNumber(name); ok {
+		if i := v.sceneBase + k - 1; i >= 0 && i < len(v.tasks) && v.tasks[i].name == name {
+			return v.tasks[i]
+		}
+	}
+	for _, t := range v.tasks {
+		if t.name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// sceneNumber parses a scene name as sceneName writes it.
+func sceneNumber(name string) (int, bool) {
+	digits, ok := strings.CutPrefix(name, "scene-")
+	if !ok || len(digits) < 4 {
+		return 0, false
+	}
+	k := 0
+	for _, c := range []byte(digits) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		k = k*10 + int(c-'0')
+		if k > MaxScenes {
+			return 0, false
+		}
+	}
+	return k, true
+}

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -59,9 +60,11 @@ type video struct {
 	state       VideoState
 	scenesAdded bool
 	tasks       []*task
-	done        int   // tasks in TaskDone
-	gate        *task // the task awaiting scenes, auto only
-	plan        *task // auto only
+	done        int    // tasks in TaskDone
+	gate        *task  // the task awaiting scenes, auto only
+	plan        *task  // auto only
+	slab        []task // room reserved for tasks still to be created
+	sceneBase   int    // index in tasks of scene 1 (see taskNamed)
 	failedTask  string
 	failure     string
 }
@@ -86,11 +89,9 @@ func (s *State) Submit(g Graph, now time.Time) error {
 	if _, ok := s.videos[g.Video.ID]; ok {
 		return fmt.Errorf("%w: video %q", ErrDuplicate, g.Video.ID)
 	}
-	for _, ts := range g.Tasks {
-		if _, ok := s.tasks[taskID(g.Video.ID, ts.Name)]; ok {
-			return fmt.Errorf("%w: task %q", ErrDuplicate, taskID(g.Video.ID, ts.Name))
-		}
-	}
+	// No task id can be taken when the video id is free: a task id is its
+	// video's id, "/" and a name without "/" (Restore holds snapshots to
+	// that too), so it names one video.
 	s.videoSeq++
 	v := s.newVideo(g, s.videoSeq, ms(now))
 	for _, t := range v.tasks {
@@ -112,10 +113,17 @@ func (s *State) newVideo(g Graph, seq uint64, submitted int64) *video {
 		submitted: submitted,
 		state:     VideoQueued,
 	}
+	v.reserve(len(g.Tasks))
+	ndeps := 0
+	for _, ts := range g.Tasks {
+		ndeps += len(ts.Deps)
+	}
+	deps := make([]*task, ndeps) // every task's deps, carved up below
 	byName := make(map[string]*task, len(g.Tasks))
 	for _, ts := range g.Tasks {
 		t := s.newTask(v, ts.Name, ts.Kind, ts.Req)
 		t.weight = float64(ts.Kind.Weight())
+		t.deps, deps = deps[:0:len(ts.Deps)], deps[len(ts.Deps):]
 		for _, d := range ts.Deps {
 			s.link(byName[d], t)
 		}
@@ -134,8 +142,9 @@ func (s *State) newVideo(g Graph, seq uint64, submitted int64) *video {
 }
 
 func (s *State) newTask(v *video, name string, kind Kind, req Requirements) *task {
-	req = req.normalized()
-	t := &task{
+	cls := s.classFor(req)
+	t := v.alloc()
+	*t = task{
 		id:    taskID(v.id, name),
 		name:  name,
 		v:     v,
@@ -143,15 +152,31 @@ func (s *State) newTask(v *video, name string, kind Kind, req Requirements) *tas
 		sub:   v.submitted,
 		seq:   v.seq,
 		kind:  kind,
-		req:   req,
-		cls:   s.classFor(req),
+		cls:   cls,
 		state: TaskBlocked,
 		qIdx:  -1,
 		lIdx:  -1,
 		nIdx:  -1,
 	}
 	v.tasks = append(v.tasks, t)
-	s.tasks[t.id] = t
+	s.ntasks++
+	return t
+}
+
+// reserve makes room for n more tasks, allocated together: a video's
+// tasks live and die together, and a busy farm creates them by the million.
+func (v *video) reserve(n int) {
+	v.tasks = slices.Grow(v.tasks, n)
+	v.slab = make([]task, n)
+}
+
+// alloc returns a task record from the reserved room, or a new one.
+func (v *video) alloc() *task {
+	if len(v.slab) == 0 {
+		return new(task)
+	}
+	t := &v.slab[0]
+	v.slab = v.slab[1:]
 	return t
 }
 
@@ -190,9 +215,15 @@ func (s *State) AddScenes(videoID string, n int, req Requirements, now time.Time
 		}
 	}
 	at := ms(now)
+	v.sceneBase = len(v.tasks)
+	v.reserve(n)
+	v.plan.after = slices.Grow(v.plan.after, n)
+	v.gate.deps = slices.Grow(v.gate.deps, n)
+	links := make([]*task, 2*n) // each scene's one dep and one dependent
 	for i := 1; i <= n; i++ {
 		sc := s.newTask(v, sceneName(i), KindScene, req)
 		sc.weight = float64(KindScene.Weight()) / float64(n)
+		sc.deps, sc.after, links = links[0:0:1], links[1:1:2], links[2:]
 		s.link(v.plan, sc)
 		s.link(sc, v.gate)
 	}
@@ -272,9 +303,7 @@ func (s *State) Forget(videoID string) error {
 	if !v.state.terminal() {
 		return fmt.Errorf("%w: video %q is %s", ErrWrongState, videoID, v.state)
 	}
-	for _, t := range v.tasks {
-		delete(s.tasks, t.id)
-	}
+	s.ntasks -= len(v.tasks)
 	delete(s.videos, videoID)
 	return nil
 }
