@@ -52,7 +52,9 @@ func runAdmin(args []string) error {
 	if err != nil {
 		return fmt.Errorf("--ca-file: %w", err)
 	}
-	cl.HTTP = &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true}}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tlsCfg
+	cl.HTTP = &http.Client{Transport: tr}
 	rest := fs.Args()
 	if len(rest) == 0 {
 		fs.Usage()

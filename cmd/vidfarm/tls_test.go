@@ -241,3 +241,17 @@ func callJSON(t *testing.T, hc *http.Client, method, url, key, body string) (int
 	}
 	return resp.StatusCode, m
 }
+
+// TestDevRefusesTLS: the embedded farm's own agent and admin client speak
+// plain http, so `vidfarm dev` says so instead of starting half-broken.
+func TestDevRefusesTLS(t *testing.T) {
+	for _, args := range [][]string{
+		{"--tls-cert", "node.pem", "--tls-key", "node-key.pem"},
+		{"--raft-tls-ca", "ca.pem"},
+	} {
+		err := runDev(append([]string{"--data-dir", t.TempDir()}, args...))
+		if err == nil || !strings.Contains(err.Error(), "vidfarm server") {
+			t.Fatalf("dev %v: %v, want a refusal naming vidfarm server", args, err)
+		}
+	}
+}

@@ -70,7 +70,7 @@ func (t tlsSettings) prepare(srv *http.Server, name string, log *slog.Logger) {
 	srv.ErrorLog = slog.NewLogLogger(log.With("listener", name).Handler(), slog.LevelWarn)
 }
 
-// serve runs srv on ln until it is shut down, over TLS when prepare set it up.
+// serveOn runs srv on ln until it is shut down, over TLS when prepare set it up.
 func serveOn(srv *http.Server, ln net.Listener) error {
 	var err error
 	if srv.TLSConfig != nil {
