@@ -367,6 +367,9 @@ func (s *Server) NotifyWork() { s.notify.Notify() }
 // PublicURL is the base URL clients use.
 func (s *Server) PublicURL() string { return s.cfg.PublicURL }
 
+// AdminURL is how other nodes reach the admin listener (https with TLS).
+func (s *Server) AdminURL() string { return s.cfg.AdminURL }
+
 // Close drains the listeners and shuts the node down.
 func (s *Server) Close(ctx context.Context) error {
 	var err error

@@ -61,12 +61,15 @@ func (t tlsSettings) scheme() string {
 }
 
 // prepare sets srv up for TLS when it is on: its certificate and a log for
-// failed handshakes (a client speaking plain http, or not trusting us).
+// failed handshakes (a client not trusting us, or not speaking TLS at all).
 func (t tlsSettings) prepare(srv *http.Server, name string, log *slog.Logger) {
 	if t.server == nil {
 		return
 	}
 	srv.TLSConfig = t.server.Clone()
+	// HTTP/1.1 only, as over plain http: with HTTP/2 a write forwarded by a
+	// follower took 15 ms instead of 4 (BenchmarkClusterWriteTLS).
+	srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
 	srv.ErrorLog = slog.NewLogLogger(log.With("listener", name).Handler(), slog.LevelWarn)
 }
 
