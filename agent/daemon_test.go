@@ -491,10 +491,7 @@ func TestUnknownKindFails(t *testing.T) {
 	b := assignment("vid_odd2", "scene-0009", scheduler.KindScene, wire.Video{Mode: "auto"})
 	f.enqueue(a, b)
 	for id, want := range map[string]string{a.TaskID: `task kind "upscale"`, b.TaskID: `input "plan/plan.json" is missing`} {
-		waitFor(t, "the fail of "+id, func() bool { _, ok := f.failed(id); return ok })
-		if fr, _ := f.failed(id); !strings.Contains(fr.Reason, want) {
-			t.Errorf("%s: reason %q, want it to contain %q", id, fr.Reason, want)
-		}
+		expectFailed(t, f, id, want)
 	}
 }
 

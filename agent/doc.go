@@ -66,9 +66,9 @@
 //     With file assets (wire.Video.AssetInputs) scene N animates asset N
 //     (cycling) as image_to_video instead.
 //   - composite: plan.json, lines.json and its WAVs, every scene's clip.mp4
-//     and the stock avatar (the video's or pipeline.DefaultAvatar; an id
-//     that is not a stock avatar falls back to the default, with a warning,
-//     since account avatars do not reach agents yet) → Tools.Composite →
+//     and the presenter: the account's own avatar when the assignment
+//     carries its picture (wire.InputAvatar), else the stock avatar (the
+//     video's or pipeline.DefaultAvatar) → Tools.Composite →
 //     video.mp4, video_no_captions.mp4, captions.srt, captions.vtt; reports
 //     DurationSeconds measured with ffprobe. With a brand kit
 //     (wire.Video.Brand) the bar and accent take its colours and its logo
@@ -80,6 +80,12 @@
 //     resolution, aspect ratio, duration and advanced fields → clip.mp4.
 //   - finalize: render/clip.mp4 → Tools.Finalize → video.mp4 and
 //     poster.jpg; reports DurationSeconds.
+//   - avatar (a job, Assignment.Avatar): kind prompt → pipeline.WritePromptAvatar;
+//     kind photo → the photo at file_url, fetched like a manual input image
+//     (public https only, every connection checked again) →
+//     Tools.NormalizeAvatarPhoto → avatar.png (512×512).
+//   - speech (a job, Assignment.Speech): Tools.Speak with the sample's voice
+//     → speech.m4a (AAC); reports DurationSeconds.
 //
 // Runners: Config.Runners names an external command per model
 // (pipeline.ExternalRunner, which sees only its lease's GPUs through

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -154,6 +155,16 @@ func waitComplete(t *testing.T, f *fakeCP, id string) wire.CompleteRequest {
 		return ok
 	})
 	return c
+}
+
+// expectFailed waits until task id is reported failed and checks that the
+// reason names want.
+func expectFailed(t *testing.T, f *fakeCP, id, want string) {
+	t.Helper()
+	waitFor(t, "the fail of "+id, func() bool { _, ok := f.failed(id); return ok })
+	if fr, _ := f.failed(id); !strings.Contains(fr.Reason, want) {
+		t.Errorf("%s: reason %q, want it to contain %q", id, fr.Reason, want)
+	}
 }
 
 // emptyDir reports whether dir holds nothing.

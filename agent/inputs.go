@@ -71,13 +71,24 @@ func newInputFetcher(allowPrivate bool, roots *x509.CertPool) *inputFetcher {
 
 // blockedPrefixes are ranges no input is fetched from, besides what
 // netip.Addr's predicates already catch (loopback, private, link-local,
-// multicast, unspecified).
+// multicast, unspecified). With those they cover every range the control
+// plane's address guard (controlplane/netguard, which the agent may not
+// import) refuses for webhooks; a test in cmd/vidfarm holds the two to the
+// same answers. NAT64 and 6to4 are refused whole here, where the guard looks
+// at the IPv4 address inside: stricter, never looser.
 var blockedPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),         // "this network"
 	netip.MustParsePrefix("100.64.0.0/10"),     // carrier-grade NAT
 	netip.MustParsePrefix("192.0.0.0/24"),      // IETF protocol assignments
+	netip.MustParsePrefix("192.0.2.0/24"),      // documentation
+	netip.MustParsePrefix("192.88.99.0/24"),    // 6to4 relay anycast
 	netip.MustParsePrefix("198.18.0.0/15"),     // benchmarking
+	netip.MustParsePrefix("198.51.100.0/24"),   // documentation
+	netip.MustParsePrefix("203.0.113.0/24"),    // documentation
 	netip.MustParsePrefix("240.0.0.0/4"),       // reserved, broadcast
+	netip.MustParsePrefix("::/96"),             // IPv4-compatible
+	netip.MustParsePrefix("100::/64"),          // discard-only
+	netip.MustParsePrefix("fec0::/10"),         // site-local (deprecated)
 	netip.MustParsePrefix("64:ff9b::/96"),      // NAT64: reaches any IPv4 address
 	netip.MustParsePrefix("64:ff9b:1::/48"),    // local-use NAT64
 	netip.MustParsePrefix("2002::/16"),         // 6to4: embeds an IPv4 address
@@ -86,8 +97,11 @@ var blockedPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("fd00:ec2::254/128"), // AWS IMDS over IPv6 (also ULA)
 }
 
-// blockedAddr reports whether an input must not be fetched from ip.
-func blockedAddr(ip netip.Addr) bool {
+// BlockedInputAddr reports whether an input must not be fetched from ip.
+func BlockedInputAddr(ip netip.Addr) bool {
+	if ip.Zone() != "" {
+		return true // a scoped address names an interface of this machine
+	}
 	ip = ip.Unmap()
 	// Not global unicast covers invalid, unspecified, loopback, link-local and
 	// multicast addresses; private ranges are global unicast, so they are named.
@@ -113,7 +127,7 @@ func refusePrivate(network, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return fmt.Errorf("%w: address %q: %w", ErrInputRefused, address, err)
 	}
-	if blockedAddr(ip) {
+	if BlockedInputAddr(ip) {
 		return fmt.Errorf("%w: %s is a loopback, private, link-local or otherwise non-public address (the agent's --allow-private-inputs permits it in development)", ErrInputRefused, ip)
 	}
 	return nil

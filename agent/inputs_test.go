@@ -113,8 +113,8 @@ func TestBlockedAddr(t *testing.T) {
 		"2606:4700::6810:85": false,
 		"::ffff:8.8.8.8":     false,
 	} {
-		if got := blockedAddr(netip.MustParseAddr(addr)); got != want {
-			t.Errorf("blockedAddr(%s) = %v, want %v", addr, got, want)
+		if got := BlockedInputAddr(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("BlockedInputAddr(%s) = %v, want %v", addr, got, want)
 		}
 	}
 	if err := refusePrivate("tcp4", "10.0.0.1:443", nil); !errors.Is(err, ErrInputRefused) {

@@ -69,6 +69,10 @@ func (a *agent) execute(ctx context.Context, t *task) (wire.CompleteRequest, err
 		err = j.render(ctx)
 	case scheduler.KindFinalize:
 		err = j.finalize(ctx)
+	case scheduler.KindAvatar:
+		err = j.avatar(ctx)
+	case scheduler.KindSpeech:
+		err = j.speech(ctx)
 	default:
 		err = fmt.Errorf("%w: this agent does not know task kind %q (task %q)", errBadAssignment, t.asg.Kind, t.asg.Name)
 	}
@@ -375,14 +379,9 @@ func (j *job) composite(ctx context.Context) error {
 		}
 		step()
 	}
-	avatar := j.v.AvatarID
-	if avatar == "" {
-		avatar = pipeline.DefaultAvatar
-	}
-	if !slices.ContainsFunc(pipeline.StockAvatars(), func(s pipeline.StockAvatar) bool { return s.ID == avatar }) {
-		j.t.log.Warn("avatar is not a stock avatar, and account avatars do not reach agents yet: using the default presenter",
-			"avatar_id", avatar, "default", pipeline.DefaultAvatar)
-		avatar = pipeline.DefaultAvatar
+	avatar, avatarImage, err := j.presenter(ctx)
+	if err != nil {
+		return err
 	}
 	brand, err := j.brand(ctx)
 	if err != nil {
@@ -395,6 +394,7 @@ func (j *job) composite(ctx context.Context) error {
 		Orientation: j.v.Orientation,
 		Resolution:  j.v.Resolution,
 		AvatarID:    avatar,
+		AvatarImage: avatarImage,
 		Brand:       brand,
 		OutDir:      j.path("out"),
 	}, j.span(20, 90))

@@ -15,7 +15,7 @@ import (
 
 // requireTools skips the test when a tool is missing, unless
 // VIDFARM_REQUIRE_TOOLS is set (as in CI), in which case it fails.
-func requireTools(t *testing.T, names ...string) {
+func requireTools(t testing.TB, names ...string) {
 	t.Helper()
 	for _, n := range names {
 		if _, err := exec.LookPath(n); err != nil {

@@ -12,6 +12,10 @@ type Mode string
 const (
 	ModeManual Mode = "manual"
 	ModeAuto   Mode = "auto"
+	// ModeJob is one-off media work that is not a video (an avatar portrait,
+	// a speech sample): a single task, scheduled and fenced like a video's,
+	// under the job's own id.
+	ModeJob Mode = "job"
 )
 
 // Task names used by the graph builders. Scene tasks are named
@@ -22,6 +26,8 @@ const (
 	NamePlan      = "plan"
 	NameTTS       = "tts"
 	NameComposite = "composite"
+	NameAvatar    = "avatar"
+	NameSpeech    = "speech"
 )
 
 // VideoInfo identifies a video and who pays for it.
@@ -69,6 +75,28 @@ func DefaultTTSReq() Requirements {
 // DefaultCompositeReq is what an auto video's composite task needs.
 func DefaultCompositeReq() Requirements {
 	return Requirements{CPUSlots: 2, Tools: []string{"ffmpeg"}}
+}
+
+// DefaultAvatarReq is what an avatar job needs: drawing a portrait or
+// normalising a photo is one ffmpeg run on a CPU.
+func DefaultAvatarReq() Requirements {
+	return Requirements{CPUSlots: 1, Tools: []string{"ffmpeg"}}
+}
+
+// DefaultSpeechReq is what a speech job needs: espeak-ng speaks, ffmpeg
+// encodes.
+func DefaultSpeechReq() Requirements {
+	return Requirements{CPUSlots: 1, Tools: []string{"espeak-ng", "ffmpeg"}}
+}
+
+// AvatarGraph builds the one-task job that makes an account's avatar.
+func AvatarGraph(v VideoInfo) Graph {
+	return Graph{Video: v, Mode: ModeJob, Tasks: []TaskSpec{{Name: NameAvatar, Kind: KindAvatar, Req: DefaultAvatarReq()}}}
+}
+
+// SpeechGraph builds the one-task job that speaks a text sample.
+func SpeechGraph(v VideoInfo) Graph {
+	return Graph{Video: v, Mode: ModeJob, Tasks: []TaskSpec{{Name: NameSpeech, Kind: KindSpeech, Req: DefaultSpeechReq()}}}
 }
 
 // ManualGraph builds render -> finalize. render needs what the model needs
@@ -126,8 +154,11 @@ func (g Graph) Validate() error {
 	if v.ID == "" || v.AccountID == "" {
 		return fmt.Errorf("%w: video id and account id are required", ErrInvalid)
 	}
-	if g.Mode != ModeManual && g.Mode != ModeAuto {
-		return fmt.Errorf("%w: mode must be manual or auto, got %q", ErrInvalid, g.Mode)
+	if g.Mode != ModeManual && g.Mode != ModeAuto && g.Mode != ModeJob {
+		return fmt.Errorf("%w: mode must be manual, auto or job, got %q", ErrInvalid, g.Mode)
+	}
+	if g.Mode == ModeJob && len(g.Tasks) != 1 {
+		return fmt.Errorf("%w: a job graph has exactly one task, got %d", ErrInvalid, len(g.Tasks))
 	}
 	if len(g.Tasks) == 0 || len(g.Tasks) > MaxGraphTasks {
 		return fmt.Errorf("%w: a graph needs 1..%d tasks, got %d", ErrInvalid, MaxGraphTasks, len(g.Tasks))
@@ -165,6 +196,9 @@ func (g Graph) Validate() error {
 	}
 	if g.Mode == ModeManual && awaits > 0 {
 		return fmt.Errorf("%w: only auto graphs have scenes", ErrInvalid)
+	}
+	if g.Mode == ModeJob && (awaits > 0 || plans > 0) {
+		return fmt.Errorf("%w: a job has no plan and no scenes", ErrInvalid)
 	}
 	return nil
 }

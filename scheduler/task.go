@@ -17,6 +17,8 @@ const (
 	KindTTS       Kind = "tts"       // CPU: voiceover with espeak-ng
 	KindScene     Kind = "scene"     // GPU: one scene of an auto video
 	KindComposite Kind = "composite" // CPU: avatar, brand kit, scenes, voice, captions
+	KindAvatar    Kind = "avatar"    // CPU: an account's avatar portrait (job)
+	KindSpeech    Kind = "speech"    // CPU: a speech sample (job)
 )
 
 // Weight is the share of a video's percent that tasks of this kind carry.
@@ -37,6 +39,8 @@ func (k Kind) Weight() int {
 		return 60
 	case KindComposite:
 		return 20
+	case KindAvatar, KindSpeech:
+		return 100
 	}
 	return 0
 }

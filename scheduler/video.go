@@ -252,7 +252,7 @@ func (s *State) finishTask(t *task, now int64, out *Outcome) {
 	if t == v.plan && !v.scenesAdded {
 		out.NeedsScenes = true
 	}
-	if v.done == len(v.tasks) && (v.mode == ModeManual || v.scenesAdded) {
+	if v.done == len(v.tasks) && (v.mode != ModeAuto || v.scenesAdded) {
 		v.state = VideoCompleted
 		out.VideoCompleted = true
 	}

@@ -47,6 +47,11 @@ echo
 echo "== webhooks: due batch out of 10,000 pending deliveries; verifying a signature"
 go test -run '^$' -bench 'DueDeliveries|Verify' -benchmem ./controlplane/fsm/ ./controlplane/webhook/signature/ | grep -E '^Benchmark'
 
+echo
+echo "== media jobs: one prompt avatar portrait, one 300-character speech sample"
+go test -run '^$' -bench 'WritePromptAvatar|Speak' -benchtime 5x ./pipeline/ | grep -E '^Benchmark'
+
+echo
 echo "== app-database bridge: inbound purchases and outbound export (needs PostgreSQL at 127.0.0.1:5432)"
 go test -run '^$' -bench 'InboundPurchases|OutboundExport' -benchtime 20000x ./controlplane/appdb/ | grep -E '^Benchmark|SKIP'
 

@@ -31,7 +31,7 @@ const adminUsage = `usage: vidfarm admin [--server URL] [--admin-token T] [--ca-
   webhook deliveries [--account ID] [--webhook ID] [--event ID] [--state pending|delivered|abandoned|cancelled] [--limit N]
   snapshot
   status
-  cluster status
+  cluster status               (every member's own view: state, leader, term, commit and applied index, bridge)
   cluster members
   cluster remove --node ID
   backup --out FILE            (the whole state, in the snapshot format)
@@ -107,7 +107,7 @@ func runAdmin(args []string) error {
 	case "credits debit":
 		out, err = cl.Debit(ctx, *account, *amount, *idemKey)
 	case "cluster status":
-		out, err = cl.ClusterStatus(ctx)
+		out, err = cl.ClusterStatusAll(ctx)
 	case "plan set":
 		out, err = cl.SetPlan(ctx, *account, *plan)
 	case "video fail":

@@ -282,8 +282,11 @@ func (f *e2eFarm) startAgent(name string, extra ...string) *e2eAgent {
 	return a
 }
 
+// faceColour fills /img/face.png.
+var faceColour = color.RGBA{255, 0, 255, 255}
+
 // startImages serves PNGs the test draws over HTTPS on 127.0.0.1: /img/<n>.png,
-// each a gradient of its own colour.
+// each a gradient of its own colour, and /img/face.png.
 func (f *e2eFarm) startImages() {
 	f.t.Helper()
 	pngs := map[string][]byte{}
@@ -302,6 +305,18 @@ func (f *e2eFarm) startImages() {
 		}
 		pngs[fmt.Sprintf("/img/%d.png", i)] = buf.Bytes()
 	}
+	// /img/face.png: a portrait photo of one vivid colour, for avatar tests.
+	face := image.NewRGBA(image.Rect(0, 0, 240, 320))
+	for y := range 320 {
+		for x := range 240 {
+			face.SetRGBA(x, y, faceColour)
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, face); err != nil {
+		f.t.Fatal(err)
+	}
+	pngs["/img/face.png"] = buf.Bytes()
 	f.images = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, ok := pngs[r.URL.Path]
 		if !ok {

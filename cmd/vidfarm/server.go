@@ -49,6 +49,7 @@ func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
 	fs.StringVar(&sf.s3.SecretKey, "blob-s3-secret-key", "", "S3 secret key (better: VIDFARM_BLOB_S3_SECRET_KEY)")
 	fs.BoolVar(&sf.s3.Insecure, "blob-s3-insecure", false, "talk plain http to the S3 endpoint (private networks and tests only)")
 	fs.BoolVar(&sf.cfg.AllowPrivateURLs, "allow-private-urls", false, "DEVELOPMENT: accept input image URLs on private and loopback hosts")
+	fs.DurationVar(&sf.cfg.SpeechWait, "speech-wait", api.DefaultSpeechWait, "how long POST /v1/voices/speech waits for its audio before answering 202 with a sample to poll")
 	fs.BoolVar(&sf.cfg.DevAllowPrivateWebhooks, "dev-allow-private-webhooks", false,
 		"DEVELOPMENT: let webhooks target plain http and loopback/private addresses (local receivers); never on a public farm")
 	fs.StringVar(&sf.cfg.TLS.CertFile, "tls-cert", "", "PEM certificate (with chain) for the public, admin and agent listeners; with --tls-key they speak only https")

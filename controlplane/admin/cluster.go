@@ -121,3 +121,45 @@ func (s *server) clusterMembers(w http.ResponseWriter, r *http.Request) {
 	}
 	apierr.WriteJSON(w, http.StatusOK, out)
 }
+
+// NodeStatus is one member's own view of the cluster, or why it could not be had.
+type NodeStatus struct {
+	ID       string         `json:"id"`
+	AdminURL string         `json:"admin_url"`
+	Status   *ClusterStatus `json:"status,omitempty"`
+	Error    string         `json:"error,omitempty"`
+}
+
+// ClusterOverview is every member's status, asked of each member directly.
+type ClusterOverview struct {
+	Leader string       `json:"leader"`
+	Nodes  []NodeStatus `json:"nodes"`
+}
+
+// ClusterStatusAll lists the members through the node the client talks to, then
+// asks each member for its own status (leader, state, term, commit and applied
+// index, the app-database bridge), so one command shows the whole cluster and a
+// node that is down or behind stands out.
+func (c *Client) ClusterStatusAll(ctx context.Context) (ClusterOverview, error) {
+	m, err := c.ClusterMembers(ctx)
+	if err != nil {
+		return ClusterOverview{}, err
+	}
+	out := ClusterOverview{Leader: m.Leader, Nodes: []NodeStatus{}}
+	for _, mm := range m.Members {
+		ns := NodeStatus{ID: mm.ID, AdminURL: mm.AdminURL}
+		if mm.AdminURL == "" {
+			ns.Error = "the node has published no admin address"
+		} else {
+			one := &Client{Server: mm.AdminURL, Token: c.Token, HTTP: c.HTTP}
+			var st ClusterStatus
+			if err := one.into(ctx, http.MethodGet, "/admin/v1/cluster/status", nil, &st); err != nil {
+				ns.Error = err.Error()
+			} else {
+				ns.Status = &st
+			}
+		}
+		out.Nodes = append(out.Nodes, ns)
+	}
+	return out, nil
+}

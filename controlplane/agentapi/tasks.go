@@ -146,6 +146,9 @@ func (s *server) assignment(l scheduler.Lease) wire.Assignment {
 	if t, ok := s.fsm.Task(l.TaskID); ok {
 		a.Name = t.Name
 	}
+	if s.mediaJob(&a, l.VideoID) {
+		return a
+	}
 	v, ok := s.fsm.Video("", l.VideoID)
 	if !ok {
 		s.log.Error("leased task of an unknown video", "task_id", l.TaskID, "video_id", l.VideoID)
@@ -156,6 +159,7 @@ func (s *server) assignment(l scheduler.Lease) wire.Assignment {
 		a.Inputs = v.Artifacts // a copy: FSM reads return copies
 	}
 	s.addMedia(&a, v.Video)
+	s.ownAvatarInput(&a, v.Video)
 	return a
 }
 
@@ -194,6 +198,52 @@ func (s *server) addMedia(a *wire.Assignment, v fsm.Video) {
 		input(name, as.BlobKey)
 		a.Video.AssetInputs = append(a.Video.AssetInputs, name)
 	}
+}
+
+// mediaJob fills in an avatar or speech task; it reports whether id is one.
+func (s *server) mediaJob(a *wire.Assignment, id string) bool {
+	if av, ok := s.fsm.Avatar("", id); ok {
+		a.Avatar = &wire.AvatarJob{Kind: av.Kind, Name: av.Name, Gender: av.Gender, Prompt: av.Prompt, FileURL: av.FileURL}
+		if av.AssetID != "" {
+			// The asset cannot go away while the avatar is being made (DeleteAsset
+			// refuses), so a miss is a bug: the task fails and says why.
+			if as, ok := s.fsm.Asset(av.AccountID, av.AssetID); ok {
+				if a.Inputs == nil {
+					a.Inputs = map[string]string{}
+				}
+				a.Inputs[wire.InputAvatarPhoto] = as.BlobKey
+			}
+			a.Avatar.PhotoInput = wire.InputAvatarPhoto
+		}
+		return true
+	}
+	if sp, ok := s.fsm.Speech("", id); ok {
+		a.Speech = &wire.SpeechJob{Text: sp.Text, VoiceID: sp.VoiceID}
+		return true
+	}
+	return false
+}
+
+// ownAvatarInput hands the composite of a video presented by one of the
+// account's own avatars that avatar's picture. The API accepted the video
+// only with a ready avatar of the same account, and avatars are never
+// deleted, so a miss here is a bug worth a log line, not a failed video.
+func (s *server) ownAvatarInput(a *wire.Assignment, v fsm.Video) {
+	if a.Kind != scheduler.KindComposite || v.Spec.AvatarID == "" {
+		return
+	}
+	av, ok := s.fsm.Avatar(v.AccountID, v.Spec.AvatarID)
+	if !ok {
+		return // a stock avatar: the agent draws it
+	}
+	if av.Status != fsm.AvatarReady {
+		s.log.Error("video presented by an avatar that is not ready", "video_id", v.ID, "avatar_id", av.ID, "status", av.Status)
+		return
+	}
+	if a.Inputs == nil {
+		a.Inputs = map[string]string{}
+	}
+	a.Inputs[wire.InputAvatar] = av.Image
 }
 
 func wireVideo(v fsm.Video) wire.Video {

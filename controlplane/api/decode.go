@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,6 +66,32 @@ func (o object) sortedKeys() []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// checkQuery refuses query parameters outside allowed (naming them all,
+// details.field the first in sorted order) and any given more than once.
+func checkQuery(q url.Values, allowed []string) *apierr.Error {
+	var unknown []string
+	for k := range q {
+		if !slices.Contains(allowed, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		names := make([]string, len(unknown))
+		for i, k := range unknown {
+			names[i] = strconv.Quote(k)
+		}
+		return apierr.Invalid(unknown[0], fmt.Sprintf("unknown query parameter %s; use %s",
+			strings.Join(names, ", "), strings.Join(allowed, ", "))).With("allowed", slices.Clone(allowed))
+	}
+	for _, k := range allowed {
+		if len(q[k]) > 1 {
+			return apierr.Invalid(k, fmt.Sprintf("query parameter %q is given %d times; give it once", k, len(q[k])))
+		}
+	}
+	return nil
 }
 
 func typeError(field, want string) *apierr.Error {

@@ -14,7 +14,7 @@ import (
 // createSeeds are valid bodies of both modes and the edges around them.
 var createSeeds = []string{
 	`{"mode":"auto","prompt":"a lighthouse at dusk"}`,
-	`{"mode":"auto","prompt":"p","duration_seconds":5,"orientation":"portrait","avatar_id":"av_1","voice_id":"en-us","brand_kit_id":"br_1","style_id":"s","file_asset_ids":["as_1"],"name":"n"}`,
+	`{"mode":"auto","prompt":"p","duration_seconds":5,"orientation":"portrait","avatar_id":"av_stock_ben","voice_id":"en-us","brand_kit_id":"br_1","style_id":"s","file_asset_ids":["as_1"],"name":"n"}`,
 	`{"mode":"auto","prompt":"p","duration_seconds":300}`,
 	`{"mode":"auto","prompt":"p","duration_seconds":301}`,
 	`{"mode":"auto","prompt":"p","duration_seconds":4}`,

@@ -1,8 +1,8 @@
 // Package api serves the public /v1 API of the contract: authentication, rate
 // limits, the error envelope, accounts, the model catalog, the voice catalogue
-// (the union of the registered nodes' espeak-ng voices), folders, videos and webhook
-// endpoints. Every write becomes one FSM command proposed through the Raft node;
-// reads come from the local FSM.
+// (the union of the registered nodes' espeak-ng voices) and speech samples,
+// avatars, folders, videos and webhook endpoints. Every write becomes one FSM
+// command proposed through the Raft node; reads come from the local FSM.
 package api
 
 import (
@@ -56,6 +56,9 @@ type Config struct {
 	Guard *netguard.Guard
 	// ApplyTimeout bounds how long a request waits for its command to commit.
 	ApplyTimeout time.Duration
+	// SpeechWait bounds how long POST /v1/voices/speech waits for its audio
+	// before answering 202 with the sample to poll; 0 means DefaultSpeechWait.
+	SpeechWait time.Duration
 	// WorkQueued, when set, is called after a video was queued for rendering, so
 	// waiting agents look for work at once (agentapi.Notifier.Notify).
 	WorkQueued func()
@@ -133,6 +136,11 @@ func (a *API) routes() chi.Router {
 		r.Get("/v1/me", a.me)
 		r.Get("/v1/models", a.listModels)
 		r.Get("/v1/voices", a.listVoices)
+		r.Post("/v1/voices/speech", a.createSpeech)
+		r.Get("/v1/voices/speech/{id}", a.getSpeech)
+		r.Get("/v1/avatars", a.listAvatars)
+		r.Post("/v1/avatars", a.createAvatar)
+		r.Get("/v1/avatars/{id}", a.getAvatar)
 		r.Get("/v1/folders", a.listFolders)
 		r.Post("/v1/folders", a.createFolder)
 		r.Post("/v1/videos", a.createVideo)

@@ -82,6 +82,9 @@ func (a *API) parseCreate(accountID string, body []byte) (fsm.Spec, int64, *apie
 		if e == nil {
 			e = a.checkVoice(spec.VoiceID)
 		}
+		if e == nil {
+			e = a.checkAvatar(accountID, spec.AvatarID)
+		}
 		if e != nil {
 			return fsm.Spec{}, 0, e
 		}

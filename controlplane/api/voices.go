@@ -68,25 +68,8 @@ func (f voiceFilter) match(v fsm.Voice) bool {
 // parameters, each at most once.
 func parseVoiceQuery(r *http.Request) (voiceFilter, *apierr.Error) {
 	q := r.URL.Query()
-	var unknown []string
-	for k := range q {
-		if !slices.Contains(voiceQueryParams, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		names := make([]string, len(unknown))
-		for i, k := range unknown {
-			names[i] = strconv.Quote(k)
-		}
-		return voiceFilter{}, apierr.Invalid(unknown[0], fmt.Sprintf("unknown query parameter %s; use %s",
-			strings.Join(names, ", "), strings.Join(voiceQueryParams, ", "))).With("allowed", slices.Clone(voiceQueryParams))
-	}
-	for _, k := range voiceQueryParams {
-		if len(q[k]) > 1 {
-			return voiceFilter{}, apierr.Invalid(k, fmt.Sprintf("query parameter %q is given %d times; give it once", k, len(q[k])))
-		}
+	if e := checkQuery(q, voiceQueryParams); e != nil {
+		return voiceFilter{}, e
 	}
 	f := voiceFilter{
 		language:      strings.ReplaceAll(strings.ToLower(q.Get("language")), "_", "-"),

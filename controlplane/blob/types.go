@@ -17,6 +17,7 @@ var contentTypes = map[string]string{
 	".gif":  "image/gif",
 	".json": "application/json",
 	".wav":  "audio/wav",
+	".m4a":  "audio/mp4",
 	".txt":  "text/plain; charset=utf-8",
 }
 

@@ -126,6 +126,7 @@ func (s *state) applyDeleteAsset(c *DeleteAsset) (any, error) {
 		}
 	}
 	users = append(users, s.unfinishedVideos(c.AccountID, func(sp *Spec) bool { return slices.Contains(sp.FileAssetIDs, as.ID) })...)
+	users = append(users, s.photoAvatarsUsing(c.AccountID, as.ID)...)
 	if len(users) > 0 {
 		return nil, &InUseError{What: "asset", ID: as.ID, UsedBy: users}
 	}

@@ -34,6 +34,12 @@ const (
 	DeregisterNodeType
 )
 
+// Media jobs: avatars and speech samples (numbers 33–37 are theirs).
+const (
+	CreateAvatarType MessageType = 33
+	CreateSpeechType MessageType = 34
+)
+
 // Uploaded assets and brand kits (numbers reserved for them).
 const (
 	CreateAssetType    MessageType = 28
@@ -87,6 +93,10 @@ func (t MessageType) String() string {
 		return "expire_leases"
 	case DeregisterNodeType:
 		return "deregister_node"
+	case CreateAvatarType:
+		return "create_avatar"
+	case CreateSpeechType:
+		return "create_speech"
 	case CreateWebhookType:
 		return "create_webhook"
 	case DeleteWebhookType:
@@ -274,6 +284,10 @@ func Decode(entry []byte) (Command, error) {
 		c = &ExpireLeases{}
 	case DeregisterNodeType:
 		c = &DeregisterNode{}
+	case CreateAvatarType:
+		c = &CreateAvatar{}
+	case CreateSpeechType:
+		c = &CreateSpeech{}
 	case CreateWebhookType:
 		c = &CreateWebhook{}
 	case DeleteWebhookType:

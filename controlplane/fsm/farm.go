@@ -131,6 +131,7 @@ func (s *state) applyLeaseTask(c *LeaseTask) (any, error) {
 		v.StartedAt, v.UpdatedAt = c.Now, c.Now
 		s.videoChanged(v, c.Now)
 	}
+	s.jobLeased(l.VideoID, c.Now)
 	return LeaseResult{Lease: l, Found: true}, nil
 }
 
@@ -162,6 +163,9 @@ func (s *state) applyCompleteTask(c *CompleteTask) (any, error) {
 	out, err := s.sched.Complete(ref, timeOf(c.Now))
 	if err != nil || out.Duplicate {
 		return out, err
+	}
+	if out.VideoCompleted && s.jobCompleted(t.VideoID, c.Artifacts, c.DurationSeconds, c.Now) {
+		return out, nil
 	}
 	v := s.videos[t.VideoID]
 	if v == nil {
@@ -244,7 +248,7 @@ func (s *state) applyFailTask(c *FailTask) (any, error) {
 }
 
 func (s *state) afterOutcome(out scheduler.Outcome, now int64) {
-	if !out.VideoFailed {
+	if !out.VideoFailed || s.jobFailed(out.VideoID, out.Failure, now) {
 		return
 	}
 	if v := s.videos[out.VideoID]; v != nil && (v.Status == StatusQueued || v.Status == StatusProcessing) {

@@ -137,6 +137,10 @@ func (s *state) apply(cmd Command) (any, error) {
 		return s.applyExpireLeases(c)
 	case *DeregisterNode:
 		return s.applyDeregisterNode(c)
+	case *CreateAvatar:
+		return s.applyCreateAvatar(c)
+	case *CreateSpeech:
+		return s.applyCreateSpeech(c)
 	case *CreateWebhook:
 		return s.applyCreateWebhook(c)
 	case *DeleteWebhook:

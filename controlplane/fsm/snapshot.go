@@ -38,6 +38,12 @@ const (
 	recNode
 )
 
+// Media job records (numbers 16–18 are theirs).
+const (
+	recAvatar recordType = 16
+	recSpeech recordType = 17
+)
+
 // Webhook records (issue 4): endpoints by account in creation order, then the
 // outbox's events and deliveries, each sorted by id.
 const (
@@ -114,6 +120,12 @@ func (s *state) records() []record {
 		}
 		for _, vid := range s.accountVideos[id] {
 			out = append(out, record{recVideo, s.videos[vid].Clone()})
+		}
+		for _, aid := range s.accountAvatars[id] {
+			out = append(out, record{recAvatar, *s.avatars[aid]})
+		}
+		for _, sid := range s.accountSpeech[id] {
+			out = append(out, record{recSpeech, *s.speech[sid]})
 		}
 		for _, aid := range s.accountAssets[id] {
 			out = append(out, record{recAsset, *s.assets[aid]})
@@ -354,6 +366,20 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 			return fmt.Errorf("decode idempotency record: %w", err)
 		}
 		s.idem[idemKey{account: r.AccountID, key: r.Key}] = &r
+	case recAvatar:
+		var a Avatar
+		if err := msgpack.Unmarshal(body, &a); err != nil {
+			return fmt.Errorf("decode avatar: %w", err)
+		}
+		s.avatars[a.ID] = &a
+		s.accountAvatars[a.AccountID] = append(s.accountAvatars[a.AccountID], a.ID)
+	case recSpeech:
+		var sp Speech
+		if err := msgpack.Unmarshal(body, &sp); err != nil {
+			return fmt.Errorf("decode speech: %w", err)
+		}
+		s.speech[sp.ID] = &sp
+		s.accountSpeech[sp.AccountID] = append(s.accountSpeech[sp.AccountID], sp.ID)
 	case recWebhook, recEvent, recDelivery:
 		return s.restoreOutboxRecord(t, body)
 	case recAsset:

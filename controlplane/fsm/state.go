@@ -27,10 +27,14 @@ type state struct {
 
 	idem map[idemKey]*Idempotency
 
-	assets        map[string]*Asset
-	accountAssets map[string][]string // asset ids in creation order
-	kits          map[string]*BrandKit
-	accountKits   map[string][]string // brand kit ids in creation order
+	avatars        map[string]*Avatar
+	accountAvatars map[string][]string // avatar ids in creation order
+	speech         map[string]*Speech
+	accountSpeech  map[string][]string // speech ids in creation order
+	assets         map[string]*Asset
+	accountAssets  map[string][]string // asset ids in creation order
+	kits           map[string]*BrandKit
+	accountKits    map[string][]string // brand kit ids in creation order
 
 	nodes      map[string]*Node
 	nodeByCred map[[32]byte]string
@@ -68,6 +72,10 @@ func newState() *state {
 		videos:         map[string]*Video{},
 		accountVideos:  map[string][]string{},
 		idem:           map[idemKey]*Idempotency{},
+		avatars:        map[string]*Avatar{},
+		accountAvatars: map[string][]string{},
+		speech:         map[string]*Speech{},
+		accountSpeech:  map[string][]string{},
 		assets:         map[string]*Asset{},
 		accountAssets:  map[string][]string{},
 		kits:           map[string]*BrandKit{},

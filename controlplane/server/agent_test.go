@@ -133,16 +133,7 @@ func TestAgentRendersVideoEndToEnd(t *testing.T) {
 	if v["status"] != "completed" || videoURL == "" {
 		t.Fatalf("video after rendering: %v", v)
 	}
-	res, err := http.Get(videoURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "video/mp4" ||
-		string(body) != "bytes of videos/"+vid+"/finalize/video.mp4" {
-		t.Fatalf("GET video_url: %d %q %q", res.StatusCode, res.Header.Get("Content-Type"), body)
-	}
+	checkFile(t, videoURL, "video/mp4", "bytes of videos/"+vid+"/finalize/video.mp4")
 }
 
 // A node that stops heartbeating loses its lease to the leader's expiry job, and

@@ -15,10 +15,20 @@ import (
 // waitUntil polls cond until it holds or the deadline passes.
 func waitUntil(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
+	waitShowing(t, what, d, func() (bool, any) { return cond(), nil })
+}
+
+// waitShowing polls cond until it holds, and on timeout shows what it saw last.
+func waitShowing(t *testing.T, what string, d time.Duration, cond func() (bool, any)) {
+	t.Helper()
 	deadline := time.Now().Add(d)
-	for !cond() {
+	for {
+		ok, seen := cond()
+		if ok {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
+			t.Fatalf("timed out waiting until %s; last seen: %+v", what, seen)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -41,6 +51,7 @@ func TestThreeNodeClusterForwardsAndFailsOver(t *testing.T) {
 		c.NodeID, c.BlobS3, c.BlobSecret, c.Join = "n3", &s3, secret, "http://"+n2.srv.AdminAddr()
 	})
 	ctx := context.Background()
+	nodes := map[string]*harness{"n1": n1, "n2": n2, "n3": n3}
 
 	members := func(h *harness) admin.ClusterMembers {
 		m, err := h.admin.ClusterMembers(ctx)
@@ -50,7 +61,7 @@ func TestThreeNodeClusterForwardsAndFailsOver(t *testing.T) {
 		return m
 	}
 	m := members(n3)
-	if m.Leader != "n1" || len(m.Members) != 3 {
+	if nodes[m.Leader] == nil || len(m.Members) != 3 {
 		t.Fatalf("cluster as n3 sees it: %+v", m)
 	}
 	for _, mm := range m.Members {
@@ -58,42 +69,86 @@ func TestThreeNodeClusterForwardsAndFailsOver(t *testing.T) {
 			t.Fatalf("member %+v lacks a vote or an address", mm)
 		}
 	}
+	// One status command shows every node's own view.
+	waitShowing(t, "every node reports the same applied index", 20*time.Second, func() (bool, any) {
+		all, err := n2.admin.ClusterStatusAll(ctx)
+		if err != nil || len(all.Nodes) != 3 || nodes[all.Leader] == nil {
+			return false, []any{all, err}
+		}
+		leaders := 0
+		for _, n := range all.Nodes {
+			if n.Status == nil || n.Status.AppliedIndex != all.Nodes[0].Status.AppliedIndex {
+				return false, all
+			}
+			if n.Status.State == "leader" {
+				leaders++
+			}
+		}
+		return leaders == 1, all
+	})
 
-	// Admin and public writes through followers reach the leader; reads see them
-	// on every node.
-	acct, err := n2.admin.CreateAccount(ctx, "through-a-follower", "pro", 1000)
-	if err != nil {
-		t.Fatalf("create account through n2: %v", err)
+	// Writes retry what the contract says is retryable (503 while leadership
+	// moves, which a loaded machine makes happen at any time), as clients do;
+	// the Idempotency-Key makes a retried create safe.
+	write := func(what string, h *harness, key string, body any, headers ...string) response {
+		t.Helper()
+		var r response
+		waitShowing(t, what, 30*time.Second, func() (bool, any) {
+			r = h.do("POST", "/v1/videos", key, body, headers...)
+			return r.Status != http.StatusServiceUnavailable, string(r.Body)
+		})
+		return r
 	}
-	r := n3.do("POST", "/v1/videos", acct.APIKey, manualReq("duration_seconds", 5))
+	var acct admin.CreatedAccount
+	waitShowing(t, "an account is created through n2", 30*time.Second, func() (bool, any) {
+		var err error
+		acct, err = n2.admin.CreateAccount(ctx, "through-a-follower", "pro", 1000)
+		return err == nil, err
+	})
+	r := write("a create through n3", n3, acct.APIKey, manualReq("duration_seconds", 5), "Idempotency-Key", "first")
 	if r.Status != http.StatusCreated || r.Header.Get("X-Request-Id") == "" {
 		t.Fatalf("create through n3: %d %s", r.Status, r.Body)
 	}
 	first := r.json(t)["id"].(string)
-	// A free project's preview still, written to the blob store by the leader n1.
-	_, freeKey := n1.account("free", 0)
-	preview := n1.create(freeKey, autoReq("duration_seconds", 30))["preview"].(map[string]any)["image_url"].(string)
-	for _, h := range []*harness{n1, n2, n3} {
+	// A free project's preview still, written to the blob store by the leader.
+	leader := nodes[members(n3).Leader]
+	var free admin.CreatedAccount
+	waitShowing(t, "a free account is created", 30*time.Second, func() (bool, any) {
+		var err error
+		free, err = leader.admin.CreateAccount(ctx, "free", "free", 0)
+		return err == nil, err
+	})
+	freeKey := free.APIKey
+	r = write("a free project through the leader", leader, freeKey, autoReq("duration_seconds", 30), "Idempotency-Key", "preview")
+	if r.Status != http.StatusCreated {
+		t.Fatalf("free project: %d %s", r.Status, r.Body)
+	}
+	preview := r.json(t)["preview"].(map[string]any)["image_url"].(string)
+	for _, h := range nodes {
 		if got := h.do("GET", "/v1/videos/"+first, acct.APIKey, nil); got.Status != http.StatusOK {
 			t.Fatalf("GET the video on %s: %d %s", h.cfg.NodeID, got.Status, got.Body)
 		}
 	}
 
 	// The leader goes away: a new one is elected and writes go on through any node.
-	n1.stop()
-	waitUntil(t, "a new leader is elected", 15*time.Second, func() bool {
-		l := members(n2).Leader
-		return l == "n2" || l == "n3"
+	leader.stop()
+	delete(nodes, leader.cfg.NodeID)
+	var survivors []*harness
+	for _, h := range nodes {
+		survivors = append(survivors, h)
+	}
+	waitUntil(t, "a new leader is elected", 30*time.Second, func() bool {
+		return nodes[members(survivors[0]).Leader] != nil
 	})
-	waitUntil(t, "a create through n3 succeeds after failover", 15*time.Second, func() bool {
-		return n3.do("POST", "/v1/videos", acct.APIKey, manualReq("duration_seconds", 5)).Status == http.StatusCreated
-	})
-	for _, h := range []*harness{n2, n3} {
+	if r := write("a create after failover", survivors[1], acct.APIKey, manualReq("duration_seconds", 5), "Idempotency-Key", "second"); r.Status != http.StatusCreated {
+		t.Fatalf("create after failover: %d %s", r.Status, r.Body)
+	}
+	for _, h := range survivors {
 		if got := h.do("GET", "/v1/videos/"+first, acct.APIKey, nil); got.Status != http.StatusOK {
 			t.Fatalf("GET the first video on %s after failover: %d %s", h.cfg.NodeID, got.Status, got.Body)
 		}
-		if got := h.get(strings.Replace(preview, n1.base, h.base, 1)); got.Status != http.StatusOK || got.Header.Get("Content-Type") != "image/png" {
-			t.Fatalf("the preview still written by n1, through %s after failover: %d %.200s", h.cfg.NodeID, got.Status, got.Body)
+		if got := h.get(strings.Replace(preview, leader.base, h.base, 1)); got.Status != http.StatusOK || got.Header.Get("Content-Type") != "image/png" {
+			t.Fatalf("the preview still written by %s, through %s after failover: %d %.200s", leader.cfg.NodeID, h.cfg.NodeID, got.Status, got.Body)
 		}
 		a, err := h.admin.Account(ctx, acct.AccountID)
 		if err != nil || a.Credits >= 1000 {
@@ -101,11 +156,12 @@ func TestThreeNodeClusterForwardsAndFailsOver(t *testing.T) {
 		}
 	}
 
-	// The dead node is removed through a follower.
-	if _, err := n3.admin.RemoveNode(ctx, "n1"); err != nil {
-		t.Fatalf("remove n1: %v", err)
-	}
-	if m := members(n2); len(m.Members) != 2 {
-		t.Fatalf("after removing n1: %+v", m)
+	// The dead node is removed through any survivor.
+	waitShowing(t, "the dead node is removed", 30*time.Second, func() (bool, any) {
+		_, err := survivors[1].admin.RemoveNode(ctx, leader.cfg.NodeID)
+		return err == nil, err
+	})
+	if m := members(survivors[0]); len(m.Members) != 2 {
+		t.Fatalf("after removing %s: %+v", leader.cfg.NodeID, m)
 	}
 }

@@ -381,6 +381,7 @@ func TestOpenAPIDocumentMatchesServer(t *testing.T) {
 	}
 	o.run(h, exchange{name: "auto video, catalogued voice", method: "POST", path: "/v1/videos", key: key,
 		body: []byte(`{"mode":"auto","prompt":"a kite","voice_id":"en-us+f3"}`), status: 201, template: "/v1/videos"})
+	mediaScenario(t, o)
 
 	// What a queued video uses is kept.
 	o.run(h, exchange{name: "delete a kit in use", method: "DELETE", path: "/v1/brand-kits/" + kitID, key: key, status: 409, code: "invalid_request", template: "/v1/brand-kits/{id}"})
@@ -474,7 +475,7 @@ func TestOpenAPIDocumentMatchesServer(t *testing.T) {
 	o.run(h, exchange{name: "unknown video", method: "GET", path: "/v1/videos/vid_nope", key: key, status: 404, code: "not_found", template: "/v1/videos/{id}"})
 	o.run(h, exchange{name: "another account's video", method: "GET", path: "/v1/videos/" + prevID, key: key, status: 404, code: "not_found", template: "/v1/videos/{id}"})
 	o.run(h, exchange{name: "render unknown video", method: "POST", path: "/v1/videos/vid_nope/render", key: key, status: 404, code: "not_found", template: "/v1/videos/{id}/render"})
-	o.run(h, exchange{name: "unknown path", method: "GET", path: "/v1/avatars", key: key, status: 404, code: "not_found"})
+	o.run(h, exchange{name: "unknown path", method: "GET", path: "/v1/no-such-resource", key: key, status: 404, code: "not_found"})
 
 	// 405.
 	o.run(h, exchange{name: "DELETE /v1/videos", method: "DELETE", path: "/v1/videos", key: key, status: 405, code: "invalid_request"})

@@ -70,6 +70,9 @@ type Config struct {
 	// AllowPrivateURLs accepts input image URLs on private and loopback hosts:
 	// a development switch for tests and closed networks.
 	AllowPrivateURLs bool
+	// SpeechWait bounds how long POST /v1/voices/speech waits for its audio
+	// (0: api.DefaultSpeechWait).
+	SpeechWait time.Duration
 	// DevAllowPrivateWebhooks lets webhooks target plain http and private,
 	// loopback and link-local addresses: the development switch for local
 	// receivers. Start logs a loud warning when it is on; never on a public farm.
@@ -229,7 +232,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.API, err = api.New(api.Config{
 		FSM: f, Store: node, Logger: cfg.Logger, Signer: blob.Signer{Key: secret, BaseURL: cfg.PublicURL},
 		Limits: cfg.Limits, AppURL: cfg.AppURL, Registry: reg, Blobs: blobs, WorkQueued: s.notify.Notify,
-		AllowPrivateURLs: cfg.AllowPrivateURLs, WebhookGuard: guard,
+		AllowPrivateURLs: cfg.AllowPrivateURLs, SpeechWait: cfg.SpeechWait, WebhookGuard: guard,
 	})
 	if cfg.AllowPrivateURLs {
 		cfg.Logger.Warn("DEVELOPMENT SWITCH: input image URLs on private and loopback hosts are accepted; never use this on a public farm")

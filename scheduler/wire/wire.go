@@ -225,8 +225,41 @@ type Assignment struct {
 	Video    Video     `json:"video"`
 	// Inputs are the artifacts of the video's finished tasks, by name
 	// ("plan/plan.json", "tts/voice.json", "scene-0001/clip.mp4", "render/clip.mp4"),
-	// each a blob key to GET.
+	// each a blob key to GET. An auto video presented by one of the account's
+	// own avatars also has InputAvatar, that avatar's picture.
 	Inputs map[string]string `json:"inputs,omitempty"`
+	// Avatar is set on an avatar task (kind "avatar"): what to make. Video.ID
+	// is then the avatar's id.
+	Avatar *AvatarJob `json:"avatar,omitempty"`
+	// Speech is set on a speech task (kind "speech"). Video.ID is then the
+	// speech sample's id.
+	Speech *SpeechJob `json:"speech,omitempty"`
+}
+
+// InputAvatar names the picture of an account's own avatar in the inputs of
+// a composite task.
+const InputAvatar = "avatar/" + ArtifactAvatar
+
+// InputAvatarPhoto names the photo of a photo avatar made from an uploaded
+// asset, in the inputs of its avatar task.
+const InputAvatarPhoto = "photo/asset"
+
+// AvatarJob is an account avatar to make: from Prompt (Kind "prompt") or by
+// normalising a photo (Kind "photo"): fetched from FileURL, or, when
+// PhotoInput is set, the asset blob the assignment's Inputs name so.
+type AvatarJob struct {
+	Kind       string `json:"kind"`
+	Name       string `json:"name,omitempty"`
+	Gender     string `json:"gender,omitempty"`
+	Prompt     string `json:"prompt,omitempty"`
+	FileURL    string `json:"file_url,omitempty"`
+	PhotoInput string `json:"photo_input,omitempty"`
+}
+
+// SpeechJob is a text to speak with a voice.
+type SpeechJob struct {
+	Text    string `json:"text"`
+	VoiceID string `json:"voice_id"`
 }
 
 // ProgressRequest reports a task's percent (0..100).
@@ -261,6 +294,10 @@ const (
 	ArtifactCaptionsSRT     = "captions.srt"
 	ArtifactCaptionsVTT     = "captions.vtt"
 	ArtifactPoster          = "poster.jpg"
+	// ArtifactAvatar is an avatar job's picture: a square PNG.
+	ArtifactAvatar = "avatar.png"
+	// ArtifactSpeech is a speech job's audio: AAC in an MP4 container.
+	ArtifactSpeech = "speech.m4a"
 )
 
 // CodeStaleLease is the error code of a report about a lease the node no longer holds.
