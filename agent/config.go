@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -90,6 +91,10 @@ type Config struct {
 	// InputRootCAs, if set, are the certificate authorities trusted for
 	// input image downloads instead of the system's (a private CA).
 	InputRootCAs *x509.CertPool
+	// ServerRootCAs, if set, are the certificate authorities trusted for
+	// the control plane's agent listener instead of the system's (a farm
+	// with its own CA). Ignored when HTTPClient is set.
+	ServerRootCAs *x509.CertPool
 
 	// DrainTimeout is how long Run waits, once its context is done, for
 	// running tasks to finish and report. Default: DefaultDrainTimeout.
@@ -185,6 +190,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.HTTPClient == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 128 // one long poll per worker
+		if c.ServerRootCAs != nil {
+			tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: c.ServerRootCAs}
+		}
 		c.HTTPClient = &http.Client{Transport: tr}
 	}
 	if c.Discover == nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,9 +15,10 @@ import (
 
 	"github.com/vidfarm/vidfarm/controlplane/admin"
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
+	"github.com/vidfarm/vidfarm/controlplane/tlsconf"
 )
 
-const adminUsage = `usage: vidfarm admin [--server URL] [--admin-token T] <command>
+const adminUsage = `usage: vidfarm admin [--server URL] [--admin-token T] [--ca-file PEM] <command>
 
   account create --name N --plan free|pro|max [--credits C]
   account get --account ID
@@ -42,9 +44,17 @@ func runAdmin(args []string) error {
 	cl := &admin.Client{}
 	fs.StringVar(&cl.Server, "server", "http://127.0.0.1:8081", "admin API address")
 	fs.StringVar(&cl.Token, "admin-token", "", "admin token")
+	caFile := fs.String("ca-file", "", "PEM CA bundle to trust for an https admin API (default: the system's CAs)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	tlsCfg, err := tlsconf.Client(*caFile)
+	if err != nil {
+		return fmt.Errorf("--ca-file: %w", err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tlsCfg
+	cl.HTTP = &http.Client{Transport: tr}
 	rest := fs.Args()
 	if len(rest) == 0 {
 		fs.Usage()
@@ -83,7 +93,6 @@ func runAdmin(args []string) error {
 		return err
 	}
 	var out any
-	var err error
 	switch cmd {
 	case "account create":
 		out, err = cl.CreateAccount(ctx, *name, *plan, *credits)

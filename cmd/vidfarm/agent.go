@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vidfarm/vidfarm/agent"
+	"github.com/vidfarm/vidfarm/controlplane/tlsconf"
 )
 
 // stringList is a repeatable string flag.
@@ -25,6 +27,7 @@ func runAgent(args []string) error {
 	asJSON := fs.Bool("json", false, "with --print-capacity: print JSON")
 	server := fs.String("server", "", "URL of the control plane's agent listener, e.g. https://cp.example.com:7443")
 	token := fs.String("token", "", "agent registration token")
+	caFile := fs.String("ca-file", "", "PEM CA bundle to trust for the control plane's https agent listener (default: the system's CAs)")
 	name := fs.String("name", "", "node name at the control plane (default: the hostname)")
 	workDir := fs.String("work-dir", "", "directory for task files (default: <tmp>/vidfarm-agent); leftover task-* directories in it are removed at start")
 	workDirMax := fs.Int64("work-dir-max-bytes", 0, "lease no new work while the work dir holds more than this many bytes (0: no bound)")
@@ -58,6 +61,12 @@ func runAgent(args []string) error {
 	if err != nil {
 		return err
 	}
+	var serverCAs *x509.CertPool
+	if *caFile != "" {
+		if serverCAs, err = tlsconf.CAPool(*caFile); err != nil {
+			return fmt.Errorf("--ca-file: %w", err)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return agent.Run(ctx, agent.Config{
@@ -71,6 +80,7 @@ func runAgent(args []string) error {
 		VirtualGPUs:        *virtualGPUs,
 		Runners:            runnerMap,
 		AllowPrivateInputs: *allowPrivate,
+		ServerRootCAs:      serverCAs,
 		DrainTimeout:       max(*drainTimeout, time.Nanosecond), // 0 here means no wait; in Config, the default
 		Logger:             log,
 	})

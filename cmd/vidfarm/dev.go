@@ -33,6 +33,10 @@ func runDev(args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	// The embedded farm's agent and admin client talk plain http on loopback.
+	if sf.cfg.TLS != (server.TLSConfig{}) {
+		return errors.New("vidfarm dev serves plain http on loopback; the --tls-* and --raft-tls-* flags are for vidfarm server")
+	}
 	statePath := filepath.Join(sf.cfg.DataDir, "dev.json")
 	st, err := loadDevState(statePath)
 	if err != nil {

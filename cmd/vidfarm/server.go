@@ -27,7 +27,7 @@ func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
 	fs.StringVar(&sf.cfg.RaftListen, "raft-listen", "127.0.0.1:7000", "Raft listen address")
 	fs.StringVar(&sf.cfg.NodeID, "node-id", "node1", "this node's Raft id")
 	fs.StringVar(&sf.cfg.AdminToken, "admin-token", "", "token guarding the admin API")
-	fs.StringVar(&sf.cfg.PublicURL, "public-url", "", "base URL clients use (default http://<listen>)")
+	fs.StringVar(&sf.cfg.PublicURL, "public-url", "", "base URL clients use (default http://<listen>, https:// with --tls-cert)")
 	fs.StringVar(&sf.cfg.AppURL, "app-url", "https://app.vidfarm.example", "the service's app, where credits and plans are bought")
 	fs.StringVar(&sf.cfg.BlobSecret, "blob-secret", "", "hex key signing file URLs (default: generated into the data dir)")
 	fs.StringVar(&sf.cfg.AgentListen, "agent-listen", "127.0.0.1:8082", "agent listener address (GPU nodes register and lease work here)")
@@ -39,8 +39,8 @@ func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
 	fs.BoolVar(&sf.rateLimits, "rate-limits", true, "enforce the contract's rate limits (turn off only for benchmarks)")
 	fs.StringVar(&sf.cfg.Join, "join", "", "admin URL of any member of an existing cluster to join (new data directory only)")
 	fs.StringVar(&sf.cfg.RaftAdvertise, "raft-advertise", "", "Raft address other nodes dial (default: the bound --raft-listen address)")
-	fs.StringVar(&sf.cfg.AdminURL, "admin-url", "", "admin URL other nodes forward to (default http://<admin-listen>)")
-	fs.StringVar(&sf.cfg.AgentURL, "agent-url", "", "agent URL other nodes forward to (default http://<agent-listen>)")
+	fs.StringVar(&sf.cfg.AdminURL, "admin-url", "", "admin URL other nodes forward to (default http(s)://<admin-listen>)")
+	fs.StringVar(&sf.cfg.AgentURL, "agent-url", "", "agent URL other nodes forward to (default http(s)://<agent-listen>)")
 	fs.StringVar(&sf.s3.Endpoint, "blob-s3-endpoint", "", "S3-compatible endpoint host[:port] for blobs (instead of --blob-dir; needed with several nodes)")
 	fs.StringVar(&sf.s3.Bucket, "blob-s3-bucket", "", "S3 bucket for blobs (must exist)")
 	fs.StringVar(&sf.s3.Region, "blob-s3-region", "us-east-1", "S3 region")
@@ -52,6 +52,12 @@ func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
 	fs.DurationVar(&sf.cfg.SpeechWait, "speech-wait", api.DefaultSpeechWait, "how long POST /v1/voices/speech waits for its audio before answering 202 with a sample to poll")
 	fs.BoolVar(&sf.cfg.DevAllowPrivateWebhooks, "dev-allow-private-webhooks", false,
 		"DEVELOPMENT: let webhooks target plain http and loopback/private addresses (local receivers); never on a public farm")
+	fs.StringVar(&sf.cfg.TLS.CertFile, "tls-cert", "", "PEM certificate (with chain) for the public, admin and agent listeners; with --tls-key they speak only https")
+	fs.StringVar(&sf.cfg.TLS.KeyFile, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&sf.cfg.TLS.CAFile, "tls-ca", "", "PEM CA bundle trusted when this node calls other nodes' https listeners (forwarding, join); default: the system's CAs")
+	fs.StringVar(&sf.cfg.TLS.RaftCertFile, "raft-tls-cert", "", "PEM certificate for Raft mutual TLS (with --raft-tls-key and --raft-tls-ca; valid for the Raft address peers dial)")
+	fs.StringVar(&sf.cfg.TLS.RaftKeyFile, "raft-tls-key", "", "PEM private key of --raft-tls-cert")
+	fs.StringVar(&sf.cfg.TLS.RaftCAFile, "raft-tls-ca", "", "PEM CA that signs every Raft peer's certificate; peers without one are refused")
 	fs.StringVar(&sf.cfg.AppDB, "app-db", "", "the service's app database, postgres://… (add ?search_path=SCHEMA for another schema); empty runs alone")
 }
 

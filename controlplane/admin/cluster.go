@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -45,6 +46,11 @@ func (s *server) clusterJoin(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	if err := s.cfg.Cluster.AddVoter(ctx, req.ID, req.RaftAddr); err != nil {
 		s.cfg.Logger.Warn("add voter failed", "node_id", req.ID, "raft_addr", req.RaftAddr, "err", err)
+		if errors.Is(err, raftnode.ErrPeerRefused) {
+			apierr.Write(w, r, apierr.Invalid("raft_addr", "the cluster cannot talk Raft to "+req.RaftAddr+": "+err.Error()+
+				"; the node's --raft-tls-cert must be signed by the cluster's --raft-tls-ca and valid for that address"))
+			return
+		}
 		apierr.Write(w, r, apierr.New(http.StatusServiceUnavailable, apierr.CodeUpstreamError, "could not add the node: "+err.Error()))
 		return
 	}

@@ -13,6 +13,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -71,8 +72,10 @@ type Forwarder struct {
 	proxy *httputil.ReverseProxy
 }
 
-// NewForwarder returns a Forwarder with its proxy ready.
-func NewForwarder(node Node, members Members, l Listener, log *slog.Logger, local func(*http.Request) bool) *Forwarder {
+// NewForwarder returns a Forwarder with its proxy ready. tlsCfg is how it
+// checks the leader's certificate when the leader's URL is https (nil: the
+// system's CAs).
+func NewForwarder(node Node, members Members, l Listener, log *slog.Logger, local func(*http.Request) bool, tlsCfg *tls.Config) *Forwarder {
 	f := &Forwarder{Node: node, Members: members, Listener: l, Logger: log, Local: local}
 	f.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -85,6 +88,9 @@ func NewForwarder(node Node, members Members, l Listener, log *slog.Logger, loca
 		FlushInterval: -1,
 		Transport: &http.Transport{
 			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			TLSClientConfig:     tlsCfg,
+			TLSHandshakeTimeout: 10 * time.Second,
+			ForceAttemptHTTP2:   true,
 			MaxIdleConnsPerHost: 64,
 			IdleConnTimeout:     90 * time.Second,
 		},

@@ -53,7 +53,7 @@ func TestForwarder(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seen = nil
-			h := NewForwarder(tc.node, tc.members, Admin, slog.New(slog.NewTextHandler(io.Discard, nil)), isMetrics).Wrap(local)
+			h := NewForwarder(tc.node, tc.members, Admin, slog.New(slog.NewTextHandler(io.Discard, nil)), isMetrics, nil).Wrap(local)
 			req := httptest.NewRequest("GET", tc.path, nil)
 			if tc.forwarded != "" {
 				req.Header.Set(HeaderForwardedBy, tc.forwarded)

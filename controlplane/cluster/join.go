@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,15 +28,21 @@ const JoinPath = "/admin/v1/cluster/join"
 // Join asks the cluster behind adminURL (any member: followers forward to the
 // leader) to add this node as a voter, retrying with backoff while the cluster
 // is unreachable or electing, until ctx ends. A refusal (4xx) is final.
-func Join(ctx context.Context, adminURL, token string, req JoinRequest, log *slog.Logger) error {
+// tlsCfg checks the member's certificate when adminURL is https (nil: the
+// system's CAs).
+func Join(ctx context.Context, adminURL, token string, req JoinRequest, tlsCfg *tls.Config, log *slog.Logger) error {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
 	endpoint := strings.TrimRight(adminURL, "/") + JoinPath
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tlsCfg
+	hc := &http.Client{Transport: tr}
+	defer tr.CloseIdleConnections()
 	wait := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		status, msg, err := postJoin(ctx, endpoint, token, body)
+		status, msg, err := postJoin(ctx, hc, endpoint, token, body)
 		switch {
 		case err == nil && status == http.StatusOK:
 			log.Info("joined the cluster", "via", adminURL, "node_id", req.ID, "attempts", attempt)
@@ -53,7 +60,7 @@ func Join(ctx context.Context, adminURL, token string, req JoinRequest, log *slo
 	}
 }
 
-func postJoin(ctx context.Context, endpoint, token string, body []byte) (int, string, error) {
+func postJoin(ctx context.Context, hc *http.Client, endpoint, token string, body []byte) (int, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	r, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
@@ -62,7 +69,7 @@ func postJoin(ctx context.Context, endpoint, token string, body []byte) (int, st
 	}
 	r.Header.Set("Authorization", "Bearer "+token)
 	r.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(r)
+	resp, err := hc.Do(r)
 	if err != nil {
 		return 0, "", err
 	}

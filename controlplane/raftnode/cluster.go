@@ -44,8 +44,22 @@ func (n *Node) Servers() ([]Server, error) {
 	return out, nil
 }
 
-// AddVoter adds (or re-addresses) a voting member. Only the leader can.
+// ErrPeerRefused means a node asking to join cannot talk Raft with this one:
+// over mutual TLS, the handshake with its Raft address failed (its
+// certificate is not signed by the cluster's CA, or is not valid for the
+// address it gave).
+var ErrPeerRefused = errors.New("raft peer refused")
+
+// AddVoter adds (or re-addresses) a voting member. Only the leader can. With
+// mutual TLS the new member's Raft address is checked first, so a node whose
+// certificate the cluster does not trust is refused instead of becoming a
+// voter nobody can reach.
 func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
+	if n.tls != nil {
+		if err := n.tls.probe(ctx, addr); err != nil {
+			return fmt.Errorf("add voter %s: %w: %w", id, ErrPeerRefused, err)
+		}
+	}
 	return n.membership(ctx, "add voter "+id, func(timeout time.Duration) raft.IndexFuture {
 		return n.Raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, timeout)
 	})

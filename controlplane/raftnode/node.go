@@ -7,6 +7,7 @@ package raftnode
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -50,6 +51,9 @@ type Config struct {
 	// Join says this node will be added to an existing cluster by its leader, so a
 	// new data directory must not bootstrap a cluster of its own.
 	Join bool
+	// TLS, when set, carries Raft over mutual TLS with these settings (see
+	// tlsconf.Mutual); nil is plain TCP.
+	TLS *tls.Config
 }
 
 // Node is a running Raft member with its FSM.
@@ -60,6 +64,7 @@ type Node struct {
 	log       *slog.Logger
 	store     *raftboltdb.BoltStore
 	transport *raft.NetworkTransport
+	tls       *tlsStream // nil: plain TCP
 	snaps     *raft.FileSnapshotStore
 	// existing is whether the data directory held Raft state when opened.
 	existing bool
@@ -123,7 +128,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 			return nil, fmt.Errorf("resolve advertise address %q: %w", cfg.Advertise, err)
 		}
 	}
-	transport, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, adv, 3, 10*time.Second, rc.Logger)
+	transport, stream, err := openTransport(cfg, adv, rc.Logger)
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("raft transport on %s: %w", cfg.RaftAddr, err)
@@ -140,7 +145,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		store.Close()
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
-	n := &Node{Raft: r, FSM: f, cfg: cfg, log: cfg.Logger, store: store, transport: transport, snaps: snaps, existing: existing}
+	n := &Node{Raft: r, FSM: f, cfg: cfg, log: cfg.Logger, store: store, transport: transport, tls: stream, snaps: snaps, existing: existing}
 	if !existing && !cfg.Join {
 		boot := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: transport.LocalAddr()}}}
 		if err := r.BootstrapCluster(boot).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
@@ -150,6 +155,20 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		n.log.Info("bootstrapped single-node cluster", "node_id", cfg.NodeID, "raft_addr", string(transport.LocalAddr()))
 	}
 	return n, nil
+}
+
+func openTransport(cfg Config, adv net.Addr, log hclog.Logger) (*raft.NetworkTransport, *tlsStream, error) {
+	if cfg.TLS == nil {
+		t, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, adv, 3, 10*time.Second, log)
+		return t, nil, err
+	}
+	stream, err := newTLSStream(cfg.RaftAddr, adv, cfg.TLS, cfg.Logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: log,
+	}), stream, nil
 }
 
 // storeLockTimeout bounds the wait for the log store's file lock.

@@ -23,7 +23,7 @@ func BenchmarkFailover(b *testing.B) {
 	var total time.Duration
 	for range b.N {
 		b.StopTimer()
-		nodes := startCluster(b)
+		nodes := startCluster(b, server.TLSConfig{})
 		b.StartTimer()
 		began := time.Now()
 		_ = nodes[0].Close(context.Background())
@@ -44,18 +44,19 @@ func BenchmarkFailover(b *testing.B) {
 	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "failover-ms")
 }
 
-func startCluster(b *testing.B) []*server.Server {
+// startCluster starts three nodes on loopback, with the TLS files of tls.
+func startCluster(b *testing.B, tls server.TLSConfig) []*server.Server {
 	b.Helper()
 	blobs := b.TempDir()
 	var nodes []*server.Server
 	for i, id := range []string{"n1", "n2", "n3"} {
 		cfg := server.Config{
 			DataDir: b.TempDir(), NodeID: id, Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0",
-			RaftListen: "127.0.0.1:0", AdminToken: "bench-admin-token", BlobDir: blobs,
+			RaftListen: "127.0.0.1:0", AdminToken: "bench-admin-token", BlobDir: blobs, TLS: tls,
 			Limits: api.Limits{Disabled: true}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		}
 		if i > 0 {
-			cfg.Join = "http://" + nodes[0].AdminAddr()
+			cfg.Join = nodes[0].AdminURL()
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		s, err := server.Start(ctx, cfg)

@@ -105,11 +105,14 @@ type Config struct {
 	// listeners when they forward to it; default http://<bound address>.
 	AdminURL string
 	AgentURL string
+	// TLS names the certificate files; the zero value is plain http and TCP.
+	TLS TLSConfig
 }
 
 // Server is a running control-plane node.
 type Server struct {
 	cfg       Config
+	tls       tlsSettings
 	Node      *raftnode.Node
 	API       *api.API
 	Blobs     blob.Store
@@ -176,6 +179,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.AgentListen == "" {
 		cfg.AgentListen = "127.0.0.1:0"
 	}
+	tlsSet, err := loadTLS(cfg.TLS, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
 	publicLn, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
@@ -192,7 +199,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("agent listen on %s: %w", cfg.AgentListen, err)
 	}
 	if cfg.PublicURL == "" {
-		cfg.PublicURL = "http://" + publicLn.Addr().String()
+		cfg.PublicURL = tlsSet.scheme() + publicLn.Addr().String()
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	if cfg.AppURL == "" {
@@ -207,6 +214,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	node, err := raftnode.Open(raftnode.Config{
 		DataDir: filepath.Join(cfg.DataDir, "raft"), NodeID: cfg.NodeID, RaftAddr: cfg.RaftListen,
 		Logger: cfg.Logger, NoSync: cfg.NoSync, Join: cfg.Join != "", Advertise: cfg.RaftAdvertise,
+		TLS: tlsSet.raft,
 	}, f)
 	if err != nil {
 		publicLn.Close()
@@ -214,7 +222,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		agentLn.Close()
 		return nil, err
 	}
-	s = &Server{cfg: cfg, Node: node, Blobs: blobs, publicLn: publicLn, adminLn: adminLn, agentLn: agentLn,
+	s = &Server{cfg: cfg, tls: tlsSet, Node: node, Blobs: blobs, publicLn: publicLn, adminLn: adminLn, agentLn: agentLn,
 		notify: agentapi.NewNotifier(), webhooks: engine, log: cfg.Logger}
 	engine.SetStore(node)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newStateCollector(f, node))
@@ -242,14 +250,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	if cfg.AdminURL == "" {
-		cfg.AdminURL = "http://" + adminLn.Addr().String()
+		cfg.AdminURL = tlsSet.scheme() + adminLn.Addr().String()
 	}
 	if cfg.AgentURL == "" {
-		cfg.AgentURL = "http://" + agentLn.Addr().String()
+		cfg.AgentURL = tlsSet.scheme() + agentLn.Addr().String()
 	}
 	s.cfg = cfg
 	forward := func(l cluster.Listener, h http.Handler, local func(*http.Request) bool) http.Handler {
-		return cluster.NewForwarder(node, f, l, cfg.Logger, local).Wrap(h)
+		return cluster.NewForwarder(node, f, l, cfg.Logger, local, tlsSet.client).Wrap(h)
 	}
 	s.public = &http.Server{Handler: forward(cluster.Public, s.API, nil), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	s.admin = &http.Server{Handler: forward(cluster.Admin, admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg, Cluster: node,
@@ -281,7 +289,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.runBridge(bg)
 	s.log.Info("control plane ready", "node_id", cfg.NodeID, "public", publicLn.Addr().String(),
 		"admin", adminLn.Addr().String(), "agent", agentLn.Addr().String(), "raft", node.RaftAddr(),
-		"data_dir", cfg.DataDir, "blob_dir", cfg.BlobDir)
+		"data_dir", cfg.DataDir, "blob_dir", cfg.BlobDir, "tls", tlsSet.server != nil, "raft_mutual_tls", tlsSet.raft != nil)
 	return s, nil
 }
 
@@ -299,7 +307,7 @@ func (s *Server) joinOrWait(ctx context.Context) error {
 	}
 	s.serveAll()
 	req := cluster.JoinRequest{ID: s.cfg.NodeID, RaftAddr: s.Node.RaftAddr(), PublicURL: s.cfg.PublicURL, AdminURL: s.cfg.AdminURL, AgentURL: s.cfg.AgentURL}
-	if err := cluster.Join(ctx, s.cfg.Join, s.cfg.AdminToken, req, s.log); err != nil {
+	if err := cluster.Join(ctx, s.cfg.Join, s.cfg.AdminToken, req, s.tls.client, s.log); err != nil {
 		return err
 	}
 	// The join is acknowledged once committed on the leader; wait until this
@@ -338,10 +346,11 @@ func adminLocal(r *http.Request) bool {
 }
 
 func (s *Server) serve(srv *http.Server, ln net.Listener, name string) {
+	s.tls.prepare(srv, name, s.log)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := serveOn(srv, ln); err != nil {
 			s.log.Error("listener stopped", "listener", name, "err", err)
 		}
 	}()
@@ -365,6 +374,9 @@ func (s *Server) NotifyWork() { s.notify.Notify() }
 
 // PublicURL is the base URL clients use.
 func (s *Server) PublicURL() string { return s.cfg.PublicURL }
+
+// AdminURL is how other nodes reach the admin listener (https with TLS).
+func (s *Server) AdminURL() string { return s.cfg.AdminURL }
 
 // Close drains the listeners and shuts the node down.
 func (s *Server) Close(ctx context.Context) error {
