@@ -15,6 +15,7 @@ import (
 
 	"github.com/vidfarm/vidfarm/controlplane/admin"
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
+	"github.com/vidfarm/vidfarm/controlplane/cluster"
 	"github.com/vidfarm/vidfarm/controlplane/tlsconf"
 )
 
@@ -33,6 +34,7 @@ const adminUsage = `usage: vidfarm admin [--server URL] [--admin-token T] [--ca-
   status
   cluster status               (every member's own view: state, leader, term, commit and applied index, bridge)
   cluster members
+  cluster add --node ID --raft-addr HOST:PORT --public-url U --admin-url U --agent-url U
   cluster remove --node ID
   backup --out FILE            (the whole state, in the snapshot format)
   restore --in FILE [--force]  (disaster recovery: replaces the cluster's state)
@@ -86,6 +88,10 @@ func runAdmin(args []string) error {
 	limit := sub.Int("limit", 0, "at most this many deliveries, newest first (default 50, at most 500)")
 	idemKey := sub.String("idempotency-key", "", "debit key: the same key and amount never debits twice")
 	node := sub.String("node", "", "control-plane node id")
+	raftAddr := sub.String("raft-addr", "", "the node's Raft address (cluster add)")
+	publicURL := sub.String("public-url", "", "the node's public URL (cluster add)")
+	adminURL := sub.String("admin-url", "", "the node's admin URL (cluster add)")
+	agentURL := sub.String("agent-url", "", "the node's agent URL (cluster add)")
 	outFile := sub.String("out", "", "file to write the backup to")
 	inFile := sub.String("in", "", "backup file to restore")
 	force := sub.Bool("force", false, "restore even though the cluster holds data")
@@ -120,6 +126,8 @@ func runAdmin(args []string) error {
 		out, err = cl.Do(ctx, "GET", "/admin/v1/status", nil)
 	case "cluster members":
 		out, err = cl.ClusterMembers(ctx)
+	case "cluster add":
+		out, err = cl.AddNode(ctx, cluster.JoinRequest{ID: *node, RaftAddr: *raftAddr, PublicURL: *publicURL, AdminURL: *adminURL, AgentURL: *agentURL})
 	case "cluster remove":
 		out, err = cl.RemoveNode(ctx, *node)
 	case "backup":

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
+	"github.com/vidfarm/vidfarm/controlplane/cluster"
 )
 
 // Client calls the admin API.
@@ -209,4 +210,11 @@ func (c *Client) raw(ctx context.Context, method, path string, body io.Reader) (
 		return nil, answerError(method, path, resp.StatusCode, raw)
 	}
 	return resp, nil
+}
+
+// AddNode adds a node as a voter with the addresses it will be reached at,
+// as `vidfarm server --join` does for itself; for operators who add a node
+// by hand.
+func (c *Client) AddNode(ctx context.Context, req cluster.JoinRequest) (json.RawMessage, error) {
+	return c.Do(ctx, http.MethodPost, cluster.JoinPath, req)
 }

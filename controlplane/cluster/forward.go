@@ -52,6 +52,9 @@ type Node interface {
 	ID() string
 	IsLeader() bool
 	Leader() (id, raftAddr string)
+	// VerifyLeader confirms with a quorum that this node still leads: the
+	// read barrier before a read is answered from the leader's state.
+	VerifyLeader(ctx context.Context) error
 }
 
 // Members resolves a node id to its addresses (the FSM does).
@@ -120,7 +123,21 @@ func (f *Forwarder) Wrap(next http.Handler) http.Handler {
 		errs.ServeHTTP(w, r.WithContext(contextWith(r, errKey{}, e)))
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if f.Node.IsLeader() || (f.Local != nil && f.Local(r)) {
+		if f.Local != nil && f.Local(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if f.Node.IsLeader() {
+			// A leader cut off from the others still believes it leads for a
+			// moment; a read it answered then could miss writes a new leader
+			// acknowledged. Reads wait for a quorum to confirm it (writes are
+			// confirmed by their commit).
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				if err := f.Node.VerifyLeader(r.Context()); err != nil {
+					fail(w, r, unavailable("this node is no longer sure it leads: "+err.Error()).With("node", f.Node.ID()))
+					return
+				}
+			}
 			next.ServeHTTP(w, r)
 			return
 		}

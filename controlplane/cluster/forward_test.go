@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,12 +15,20 @@ import (
 
 type fakeNode struct {
 	leading bool
+	deposed bool // leads by its own account, but a quorum says otherwise
 	leader  string
 }
 
 func (f *fakeNode) ID() string               { return "self" }
 func (f *fakeNode) IsLeader() bool           { return f.leading }
 func (f *fakeNode) Leader() (string, string) { return f.leader, "" }
+
+func (f *fakeNode) VerifyLeader(context.Context) error {
+	if f.deposed {
+		return errors.New("leadership lost")
+	}
+	return nil
+}
 
 type members map[string]fsm.Member
 
@@ -48,6 +58,7 @@ func TestForwarder(t *testing.T) {
 		{"local requests stay on a follower", &fakeNode{leader: "L"}, known, "/metrics", "", 200, "local"},
 		{"a follower forwards to the leader's listener of the same kind", &fakeNode{leader: "L"}, known, "/admin/v1/accounts/a?x=1", "", 200, "leader:/admin/v1/accounts/a?x=1"},
 		{"no leader", &fakeNode{}, known, "/admin/v1/status", "", 503, ""},
+		{"a deposed leader refuses reads", &fakeNode{leading: true, deposed: true}, known, "/admin/v1/status", "", 503, ""},
 		{"leader without addresses", &fakeNode{leader: "M"}, known, "/admin/v1/status", "", 503, ""},
 		{"forwarded once already", &fakeNode{leader: "L"}, known, "/admin/v1/status", "other", 503, ""},
 	} {

@@ -116,3 +116,20 @@ func (n *Node) Restore(ctx context.Context, r io.Reader, size int64) error {
 	}
 	return nil
 }
+
+// VerifyLeader confirms with a quorum that this node still leads (in a
+// single-node cluster at once): a read barrier for reads served by the leader.
+func (n *Node) VerifyLeader(ctx context.Context) error {
+	fut := n.Raft.VerifyLeader()
+	done := make(chan error, 1)
+	go func() { done <- fut.Error() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("verify leadership: %w: %w", ErrNotLeader, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("verify leadership: %w", ctx.Err())
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vidfarm/vidfarm/controlplane/admin"
 	"github.com/vidfarm/vidfarm/controlplane/blob/s3test"
+	"github.com/vidfarm/vidfarm/controlplane/cluster"
 	"github.com/vidfarm/vidfarm/controlplane/server"
 )
 
@@ -163,5 +164,15 @@ func TestThreeNodeClusterForwardsAndFailsOver(t *testing.T) {
 	})
 	if m := members(survivors[0]); len(m.Members) != 2 {
 		t.Fatalf("after removing %s: %+v", leader.cfg.NodeID, m)
+	}
+	// An operator adds a voter by hand (what --join does for a new node); two
+	// of three voters are up, so the cluster keeps its quorum.
+	back := cluster.JoinRequest{ID: "n4", RaftAddr: "127.0.0.1:1", PublicURL: "http://127.0.0.1:1", AdminURL: "http://127.0.0.1:2", AgentURL: "http://127.0.0.1:3"}
+	waitShowing(t, "a voter is added by hand", 30*time.Second, func() (bool, any) {
+		_, err := survivors[0].admin.AddNode(ctx, back)
+		return err == nil, err
+	})
+	if m := members(survivors[1]); len(m.Members) != 3 {
+		t.Fatalf("after adding n4: %+v", m)
 	}
 }

@@ -41,7 +41,7 @@ func start(t *testing.T, opts ...option) *harness {
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		// The sandbox has no DNS: the photo host of the avatar tests resolves to a
 		// public address, as it would on the internet.
-		ClientResolver: exampleDNS{"images.example.com": "93.184.215.14"},
+		ClientResolver: exampleDNS{"images.example.com": "93.184.215.14", "img.example.com": "93.184.215.14", "a.example.com": "93.184.215.14"},
 	}
 	for _, o := range opts {
 		o(&cfg)
