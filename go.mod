@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/NVIDIA/go-nvml v0.13.0-1
 	github.com/asticode/go-astisub v0.34.0
 	github.com/go-chi/chi/v5 v5.5.0

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # make bench: the long benchmarks. Starts a single-node control plane with fsync on
 # in a temporary data directory and drives POST /v1/videos with 64 concurrent
-# clients, then runs the Go benchmarks and times the farm simulator. Figures go in the
-# README.
+# clients, then the same against a three-node cluster, times SIGKILL failovers,
+# runs the Go benchmarks and times the farm simulator. Figures go in the README.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=./bin/vidfarm
 dir=$(mktemp -d)
 token=bench-$RANDOM$RANDOM
-trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
+cluster_pids=()
+trap 'kill $pid "${cluster_pids[@]}" 2>/dev/null || true; wait $pid "${cluster_pids[@]}" 2>/dev/null || true; rm -rf "$dir"' EXIT
 
 # Rate limits are off: the contract caps one account at 6 creates a minute, and
 # this measures the create path itself (auth, validation, one Raft apply, fsync).
@@ -23,6 +24,39 @@ done
 echo "== POST /v1/videos, single node, fsync on, 64 clients"
 $bin bench create --server http://127.0.0.1:18080 --admin-server http://127.0.0.1:18081 \
   --admin-token "$token" --accounts 64 --concurrency 64 --duration "${BENCH_DURATION:-20s}"
+
+echo
+echo "== POST /v1/videos, three nodes, fsync on, 64 clients through the leader"
+# The same load against a three-node cluster on this machine: n1 bootstraps,
+# n2 and n3 join it; every create is one Raft apply replicated to both
+# followers and fsynced on a majority before it is acknowledged. The clients
+# talk to the leader (n1), so the figure is the replicated write path without
+# a follower's forwarding hop.
+for i in 1 2 3; do
+  join=()
+  [ "$i" -gt 1 ] && join=(--join http://127.0.0.1:18191)
+  $bin server --node-id "n$i" --data-dir "$dir/n$i" --listen "127.0.0.1:1818$i" --admin-listen "127.0.0.1:1819$i" \
+    --agent-listen "127.0.0.1:1817$i" --raft-listen "127.0.0.1:1710$i" --admin-token "$token" --agent-token "$token" \
+    --blob-secret 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff --rate-limits=false \
+    --log-level warn "${join[@]}" 2>"$dir/n$i.log" &
+  cluster_pids+=($!)
+  for _ in $(seq 100); do
+    curl -fsS "http://127.0.0.1:1818$i/v1" >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+done
+for _ in $(seq 100); do
+  [ "$(curl -fsS -H "Authorization: Bearer $token" http://127.0.0.1:18191/admin/v1/cluster/members | grep -o '"suffrage"' | wc -l)" = 3 ] && break
+  sleep 0.1
+done
+$bin bench create --server http://127.0.0.1:18181 --admin-server http://127.0.0.1:18191 \
+  --admin-token "$token" --accounts 64 --concurrency 64 --duration "${BENCH_DURATION:-20s}"
+kill "${cluster_pids[@]}" 2>/dev/null || true
+wait "${cluster_pids[@]}" 2>/dev/null || true
+
+echo
+echo "== failover: SIGKILL of the leader of three real processes, to the first acknowledged write through a survivor"
+VIDFARM_FAILOVER_RUNS=${FAILOVER_RUNS:-5} go test -count=1 -run '^TestChaosFailoverTimes$' -v ./cmd/vidfarm/ | grep -E 'failover over'
 
 echo
 echo "== placement: 10,000 nodes, 100,000 queued tasks"
