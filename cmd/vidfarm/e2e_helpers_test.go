@@ -573,3 +573,27 @@ func percentOf(v map[string]any) float64 {
 	p, _ := v["progress"].(map[string]any)
 	return num(p, "percent")
 }
+
+// gatedRender is a manual video whose render runs on agent A in a gated
+// runner (see gatedRunnerScript) that has started and waits for its gate.
+type gatedRender struct {
+	agent      *e2eAgent
+	id         string
+	gate, done string
+}
+
+// startGatedRender starts agent A with the gated runner (work: half-seconds
+// of work once the gate opens), creates a video and waits until A's runner
+// has started rendering it with progress reported.
+func (f *e2eFarm) startGatedRender(prompt string, work int) gatedRender {
+	f.t.Helper()
+	started, gate, done := filepath.Join(f.dir, "started"), filepath.Join(f.dir, "gate"), filepath.Join(f.dir, "done")
+	slow := writeScript(f.t, f.dir, "slow-runner.sh", gatedRunnerScript(started, gate, done, work))
+	a := f.startAgent("agent-a", "--runner", e2eModel+"="+slow)
+	id := f.createVideo(manualBody(prompt, ""))["id"].(string)
+	f.waitVideo(id, 30*time.Second, "processing on agent A with progress", func(v map[string]any) bool {
+		return v["status"] == "processing" && percentOf(v) > 0
+	})
+	eventually(f.t, 10*time.Second, "agent A's runner started", func() bool { return exists(started) })
+	return gatedRender{agent: a, id: id, gate: gate, done: done}
+}

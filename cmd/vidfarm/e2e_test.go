@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -121,17 +120,8 @@ func TestE2EEveryOperation(t *testing.T) {
 func TestE2EAgentKilledMidTask(t *testing.T) {
 	const grant = 100
 	f := newE2EFarm(t, grant)
-	started, gate, done := filepath.Join(f.dir, "started"), filepath.Join(f.dir, "gate"), filepath.Join(f.dir, "done")
-	slow := writeScript(t, f.dir, "slow-runner.sh", gatedRunnerScript(started, gate, done, 0))
-	a := f.startAgent("agent-a", "--runner", e2eModel+"="+slow)
-
-	v := f.createVideo(manualBody("a lighthouse in a storm", ""))
-	id := v["id"].(string)
-	renderTask := id + "/render"
-	f.waitVideo(id, 30*time.Second, "processing on agent A with progress", func(v map[string]any) bool {
-		return v["status"] == "processing" && percentOf(v) > 0
-	})
-	eventually(t, 10*time.Second, "agent A's runner started", func() bool { return exists(started) })
+	g := f.startGatedRender("a lighthouse in a storm", 0)
+	a, id, renderTask, done := g.agent, g.id, g.id+"/render", g.done
 	if len(findLogs(f.srv, "task leased", "task_id", renderTask, "node_id", a.nodeID)) == 0 {
 		t.Fatalf("the render was not leased to agent A (%s)", a.nodeID)
 	}
@@ -141,7 +131,7 @@ func TestE2EAgentKilledMidTask(t *testing.T) {
 	eventually(t, 15*time.Second, "the render's lease on agent A expired and was requeued", func() bool {
 		return len(findLogs(f.srv, "lease expired", "task_id", renderTask, "node_id", a.nodeID, "requeued", "true")) > 0
 	})
-	v = f.waitStatus(id, "completed", 60*time.Second)
+	v := f.waitStatus(id, "completed", 60*time.Second)
 	if len(findLogs(f.srv, "task completed", "task_id", renderTask, "node_id", b.nodeID)) != 1 {
 		t.Errorf("agent B (%s) did not complete the render exactly once", b.nodeID)
 	}
@@ -162,17 +152,8 @@ func TestE2EAgentKilledMidTask(t *testing.T) {
 func TestE2EAgentPausedPastLease(t *testing.T) {
 	const grant = 100
 	f := newE2EFarm(t, grant)
-	started, gate, done := filepath.Join(f.dir, "started"), filepath.Join(f.dir, "gate"), filepath.Join(f.dir, "done")
-	slow := writeScript(t, f.dir, "slow-runner.sh", gatedRunnerScript(started, gate, done, 0))
-	a := f.startAgent("agent-a", "--runner", e2eModel+"="+slow)
-
-	v := f.createVideo(manualBody("a paper boat on a river", ""))
-	id := v["id"].(string)
-	renderTask := id + "/render"
-	f.waitVideo(id, 30*time.Second, "processing on agent A with progress", func(v map[string]any) bool {
-		return v["status"] == "processing" && percentOf(v) > 0
-	})
-	eventually(t, 10*time.Second, "agent A's runner started", func() bool { return exists(started) })
+	g := f.startGatedRender("a paper boat on a river", 0)
+	a, id, renderTask, gate, done := g.agent, g.id, g.id+"/render", g.gate, g.done
 
 	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -190,7 +171,7 @@ func TestE2EAgentPausedPastLease(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	v = f.waitStatus(id, "completed", 60*time.Second)
+	v := f.waitStatus(id, "completed", 60*time.Second)
 	// A learns its lease is stale: from a 409 on its upload or report, or
 	// from a heartbeat that names the lease; the control plane refuses it.
 	eventually(t, 15*time.Second, "agent A logged that its render lease is stale", func() bool {
@@ -286,19 +267,8 @@ exit 1
 func TestE2EOnlyNodePausedPastLease(t *testing.T) {
 	const grant = 100
 	f := newE2EFarm(t, grant)
-	started, gate, done := filepath.Join(f.dir, "started"), filepath.Join(f.dir, "gate"), filepath.Join(f.dir, "done")
-	// Once the gate is open a run works 7 s, more than twice the 3 s lease, so it
-	// completes only if heartbeats renew its lease.
-	slow := writeScript(t, f.dir, "slow-runner.sh", gatedRunnerScript(started, gate, done, 14))
-	a := f.startAgent("agent-a", "--runner", e2eModel+"="+slow)
-
-	v := f.createVideo(manualBody("a kite over a beach", ""))
-	id := v["id"].(string)
-	renderTask := id + "/render"
-	f.waitVideo(id, 30*time.Second, "processing on agent A with progress", func(v map[string]any) bool {
-		return v["status"] == "processing" && percentOf(v) > 0
-	})
-	eventually(t, 10*time.Second, "agent A's runner started", func() bool { return exists(started) })
+	g := f.startGatedRender("a kite over a beach", 14)
+	a, id, renderTask, gate := g.agent, g.id, g.id+"/render", g.gate
 
 	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -312,7 +282,7 @@ func TestE2EOnlyNodePausedPastLease(t *testing.T) {
 	}
 	touch(t, gate)
 
-	v = f.waitStatus(id, "completed", 60*time.Second)
+	v := f.waitStatus(id, "completed", 60*time.Second)
 	if n := len(findLogs(f.srv, "lease expired", "task_id", renderTask)); n != 1 {
 		t.Errorf("the render's lease expired %d times; want once, while the agent was stopped", n)
 	}
