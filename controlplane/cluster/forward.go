@@ -116,11 +116,9 @@ func unavailable(msg string) *apierr.Error {
 // Wrap answers on the leader (or for Local requests) with next and forwards
 // everything else.
 func (f *Forwarder) Wrap(next http.Handler) http.Handler {
-	errs := apierr.RequestIDs(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		apierr.Write(w, r, r.Context().Value(errKey{}).(*apierr.Error))
-	}))
+	// The forwarder's own refusals get a request id like every answer.
 	fail := func(w http.ResponseWriter, r *http.Request, e *apierr.Error) {
-		errs.ServeHTTP(w, r.WithContext(contextWith(r, errKey{}, e)))
+		apierr.RequestIDs(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { apierr.Write(w, r, e) })).ServeHTTP(w, r)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if f.Local != nil && f.Local(r) {
@@ -160,12 +158,6 @@ func (f *Forwarder) Wrap(next http.Handler) http.Handler {
 			fail(w, r, unavailable(fmt.Sprintf("the leader %s published no usable %s address (%q)", id, f.Listener, f.Listener.url(m))).With("leader", id))
 			return
 		}
-		f.proxy.ServeHTTP(w, r.WithContext(contextWith(r, targetKey{}, target)))
+		f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), targetKey{}, target)))
 	})
-}
-
-type errKey struct{}
-
-func contextWith(r *http.Request, k, v any) context.Context {
-	return context.WithValue(r.Context(), k, v)
 }
