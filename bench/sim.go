@@ -104,60 +104,6 @@ type event struct {
 	task *simTask // evDone: the task that ends
 }
 
-// eventHeap is a 4-ary min-heap of events by (at, seq), typed so that
-// pushing and popping do not box each event in an interface (container/heap
-// would allocate once per event; a week of a large farm has tens of
-// millions). Four children a node halve the levels a pop sifts through;
-// (at, seq) is unique, so the pop order does not depend on the shape.
-type eventHeap []event
-
-const eventFanout = 4
-
-func (h eventHeap) less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
-	}
-	return h[i].seq < h[j].seq
-}
-
-func (h *eventHeap) push(e event) {
-	*h = append(*h, e)
-	q := *h
-	i := len(q) - 1
-	for i > 0 {
-		p := (i - 1) / eventFanout
-		if !q.less(i, p) {
-			break
-		}
-		q[i], q[p] = q[p], q[i]
-		i = p
-	}
-}
-
-func (h *eventHeap) pop() event {
-	q := *h
-	top := q[0]
-	last := len(q) - 1
-	q[0] = q[last]
-	q = q[:last]
-	for i := 0; ; {
-		m := i
-		first := eventFanout*i + 1
-		for c := first; c < first+eventFanout && c < len(q); c++ {
-			if q.less(c, m) {
-				m = c
-			}
-		}
-		if m == i {
-			break
-		}
-		q[i], q[m] = q[m], q[i]
-		i = m
-	}
-	*h = q
-	return top
-}
-
 type simNode struct {
 	id      string
 	group   int
@@ -172,14 +118,18 @@ type simNode struct {
 }
 
 type simVideo struct {
-	mode        scheduler.Mode
-	class       int
-	seconds     int
-	submitted   time.Duration
-	leased      bool // a first lease was granted
-	counted     bool // submitted after the warm-up
-	scenes      int
-	resolution  string        // of its GPU tasks
+	mode       scheduler.Mode
+	class      int
+	seconds    int
+	submitted  time.Duration
+	leased     bool // a first lease was granted
+	counted    bool // submitted after the warm-up
+	scenes     int
+	resolution string // of its GPU tasks
+	// gpuSeconds is how long each of its GPU tasks (the render, or one
+	// scene) runs on a GPU of speed 1: the catalog's GPU-seconds, summed
+	// over the task's GPUs, split among them.
+	gpuSeconds  float64
 	scenesAt    time.Duration // when AddScenes made its scenes ready
 	gpuLeased   int           // GPU tasks leased so far
 	scenesReady bool          // AddScenes ran
@@ -187,8 +137,7 @@ type simVideo struct {
 
 // simTask is a leased task, in sim.running at index idx until it ends.
 type simTask struct {
-	ref     scheduler.LeaseRef
-	video   string
+	grant   scheduler.Grant
 	v       *simVideo
 	idx     int
 	node    *simNode
@@ -205,15 +154,16 @@ type sim struct {
 	cfg      SimConfig
 	rng      *rand.Rand
 	st       *scheduler.State
-	events   eventHeap
+	events   eventQueue
 	seq      uint64
 	now      time.Duration
 	horizon  time.Duration
 	warmup   time.Duration
 	nodes    []*simNode
 	byID     map[string]*simNode
-	videos   map[string]*simVideo
-	running  []*simTask // in no particular order (see simTask.idx)
+	videos   map[uint64]*simVideo // by number (videoNumber)
+	running  []*simTask           // in no particular order (see simTask.idx)
+	spare    []*simTask           // ended, for reuse (newTask)
 	nextID   uint64
 	manualW  []float64
 	classW   []float64
@@ -255,7 +205,7 @@ func Simulate(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 		horizon:  hoursDur(cfg.Hours),
 		warmup:   hoursDur(cfg.WarmupHours),
 		byID:     map[string]*simNode{},
-		videos:   map[string]*simVideo{},
+		videos:   map[uint64]*simVideo{},
 		sceneSec: defaultSceneSeconds,
 		gpuGen:   1,
 		cpuGen:   1,
@@ -284,7 +234,7 @@ func Simulate(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 	s.scheduleArrival(0)
 	step := max(s.horizon/100, time.Nanosecond)
 	nextProgress := step
-	for len(s.events) > 0 {
+	for s.events.len() > 0 {
 		e := s.events.pop()
 		if e.at > s.horizon {
 			break

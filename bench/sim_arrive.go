@@ -100,6 +100,16 @@ func pickWeighted(r *rand.Rand, w []float64) int {
 	return len(w) - 1
 }
 
+// videoNumber is the number in a simulated video's id ("v" and the
+// number): the simulator's own map is keyed by it, which hashes faster.
+func videoNumber(id string) uint64 {
+	var n uint64
+	for _, c := range []byte(id[1:]) {
+		n = n*10 + uint64(c-'0')
+	}
+	return n
+}
+
 // serviceSeconds applies the exponential option to a mean service time.
 func (s *sim) serviceSeconds(mean float64) float64 {
 	if s.wl.ExponentialService {
@@ -122,6 +132,13 @@ func nodeTools() []string {
 		}
 	}
 	return out
+}
+
+// renderSeconds is how long a render of out seconds of m at res holds
+// each of its GPUs at speed 1: GPU-seconds are summed over the render's
+// GPUs, and its wall time splits them.
+func renderSeconds(m models.Model, res string, out int) float64 {
+	return m.GPUSeconds(res, out) / float64(max(m.Requirements.GPUCount, 1))
 }
 
 func gpuReq(m models.Model, res string) scheduler.Requirements {
@@ -149,6 +166,7 @@ func (s *sim) arrive() error {
 		v.mode = scheduler.ModeManual
 		v.seconds = mix.Durations[s.rng.IntN(len(mix.Durations))]
 		v.resolution = mix.Resolution
+		v.gpuSeconds = renderSeconds(m, v.resolution, v.seconds)
 		g = scheduler.ManualGraph(info, gpuReq(m, mix.Resolution))
 		gpuReady = 1
 	} else {
@@ -156,6 +174,7 @@ func (s *sim) arrive() error {
 		v.seconds = s.wl.Auto.Durations[s.rng.IntN(len(s.wl.Auto.Durations))]
 		v.scenes = (v.seconds + s.sceneSec - 1) / s.sceneSec
 		v.resolution = s.wl.Auto.SceneResolution
+		v.gpuSeconds = renderSeconds(s.catalog[s.wl.Auto.SceneModel], v.resolution, s.sceneSec)
 		g = scheduler.AutoGraph(info)
 	}
 	if err := s.st.Submit(g, s.at(s.now)); err != nil {
@@ -164,7 +183,7 @@ func (s *sim) arrive() error {
 	if err := s.readied(gpuReady); err != nil {
 		return err
 	}
-	s.videos[id] = v
+	s.videos[s.nextID] = v
 	s.rec.submitted(v)
 	return s.placeAll()
 }

@@ -64,7 +64,7 @@ func (s *sim) placeAll() error {
 // it gets.
 func (s *sim) placeOn(n *simNode) error {
 	for s.worth(n) {
-		l, err := s.st.Place(n.id, s.at(s.now), simLease)
+		g, err := s.st.PlaceGrant(n.id, s.at(s.now), simLease)
 		if errors.Is(err, scheduler.ErrNoWork) {
 			n.gpuNo, n.cpuNo = s.gpuGen, s.cpuGen
 			return nil
@@ -72,15 +72,16 @@ func (s *sim) placeOn(n *simNode) error {
 		if err != nil {
 			return fmt.Errorf("bench: place on %s: %w", n.id, err)
 		}
-		s.start(n, l)
+		s.start(n, g)
 	}
 	return nil
 }
 
-func (s *sim) start(n *simNode, l scheduler.Lease) {
-	v := s.videos[l.VideoID]
-	sec := s.serviceSeconds(s.taskSeconds(n, v, l))
-	t := &simTask{ref: l.Ref(), video: l.VideoID, v: v, idx: len(s.running), node: n, gpus: l.Req.GPUs, cpu: l.Req.CPUSlots, started: s.now, end: s.now + secondsDur(sec)}
+func (s *sim) start(n *simNode, g scheduler.Grant) {
+	v := s.videos[videoNumber(g.VideoID)]
+	sec := s.serviceSeconds(s.taskSeconds(n, v, g.Kind))
+	t := s.newTask()
+	*t = simTask{grant: g, v: v, idx: len(s.running), node: n, gpus: g.GPUs, cpu: g.CPUSlots, started: s.now, end: s.now + secondsDur(sec)}
 	n.freeGPU -= t.gpus
 	n.freeCPU -= t.cpu
 	s.running = append(s.running, t)
@@ -88,11 +89,11 @@ func (s *sim) start(n *simNode, l scheduler.Lease) {
 		v.leased = true
 		s.rec.firstLease(v, s.now-v.submitted)
 	}
-	if l.Req.GPUs > 0 {
+	if g.GPUs > 0 {
 		s.readyGPU--
 		v.gpuLeased++
 		ready := v.submitted
-		if l.Kind == scheduler.KindScene {
+		if g.Kind == scheduler.KindScene {
 			ready = v.scenesAt
 		}
 		s.rec.gpuLease(v, s.now, s.now-ready)
@@ -103,17 +104,11 @@ func (s *sim) start(n *simNode, l scheduler.Lease) {
 }
 
 // taskSeconds is the mean service time of a lease's task on node n.
-func (s *sim) taskSeconds(n *simNode, v *simVideo, l scheduler.Lease) float64 {
+func (s *sim) taskSeconds(n *simNode, v *simVideo, kind scheduler.Kind) float64 {
 	d := float64(v.seconds)
-	switch l.Kind {
+	switch kind {
 	case scheduler.KindRender, scheduler.KindScene:
-		m := s.catalog[l.Req.Model]
-		out := v.seconds
-		if l.Kind == scheduler.KindScene {
-			out = s.sceneSec
-		}
-		// GPU-seconds are summed over the render's GPUs; wall time splits them.
-		return m.GPUSeconds(v.resolution, out) / float64(max(m.Requirements.GPUCount, 1)) / n.speed
+		return v.gpuSeconds / n.speed
 	case scheduler.KindFinalize:
 		return finalizeBaseSeconds + finalizePerSecond*d
 	case scheduler.KindPlan:
@@ -129,27 +124,28 @@ func (s *sim) taskSeconds(n *simNode, v *simVideo, l scheduler.Lease) float64 {
 // complete ends a task whose service time is over, adds an auto video's
 // scenes once its plan is done, and offers the freed capacity.
 func (s *sim) complete(t *simTask) error {
-	ref := t.ref
+	g := t.grant
 	last := len(s.running) - 1
 	s.running[t.idx] = s.running[last]
 	s.running[t.idx].idx = t.idx
 	s.running[last] = nil
 	s.running = s.running[:last]
+	defer s.freeTask(t)
 	n := t.node
 	n.freeGPU += t.gpus
 	n.freeCPU += t.cpu
 	n.gpuNo, n.cpuNo = 0, 0
 	s.rec.busy(t, s.horizon)
-	out, err := s.st.Complete(ref, s.at(s.now))
+	out, err := s.st.CompleteGrant(g, s.at(s.now))
 	if err != nil {
-		return fmt.Errorf("bench: complete %s: %w", ref.TaskID, err)
+		return fmt.Errorf("bench: complete %s: %w", g.Ref.TaskID, err)
 	}
 	v := t.v
 	gpuReady := 0
 	if out.NeedsScenes {
 		m := s.catalog[s.wl.Auto.SceneModel]
-		if err := s.st.AddScenes(t.video, v.scenes, gpuReq(m, v.resolution), s.at(s.now)); err != nil {
-			return fmt.Errorf("bench: add scenes to %s: %w", t.video, err)
+		if err := s.st.AddScenes(g.VideoID, v.scenes, gpuReq(m, v.resolution), s.at(s.now)); err != nil {
+			return fmt.Errorf("bench: add scenes to %s: %w", g.VideoID, err)
 		}
 		v.scenesAt = s.now
 		v.scenesReady = true
@@ -160,13 +156,13 @@ func (s *sim) complete(t *simTask) error {
 	}
 	if out.VideoCompleted {
 		s.rec.completed(v, s.now, s.now-v.submitted)
-		delete(s.videos, t.video)
-		if err := s.st.Forget(t.video); err != nil {
-			return fmt.Errorf("bench: forget %s: %w", t.video, err)
+		delete(s.videos, videoNumber(g.VideoID))
+		if err := s.st.Forget(g.VideoID); err != nil {
+			return fmt.Errorf("bench: forget %s: %w", g.VideoID, err)
 		}
 	}
 	if out.VideoFailed {
-		return fmt.Errorf("bench: video %s failed in the simulation", t.video)
+		return fmt.Errorf("bench: video %s failed in the simulation", g.VideoID)
 	}
 	// The freed node first, then the rest: completing a task may have made
 	// others ready that fit elsewhere.
@@ -174,4 +170,21 @@ func (s *sim) complete(t *simTask) error {
 		return err
 	}
 	return s.placeAll()
+}
+
+// newTask returns a simTask record, reusing one whose task ended: a week
+// of a large farm runs millions of tasks, a few thousand at a time.
+func (s *sim) newTask() *simTask {
+	if n := len(s.spare); n > 0 {
+		t := s.spare[n-1]
+		s.spare = s.spare[:n-1]
+		return t
+	}
+	return new(simTask)
+}
+
+// freeTask keeps t, whose task ended and whose event was handled, for reuse.
+func (s *sim) freeTask(t *simTask) {
+	*t = simTask{}
+	s.spare = append(s.spare, t)
 }

@@ -72,12 +72,15 @@ func leaseMS(d time.Duration) (int64, error) {
 }
 
 // grant leases ready task t to node n. The caller has checked that t fits.
-func (s *State) grant(t *task, n *node, now, dur int64) Lease {
+func (s *State) grant(t *task, n *node, now, dur int64) {
 	s.unready(t)
 	s.served(t.v.acct)
 	s.nextToken++
 	l := &t.leaseRec // a task holds one lease at a time: no allocation per grant
 	*l = lease{node: n, token: s.nextToken, gpus: l.gpus[:0], granted: now, deadline: now + dur}
+	if t.cls.req.GPUs > 0 && cap(l.gpus) == 0 {
+		l.gpus = s.gpuIDRoom(t.cls.req.GPUs)
+	}
 	l.gpus = n.takeGPUs(t, l.gpus)
 	n.usedCPU += t.cls.req.CPUSlots
 	t.nIdx = len(n.leased)
@@ -90,7 +93,22 @@ func (s *State) grant(t *task, n *node, now, dur int64) Lease {
 	if t.v.state == VideoQueued {
 		t.v.state = VideoProcessing
 	}
-	return t.leaseInfo()
+}
+
+// gpuIDRoom returns an empty slice with room for n GPU ids, carved from a
+// shared block: most tasks are leased once, so a slice of their own would
+// be one more allocation per GPU task.
+func (s *State) gpuIDRoom(n int) []string {
+	const block = 512
+	if n > block/8 {
+		return make([]string, 0, n)
+	}
+	if cap(s.gpuIDs)-len(s.gpuIDs) < n {
+		s.gpuIDs = make([]string, 0, block)
+	}
+	start := len(s.gpuIDs)
+	s.gpuIDs = s.gpuIDs[:start+n]
+	return s.gpuIDs[start : start : start+n]
 }
 
 // releaseLease ends t's lease: frees the node's resources and the
@@ -209,11 +227,16 @@ func (s *State) Complete(ref LeaseRef, now time.Time) (Outcome, error) {
 		}
 		return Outcome{}, err
 	}
+	return s.complete(t, ref, now), nil
+}
+
+// complete ends the current lease ref of t as a success.
+func (s *State) complete(t *task, ref LeaseRef, now time.Time) Outcome {
 	out := Outcome{TaskID: t.id, VideoID: t.v.id}
 	t.doneNode, t.doneToken = ref.NodeID, ref.Token
 	s.releaseLease(t)
 	s.finishTask(t, ms(now), &out)
-	return out, nil
+	return out
 }
 
 // Fail records that the holder could not run its task. The task is

@@ -40,28 +40,38 @@ func (c candidate) before(d candidate) bool {
 // that could run it has not failed it. Asking counts as a heartbeat. When
 // nothing fits, the error wraps ErrNoWork.
 func (s *State) Place(nodeID string, now time.Time, dur time.Duration) (Lease, error) {
-	d, err := leaseMS(dur)
+	t, err := s.place(nodeID, now, dur)
 	if err != nil {
 		return Lease{}, err
 	}
+	return t.leaseInfo(), nil
+}
+
+// place is Place up to the lease it grants, which it returns as its task.
+func (s *State) place(nodeID string, now time.Time, dur time.Duration) (*task, error) {
+	d, err := leaseMS(dur)
+	if err != nil {
+		return nil, err
+	}
 	n, err := s.node(nodeID)
 	if err != nil {
-		return Lease{}, err
+		return nil, err
 	}
 	at := ms(now)
 	s.touch(n, at)
 	if n.spec.Draining {
-		return Lease{}, fmt.Errorf("%w: node %s is draining", ErrNoWork, nodeID)
+		return nil, fmt.Errorf("%w: node %s is draining", ErrNoWork, nodeID)
 	}
 	free := n.view()
 	if !free.empty() {
 		for _, p := range s.prios {
 			if c, ok := s.pick(n, free, s.levels[p], at); ok {
-				return s.grant(c.t, n, at, d), nil
+				s.grant(c.t, n, at, d)
+				return c.t, nil
 			}
 		}
 	}
-	return Lease{}, fmt.Errorf("%w: no ready task fits node %s (%d free CPU slots, %d idle GPUs)",
+	return nil, fmt.Errorf("%w: no ready task fits node %s (%d free CPU slots, %d idle GPUs)",
 		ErrNoWork, nodeID, n.freeCPU(), n.idleGPUs())
 }
 

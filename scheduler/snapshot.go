@@ -254,7 +254,7 @@ func (s *State) restoreVideo(vr VideoRecord) (ready, leased []*task, err error) 
 		if err := tr.Req.Validate(); err != nil {
 			return nil, nil, bad("task %q: %v", tr.Name, err)
 		}
-		t := s.newTask(v, tr.Name, tr.Kind, tr.Req)
+		t := s.newTask(v, taskID(v.id, tr.Name), tr.Name, tr.Kind, tr.Req)
 		t.state = tr.State
 		t.attempts, t.failures = tr.Attempts, tr.Failures
 		t.failedNodes = slices.Clone(tr.FailedNodes)

@@ -35,6 +35,8 @@ type State struct {
 	spareQueues []*acctQueue // see spare.go
 
 	leaseHeap []leaseEntry // leased tasks ordered by (deadline, token)
+
+	gpuIDs []string // the block gpuIDRoom carves lease GPU id slices from
 }
 
 // New returns an empty State with cfg (zero fields take defaults).

@@ -158,6 +158,30 @@ func (t *task) info() Task {
 // taskID is the id of the task named name in video videoID.
 func taskID(videoID, name string) string { return videoID + "/" + name }
 
+// taskIDs returns the ids of n tasks of video videoID, named by name(i),
+// as parts of one string: a video's tasks live and die together, and a
+// busy farm names them by the million.
+func taskIDs(videoID string, n int, name func(i int) string) []string {
+	size := 0
+	for i := range n {
+		size += len(videoID) + 1 + len(name(i))
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for i := range n {
+		b.WriteString(videoID)
+		b.WriteByte('/')
+		b.WriteString(name(i))
+	}
+	all := b.String()
+	ids := make([]string, n)
+	for i := range n {
+		l := len(videoID) + 1 + len(name(i))
+		ids[i], all = all[:l], all[l:]
+	}
+	return ids
+}
+
 // task returns the task with the given id. There is no index by task id:
 // the id names its video (names have no "/") and the video finds the name,
 // which saves a map insert and delete per task in a busy farm.

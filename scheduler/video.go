@@ -119,13 +119,13 @@ func (s *State) newVideo(g Graph, seq uint64, submitted int64) *video {
 		ndeps += len(ts.Deps)
 	}
 	deps := make([]*task, ndeps) // every task's deps, carved up below
-	byName := make(map[string]*task, len(g.Tasks))
-	for _, ts := range g.Tasks {
-		t := s.newTask(v, ts.Name, ts.Kind, ts.Req)
+	ids := taskIDs(v.id, len(g.Tasks), func(i int) string { return g.Tasks[i].Name })
+	for i, ts := range g.Tasks {
+		t := s.newTask(v, ids[i], ts.Name, ts.Kind, ts.Req)
 		t.weight = float64(ts.Kind.Weight())
 		t.deps, deps = deps[:0:len(ts.Deps)], deps[len(ts.Deps):]
 		for _, d := range ts.Deps {
-			s.link(byName[d], t)
+			s.link(v.taskNamed(d), t) // Validate: an earlier task
 		}
 		if ts.AwaitsScenes {
 			t.awaitsScenes = true
@@ -135,17 +135,16 @@ func (s *State) newVideo(g Graph, seq uint64, submitted int64) *video {
 		if ts.Kind == KindPlan {
 			v.plan = t
 		}
-		byName[ts.Name] = t
 	}
 	s.videos[v.id] = v
 	return v
 }
 
-func (s *State) newTask(v *video, name string, kind Kind, req Requirements) *task {
+func (s *State) newTask(v *video, id, name string, kind Kind, req Requirements) *task {
 	cls := s.classFor(req)
 	t := v.alloc()
 	*t = task{
-		id:    taskID(v.id, name),
+		id:    id,
 		name:  name,
 		v:     v,
 		idx:   len(v.tasks),
@@ -220,8 +219,9 @@ func (s *State) AddScenes(videoID string, n int, req Requirements, now time.Time
 	v.plan.after = slices.Grow(v.plan.after, n)
 	v.gate.deps = slices.Grow(v.gate.deps, n)
 	links := make([]*task, 2*n) // each scene's one dep and one dependent
+	ids := taskIDs(v.id, n, func(i int) string { return sceneName(i + 1) })
 	for i := 1; i <= n; i++ {
-		sc := s.newTask(v, sceneName(i), KindScene, req)
+		sc := s.newTask(v, ids[i-1], sceneName(i), KindScene, req)
 		sc.weight = float64(KindScene.Weight()) / float64(n)
 		sc.deps, sc.after, links = links[0:0:1], links[1:1:2], links[2:]
 		s.link(v.plan, sc)
