@@ -149,25 +149,27 @@ type simTask struct {
 
 // sim is one run's mutable state.
 type sim struct {
-	fleet    Fleet
-	wl       Workload
-	cfg      SimConfig
-	rng      *rand.Rand
-	st       *scheduler.State
-	events   eventQueue
-	seq      uint64
-	now      time.Duration
-	horizon  time.Duration
-	warmup   time.Duration
-	nodes    []*simNode
-	byID     map[string]*simNode
-	videos   map[uint64]*simVideo // by number (videoNumber)
-	running  []*simTask           // in no particular order (see simTask.idx)
-	spare    []*simTask           // ended, for reuse (newTask)
-	nextID   uint64
-	manualW  []float64
-	classW   []float64
-	maxRate  float64
+	fleet   Fleet
+	wl      Workload
+	cfg     SimConfig
+	svc     *rand.Rand // service times (Workload.ExponentialService)
+	st      *scheduler.State
+	events  eventQueue
+	seq     uint64
+	now     time.Duration
+	horizon time.Duration
+	warmup  time.Duration
+	nodes   []*simNode
+	byID    map[string]*simNode
+	videos  map[uint64]*simVideo // by number (videoNumber)
+	running []*simTask           // in no particular order (see simTask.idx)
+	spare   []*simTask           // ended, for reuse (newTask)
+	// arrivals are the source's batches (sim_source.go); batch is the one
+	// being read and next the arrival whose event is queued.
+	arrivals <-chan []arrival
+	srcErr   <-chan error
+	batch    []arrival
+	next     arrival
 	rec      *recorder
 	eventsN  int
 	sceneSec int
@@ -201,7 +203,7 @@ func Simulate(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 	}
 	s := &sim{
 		fleet: fleet, wl: wl, cfg: cfg, st: st,
-		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		svc:      rand.New(rand.NewPCG(cfg.Seed^0x6a09e667f3bcc909, cfg.Seed)),
 		horizon:  hoursDur(cfg.Hours),
 		warmup:   hoursDur(cfg.WarmupHours),
 		byID:     map[string]*simNode{},
@@ -220,18 +222,17 @@ func Simulate(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 	if wl.Auto != nil {
 		s.catalog[wl.Auto.SceneModel], _ = models.Get(wl.Auto.SceneModel)
 	}
-	for _, m := range wl.Manual {
-		s.manualW = append(s.manualW, m.Weight)
-	}
-	for _, c := range wl.Accounts {
-		s.classW = append(s.classW, c.Share)
-	}
 	s.rec = newRecorder(wl, s.horizon)
 	if err := s.addNodes(); err != nil {
 		return SimReport{}, err
 	}
-	s.maxRate = s.peakRate()
-	s.scheduleArrival(0)
+	arrivals, errc, stop := make(chan []arrival, 8), make(chan error, 1), make(chan struct{})
+	defer close(stop)
+	go newSource(wl, cfg, s.sceneSec, s.catalog).run(arrivals, errc, stop)
+	s.arrivals, s.srcErr = arrivals, errc
+	if err := s.queueArrival(); err != nil {
+		return SimReport{}, err
+	}
 	step := max(s.horizon/100, time.Nanosecond)
 	nextProgress := step
 	for s.events.len() > 0 {

@@ -2,11 +2,8 @@ package bench
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
-	"strconv"
-	"time"
 
 	"github.com/vidfarm/vidfarm/models"
 	"github.com/vidfarm/vidfarm/scheduler"
@@ -40,51 +37,6 @@ func (s *sim) addNodes() error {
 	return nil
 }
 
-// rate is the arrival rate (per hour) at simulated time t.
-func (s *sim) rate(t time.Duration) float64 {
-	a := s.wl.Arrival
-	r := a.RatePerHour
-	h := t.Hours()
-	if a.Process == "diurnal" {
-		r *= 1 + a.Amplitude*math.Cos(2*math.Pi*(math.Mod(h, 24)-a.PeakHour)/24)
-	}
-	for _, b := range a.Bursts {
-		if h >= b.StartHour && h < b.StartHour+b.Minutes/60 {
-			r *= b.Multiplier
-		}
-	}
-	return r
-}
-
-// peakRate bounds rate over the whole run, for thinning.
-func (s *sim) peakRate() float64 {
-	a := s.wl.Arrival
-	r := a.RatePerHour * (1 + a.Amplitude)
-	for _, b := range a.Bursts {
-		if b.Multiplier > 1 {
-			r *= b.Multiplier
-		}
-	}
-	return r
-}
-
-// scheduleArrival draws the next arrival after from: a Poisson process of
-// rate maxRate, each point kept with probability rate(t)/maxRate
-// (Lewis-Shedler thinning).
-func (s *sim) scheduleArrival(from time.Duration) {
-	t := from
-	for {
-		t += hoursDur(s.rng.ExpFloat64() / s.maxRate)
-		if t > s.horizon {
-			return
-		}
-		if s.rng.Float64()*s.maxRate < s.rate(t) {
-			s.push(event{at: t, kind: evArrival})
-			return
-		}
-	}
-}
-
 func pickWeighted(r *rand.Rand, w []float64) int {
 	total := 0.0
 	for _, x := range w {
@@ -113,7 +65,7 @@ func videoNumber(id string) uint64 {
 // serviceSeconds applies the exponential option to a mean service time.
 func (s *sim) serviceSeconds(mean float64) float64 {
 	if s.wl.ExponentialService {
-		return mean * s.rng.ExpFloat64()
+		return mean * s.svc.ExpFloat64()
 	}
 	return mean
 }
@@ -149,41 +101,43 @@ func gpuReq(m models.Model, res string) scheduler.Requirements {
 	}
 }
 
-func (s *sim) arrive() error {
-	s.scheduleArrival(s.now)
-	class := pickWeighted(s.rng, s.classW)
-	ac := s.wl.Accounts[class]
-	acct := ac.Name + "-" + strconv.Itoa(s.rng.IntN(ac.Count)+1)
-	s.nextID++
-	id := "v" + strconv.FormatUint(s.nextID, 10)
-	info := scheduler.VideoInfo{ID: id, AccountID: acct, Priority: ac.Priority}
-	v := &simVideo{class: class, submitted: s.now, counted: s.now >= s.warmup}
-	var g scheduler.Graph
-	gpuReady := 0
-	if s.rng.Float64() < s.wl.ManualShare {
-		mix := s.wl.Manual[pickWeighted(s.rng, s.manualW)]
-		m := s.catalog[mix.Model]
-		v.mode = scheduler.ModeManual
-		v.seconds = mix.Durations[s.rng.IntN(len(mix.Durations))]
-		v.resolution = mix.Resolution
-		v.gpuSeconds = renderSeconds(m, v.resolution, v.seconds)
-		g = scheduler.ManualGraph(info, gpuReq(m, mix.Resolution))
-		gpuReady = 1
-	} else {
-		v.mode = scheduler.ModeAuto
-		v.seconds = s.wl.Auto.Durations[s.rng.IntN(len(s.wl.Auto.Durations))]
-		v.scenes = (v.seconds + s.sceneSec - 1) / s.sceneSec
-		v.resolution = s.wl.Auto.SceneResolution
-		v.gpuSeconds = renderSeconds(s.catalog[s.wl.Auto.SceneModel], v.resolution, s.sceneSec)
-		g = scheduler.AutoGraph(info)
+// queueArrival takes the next arrival from the source and queues its
+// event; past the last one it does nothing.
+func (s *sim) queueArrival() error {
+	if len(s.batch) == 0 {
+		b, ok := <-s.arrivals
+		if !ok {
+			select {
+			case err := <-s.srcErr:
+				return fmt.Errorf("bench: arrivals: %w", err)
+			default:
+				return nil
+			}
+		}
+		s.batch = b
 	}
-	if err := s.st.Submit(g, s.at(s.now)); err != nil {
-		return fmt.Errorf("bench: submit %s: %w", id, err)
+	s.next, s.batch = s.batch[0], s.batch[1:]
+	s.push(event{at: s.next.at, kind: evArrival})
+	return nil
+}
+
+// arrive submits the video whose arrival event is due and offers it.
+func (s *sim) arrive() error {
+	a := s.next
+	if err := s.queueArrival(); err != nil {
+		return err
+	}
+	if err := s.st.SubmitPrepared(a.prepared, s.at(s.now)); err != nil {
+		return fmt.Errorf("bench: submit v%d: %w", a.num, err)
+	}
+	gpuReady := 0
+	if a.v.mode == scheduler.ModeManual {
+		gpuReady = 1
 	}
 	if err := s.readied(gpuReady); err != nil {
 		return err
 	}
-	s.videos[s.nextID] = v
-	s.rec.submitted(v)
+	s.videos[a.num] = a.v
+	s.rec.submitted(a.v)
 	return s.placeAll()
 }

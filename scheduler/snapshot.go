@@ -287,7 +287,7 @@ func (s *State) restoreVideo(vr VideoRecord) (ready, leased []*task, err error) 
 			if dep == nil || dep == t {
 				return nil, nil, bad("task %q depends on unknown task %q", tr.Name, d)
 			}
-			s.link(dep, t)
+			link(dep, t)
 		}
 	}
 	for i, tr := range vr.Tasks {

@@ -77,69 +77,6 @@ func (s *State) video(id string) (*video, error) {
 	return v, nil
 }
 
-// Submit adds a video's task graph as of now. Tasks without dependencies
-// become ready at once.
-func (s *State) Submit(g Graph, now time.Time) error {
-	if err := g.Validate(); err != nil {
-		return err
-	}
-	if g.Video.Priority < -MaxPriority || g.Video.Priority > MaxPriority {
-		return fmt.Errorf("%w: priority must be within +-%d", ErrInvalid, MaxPriority)
-	}
-	if _, ok := s.videos[g.Video.ID]; ok {
-		return fmt.Errorf("%w: video %q", ErrDuplicate, g.Video.ID)
-	}
-	// No task id can be taken when the video id is free: a task id is its
-	// video's id, "/" and a name without "/" (Restore holds snapshots to
-	// that too), so it names one video.
-	s.videoSeq++
-	v := s.newVideo(g, s.videoSeq, ms(now))
-	for _, t := range v.tasks {
-		if t.pending == 0 {
-			s.makeReady(t, ms(now))
-		}
-	}
-	return nil
-}
-
-// newVideo builds a video's records in the blocked state and indexes them.
-func (s *State) newVideo(g Graph, seq uint64, submitted int64) *video {
-	v := &video{
-		id:        g.Video.ID,
-		acct:      s.accountFor(g.Video.AccountID),
-		mode:      g.Mode,
-		prio:      g.Video.Priority,
-		seq:       seq,
-		submitted: submitted,
-		state:     VideoQueued,
-	}
-	v.reserve(len(g.Tasks))
-	ndeps := 0
-	for _, ts := range g.Tasks {
-		ndeps += len(ts.Deps)
-	}
-	deps := make([]*task, ndeps) // every task's deps, carved up below
-	ids := taskIDs(v.id, len(g.Tasks), func(i int) string { return g.Tasks[i].Name })
-	for i, ts := range g.Tasks {
-		t := s.newTask(v, ids[i], ts.Name, ts.Kind, ts.Req)
-		t.weight = float64(ts.Kind.Weight())
-		t.deps, deps = deps[:0:len(ts.Deps)], deps[len(ts.Deps):]
-		for _, d := range ts.Deps {
-			s.link(v.taskNamed(d), t) // Validate: an earlier task
-		}
-		if ts.AwaitsScenes {
-			t.awaitsScenes = true
-			t.pending++
-			v.gate = t
-		}
-		if ts.Kind == KindPlan {
-			v.plan = t
-		}
-	}
-	s.videos[v.id] = v
-	return v
-}
-
 func (s *State) newTask(v *video, id, name string, kind Kind, req Requirements) *task {
 	cls := s.classFor(req)
 	t := v.alloc()
@@ -180,7 +117,7 @@ func (v *video) alloc() *task {
 }
 
 // link makes after depend on dep.
-func (s *State) link(dep, after *task) {
+func link(dep, after *task) {
 	after.deps = append(after.deps, dep)
 	dep.after = append(dep.after, after)
 	if dep.state != TaskDone {
@@ -224,8 +161,8 @@ func (s *State) AddScenes(videoID string, n int, req Requirements, now time.Time
 		sc := s.newTask(v, ids[i-1], sceneName(i), KindScene, req)
 		sc.weight = float64(KindScene.Weight()) / float64(n)
 		sc.deps, sc.after, links = links[0:0:1], links[1:1:2], links[2:]
-		s.link(v.plan, sc)
-		s.link(sc, v.gate)
+		link(v.plan, sc)
+		link(sc, v.gate)
 	}
 	v.scenesAdded = true
 	v.gate.pending--

@@ -1,0 +1,118 @@
+package scheduler
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Submit adds a video's task graph as of now. Tasks without dependencies
+// become ready at once. It is PrepareSubmit and SubmitPrepared in one.
+func (s *State) Submit(g Graph, now time.Time) error {
+	p, err := PrepareSubmit(g)
+	if err != nil {
+		return err
+	}
+	return s.SubmitPrepared(p, now)
+}
+
+// Prepared is a video's graph, checked and built into the scheduler's
+// records, waiting for SubmitPrepared to enter it into a State.
+type Prepared struct {
+	g Graph
+	v *video // nil once submitted
+}
+
+// PrepareSubmit checks g and builds its records without touching any
+// State, so that a driver may prepare videos on other goroutines while
+// one goroutine drives the State (the farm simulator does). The graph must
+// not change until SubmitPrepared.
+func PrepareSubmit(g Graph) (*Prepared, error) {
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	if g.Video.Priority < -MaxPriority || g.Video.Priority > MaxPriority {
+		return nil, fmt.Errorf("%w: priority must be within +-%d", ErrInvalid, MaxPriority)
+	}
+	v := &video{id: g.Video.ID, mode: g.Mode, prio: g.Video.Priority, state: VideoQueued}
+	v.reserve(len(g.Tasks))
+	ndeps, size := 0, 0
+	for _, ts := range g.Tasks {
+		ndeps += len(ts.Deps)
+		size += len(v.id) + 1 + len(ts.Name)
+	}
+	deps := make([]*task, ndeps) // every task's deps, carved up below
+	// The task ids are parts of one string: a video's tasks live and die
+	// together, and a busy farm names them by the million.
+	var b strings.Builder
+	b.Grow(size)
+	for _, ts := range g.Tasks {
+		b.WriteString(v.id)
+		b.WriteByte('/')
+		b.WriteString(ts.Name)
+	}
+	ids := b.String()
+	for _, ts := range g.Tasks {
+		n := len(v.id) + 1 + len(ts.Name)
+		t := v.alloc()
+		*t = task{
+			id:     ids[:n],
+			name:   ts.Name,
+			v:      v,
+			idx:    len(v.tasks),
+			kind:   ts.Kind,
+			weight: float64(ts.Kind.Weight()),
+			state:  TaskBlocked,
+			qIdx:   -1,
+			lIdx:   -1,
+			nIdx:   -1,
+		}
+		ids = ids[n:]
+		v.tasks = append(v.tasks, t)
+		t.deps, deps = deps[:0:len(ts.Deps)], deps[len(ts.Deps):]
+		for _, d := range ts.Deps {
+			link(v.taskNamed(d), t) // Validate: an earlier task
+		}
+		if ts.AwaitsScenes {
+			t.awaitsScenes = true
+			t.pending++
+			v.gate = t
+		}
+		if ts.Kind == KindPlan {
+			v.plan = t
+		}
+	}
+	return &Prepared{g: g, v: v}, nil
+}
+
+// SubmitPrepared adds a prepared video to s as of now, as Submit would
+// have added its graph. A Prepared is entered once, into one State.
+func (s *State) SubmitPrepared(p *Prepared, now time.Time) error {
+	if p == nil || p.v == nil {
+		return fmt.Errorf("%w: the prepared video was already submitted", ErrInvalid)
+	}
+	v := p.v
+	if _, ok := s.videos[v.id]; ok {
+		return fmt.Errorf("%w: video %q", ErrDuplicate, v.id)
+	}
+	// No task id can be taken when the video id is free: a task id is its
+	// video's id, "/" and a name without "/" (Restore holds snapshots to
+	// that too), so it names one video.
+	p.v = nil
+	at := ms(now)
+	s.videoSeq++
+	v.seq, v.submitted = s.videoSeq, at
+	v.acct = s.accountFor(p.g.Video.AccountID)
+	for i, t := range v.tasks {
+		t.sub, t.seq = at, v.seq
+		t.cls = s.classFor(p.g.Tasks[i].Req)
+	}
+	s.ntasks += len(v.tasks)
+	s.videos[v.id] = v
+	for _, t := range v.tasks {
+		if t.pending == 0 {
+			s.makeReady(t, at)
+		}
+	}
+	return nil
+}
