@@ -133,6 +133,9 @@ type simVideo struct {
 	scenesAt    time.Duration // when AddScenes made its scenes ready
 	gpuLeased   int           // GPU tasks leased so far
 	scenesReady bool          // AddScenes ran
+	// prepScenes are an auto video's scenes, built by the source, added
+	// when its plan is done.
+	prepScenes *scheduler.PreparedScenes
 }
 
 // simTask is a leased task, in sim.running at index idx until it ends.

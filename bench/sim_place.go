@@ -143,10 +143,10 @@ func (s *sim) complete(t *simTask) error {
 	v := t.v
 	gpuReady := 0
 	if out.NeedsScenes {
-		m := s.catalog[s.wl.Auto.SceneModel]
-		if err := s.st.AddScenes(g.VideoID, v.scenes, gpuReq(m, v.resolution), s.at(s.now)); err != nil {
+		if err := s.st.AddPreparedScenes(v.prepScenes, s.at(s.now)); err != nil {
 			return fmt.Errorf("bench: add scenes to %s: %w", g.VideoID, err)
 		}
+		v.prepScenes = nil
 		v.scenesAt = s.now
 		v.scenesReady = true
 		gpuReady = v.scenes

@@ -12,8 +12,9 @@ import (
 
 // The arrival stream. Which videos arrive when depends on nothing the farm
 // does, so a source goroutine draws them ahead of the simulation (times,
-// mixes, ids) and builds their task graphs with scheduler.PrepareSubmit,
-// which touches no State; the simulating goroutine only enters them. On a
+// mixes, ids) and builds their task graphs and an auto video's scenes
+// with scheduler.PrepareSubmit and PrepareScenes, which touch no State;
+// the simulating goroutine only enters them. On a
 // machine with two cores that takes a fifth of the work off the critical
 // path. The source has its own random generator, seeded as the simulator's
 // was, so the same seed gives the same arrivals as before the split.
@@ -168,6 +169,12 @@ func (src *source) draw(t time.Duration) (arrival, error) {
 		v.resolution = src.wl.Auto.SceneResolution
 		v.gpuSeconds = renderSeconds(src.catalog[src.wl.Auto.SceneModel], v.resolution, src.sceneSec)
 		g = scheduler.AutoGraph(info)
+		m := src.catalog[src.wl.Auto.SceneModel]
+		ps, err := scheduler.PrepareScenes(id, v.scenes, gpuReq(m, v.resolution))
+		if err != nil {
+			return arrival{}, err
+		}
+		v.prepScenes = ps
 	}
 	p, err := scheduler.PrepareSubmit(g)
 	if err != nil {

@@ -85,3 +85,49 @@ func TestSubmitPreparedErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestAddPreparedScenes(t *testing.T) {
+	// Two states, one with AddScenes and one with prepared scenes, end the
+	// same.
+	a, b := newState(t, Config{}), newState(t, Config{})
+	for _, s := range []*State{a, b} {
+		must(t, s.UpsertNode(gpuNode("n", 1, 24, "m"), at(0)))
+		must(t, s.Submit(AutoGraph(VideoInfo{ID: "v", AccountID: "a"}), at(0)))
+		plan, err := s.Place("n", at(1), leaseDur)
+		must(t, err)
+		if plan.Kind != KindPlan {
+			t.Fatalf("first lease is %s", plan.Kind)
+		}
+		if _, err := s.Complete(plan.Ref(), at(2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps, err := PrepareScenes("v", 3, gpuReq("m", 1, 8))
+	must(t, err)
+	must(t, a.AddScenes("v", 3, gpuReq("m", 1, 8), at(3)))
+	must(t, b.AddPreparedScenes(ps, at(3)))
+	if !reflect.DeepEqual(a.Snapshot(), b.Snapshot()) {
+		t.Fatal("prepared scenes left a different state")
+	}
+	if err := b.AddPreparedScenes(ps, at(4)); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("second add: %v", err)
+	}
+	again, err := PrepareScenes("v", 1, gpuReq("m", 1, 8))
+	must(t, err)
+	if err := b.AddPreparedScenes(again, at(4)); !errors.Is(err, ErrWrongState) {
+		t.Fatalf("scenes for a video that has them: %v", err)
+	}
+	other, err := PrepareScenes("nope", 1, gpuReq("m", 1, 8))
+	must(t, err)
+	if err := b.AddPreparedScenes(other, at(4)); !errors.Is(err, ErrUnknownVideo) {
+		t.Fatalf("scenes for an unknown video: %v", err)
+	}
+	for _, n := range []int{-1, MaxScenes + 1} {
+		if _, err := PrepareScenes("v", n, gpuReq("m", 1, 8)); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("PrepareScenes(%d): %v", n, err)
+		}
+	}
+	if err := checkInvariants(b); err != nil {
+		t.Fatal(err)
+	}
+}

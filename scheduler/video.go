@@ -125,55 +125,6 @@ func link(dep, after *task) {
 	}
 }
 
-// AddScenes adds n scene tasks to an auto video once its plan task is
-// done, each needing req. Scenes depend on plan (so they are ready at
-// once) and the composite waits for all of them. n may be 0.
-func (s *State) AddScenes(videoID string, n int, req Requirements, now time.Time) error {
-	v, err := s.video(videoID)
-	if err != nil {
-		return err
-	}
-	switch {
-	case v.state.terminal():
-		return fmt.Errorf("%w: video %q is %s", ErrWrongState, videoID, v.state)
-	case v.mode != ModeAuto:
-		return fmt.Errorf("%w: video %q is not an auto video", ErrWrongState, videoID)
-	case v.scenesAdded:
-		return fmt.Errorf("%w: video %q already has its scenes", ErrWrongState, videoID)
-	case v.plan.state != TaskDone:
-		return fmt.Errorf("%w: video %q: scenes are added after plan is done", ErrWrongState, videoID)
-	case n < 0 || n > MaxScenes:
-		return fmt.Errorf("%w: scene count must be 0..%d, got %d", ErrInvalid, MaxScenes, n)
-	}
-	if n > 0 {
-		if err := req.Validate(); err != nil {
-			return fmt.Errorf("scenes: %w", err)
-		}
-	}
-	at := ms(now)
-	v.sceneBase = len(v.tasks)
-	v.reserve(n)
-	v.plan.after = slices.Grow(v.plan.after, n)
-	v.gate.deps = slices.Grow(v.gate.deps, n)
-	links := make([]*task, 2*n) // each scene's one dep and one dependent
-	ids := taskIDs(v.id, n, func(i int) string { return sceneName(i + 1) })
-	for i := 1; i <= n; i++ {
-		sc := s.newTask(v, ids[i-1], sceneName(i), KindScene, req)
-		sc.weight = float64(KindScene.Weight()) / float64(n)
-		sc.deps, sc.after, links = links[0:0:1], links[1:1:2], links[2:]
-		link(v.plan, sc)
-		link(sc, v.gate)
-	}
-	v.scenesAdded = true
-	v.gate.pending--
-	for _, t := range v.tasks {
-		if t.state == TaskBlocked && t.pending == 0 {
-			s.makeReady(t, at)
-		}
-	}
-	return nil
-}
-
 // finishTask marks t done and unblocks its dependents.
 func (s *State) finishTask(t *task, now int64, out *Outcome) {
 	v := t.v
