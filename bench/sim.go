@@ -13,10 +13,13 @@
 // account count, a priority and optional SLOs. Every node is registered
 // with UpsertNode; videos are submitted as ManualGraph / AutoGraph with GPU
 // requirements from the catalog (GPUCount, GPUMemoryGB of the resolution).
-// Whenever a video arrives or a task ends, Place is called on the nodes
-// that could take the new work (sim_place.go) until they answer ErrNoWork,
-// and Complete is called when a task's service time is over; finished
-// videos are forgotten.
+// A source goroutine draws the arrivals ahead and prepares their records
+// (PrepareSubmit, PrepareScenes: sim_source.go); the simulating goroutine
+// enters them (SubmitPrepared, AddPreparedScenes). Whenever a video
+// arrives or a task ends, PlaceGrant is called on the nodes that could
+// take the new work (sim_place.go) until they answer ErrNoWork, and
+// CompleteGrant is called when a task's service time is over; finished
+// videos are forgotten. Events wait in a radix heap (sim_queue.go).
 //
 // Service times. A render of d seconds holds its GPUCount GPUs for
 // GPUSecondsPerOutputSecond[res] * d / GPUCount / speed seconds; a scene
@@ -57,8 +60,8 @@ type SimConfig struct {
 	// Hours of simulated time. Videos arrive during the whole run; work
 	// still queued or running at the end is reported as in flight.
 	Hours float64 `json:"hours"`
-	// Seed of the PCG generator behind arrivals, mixes and (with
-	// Workload.ExponentialService) service times.
+	// Seed of the PCG generators behind arrivals and mixes (one) and,
+	// with Workload.ExponentialService, service times (another).
 	Seed uint64 `json:"seed"`
 	// WarmupHours: videos submitted before this point run but are left out
 	// of the wait statistics (the farm starts empty). Zero keeps them all.

@@ -37,6 +37,14 @@
 // times) fails its video, reported in Outcome.VideoFailed so the caller
 // refunds.
 //
+// # Drivers that call it millions of times
+//
+// PrepareSubmit and PrepareScenes build a video's or its scenes' records
+// without a State (on any goroutine); SubmitPrepared and AddPreparedScenes
+// enter them. PlaceGrant and CompleteGrant are Place and Complete without
+// the copies a Lease makes. The simulator in bench uses them; the results
+// are the same as through Submit, AddScenes, Place and Complete.
+//
 // # Status
 //
 // VideoStatus gives a video's weighted percent and, while it waits, an
