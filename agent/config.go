@@ -74,11 +74,16 @@ type Config struct {
 	// Default: DefaultVirtualGPUs.
 	VirtualGPUs int
 
-	// Runners maps a model id to the command (program and arguments, no
-	// shell) of its external runner (pipeline.ExternalRunner, protocol
-	// vidfarm.render.v1). Models without one render with the procedural
+	// Runners maps a model id to its external runner (protocol
+	// vidfarm.render.v1): the command (program and arguments, no shell) of
+	// a pipeline.ExternalRunner, or a single http(s) URL of a model server
+	// (pipeline.HTTPRunner). Models without one render with the procedural
 	// runner. See ParseRunners for the --runner flag's form.
 	Runners map[string][]string
+	// RunnerHTTPClient calls the model servers of URL runners. Default: no
+	// overall timeout (renders are long; cancelling the task ends the
+	// call), trusting ServerRootCAs when set, else the system's CAs.
+	RunnerHTTPClient *http.Client
 	// Models are the model ids the node can render. Default: every model
 	// of the catalog (models.IDs()).
 	Models []string
@@ -178,6 +183,9 @@ func (c Config) withDefaults() (Config, error) {
 		if len(argv) == 0 || argv[0] == "" {
 			return c, fmt.Errorf("%w: Runners: model %q has no command", ErrConfig, id)
 		}
+		if err := checkRunner(argv); err != nil {
+			return c, fmt.Errorf("%w: Runners: model %q: %v", ErrConfig, id, err)
+		}
 		runners[id] = slices.Clone(argv)
 	}
 	c.Runners = runners
@@ -195,17 +203,42 @@ func (c Config) withDefaults() (Config, error) {
 		}
 		c.HTTPClient = &http.Client{Transport: tr}
 	}
+	if c.RunnerHTTPClient == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		if c.ServerRootCAs != nil {
+			tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: c.ServerRootCAs}
+		}
+		c.RunnerHTTPClient = &http.Client{Transport: tr}
+	}
 	if c.Discover == nil {
 		c.Discover = DiscoverSystem
 	}
 	return c, nil
 }
 
-// ParseRunners parses "MODEL=COMMAND" specs, the form of the agent's
-// --runner flag, into Config.Runners. COMMAND is split at white space into
-// the program and its arguments (no shell, no quoting). One spec may hold
-// several runners separated by ";", the form of VIDFARM_RUNNER. A model
-// named twice is an error.
+// checkRunner rejects a runner that starts like a URL but is not one
+// alone: a URL runner takes no arguments, and a typo in it would otherwise
+// be run as a program.
+func checkRunner(argv []string) error {
+	first := strings.ToLower(argv[0])
+	if !strings.HasPrefix(first, "http://") && !strings.HasPrefix(first, "https://") {
+		return nil
+	}
+	if !pipeline.IsRunnerURL(argv[0]) {
+		return fmt.Errorf("%q is not a usable http(s) URL (scheme and host needed)", argv[0])
+	}
+	if len(argv) > 1 {
+		return fmt.Errorf("a URL runner takes no arguments, got %q", argv[1:])
+	}
+	return nil
+}
+
+// ParseRunners parses "MODEL=COMMAND" and "MODEL=URL" specs, the form of
+// the agent's --runner flag, into Config.Runners. COMMAND is split at white
+// space into the program and its arguments (no shell, no quoting); URL is
+// an http(s) address of a model server. One spec may hold several runners
+// separated by ";", the form of VIDFARM_RUNNER. A model named twice is an
+// error.
 func ParseRunners(specs ...string) (map[string][]string, error) {
 	out := map[string][]string{}
 	for _, spec := range specs {
@@ -218,6 +251,9 @@ func ParseRunners(specs ...string) (map[string][]string, error) {
 			argv := strings.Fields(command)
 			if !ok || model == "" || len(argv) == 0 {
 				return nil, fmt.Errorf("%w: runner %q: want MODEL=COMMAND, e.g. wan-2.2-a14b=/opt/runners/wan.sh --fast", ErrConfig, part)
+			}
+			if err := checkRunner(argv); err != nil {
+				return nil, fmt.Errorf("%w: runner %q: %v", ErrConfig, part, err)
 			}
 			if _, dup := out[model]; dup {
 				return nil, fmt.Errorf("%w: runner for model %q given twice", ErrConfig, model)

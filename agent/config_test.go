@@ -13,7 +13,8 @@ import (
 )
 
 func TestParseRunners(t *testing.T) {
-	got, err := ParseRunners("wan-2.2-a14b=/opt/runners/wan.sh --fast", "veo-3 = /opt/veo ;sora-2=/bin/sora;")
+	got, err := ParseRunners("wan-2.2-a14b=/opt/runners/wan.sh --fast", "veo-3 = /opt/veo ;sora-2=/bin/sora;",
+		"kling-2.1-master=https://vidfarm:pw@models.internal:8443/render")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,11 +22,14 @@ func TestParseRunners(t *testing.T) {
 		"wan-2.2-a14b": {"/opt/runners/wan.sh", "--fast"},
 		"veo-3":        {"/opt/veo"},
 		"sora-2":       {"/bin/sora"},
+
+		"kling-2.1-master": {"https://vidfarm:pw@models.internal:8443/render"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ParseRunners = %v, want %v", got, want)
 	}
-	for _, bad := range []string{"wan-2.2-a14b", "=cmd", "veo-3=", "veo-3=a;veo-3=b"} {
+	for _, bad := range []string{"wan-2.2-a14b", "=cmd", "veo-3=", "veo-3=a;veo-3=b",
+		"veo-3=http:///render", "veo-3=https://host/render --fast", "veo-3=HTTP://"} {
 		if _, err := ParseRunners(bad); !errors.Is(err, ErrConfig) {
 			t.Errorf("ParseRunners(%q) = %v, want ErrConfig", bad, err)
 		}
@@ -39,7 +43,7 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 	}
 	if c.Server != "http://cp:7443" || c.CPUSlots < 1 || c.VirtualGPUs != DefaultVirtualGPUs || c.DrainTimeout != DefaultDrainTimeout ||
 		len(c.Models) != 32 || c.WorkDir == "" || c.Tools == nil || c.Logger == nil ||
-		c.HTTPClient == nil || c.Discover == nil || c.RetryBackoff != DefaultRetryBackoff {
+		c.HTTPClient == nil || c.RunnerHTTPClient == nil || c.Discover == nil || c.RetryBackoff != DefaultRetryBackoff {
 		t.Errorf("defaults: %+v", c)
 	}
 	for name, cfg := range map[string]Config{
@@ -49,6 +53,7 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 		"unknown model":   {Server: "http://cp", Token: "t", Models: []string{"gpt-video"}},
 		"runner no model": {Server: "http://cp", Token: "t", Runners: map[string][]string{"gpt-video": {"x"}}},
 		"runner no cmd":   {Server: "http://cp", Token: "t", Runners: map[string][]string{"veo-3": {}}},
+		"runner bad url":  {Server: "http://cp", Token: "t", Runners: map[string][]string{"veo-3": {"https://"}}},
 		"negative max":    {Server: "http://cp", Token: "t", WorkDirMaxBytes: -1},
 		"too many vgpus":  {Server: "http://cp", Token: "t", VirtualGPUs: 65},
 	} {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vidfarm/vidfarm/pipeline"
 	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
 
@@ -133,6 +134,10 @@ func newAgent(ctx context.Context, cfg Config) (*agent, error) {
 		log.Warn("no external runners: every model renders with the built-in procedural runner, which is not a video model")
 	}
 	for model, argv := range cfg.Runners {
+		if len(argv) == 1 && pipeline.IsRunnerURL(argv[0]) {
+			log.Info("external runner", "model", model, "url", pipeline.RedactURL(argv[0]))
+			continue
+		}
 		log.Info("external runner", "model", model, "command", argv)
 	}
 	if missing := c.tools(false); len(missing) > 0 {

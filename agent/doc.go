@@ -87,9 +87,10 @@
 //   - speech (a job, Assignment.Speech): Tools.Speak with the sample's voice
 //     → speech.m4a (AAC); reports DurationSeconds.
 //
-// Runners: Config.Runners names an external command per model
+// Runners: Config.Runners names an external runner per model, a command
 // (pipeline.ExternalRunner, which sees only its lease's GPUs through
-// CUDA_VISIBLE_DEVICES); every other model renders with
+// CUDA_VISIBLE_DEVICES) or a model server's URL (pipeline.HTTPRunner, told
+// the lease's GPUs in gpu_ids); every other model renders with
 // pipeline.ProceduralRunner, which is not a video model. A machine on which
 // NVML finds no GPU advertises, with Config.Procedural, Config.VirtualGPUs
 // virtual GPUs of 80 GB (wire.Capacity.Virtual) so the procedural runner

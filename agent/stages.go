@@ -195,17 +195,23 @@ func (j *job) loadPlan(ctx context.Context) (pipeline.Plan, error) {
 }
 
 // runner is what renders for this task: the external runner configured
-// for a model, else the procedural runner. External runners see only the
-// GPUs the lease holds (CUDA_VISIBLE_DEVICES).
+// for a model (a command, or a model server's URL), else the procedural
+// runner. External runners are told the GPUs the lease holds (gpu_ids; a
+// command also through CUDA_VISIBLE_DEVICES).
 func (j *job) runner() pipeline.Runner {
 	a := j.a
 	r := &pipeline.Router{Default: &pipeline.ProceduralRunner{Tools: a.cfg.Tools}, Models: map[string]pipeline.Runner{}}
-	var env []string
+	var env, gpus []string
 	if !a.capacity.Virtual && len(j.asg.GPUIDs) > 0 {
-		env = []string{"CUDA_VISIBLE_DEVICES=" + strings.Join(j.asg.GPUIDs, ",")}
+		gpus = j.asg.GPUIDs
+		env = []string{"CUDA_VISIBLE_DEVICES=" + strings.Join(gpus, ",")}
 	}
 	for model, argv := range a.cfg.Runners {
-		r.Models[model] = &pipeline.ExternalRunner{Command: argv, Dir: j.dir, Env: env, Exec: a.cfg.Tools.Exec}
+		if len(argv) == 1 && pipeline.IsRunnerURL(argv[0]) {
+			r.Models[model] = &pipeline.HTTPRunner{URL: argv[0], Client: a.cfg.RunnerHTTPClient, GPUIDs: gpus}
+			continue
+		}
+		r.Models[model] = &pipeline.ExternalRunner{Command: argv, Dir: j.dir, Env: env, Exec: a.cfg.Tools.Exec, GPUIDs: gpus}
 	}
 	return r
 }

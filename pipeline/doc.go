@@ -105,8 +105,10 @@
 //
 // ExternalRunner plugs a real model server in: a command per model that
 // reads the request as JSON on stdin, prints "progress N" lines and writes
-// the clip to the request's output_path. README.md documents the protocol
-// with an example script.
+// the clip to the request's output_path. HTTPRunner speaks the same
+// protocol to a model server's URL: a multipart POST of the request and
+// its images, answered by the clip or by progress lines and then the clip.
+// README.md documents the protocol with an example script and server.
 //
 // # composite and finalize
 //

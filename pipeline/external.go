@@ -36,6 +36,7 @@ type ExternalRunner struct {
 	Dir     string   // working directory; "" is the agent's
 	Env     []string // extra KEY=value variables, e.g. CUDA_VISIBLE_DEVICES=1
 	Exec    Executor // nil: OSExecutor{}
+	GPUIDs  []string // the GPUs the lease holds, sent as gpu_ids
 }
 
 var _ Runner = (*ExternalRunner)(nil)
@@ -48,6 +49,10 @@ type ExternalRequest struct {
 	RenderRequest
 	Width  int `json:"width"`
 	Height int `json:"height"`
+	// GPUIDs are the ids of the GPUs the lease holds on the node (empty on
+	// a node without NVIDIA GPUs); a command also gets them in
+	// CUDA_VISIBLE_DEVICES.
+	GPUIDs []string `json:"gpu_ids,omitempty"`
 }
 
 // Render implements Runner.
@@ -59,7 +64,7 @@ func (r *ExternalRunner) Render(ctx context.Context, req RenderRequest, progress
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal(ExternalRequest{Protocol: ExternalProtocol, RenderRequest: req, Width: w, Height: h})
+	body, err := json.Marshal(ExternalRequest{Protocol: ExternalProtocol, RenderRequest: req, Width: w, Height: h, GPUIDs: r.GPUIDs})
 	if err != nil {
 		return fmt.Errorf("external runner: encode request: %w", err)
 	}

@@ -34,7 +34,7 @@ func runAgent(args []string) error {
 	workers := fs.Int("workers", 0, "tasks run at once (default: CPU slots + GPUs)")
 	virtualGPUs := fs.Int("virtual-gpus", agent.DefaultVirtualGPUs, "on a machine without NVIDIA GPUs, advertise this many procedural render slots (0: take CPU tasks only)")
 	var runners stringList
-	fs.Var(&runners, "runner", "MODEL=COMMAND: render MODEL with an external runner command (split at spaces, no shell); repeatable, or ';'-separated in the environment variable")
+	fs.Var(&runners, "runner", "MODEL=COMMAND or MODEL=URL: render MODEL with an external runner, a command (split at spaces, no shell) or a model server's http(s) URL (vidfarm.render.v1 over HTTP); repeatable, or ';'-separated in the environment variable")
 	allowPrivate := fs.Bool("allow-private-inputs", false, "development only: fetch input images from loopback and private addresses")
 	drainTimeout := fs.Duration("drain-timeout", agent.DefaultDrainTimeout, "on SIGTERM, how long running tasks may finish before they are handed back")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
