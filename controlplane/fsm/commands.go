@@ -127,6 +127,8 @@ func (t MessageType) String() string {
 		return "set_member"
 	case RemoveMemberType:
 		return "remove_member"
+	case BlobsDeletedType:
+		return "blobs_deleted"
 	}
 	return fmt.Sprintf("message_type_%d", uint8(t))
 }
@@ -318,6 +320,8 @@ func Decode(entry []byte) (Command, error) {
 		c = &SetMember{}
 	case RemoveMemberType:
 		c = &RemoveMember{}
+	case BlobsDeletedType:
+		c = &BlobsDeleted{}
 	default:
 		return nil, fmt.Errorf("decode: unknown message type %d", entry[0])
 	}

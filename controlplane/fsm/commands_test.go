@@ -57,6 +57,10 @@ var everyCommand = []struct {
 	{fsm.RecordDeliveryType, 24, "record_delivery", &fsm.RecordDelivery{EventID: "evt", WebhookID: "whk", At: t0, Status: 503,
 		Error: "receiver answered 503", LatencyMS: 40}},
 	{fsm.PruneDeliveriesType, 25, "prune_deliveries", &fsm.PruneDeliveries{Before: t0}},
+	{fsm.SetMemberType, 46, "set_member", &fsm.SetMember{Member: fsm.Member{ID: "n1", RaftAddr: "127.0.0.1:7000",
+		PublicURL: "http://127.0.0.1:8080", AdminURL: "http://127.0.0.1:8081", AgentURL: "http://127.0.0.1:8082", Updated: t0}, Now: t0}},
+	{fsm.RemoveMemberType, 47, "remove_member", &fsm.RemoveMember{ID: "n1", Now: t0}},
+	{fsm.BlobsDeletedType, 48, "blobs_deleted", &fsm.BlobsDeleted{Keys: []string{"videos/vid/plan/plan.json"}, Now: t0}},
 }
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {

@@ -212,6 +212,8 @@ func (s *state) completeVideo(v *Video, final string, seconds float64, now int64
 		CaptionsSRT:     v.Artifacts[final+"/captions.srt"],
 		Poster:          v.Artifacts[final+"/poster.jpg"],
 	}
+	o := v.Outputs
+	s.collectIntermediates(v, o.Video, o.VideoNoCaptions, o.Captions, o.CaptionsSRT, o.Poster)
 	if seconds > 0 {
 		v.Spec.DurationSeconds = int(math.Round(seconds))
 	}
@@ -229,6 +231,7 @@ func (s *state) failVideo(v *Video, reason string, now int64) {
 	if a := s.accounts[v.AccountID]; a != nil {
 		s.move(a, LedgerRefund, v.CreditsCharged, v.ID, "", now)
 	}
+	s.collectIntermediates(v) // a failed video delivers nothing
 	v.Status = StatusFailed
 	v.ErrorMessage = reason
 	v.CreditsRefunded = true

@@ -3,6 +3,7 @@ package fsm_test
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -154,9 +155,49 @@ func TestAutoVideoScenesAndSnapshot(t *testing.T) {
 		if !out.VideoCompleted || v.Status != fsm.StatusCompleted || v.Outputs.Captions == "" || v.Outputs.VideoNoCaptions == "" {
 			t.Fatalf("auto video did not complete: %+v %+v", out, v.Video)
 		}
-		if len(v.Artifacts) != 8 { // plan 1, tts 1, scenes 2, composite 4
-			t.Fatalf("artifacts: %v", v.Artifacts)
+		// Only the deliveries stay; the intermediates wait for the janitor.
+		if len(v.Artifacts) != 4 {
+			t.Fatalf("artifacts kept: %v", v.Artifacts)
 		}
+		garbage, n := f.Garbage(10)
+		want := []string{"videos/vid_a/plan/plan.json", "videos/vid_a/scene-0001/out.bin", "videos/vid_a/scene-0002/out.bin", "videos/vid_a/tts/out.bin"}
+		if n != 4 || !slices.Equal(garbage, want) {
+			t.Fatalf("garbage %v (%d), want %v", garbage, n, want)
+		}
+	}
+	if !bytes.Equal(snapshotBytes(t, fm.f), snapshotBytes(t, back)) {
+		t.Fatal("the two FSMs differ after the same work")
+	}
+	// The leader deleted two of them (and one key that is not garbage).
+	g := &farm{t: t, f: fm.f, now: fm.now}
+	if n := g.apply(&fsm.BlobsDeleted{Keys: []string{"videos/vid_a/tts/out.bin", "videos/vid_a/plan/plan.json", "videos/other"}, Now: fm.now}); n != 2 {
+		t.Fatalf("BlobsDeleted removed %v keys, want 2", n)
+	}
+	snap = snapshotBytes(t, fm.f)
+	back = restored(t, snap)
+	if left, n := back.Garbage(1); n != 2 || len(left) != 1 || left[0] != "videos/vid_a/scene-0001/out.bin" {
+		t.Fatalf("garbage after restore: %v of %d", left, n)
+	}
+	if !bytes.Equal(snap, snapshotBytes(t, back)) {
+		t.Fatal("restored state snapshots differently")
+	}
+}
+
+// TestFailedVideoLeavesNoBlobs: a failed video delivers nothing, so every
+// artifact of its finished tasks becomes garbage.
+func TestFailedVideoLeavesNoBlobs(t *testing.T) {
+	fm, node := newFarm(t, 100)
+	fm.apply(&fsm.CreateVideo{VideoID: "vid_f", AccountID: "acct_1", Price: 6, Now: fm.now,
+		Spec: fsm.Spec{Mode: fsm.ModeAuto, Prompt: "tour", DurationSeconds: 10, Orientation: "landscape"}})
+	fm.complete(fm.lease(node), 2, "plan.json")
+	fm.complete(fm.lease(node), 0, "out.bin")
+	fm.apply(&fsm.FailVideo{VideoID: "vid_f", Reason: "operator", Now: fm.now})
+	v, _ := fm.f.Video("acct_1", "vid_f")
+	if v.Status != fsm.StatusFailed || len(v.Artifacts) != 0 {
+		t.Fatalf("failed video: %s, artifacts %v", v.Status, v.Artifacts)
+	}
+	if garbage, n := fm.f.Garbage(10); n != 2 || len(garbage) != 2 {
+		t.Fatalf("garbage %v (%d), want the plan's and the next task's", garbage, n)
 	}
 }
 

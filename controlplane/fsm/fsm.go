@@ -171,6 +171,8 @@ func (s *state) apply(cmd Command) (any, error) {
 		return s.applySetMember(c)
 	case *RemoveMember:
 		return s.applyRemoveMember(c)
+	case *BlobsDeleted:
+		return s.applyBlobsDeleted(c)
 	}
 	panic(fmt.Sprintf("fsm: no apply function for %T", cmd))
 }

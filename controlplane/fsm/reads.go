@@ -156,6 +156,7 @@ type Stats struct {
 	Queued      int
 	Idempotency int
 	Nodes       int
+	Garbage     int // intermediate blobs waiting for the leader to delete them
 	ByStatus    map[string]int
 }
 
@@ -165,7 +166,7 @@ func (f *FSM) Stats() Stats {
 	defer f.mu.RUnlock()
 	st := Stats{
 		Accounts: len(f.s.accounts), Keys: len(f.s.keys), Videos: len(f.s.videos),
-		Idempotency: len(f.s.idem), ByStatus: map[string]int{}, Nodes: len(f.s.nodes),
+		Idempotency: len(f.s.idem), ByStatus: map[string]int{}, Nodes: len(f.s.nodes), Garbage: len(f.s.garbage),
 	}
 	for _, v := range f.s.videos {
 		st.ByStatus[v.Status]++

@@ -156,6 +156,7 @@ func (s *state) outboxRecords() []record {
 	for _, key := range slices.Sorted(maps.Keys(s.deliveries)) {
 		out = append(out, record{recDelivery, s.deliveries[key].clone()})
 	}
+	out = append(out, s.garbageRecords()...)
 	return append(out, s.appRecords()...)
 }
 
@@ -382,6 +383,8 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 		s.accountSpeech[sp.AccountID] = append(s.accountSpeech[sp.AccountID], sp.ID)
 	case recWebhook, recEvent, recDelivery:
 		return s.restoreOutboxRecord(t, body)
+	case recGarbage:
+		return s.restoreGarbage(body)
 	case recAsset:
 		var as Asset
 		if err := msgpack.Unmarshal(body, &as); err != nil {

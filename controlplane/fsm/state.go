@@ -56,6 +56,9 @@ type state struct {
 	pending    map[string]struct{}
 	// outboxWritten is set by an apply that wrote deliveries (not snapshotted).
 	outboxWritten bool
+	// garbage lists the keys of intermediate blobs of finished videos that
+	// the leader is to delete (blobgc.go).
+	garbage []string
 	// out, in and debits belong to the app-database bridge (appdb.go).
 	out    outbox
 	in     inbound

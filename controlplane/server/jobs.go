@@ -17,6 +17,8 @@ func (s *Server) leaderJobs(ctx context.Context) {
 	defer leases.Stop()
 	assets := time.NewTicker(min(s.cfg.PendingAssetTTL/4, time.Minute))
 	defer assets.Stop()
+	garbage := time.NewTicker(s.cfg.GarbageInterval)
+	defer garbage.Stop()
 	if s.Node.IsLeader() {
 		s.publishSelf(ctx)
 	}
@@ -32,6 +34,10 @@ func (s *Server) leaderJobs(ctx context.Context) {
 		case <-assets.C:
 			if s.Node.IsLeader() {
 				s.expirePendingAssets(ctx)
+			}
+		case <-garbage.C:
+			if s.Node.IsLeader() {
+				s.collectGarbage(ctx)
 			}
 		case <-leases.C:
 			leader := s.Node.IsLeader()

@@ -91,6 +91,9 @@ type Config struct {
 	// PendingAssetTTL is how long an asset may stay pending (created, never
 	// completed) before the leader deletes it and its bytes; default 24 h.
 	PendingAssetTTL time.Duration
+	// GarbageInterval is how often the leader deletes the intermediate
+	// blobs of finished videos (0: DefaultGarbageInterval).
+	GarbageInterval time.Duration
 	// AppDB is the service's app database (a postgres:// URL); empty runs alone.
 	AppDB string
 	// AppDBPoll is how often the bridge polls when not woken (default 250 ms).
@@ -141,6 +144,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.NodeID == "" {
 		cfg.NodeID = "node1"
+	}
+	if cfg.GarbageInterval <= 0 {
+		cfg.GarbageInterval = DefaultGarbageInterval
 	}
 	if cfg.PendingAssetTTL <= 0 {
 		cfg.PendingAssetTTL = DefaultPendingAssetTTL

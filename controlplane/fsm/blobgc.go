@@ -1,0 +1,89 @@
+package fsm
+
+import (
+	"maps"
+	"slices"
+)
+
+// Intermediate blobs. A video's tasks leave files in the blob store for the
+// tasks after them (plan.json, narration, scene clips, a manual render's
+// clip); once the video is finished only its deliveries are served, so the
+// command that finishes it moves every other artifact key into the garbage
+// list, in key order. The leader deletes those blobs and proposes
+// BlobsDeleted with the keys it deleted (server: the blob janitor), so a
+// key is forgotten only once its blob is gone, and a leader that dies
+// halfway leaves the rest to the next one. Deleting a missing blob is not
+// an error, so a key deleted twice does no harm.
+
+// BlobsDeletedType is the message type of BlobsDeleted (48 is its number).
+const BlobsDeletedType MessageType = 48
+
+// recGarbage is the snapshot record of the garbage list (25 is its number).
+const recGarbage recordType = 25
+
+// BlobsDeleted forgets garbage keys whose blobs the leader deleted.
+type BlobsDeleted struct {
+	Keys []string `msgpack:"keys"`
+	Now  int64    `msgpack:"now"`
+}
+
+func (*BlobsDeleted) Type() MessageType { return BlobsDeletedType }
+
+// garbageRecord is the garbage list in a snapshot.
+type garbageRecord struct {
+	Keys []string `msgpack:"keys"`
+}
+
+// applyBlobsDeleted removes the listed keys from the garbage list; keys not
+// in it are ignored. It returns how many it removed.
+func (s *state) applyBlobsDeleted(c *BlobsDeleted) (any, error) {
+	gone := make(map[string]bool, len(c.Keys))
+	for _, k := range c.Keys {
+		gone[k] = true
+	}
+	before := len(s.garbage)
+	s.garbage = slices.DeleteFunc(s.garbage, func(k string) bool { return gone[k] })
+	return before - len(s.garbage), nil
+}
+
+// collectIntermediates moves v's artifacts that are not among keep (its
+// deliveries) to the garbage list, in key order so that every replica
+// appends the same list, and leaves v with the kept ones.
+func (s *state) collectIntermediates(v *Video, keep ...string) {
+	kept := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(v.Artifacts)) {
+		key := v.Artifacts[name]
+		if key != "" && slices.Contains(keep, key) {
+			kept[name] = key
+			continue
+		}
+		s.garbage = append(s.garbage, key)
+	}
+	v.Artifacts = kept
+	if len(kept) == 0 {
+		v.Artifacts = nil
+	}
+}
+
+// Garbage returns up to limit keys of blobs to delete, oldest first, and how
+// many there are in all.
+func (f *FSM) Garbage(limit int) ([]string, int) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	n := min(limit, len(f.s.garbage))
+	return slices.Clone(f.s.garbage[:n]), len(f.s.garbage)
+}
+
+// garbageRecords is the garbage list as snapshot records (none when empty).
+func (s *state) garbageRecords() []record {
+	if len(s.garbage) == 0 {
+		return nil
+	}
+	return []record{{recGarbage, garbageRecord{Keys: slices.Clone(s.garbage)}}}
+}
+
+func (s *state) restoreGarbage(body []byte) error {
+	r, err := decodeRecord[garbageRecord](body, "garbage list")
+	s.garbage = append(s.garbage, r.Keys...)
+	return err
+}

@@ -1,0 +1,59 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+)
+
+// DefaultGarbageInterval is how often the leader deletes the intermediate
+// blobs of finished videos.
+const DefaultGarbageInterval = 10 * time.Second
+
+// garbageBatch is how many blobs one BlobsDeleted command forgets.
+const garbageBatch = 500
+
+// collectGarbage deletes the blobs on the FSM's garbage list (a finished
+// video's plan, narration and scene clips: fsm/blobgc.go) and then forgets
+// their keys with one command per batch, so a key leaves the list only once
+// its blob is gone. A blob that cannot be deleted stays listed and is tried
+// again on the next tick; the rest of the batch goes on.
+func (s *Server) collectGarbage(ctx context.Context) {
+	for {
+		keys, total := s.Node.FSM.Garbage(garbageBatch)
+		if len(keys) == 0 {
+			return
+		}
+		deleted := make([]string, 0, len(keys))
+		for _, key := range keys {
+			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := s.Blobs.Delete(dctx, key)
+			cancel()
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				s.log.Warn("delete intermediate blob", "key", key, "err", err)
+				continue
+			}
+			deleted = append(deleted, key)
+		}
+		if len(deleted) == 0 {
+			return // every delete failed: the store is down; try again later
+		}
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := s.Node.Apply(actx, &fsm.BlobsDeleted{Keys: deleted, Now: time.Now().UnixNano()})
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("forget deleted blobs", "err", err)
+			}
+			return
+		}
+		s.log.Info("deleted intermediate blobs", "count", len(deleted), "left", total-len(deleted))
+		if len(deleted) < len(keys) || total <= len(keys) {
+			return
+		}
+	}
+}
