@@ -97,6 +97,10 @@ type uploadJSON struct {
 	PublicURLExpiresAt int64             `json:"public_url_expires_at"`
 }
 
+// UploadsPrefix is where the bytes of POST /v1/uploads go in the blob store.
+// Nothing else records an upload, so the server deletes them by age.
+const UploadsPrefix = "uploads/"
+
 // createUpload answers POST /v1/uploads: a presigned PUT address for the bytes
 // and the signed public address to use as an image_url. Nothing is recorded:
 // the signatures are the whole upload.
@@ -115,7 +119,7 @@ func (a *API) createUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := ids.New("up")
-	key := "uploads/" + id + uploadTypes[ct] // no account id: the key is in public URLs
+	key := UploadsPrefix + id + uploadTypes[ct] // no account id: the key is in public URLs
 	now := a.cfg.Now()
 	putExp, getExp := now.Add(uploadURLTTL), now.Add(publicURLTTL)
 	apierr.WriteJSON(w, http.StatusCreated, uploadJSON{

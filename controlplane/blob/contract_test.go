@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
+	"maps"
 	"strings"
 	"testing"
 
@@ -97,10 +98,75 @@ func storeContract(t *testing.T, s blob.Store) {
 	if _, err := s.Stat(ctx, key); !errors.Is(err, blob.ErrNotFound) {
 		t.Fatalf("Stat after Delete = %v, want ErrNotFound", err)
 	}
+	listContract(t, s)
 	for _, k := range []string{"../escape", "/etc/passwd", ".tmp/put-1", "a//b"} {
 		if _, err := s.Put(ctx, k, strings.NewReader("x")); !errors.Is(err, blob.ErrInvalidKey) {
 			t.Errorf("Put(%q) = %v, want ErrInvalidKey", k, err)
 		}
+	}
+}
+
+// listContract checks List: prefixes, sizes, times, stopping early.
+func listContract(t *testing.T, s blob.Store) {
+	t.Helper()
+	ctx := context.Background()
+	put := map[string]string{"list/a/1.json": "1", "list/a/2.json": "22", "list/b.json": "333", "lister/x.json": "4444"}
+	for k, v := range put {
+		if _, err := s.Put(ctx, k, strings.NewReader(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func(prefix string) map[string]int64 {
+		t.Helper()
+		got := map[string]int64{}
+		for info, err := range s.List(ctx, prefix) {
+			if err != nil {
+				t.Fatalf("List(%q): %v", prefix, err)
+			}
+			if _, dup := got[info.Key]; dup || info.ModTime.IsZero() {
+				t.Fatalf("List(%q) yielded %+v twice or without a time", prefix, info)
+			}
+			got[info.Key] = info.Size
+		}
+		return got
+	}
+	for prefix, want := range map[string]map[string]int64{
+		"list/":    {"list/a/1.json": 1, "list/a/2.json": 2, "list/b.json": 3},
+		"list/a":   {"list/a/1.json": 1, "list/a/2.json": 2},
+		"list/a/":  {"list/a/1.json": 1, "list/a/2.json": 2},
+		"list":     {"list/a/1.json": 1, "list/a/2.json": 2, "list/b.json": 3, "lister/x.json": 4},
+		"nothing/": {},
+	} {
+		if got := list(prefix); !maps.Equal(got, want) {
+			t.Errorf("List(%q) = %v, want %v", prefix, got, want)
+		}
+	}
+	all := list("")
+	for k := range put {
+		if _, ok := all[k]; !ok {
+			t.Errorf("List(\"\") misses %s", k)
+		}
+	}
+	for k := range all {
+		if strings.HasPrefix(k, ".") {
+			t.Errorf("List(\"\") yields %s, which is not a blob", k)
+		}
+	}
+	n := 0
+	for range s.List(ctx, "list/") {
+		n++
+		break
+	}
+	if n != 1 {
+		t.Fatalf("stopping after one blob saw %d", n)
+	}
+	for k := range put {
+		if err := s.Delete(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := list("list"); len(got) != 0 {
+		t.Fatalf("List after Delete = %v", got)
 	}
 }
 

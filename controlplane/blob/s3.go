@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"strings"
 
@@ -141,6 +142,31 @@ func (s *S3Store) Delete(ctx context.Context, key string) error {
 		return fmt.Errorf("delete %s: %w", key, err)
 	}
 	return nil
+}
+
+// List implements Store with ListObjectsV2.
+func (s *S3Store) List(ctx context.Context, prefix string) iter.Seq2[Info, error] {
+	return func(yield func(Info, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel() // ends minio's listing goroutine when the consumer stops
+		full := prefix
+		if s.prefix != "" {
+			full = s.prefix + "/" + prefix
+		}
+		for o := range s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: full, Recursive: true}) {
+			if o.Err != nil {
+				yield(Info{}, fmt.Errorf("list %q: %w", prefix, o.Err))
+				return
+			}
+			key := o.Key
+			if s.prefix != "" {
+				key = strings.TrimPrefix(key, s.prefix+"/")
+			}
+			if !yield(Info{Key: key, Size: o.Size, ModTime: o.LastModified}, nil) {
+				return
+			}
+		}
+	}
 }
 
 // s3Error maps S3's "no such key" to ErrNotFound.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,6 +49,10 @@ type Store interface {
 	Stat(ctx context.Context, key string) (Info, error)
 	// Delete removes key. Deleting a key that does not exist is not an error.
 	Delete(ctx context.Context, key string) error
+	// List yields each blob whose key starts with prefix ("" for all) once,
+	// in no promised order, and stops after the first error it yields.
+	// Blobs put or deleted while it runs may or may not be seen.
+	List(ctx context.Context, prefix string) iter.Seq2[Info, error]
 }
 
 // ValidateKey checks a key: 1 to MaxKeyLen characters of [a-zA-Z0-9._/-],
@@ -248,6 +253,65 @@ func (s *LocalStore) Delete(ctx context.Context, key string) error {
 	}
 	return nil
 }
+
+// List implements Store: a walk of the directory below the prefix, leaving
+// out the temporary directory of unfinished puts.
+func (s *LocalStore) List(ctx context.Context, prefix string) iter.Seq2[Info, error] {
+	return func(yield func(Info, error) bool) {
+		// Walk from the deepest directory the prefix names whole, and filter
+		// the rest by key.
+		root := s.dir
+		if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
+			if err := ValidateKey(prefix[:i]); err != nil {
+				yield(Info{}, err)
+				return
+			}
+			root = filepath.Join(s.dir, filepath.FromSlash(prefix[:i]))
+		}
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil // the prefix's directory does not exist: nothing to list
+				}
+				return err
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if d.IsDir() {
+				if p == s.tmp {
+					return fs.SkipDir
+				}
+				return nil
+			}
+			rel, err := filepath.Rel(s.dir, p)
+			if err != nil {
+				return err
+			}
+			key := filepath.ToSlash(rel)
+			if !d.Type().IsRegular() || !strings.HasPrefix(key, prefix) || ValidateKey(key) != nil {
+				return nil
+			}
+			fi, err := d.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // deleted since the directory was read
+			}
+			if err != nil {
+				return err
+			}
+			if !yield(Info{Key: key, Size: fi.Size(), ModTime: fi.ModTime()}, nil) {
+				return errStop
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errStop) {
+			yield(Info{}, fmt.Errorf("list %q: %w", prefix, err))
+		}
+	}
+}
+
+// errStop ends a walk whose consumer stopped.
+var errStop = errors.New("stop")
 
 // notFound maps a missing file (or a path through a file) to ErrNotFound.
 func notFound(key string, err error) error {

@@ -4,12 +4,17 @@ import (
 	"context"
 	"time"
 
+	"github.com/vidfarm/vidfarm/controlplane/api"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 )
 
 // DefaultGarbageInterval is how often the leader deletes the intermediate
 // blobs of finished videos.
 const DefaultGarbageInterval = 10 * time.Second
+
+// DefaultUploadRetention is how long an upload's bytes are kept: a day past
+// the 7 days its public URL is valid (api: POST /v1/uploads).
+const DefaultUploadRetention = 8 * 24 * time.Hour
 
 // garbageBatch is how many blobs one BlobsDeleted command forgets.
 const garbageBatch = 500
@@ -55,5 +60,32 @@ func (s *Server) collectGarbage(ctx context.Context) {
 		if len(deleted) < len(keys) || total <= len(keys) {
 			return
 		}
+	}
+}
+
+// expireUploads deletes the uploads (POST /v1/uploads; nothing records them
+// but their signed URLs) stored longer ago than UploadRetention. Assets,
+// which the FSM records, are not uploads.
+func (s *Server) expireUploads(ctx context.Context) {
+	before := time.Now().Add(-s.cfg.UploadRetention)
+	deleted := 0
+	for info, err := range s.Blobs.List(ctx, api.UploadsPrefix) {
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("list uploads", "err", err)
+			}
+			break
+		}
+		if !info.ModTime.Before(before) {
+			continue
+		}
+		if err := s.Blobs.Delete(ctx, info.Key); err != nil {
+			s.log.Warn("delete expired upload", "key", info.Key, "err", err)
+			continue
+		}
+		deleted++
+	}
+	if deleted > 0 {
+		s.log.Info("deleted expired uploads", "count", deleted, "older_than", s.cfg.UploadRetention.String())
 	}
 }

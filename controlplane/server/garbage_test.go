@@ -1,9 +1,14 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"image/color"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,5 +55,49 @@ func TestIntermediateBlobsDeleted(t *testing.T) {
 		if _, err := h.srv.Blobs.Stat(ctx, k); err != nil {
 			t.Errorf("delivered blob %s: %v", k, err)
 		}
+	}
+}
+
+// TestOldUploadsDeleted: the sweep deletes uploads stored longer ago than
+// the retention, and nothing else.
+func TestOldUploadsDeleted(t *testing.T) {
+	h := start(t, func(c *server.Config) {
+		c.UploadRetention = time.Hour
+		c.UploadSweepInterval = 20 * time.Millisecond
+	})
+	_, key := h.account("pro", 100)
+	img := pngBytes(t, 16, 16, color.RGBA{10, 200, 30, 255})
+	upload := func() (string, string) {
+		up := expectAPIStatus(t, h.do("POST", "/v1/uploads", key, `{"filename":"a.png","content_type":"image/png"}`), http.StatusCreated)
+		expectAPIStatus(t, h.put(up["upload_url"].(string), "image/png", img, false), http.StatusOK)
+		public := up["public_url"].(string)
+		k := public[strings.Index(public, "/files/")+len("/files/") : strings.Index(public, "?")]
+		return k, public
+	}
+	oldKey, oldURL := upload()
+	freshKey, freshURL := upload()
+	// An old blob that is not an upload, and the old upload, as if stored 2 h ago.
+	ctx := context.Background()
+	video := "videos/vid_old/finalize/video.mp4"
+	if _, err := h.srv.Blobs.Put(ctx, video, strings.NewReader("a delivered video")); err != nil {
+		t.Fatal(err)
+	}
+	dir := h.srv.Blobs.(*blob.LocalStore).Dir()
+	past := time.Now().Add(-2 * time.Hour)
+	for _, k := range []string{oldKey, video} {
+		if err := os.Chtimes(filepath.Join(dir, filepath.FromSlash(k)), past, past); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, func() bool {
+		_, err := h.srv.Blobs.Stat(ctx, oldKey)
+		return errors.Is(err, blob.ErrNotFound)
+	}, "the 2-hour-old upload %s to be deleted", oldKey)
+	expectAPIError(t, h.get(oldURL), http.StatusNotFound, "not_found")
+	if got := h.get(freshURL); got.Status != http.StatusOK || !bytes.Equal(got.Body, img) {
+		t.Fatalf("the fresh upload %s answered %d", freshKey, got.Status)
+	}
+	if _, err := h.srv.Blobs.Stat(ctx, video); err != nil {
+		t.Fatalf("an old blob outside uploads/ was touched: %v", err)
 	}
 }

@@ -9,7 +9,8 @@ import (
 )
 
 // leaderJobs runs what only the leader does; each tick checks leadership, so a
-// node that loses it stops and a new leader picks up from FSM state.
+// node that loses it stops and a new leader picks up from FSM state. The
+// upload sweep runs on every node.
 func (s *Server) leaderJobs(ctx context.Context) {
 	idem := time.NewTicker(time.Minute)
 	defer idem.Stop()
@@ -19,6 +20,8 @@ func (s *Server) leaderJobs(ctx context.Context) {
 	defer assets.Stop()
 	garbage := time.NewTicker(s.cfg.GarbageInterval)
 	defer garbage.Stop()
+	uploads := time.NewTicker(s.cfg.UploadSweepInterval)
+	defer uploads.Stop()
 	if s.Node.IsLeader() {
 		s.publishSelf(ctx)
 	}
@@ -39,6 +42,10 @@ func (s *Server) leaderJobs(ctx context.Context) {
 			if s.Node.IsLeader() {
 				s.collectGarbage(ctx)
 			}
+		case <-uploads.C:
+			// On every node, leader or not: with local stores each node keeps
+			// the uploads it took while it led.
+			s.expireUploads(ctx)
 		case <-leases.C:
 			leader := s.Node.IsLeader()
 			if leader && !wasLeader {

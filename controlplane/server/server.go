@@ -94,6 +94,11 @@ type Config struct {
 	// GarbageInterval is how often the leader deletes the intermediate
 	// blobs of finished videos (0: DefaultGarbageInterval).
 	GarbageInterval time.Duration
+	// UploadRetention is how long the bytes of a POST /v1/uploads upload
+	// are kept (0: DefaultUploadRetention); UploadSweepInterval how often
+	// each node looks for older ones (0: an hour).
+	UploadRetention     time.Duration
+	UploadSweepInterval time.Duration
 	// AppDB is the service's app database (a postgres:// URL); empty runs alone.
 	AppDB string
 	// AppDBPoll is how often the bridge polls when not woken (default 250 ms).
@@ -147,6 +152,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.GarbageInterval <= 0 {
 		cfg.GarbageInterval = DefaultGarbageInterval
+	}
+	if cfg.UploadRetention <= 0 {
+		cfg.UploadRetention = DefaultUploadRetention
+	}
+	if cfg.UploadSweepInterval <= 0 {
+		cfg.UploadSweepInterval = time.Hour
 	}
 	if cfg.PendingAssetTTL <= 0 {
 		cfg.PendingAssetTTL = DefaultPendingAssetTTL
