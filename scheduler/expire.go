@@ -14,6 +14,8 @@ type ExpireResult struct {
 	Leases []Lease `json:"leases,omitempty"`
 	// NodesDown lists nodes newly marked down, by id.
 	NodesDown []string `json:"nodes_down,omitempty"`
+	// Retried counts retrying tasks made ready again (retry.go).
+	Retried int `json:"retried,omitempty"`
 }
 
 // Expire ends every lease whose deadline is at or before now, counting a
@@ -23,11 +25,11 @@ type ExpireResult struct {
 // periodically with its own clock reading as now.
 func (s *State) Expire(now time.Time) ExpireResult {
 	at := ms(now)
-	var res ExpireResult
+	res := ExpireResult{Retried: s.release(at)}
 	for s.leaseDue(at) {
 		t := s.leaseHeap[0].t
 		res.Leases = append(res.Leases, t.leaseInfo())
-		res.Expired = append(res.Expired, s.failAttempt(t, "lease expired", at))
+		res.Expired = append(res.Expired, s.failAttempt(t, "lease expired", at, 0))
 	}
 	if s.cfg.NodeTimeout > 0 {
 		limit := at - s.cfg.NodeTimeout.Milliseconds()
@@ -146,7 +148,7 @@ func (s *State) leaseDown(i int) bool {
 // leader can ask it every second and propose Expire only when there is work.
 func (s *State) ExpiryDue(now time.Time) bool {
 	at := ms(now)
-	if s.leaseDue(at) {
+	if s.leaseDue(at) || s.retryDue(at) {
 		return true
 	}
 	if s.cfg.NodeTimeout > 0 {

@@ -248,11 +248,12 @@ func (s *State) Fail(ref LeaseRef, message string, now time.Time) (Outcome, erro
 	if err != nil {
 		return Outcome{}, err
 	}
-	return s.failAttempt(t, message, ms(now)), nil
+	return s.failAttempt(t, message, ms(now), 0), nil
 }
 
-// failAttempt ends t's lease as a failure on its node.
-func (s *State) failAttempt(t *task, message string, now int64) Outcome {
+// failAttempt ends t's lease as a failure on its node; a requeued task
+// waits out its backoff from base (see requeue).
+func (s *State) failAttempt(t *task, message string, now, base int64) Outcome {
 	out := Outcome{TaskID: t.id, VideoID: t.v.id}
 	nodeID := t.lease.node.spec.ID
 	s.releaseLease(t)
@@ -261,7 +262,7 @@ func (s *State) failAttempt(t *task, message string, now int64) Outcome {
 		t.failedNodes = append(t.failedNodes, nodeID)
 	}
 	if len(t.failedNodes) < s.cfg.MaxNodeFailures && t.failures < s.cfg.MaxAttempts {
-		s.makeReady(t, now)
+		s.requeue(t, message, now, base)
 		out.Requeued = true
 		return out
 	}

@@ -59,6 +59,7 @@ func (s *State) place(nodeID string, now time.Time, dur time.Duration) (*task, e
 	}
 	at := ms(now)
 	s.touch(n, at)
+	s.release(at)
 	if n.spec.Draining {
 		return nil, fmt.Errorf("%w: node %s is draining", ErrNoWork, nodeID)
 	}

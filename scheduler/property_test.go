@@ -132,6 +132,7 @@ func (m *machine) place(t *rapid.T) {
 	if known {
 		ref := m.s.Clone()
 		ref.touch(ref.nodes[id], ms(m.now))
+		ref.release(ms(m.now)) // as Place does: retries that are due are ready
 		want = bruteForcePick(ref, id, m.now)
 	}
 	r := m.both(t, "place", func(s *State) any { return res(s.Place(id, m.now, leaseDur)) }).(result[Lease])
@@ -196,7 +197,9 @@ func (m *machine) complete(t *rapid.T) {
 func (m *machine) fail(t *rapid.T) {
 	l := m.lease(t)
 	ref := l.Ref()
-	r := m.both(t, "fail", func(s *State) any { return res(s.Fail(ref, "boom", m.now)) }).(result[Outcome])
+	// Half the failures back off (retry.go), so retrying tasks take part.
+	base := time.Duration(rapid.SampledFrom([]int{0, 0, 1, 30}).Draw(t, "backoff")) * time.Second
+	r := m.both(t, "fail", func(s *State) any { return res(s.FailWithBackoff(ref, "boom", m.now, base)) }).(result[Outcome])
 	if r.Err != "" || r.V.Requeued == r.V.VideoFailed {
 		t.Fatalf("fail by holder: %+v", r)
 	}
@@ -332,7 +335,9 @@ func (m *machine) status(t *rapid.T) {
 	if st.Percent < 0 || st.Percent > 100 || (st.Reason == ReasonNone) == (st.Message != "") {
 		t.Fatalf("status %+v", st)
 	}
-	if waiting := st.Reason != ReasonNone && st.Reason != ReasonWaitingForDependencies; waiting != (st.QueuePosition > 0) {
+	// Queued: a reason and a position; waiting for earlier tasks or for a
+	// retry: a reason, no position.
+	if waiting := st.Reason != ReasonNone && st.Reason != ReasonWaitingForDependencies && st.Reason != ReasonRetrying; waiting != (st.QueuePosition > 0) {
 		t.Fatalf("status %+v", st)
 	}
 }

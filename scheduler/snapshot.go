@@ -67,6 +67,14 @@ type TaskRecord struct {
 	Lease        *LeaseRecord `json:"lease,omitempty"`
 	DoneNode     string       `json:"done_node,omitempty"`
 	DoneToken    uint64       `json:"done_token,omitempty"`
+	// Retry is set while the task is TaskRetrying.
+	Retry *RetryRecord `json:"retry,omitempty"`
+}
+
+// RetryRecord is when a retrying task is ready again and why it failed.
+type RetryRecord struct {
+	At          time.Time `json:"at"`
+	LastFailure string    `json:"last_failure"`
 }
 
 // LeaseRecord is a task's current lease.
@@ -134,6 +142,9 @@ func (v *video) record() VideoRecord {
 		}
 		for _, d := range t.deps {
 			tr.Deps = append(tr.Deps, d.name)
+		}
+		if t.state == TaskRetrying {
+			tr.Retry = &RetryRecord{At: fromMS(t.retryAt), LastFailure: t.lastFailure}
 		}
 		if l := t.lease; l != nil {
 			tr.Lease = &LeaseRecord{
@@ -308,6 +319,11 @@ func (s *State) restoreVideo(vr VideoRecord) (ready, leased []*task, err error) 
 			t.lease = &lease{token: lr.Token, gpus: slices.Clone(lr.GPUIDs), granted: ms(lr.GrantedAt), deadline: ms(lr.Deadline)}
 			t.lease.node = &node{spec: Node{ID: lr.NodeID}} // placeholder, resolved by restoreLease
 			leased = append(leased, t)
+		case TaskRetrying:
+			if t.pending != 0 || tr.Retry == nil {
+				return nil, nil, bad("task %q is retrying with unfinished dependencies or no retry time", tr.Name)
+			}
+			s.hold(t, ms(tr.Retry.At), tr.Retry.LastFailure)
 		case TaskBlocked, TaskFailed, TaskCanceled:
 		default:
 			return nil, nil, bad("task %q has unknown state %q", tr.Name, t.state)

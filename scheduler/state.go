@@ -35,6 +35,7 @@ type State struct {
 	spareQueues []*acctQueue // see spare.go
 
 	leaseHeap []leaseEntry // leased tasks ordered by (deadline, token)
+	retrying  retryHeap    // tasks waiting to be retried (retry.go)
 
 	gpuIDs []string // the block gpuIDRoom carves lease GPU id slices from
 }

@@ -31,6 +31,9 @@ const (
 	// ReasonNodesBusy: nodes that can run the task exist but are busy with
 	// work ahead of it.
 	ReasonNodesBusy Reason = "all_matching_nodes_busy"
+	// ReasonRetrying: the video's next task failed and waits before it is
+	// tried again (retry.go).
+	ReasonRetrying Reason = "retrying_after_failure"
 )
 
 // VideoStatus is what a waiting or running video reports.
@@ -87,7 +90,7 @@ func (s *State) VideoStatus(videoID string) (VideoStatus, error) {
 	if v.state.terminal() {
 		return st, nil
 	}
-	var waiting *task
+	var waiting, retrying *task
 	for _, t := range v.tasks {
 		if t.state == TaskLeased {
 			return st, nil
@@ -95,6 +98,13 @@ func (s *State) VideoStatus(videoID string) (VideoStatus, error) {
 		if t.state == TaskReady && (waiting == nil || t.older(waiting)) {
 			waiting = t
 		}
+		if t.state == TaskRetrying && (retrying == nil || t.retryAt < retrying.retryAt) {
+			retrying = t
+		}
+	}
+	if waiting == nil && retrying != nil {
+		st.Reason, st.Message = retryReason(retrying)
+		return st, nil
 	}
 	if waiting == nil {
 		st.Reason = ReasonWaitingForDependencies

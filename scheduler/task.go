@@ -3,6 +3,7 @@ package scheduler
 import (
 	"slices"
 	"strings"
+	"time"
 )
 
 // Kind is the kind of a task in a video's graph.
@@ -54,6 +55,7 @@ type TaskState string
 const (
 	TaskBlocked  TaskState = "blocked"  // waits for dependencies (or for AddScenes)
 	TaskReady    TaskState = "ready"    // queued for placement
+	TaskRetrying TaskState = "retrying" // failed; waits for its retry time, then ready (retry.go)
 	TaskLeased   TaskState = "leased"   // held by a node under a lease
 	TaskDone     TaskState = "done"     // completed by its lease holder
 	TaskFailed   TaskState = "failed"   // failed on too many nodes; its video failed
@@ -78,6 +80,7 @@ type Task struct {
 	FailedNodes []string     `json:"failed_nodes,omitempty"` // distinct, in order of failure
 	Percent     float64      `json:"percent"`                // last reported, while leased
 	Lease       *Lease       `json:"lease,omitempty"`        // current lease, while leased
+	RetryAt     *time.Time   `json:"retry_at,omitempty"`     // while retrying: when it is ready again
 }
 
 // task is the mutable record behind Task.
@@ -104,6 +107,10 @@ type task struct {
 	failedNodes []string
 	percent     float64
 	readyAt     int64 // unix ms it last became ready
+	// retryAt and lastFailure: while TaskRetrying, when it is ready again
+	// and why its last attempt failed.
+	retryAt     int64
+	lastFailure string
 
 	// queue position while ready
 	aq   *acctQueue
@@ -151,6 +158,10 @@ func (t *task) info() Task {
 	if t.lease != nil {
 		l := t.leaseInfo()
 		out.Lease = &l
+	}
+	if t.state == TaskRetrying {
+		at := fromMS(t.retryAt)
+		out.RetryAt = &at
 	}
 	return out
 }

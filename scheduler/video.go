@@ -157,7 +157,7 @@ func (s *State) endVideo(v *video, state VideoState, out *Outcome) {
 		case TaskLeased:
 			out.Revoked = append(out.Revoked, t.leaseRef())
 			s.releaseLease(t)
-		case TaskBlocked:
+		case TaskBlocked, TaskRetrying: // a retrying task's heap entry is skipped when it comes up
 		default:
 			continue
 		}

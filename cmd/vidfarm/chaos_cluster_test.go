@@ -101,7 +101,8 @@ func (c *chaosCluster) start(i int) {
 		"--blob-s3-endpoint", c.s3.Endpoint, "--blob-s3-bucket", c.s3.Bucket, "--blob-s3-region", c.s3.Region,
 		"--blob-s3-access-key", c.s3.AccessKey, "--blob-s3-secret-key", c.s3.SecretKey, "--blob-s3-insecure",
 		"--rate-limits=false", "--allow-private-urls", "--dev-allow-private-webhooks",
-		"--lease-duration", e2eLease.String(), "--heartbeat-interval", e2eHeartbeat.String(), "--log-level", "info"}
+		"--lease-duration", e2eLease.String(), "--heartbeat-interval", e2eHeartbeat.String(), "--log-level", "info",
+		"--retry-backoff", "200ms"} // as the e2e farm: failures under chaos must not stall the run
 	if n.advertise != "" {
 		args = append(args, "--raft-advertise", n.advertise)
 	}

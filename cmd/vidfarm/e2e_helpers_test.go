@@ -239,7 +239,9 @@ func (f *e2eFarm) startServer(extra ...string) (*proc, map[string]any) {
 	p, ready := startProc(f.t, "server", append([]string{"server", "--data-dir", filepath.Join(f.dir, "server"),
 		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--raft-listen", "127.0.0.1:0", "--agent-listen", "127.0.0.1:0",
 		"--admin-token", e2eAdminToken, "--agent-token", e2eAgentToken, "--rate-limits=false", "--allow-private-urls", "--dev-allow-private-webhooks",
-		"--lease-duration", e2eLease.String(), "--heartbeat-interval", e2eHeartbeat.String(), "--log-level", "info"}, extra...),
+		"--lease-duration", e2eLease.String(), "--heartbeat-interval", e2eHeartbeat.String(), "--log-level", "info",
+		// Short retry backoffs: a runner that always fails exhausts its attempts in seconds.
+		"--retry-backoff", "200ms"}, extra...),
 		nil, "control plane ready")
 	pub, _ := ready["public"].(string)
 	adm, _ := ready["admin"].(string)

@@ -34,6 +34,7 @@ func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
 	fs.StringVar(&sf.cfg.AgentToken, "agent-token", "", "token agents register with (default: generated into <data-dir>/agent.token)")
 	fs.StringVar(&sf.cfg.BlobDir, "blob-dir", "", "directory for rendered files and task artifacts (default <data-dir>/blobs)")
 	fs.DurationVar(&sf.cfg.LeaseDuration, "lease-duration", 30*time.Second, "how long a task lease lasts without an agent heartbeat")
+	fs.DurationVar(&sf.cfg.RetryBackoff, "retry-backoff", server.DefaultRetryBackoff, "wait before retrying a task that failed on every node able to run it; doubles per failure, at most 32x (negative: retry at once)")
 	fs.DurationVar(&sf.cfg.HeartbeatInterval, "heartbeat-interval", 5*time.Second, "how often agents are told to heartbeat")
 	fs.StringVar(&sf.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&sf.rateLimits, "rate-limits", true, "enforce the contract's rate limits (turn off only for benchmarks)")

@@ -61,6 +61,10 @@ type Config struct {
 	// HeartbeatInterval how often agents are told to heartbeat (default 5 s).
 	LeaseDuration     time.Duration
 	HeartbeatInterval time.Duration
+	// RetryBackoff is the base wait before a task that failed on every
+	// node able to run it is tried again (scheduler.FailWithBackoff); it
+	// doubles with each failure. Zero retries at once.
+	RetryBackoff time.Duration
 	// Notifier wakes lease long-polls; share it with whatever else queues work (the
 	// public API, the leader's lease expiry). Nil means a private one.
 	Notifier *Notifier

@@ -397,7 +397,8 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, taskID string) {
 		}
 		reason = reason[:cut] + "..."
 	}
-	out, err := s.apply(r, &fsm.FailTask{NodeID: n.ID, TaskID: taskID, Token: req.Token, Reason: reason, Now: s.cfg.Now().UnixNano()})
+	out, err := s.apply(r, &fsm.FailTask{NodeID: n.ID, TaskID: taskID, Token: req.Token, Reason: reason, Now: s.cfg.Now().UnixNano(),
+		BackoffMS: s.cfg.RetryBackoff.Milliseconds()})
 	if err != nil {
 		apierr.Write(w, r, s.fromApply(r, err))
 		return

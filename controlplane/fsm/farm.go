@@ -242,7 +242,7 @@ func (s *state) failVideo(v *Video, reason string, now int64) {
 
 func (s *state) applyFailTask(c *FailTask) (any, error) {
 	ref := scheduler.LeaseRef{TaskID: c.TaskID, NodeID: c.NodeID, Token: c.Token}
-	out, err := s.sched.Fail(ref, c.Reason, timeOf(c.Now))
+	out, err := s.sched.FailWithBackoff(ref, c.Reason, timeOf(c.Now), time.Duration(max(c.BackoffMS, 0))*time.Millisecond)
 	if err != nil {
 		return nil, fmt.Errorf("fail %s: %w", c.TaskID, err)
 	}

@@ -70,6 +70,10 @@ type FailTask struct {
 	Token  uint64 `msgpack:"token"`
 	Reason string `msgpack:"reason"`
 	Now    int64  `msgpack:"now"`
+	// BackoffMS is the leader's retry backoff base (scheduler
+	// FailWithBackoff); 0, as in entries written before it existed, retries
+	// at once.
+	BackoffMS int64 `msgpack:"backoff_ms,omitempty"`
 }
 
 // ExpireLeases requeues leases whose deadline passed; a task that keeps failing

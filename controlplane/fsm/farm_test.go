@@ -213,3 +213,45 @@ func TestArtifactKeysMustBeTheTasks(t *testing.T) {
 		}
 	}
 }
+
+// TestFailTaskBacksOff: the leader's backoff travels in the command, so
+// every replica holds the task until the same time; ExpireLeases releases
+// it, and a snapshot taken meanwhile keeps it.
+func TestFailTaskBacksOff(t *testing.T) {
+	fm, node := newFarm(t, 100)
+	fm.apply(&fsm.CreateVideo{VideoID: "vid_1", AccountID: "acct_1", Price: 40, Now: fm.now,
+		Spec: fsm.Spec{Mode: fsm.ModeManual, Prompt: "fox", Model: "wan-2.2-a14b", Resolution: "720p", DurationSeconds: 5, Operation: "text_to_video"}})
+	l := fm.lease(node)
+	failedAt := fm.now + int64(time.Second) // apply advances the clock first
+	fm.apply(&fsm.FailTask{NodeID: node, TaskID: l.TaskID, Token: l.Token, Reason: "model server down", BackoffMS: 5000, Now: failedAt})
+	if task, _ := fm.f.Task(l.TaskID); task.State != scheduler.TaskRetrying || task.RetryAt == nil ||
+		!task.RetryAt.Equal(time.Unix(0, failedAt).Add(5*time.Second)) {
+		t.Fatalf("task after a failure with backoff: %+v", task)
+	}
+	if res := fm.apply(&fsm.LeaseTask{NodeID: node, LeaseMS: 30000, Now: failedAt + int64(time.Second)}).(fsm.LeaseResult); res.Found {
+		t.Fatalf("leased during the backoff: %+v", res)
+	}
+	back := restored(t, snapshotBytes(t, fm.f))
+	for _, f := range []*fsm.FSM{fm.f, back} {
+		res := must1(t, f, &fsm.ExpireLeases{Now: failedAt + int64(5*time.Second)}).(scheduler.ExpireResult)
+		if res.Retried != 1 {
+			t.Fatalf("ExpireLeases at the retry time: %+v", res)
+		}
+		got := must1(t, f, &fsm.LeaseTask{NodeID: node, LeaseMS: 30000, Now: failedAt + int64(6*time.Second)}).(fsm.LeaseResult)
+		if !got.Found || got.Lease.TaskID != l.TaskID || got.Lease.Attempt != 2 {
+			t.Fatalf("lease after the backoff: %+v", got)
+		}
+	}
+	if !bytes.Equal(snapshotBytes(t, fm.f), snapshotBytes(t, back)) {
+		t.Fatal("the restored FSM went on differently")
+	}
+}
+
+func must1(t *testing.T, f *fsm.FSM, c fsm.Command) any {
+	t.Helper()
+	v, err := f.ApplyCommand(c)
+	if err != nil {
+		t.Fatalf("%T: %v", c, err)
+	}
+	return v
+}

@@ -38,7 +38,9 @@ func start(t *testing.T, opts ...option) *harness {
 		DataDir: t.TempDir(), NodeID: "node1", Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0",
 		RaftListen: "127.0.0.1:0", AdminToken: "test-admin-token", AppURL: "https://app.test",
 		Limits: api.Limits{Disabled: true},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		// Failed tasks come back at once unless a test asks for a backoff.
+		RetryBackoff: -1,
+		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		// The sandbox has no DNS: the photo host of the avatar tests resolves to a
 		// public address, as it would on the internet.
 		ClientResolver: exampleDNS{"images.example.com": "93.184.215.14", "img.example.com": "93.184.215.14", "a.example.com": "93.184.215.14"},

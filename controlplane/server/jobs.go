@@ -8,6 +8,10 @@ import (
 	"github.com/vidfarm/vidfarm/scheduler"
 )
 
+// DefaultRetryBackoff is the base wait before a task that failed on every
+// node able to run it is tried again: 10 s, 20 s, 40 s … up to 5 min 20 s.
+const DefaultRetryBackoff = 10 * time.Second
+
 // leaderJobs runs what only the leader does; each tick checks leadership, so a
 // node that loses it stops and a new leader picks up from FSM state. The
 // upload sweep runs on every node.
@@ -90,7 +94,8 @@ func (s *Server) expireIdempotency(ctx context.Context) {
 }
 
 // expireLeases requeues the tasks whose lease ran out (their node stopped
-// heartbeating) and marks silent nodes down. It proposes only when the scheduler
+// heartbeating), makes ready the failed tasks whose retry time has come, and
+// marks silent nodes down. It proposes only when the scheduler
 // says there is something to expire, so an idle farm writes nothing to the log.
 func (s *Server) expireLeases(ctx context.Context) {
 	now := time.Now().UnixNano()
@@ -115,7 +120,10 @@ func (s *Server) expireLeases(ctx context.Context) {
 	if len(res.NodesDown) > 0 {
 		s.log.Warn("nodes stopped heartbeating", "node_ids", res.NodesDown)
 	}
-	if len(res.Expired) > 0 || len(res.NodesDown) > 0 {
+	if res.Retried > 0 {
+		s.log.Info("failed tasks ready to be tried again", "count", res.Retried)
+	}
+	if len(res.Expired) > 0 || len(res.NodesDown) > 0 || res.Retried > 0 {
 		s.notify.Notify()
 	}
 }

@@ -57,6 +57,10 @@ type Config struct {
 	// 30 s); HeartbeatInterval how often agents heartbeat (default 5 s).
 	LeaseDuration     time.Duration
 	HeartbeatInterval time.Duration
+	// RetryBackoff is the base wait before a task that failed on every node
+	// able to run it is tried again, doubling with each failure (at most 32
+	// times); 0 means DefaultRetryBackoff, negative retries at once.
+	RetryBackoff time.Duration
 	// PublicURL is how clients reach the public listener; file URLs start with it.
 	// Empty means http://<Listen's bound address>.
 	PublicURL string
@@ -149,6 +153,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.NodeID == "" {
 		cfg.NodeID = "node1"
+	}
+	switch {
+	case cfg.RetryBackoff == 0:
+		cfg.RetryBackoff = DefaultRetryBackoff
+	case cfg.RetryBackoff < 0:
+		cfg.RetryBackoff = 0
 	}
 	if cfg.GarbageInterval <= 0 {
 		cfg.GarbageInterval = DefaultGarbageInterval
@@ -287,7 +297,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// server ends waiting polls at once instead of holding the shutdown.
 	s.agent = &http.Server{Handler: forward(cluster.Agent, agentapi.Handler(agentapi.Config{
 		FSM: f, Store: node, Blobs: blobs, Token: cfg.AgentToken, Notifier: s.notify, Logger: cfg.Logger,
-		LeaseDuration: cfg.LeaseDuration, HeartbeatInterval: cfg.HeartbeatInterval,
+		LeaseDuration: cfg.LeaseDuration, HeartbeatInterval: cfg.HeartbeatInterval, RetryBackoff: cfg.RetryBackoff,
 	}), nil), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		BaseContext: func(net.Listener) context.Context { return bg }}
 	if err := s.joinOrWait(ctx); err != nil {
