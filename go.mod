@@ -4,8 +4,8 @@ go 1.26.8
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
-	github.com/anishathalye/porcupine v1.3.1
 	github.com/NVIDIA/go-nvml v0.13.0-1
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/asticode/go-astisub v0.34.0
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/hashicorp/go-hclog v1.6.2
@@ -56,6 +56,7 @@ require (
 	github.com/klauspost/compress v1.20.1 // indirect
 	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
 	github.com/klauspost/crc32 v1.3.0 // indirect
+	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/mattn/go-colorable v0.1.15 // indirect
 	github.com/mattn/go-isatty v0.0.22 // indirect
 	github.com/minio/crc64nvme v1.1.1 // indirect

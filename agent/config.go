@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vidfarm/vidfarm/models"
 	"github.com/vidfarm/vidfarm/pipeline"
 )
@@ -121,6 +123,11 @@ type Config struct {
 	HTTPClient *http.Client
 	// Discover reads the machine's capacity. Default: DiscoverSystem.
 	Discover func() (Capacity, error)
+	// Metrics, when set, gets the agent's Prometheus metrics (metrics.go).
+	Metrics prometheus.Registerer
+	// SampleGPUs reads the GPUs for the metrics at scrape time. Default:
+	// SampleGPUs (NVML).
+	SampleGPUs func() ([]GPU, error)
 }
 
 // withDefaults checks c and fills in the defaults that need no discovery.
@@ -212,6 +219,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Discover == nil {
 		c.Discover = DiscoverSystem
+	}
+	if c.SampleGPUs == nil {
+		c.SampleGPUs = SampleGPUs
 	}
 	return c, nil
 }

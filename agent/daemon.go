@@ -75,6 +75,7 @@ type agent struct {
 	cp       *cpClient
 	inputs   *inputFetcher
 	capacity wire.Capacity
+	m        *metrics
 
 	regMu sync.Mutex // serialises (re)registration
 
@@ -146,7 +147,7 @@ func newAgent(ctx context.Context, cfg Config) (*agent, error) {
 	if err := prepareWorkDir(cfg.WorkDir); err != nil {
 		return nil, err
 	}
-	return &agent{
+	a := &agent{
 		cfg:      cfg,
 		log:      log,
 		cp:       &cpClient{base: cfg.Server, hc: cfg.HTTPClient},
@@ -155,7 +156,9 @@ func newAgent(ctx context.Context, cfg Config) (*agent, error) {
 		held:     map[string]*task{},
 		hbNow:    make(chan struct{}, 1),
 		fatal:    make(chan error, 1),
-	}, nil
+	}
+	a.m = newMetrics(cfg.Metrics, a)
+	return a, nil
 }
 
 func (a *agent) run(ctx context.Context) error {
@@ -448,6 +451,7 @@ func (a *agent) worker(n int) {
 		case a.unauthorized(err, gen):
 			continue
 		case err != nil:
+			a.m.leaseFailed()
 			wait := b.next()
 			log.Warn("lease request failed; retrying", "retry_in", wait.Round(time.Millisecond).String(), "err", err)
 			sleep(a.leaseCtx, wait)

@@ -3,6 +3,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -30,6 +31,20 @@ func DiscoverSystem() (Capacity, error) {
 	systemMu.Lock()
 	defer systemMu.Unlock()
 	return Discover(nvml.New())
+}
+
+// SampleGPUs reads the machine's GPUs alone (memory, utilisation), for
+// metrics: discovery without the host and tools.
+func SampleGPUs() ([]GPU, error) {
+	systemMu.Lock()
+	defer systemMu.Unlock()
+	return sampleGPUs(nvml.New())
+}
+
+func sampleGPUs(lib nvml.Interface) ([]GPU, error) {
+	var c Capacity
+	errs := discoverNVIDIA(lib, &c)
+	return c.GPUs, errors.Join(errs...)
 }
 
 func discover(lib nvml.Interface, h host) (Capacity, error) {

@@ -88,6 +88,9 @@ func (a *agent) runTask(asg wire.Assignment) {
 	}()
 	t.log.Info("task leased", "gpus", asg.GPUIDs, "deadline", asg.Deadline)
 	start := time.Now()
+	outcome := outcomeDropped
+	a.m.started(string(asg.Kind))
+	defer func() { a.m.ended(string(asg.Kind), outcome, time.Since(start)) }()
 
 	progressCtx, stopProgress := context.WithCancel(ctx)
 	var progressDone sync.WaitGroup
@@ -117,15 +120,18 @@ func (a *agent) runTask(asg wire.Assignment) {
 	if err != nil {
 		t.log.Warn("task failed", "err", err, "elapsed", time.Since(start).Round(time.Millisecond).String())
 		reason := failReason(err)
-		a.report(ctx, t, "fail", func(ctx context.Context, cred string) error {
+		if a.report(ctx, t, "fail", func(ctx context.Context, cred string) error {
 			return a.cp.fail(ctx, cred, asg.TaskID, wire.FailRequest{Token: asg.Token, Reason: reason})
-		})
+		}) {
+			outcome = outcomeFailed
+		}
 		return
 	}
 	res.Token = asg.Token
 	if a.report(ctx, t, "complete", func(ctx context.Context, cred string) error {
 		return a.cp.complete(ctx, cred, asg.TaskID, res)
 	}) {
+		outcome = outcomeCompleted
 		t.log.Info("task completed", "elapsed", time.Since(start).Round(time.Millisecond).String(),
 			"artifacts", len(res.Artifacts), "scenes", res.Scenes, "duration_seconds", res.DurationSeconds)
 	}

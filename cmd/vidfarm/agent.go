@@ -3,13 +3,21 @@ package main
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/vidfarm/vidfarm/agent"
 	"github.com/vidfarm/vidfarm/controlplane/tlsconf"
@@ -38,6 +46,7 @@ func runAgent(args []string) error {
 	allowPrivate := fs.Bool("allow-private-inputs", false, "development only: fetch input images from loopback and private addresses")
 	drainTimeout := fs.Duration("drain-timeout", agent.DefaultDrainTimeout, "on SIGTERM, how long running tasks may finish before they are handed back")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	metricsListen := fs.String("metrics-listen", "", "serve Prometheus metrics (tasks, GPUs, work dir) at http://ADDR/metrics, e.g. 127.0.0.1:9102 (default: off)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -67,9 +76,21 @@ func runAgent(args []string) error {
 			return fmt.Errorf("--ca-file: %w", err)
 		}
 	}
+	var metrics prometheus.Registerer // nil: no metrics (a nil *Registry would not do)
+	if *metricsListen != "" {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		stopMetrics, err := serveMetrics(*metricsListen, reg, log)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+		metrics = reg
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return agent.Run(ctx, agent.Config{
+		Metrics:            metrics,
 		Server:             *server,
 		Token:              *token,
 		Name:               *name,
@@ -84,4 +105,22 @@ func runAgent(args []string) error {
 		DrainTimeout:       max(*drainTimeout, time.Nanosecond), // 0 here means no wait; in Config, the default
 		Logger:             log,
 	})
+}
+
+// serveMetrics serves reg at http://addr/metrics until the returned stop.
+func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics listener stopped", "err", err)
+		}
+	}()
+	log.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	return func() { _ = srv.Close() }, nil
 }

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"image"
 	_ "image/png"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -99,7 +101,7 @@ func (m *modelServer) received() []modelCall {
 func TestE2EHTTPRunner(t *testing.T) {
 	f := newE2EFarm(t, 100)
 	ms := startModelServer(t, f.dir)
-	f.startAgent("agent-http", "--runner", e2eModel+"="+ms.srv.URL+"/render")
+	ag := f.startAgent("agent-http", "--runner", e2eModel+"="+ms.srv.URL+"/render", "--metrics-listen", "127.0.0.1:0")
 
 	v := f.createVideo(manualBody("a lighthouse in the rain", fmt.Sprintf(`,"image_url":%q`, f.imageURL(2))))
 	id := v["id"].(string)
@@ -121,4 +123,33 @@ func TestE2EHTTPRunner(t *testing.T) {
 	if c.image.Width == 0 || c.image.Height == 0 {
 		t.Errorf("image-0 did not decode: %+v", c.image)
 	}
+
+	// The agent's metrics count the render and the finalize it ran.
+	served := findLogs(ag.proc, "serving metrics")
+	if len(served) == 0 {
+		t.Fatal("the agent did not log its metrics address")
+	}
+	url := served[0]["url"].(string)
+	want := []string{
+		`vidfarm_agent_tasks_total{kind="render",outcome="completed"} 1`,
+		`vidfarm_agent_tasks_total{kind="finalize",outcome="completed"} 1`,
+		`vidfarm_agent_registered 1`,
+		`vidfarm_agent_tasks_running{kind="render"} 0`,
+	}
+	var body []byte
+	// The counters move just after the report the video waited for.
+	eventually(t, 10*time.Second, "the agent's metrics to count both tasks", func() bool {
+		res, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(res.Body)
+		res.Body.Close()
+		for _, line := range want {
+			if !strings.Contains(string(body), line+"\n") {
+				return false
+			}
+		}
+		return true
+	})
 }

@@ -1,0 +1,111 @@
+package agent
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/vidfarm/vidfarm/scheduler"
+	"github.com/vidfarm/vidfarm/scheduler/wire"
+)
+
+// TestMetricsCountTasks: a completed and a failed task show in the task
+// counters, the running gauge comes back to zero, and the state gauges
+// read the registration and the virtual GPUs.
+func TestMetricsCountTasks(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	cfg := testConfig(t, f)
+	reg := prometheus.NewRegistry()
+	cfg.Metrics = reg
+	startAgent(t, cfg)
+	ok := assignment("vid_m1", "plan", scheduler.KindPlan, wire.Video{Mode: "auto", Prompt: "A lighthouse.", DurationSeconds: 10})
+	bad := assignment("vid_m2", "upscale", scheduler.Kind("upscale"), wire.Video{Mode: "manual"})
+	f.enqueue(ok, bad)
+	waitComplete(t, f, ok.TaskID)
+	expectFailed(t, f, bad.TaskID, `task kind "upscale"`)
+	waitFor(t, "both tasks counted", func() bool {
+		return counterValue(t, reg, "vidfarm_agent_tasks_total", "upscale", "failed") == 1
+	})
+	want := `
+# HELP vidfarm_agent_tasks_total Tasks this agent ended, by kind and outcome (completed, failed, dropped).
+# TYPE vidfarm_agent_tasks_total counter
+vidfarm_agent_tasks_total{kind="plan",outcome="completed"} 1
+vidfarm_agent_tasks_total{kind="upscale",outcome="failed"} 1
+# HELP vidfarm_agent_tasks_running Tasks this agent is running, by kind.
+# TYPE vidfarm_agent_tasks_running gauge
+vidfarm_agent_tasks_running{kind="plan"} 0
+vidfarm_agent_tasks_running{kind="upscale"} 0
+# HELP vidfarm_agent_registered 1 while the agent holds a node credential from the control plane.
+# TYPE vidfarm_agent_registered gauge
+vidfarm_agent_registered 1
+# HELP vidfarm_agent_virtual_gpus Procedural render slots advertised on a machine without NVIDIA GPUs.
+# TYPE vidfarm_agent_virtual_gpus gauge
+vidfarm_agent_virtual_gpus 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "vidfarm_agent_tasks_total", "vidfarm_agent_tasks_running",
+		"vidfarm_agent_registered", "vidfarm_agent_virtual_gpus"); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(reg, "vidfarm_agent_task_duration_seconds"); n != 2 {
+		t.Fatalf("duration histograms: %d, want 2", n)
+	}
+}
+
+// TestMetricsGPUs: on a node with NVIDIA GPUs the scrape samples them.
+func TestMetricsGPUs(t *testing.T) {
+	util := uint32(37)
+	a := &agent{cfg: Config{WorkDir: t.TempDir(), SampleGPUs: func() ([]GPU, error) {
+		return []GPU{
+			{Index: 0, UUID: "GPU-aaa", Name: "NVIDIA H100", MemoryTotalMB: 81559, MemoryFreeMB: 81000, UtilizationGPUPercent: &util},
+			{Index: 1, UUID: "GPU-bbb", Name: "NVIDIA H100", MemoryTotalMB: 81559, MemoryFreeMB: 1559}, // no utilisation (MIG)
+			{Index: 2, Error: "memory: not supported"},
+		}, nil
+	}}}
+	reg := prometheus.NewRegistry()
+	a.m = newMetrics(reg, a)
+	want := `
+# HELP vidfarm_agent_gpu_memory_used_bytes Memory in use on each GPU (NVML).
+# TYPE vidfarm_agent_gpu_memory_used_bytes gauge
+vidfarm_agent_gpu_memory_used_bytes{index="0",name="NVIDIA H100",uuid="GPU-aaa"} 5.86153984e+08
+vidfarm_agent_gpu_memory_used_bytes{index="1",name="NVIDIA H100",uuid="GPU-bbb"} 8.388608e+10
+# HELP vidfarm_agent_gpu_utilization_ratio GPU utilisation over NVML's last sample period, 0 to 1.
+# TYPE vidfarm_agent_gpu_utilization_ratio gauge
+vidfarm_agent_gpu_utilization_ratio{index="0",name="NVIDIA H100",uuid="GPU-aaa"} 0.37
+# HELP vidfarm_agent_registered 1 while the agent holds a node credential from the control plane.
+# TYPE vidfarm_agent_registered gauge
+vidfarm_agent_registered 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "vidfarm_agent_gpu_memory_used_bytes",
+		"vidfarm_agent_gpu_utilization_ratio", "vidfarm_agent_registered"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// counterValue is the value of the series of counter name whose label
+// values are values (in label-name order), or 0.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string, values ...string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var got []string
+			for _, lp := range m.GetLabel() {
+				got = append(got, lp.GetValue())
+			}
+			if slices.Equal(got, values) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
