@@ -21,6 +21,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/blob"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/controlplane/netguard"
+	"github.com/vidfarm/vidfarm/controlplane/sealed"
 )
 
 // Store proposes commands to the replicated state; raftnode.Node is the real one.
@@ -51,6 +52,9 @@ type Config struct {
 	// WebhookGuard checks webhook addresses at registration; nil means the
 	// production policy (public https only).
 	WebhookGuard *netguard.Guard
+	// Secrets seals the signing secrets of new webhooks before they enter
+	// the replicated state; nil keeps them plain.
+	Secrets *sealed.Key
 	// Guard checks the addresses the farm fetches on a client's behalf (brand
 	// pages, logo_url); nil means one with AllowPrivate = AllowPrivateURLs.
 	Guard *netguard.Guard

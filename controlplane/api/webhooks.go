@@ -85,8 +85,9 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := principalOf(r)
-	cmd := &fsm.CreateWebhook{WebhookID: ids.New("whk"), AccountID: p.AccountID, URL: u.String(), Events: events,
-		Secret: ids.NewWebhookSecret(), Now: a.cfg.Now().UnixNano()}
+	id, secret := ids.New("whk"), ids.NewWebhookSecret()
+	cmd := &fsm.CreateWebhook{WebhookID: id, AccountID: p.AccountID, URL: u.String(), Events: events,
+		Secret: a.cfg.Secrets.Seal(secret, id), Now: a.cfg.Now().UnixNano()}
 	actx, acancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
 	defer acancel()
 	out, err := a.store.Apply(actx, cmd)
@@ -101,7 +102,7 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	view := webhookView(out.(fsm.Webhook))
-	view.Secret = cmd.Secret
+	view.Secret = secret // shown once, in the clear
 	apierr.WriteJSON(w, http.StatusCreated, view)
 }
 

@@ -95,6 +95,11 @@ type Config struct {
 	// PendingAssetTTL is how long an asset may stay pending (created, never
 	// completed) before the leader deletes it and its bytes; default 24 h.
 	PendingAssetTTL time.Duration
+	// SecretsKey (64 hexadecimal digits, the same on every node) seals
+	// webhook signing secrets in the replicated state, so that snapshots,
+	// backups and the Raft log do not hold them in the clear. Empty keeps
+	// them plain (as before the option existed).
+	SecretsKey string
 	// GarbageInterval is how often the leader deletes the intermediate
 	// blobs of finished videos (0: DefaultGarbageInterval).
 	GarbageInterval time.Duration
@@ -237,7 +242,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// replay wake it; it reaches the API and the node through s once they exist.
 	var s *Server
 	reg := prometheus.NewRegistry()
-	engine, guard := newWebhooks(cfg, f, reg, &s)
+	secrets, err := secretsKey(cfg)
+	if err != nil {
+		publicLn.Close()
+		adminLn.Close()
+		agentLn.Close()
+		return nil, err
+	}
+	engine, guard := newWebhooks(cfg, f, reg, &s, secrets)
 	node, err := raftnode.Open(raftnode.Config{
 		DataDir: filepath.Join(cfg.DataDir, "raft"), NodeID: cfg.NodeID, RaftAddr: cfg.RaftListen,
 		Logger: cfg.Logger, NoSync: cfg.NoSync, Join: cfg.Join != "", Advertise: cfg.RaftAdvertise,
@@ -263,7 +275,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.API, err = api.New(api.Config{
 		FSM: f, Store: node, Logger: cfg.Logger, Signer: blob.Signer{Key: secret, BaseURL: cfg.PublicURL},
 		Limits: cfg.Limits, AppURL: cfg.AppURL, Registry: reg, Blobs: blobs, WorkQueued: s.notify.Notify,
-		AllowPrivateURLs: cfg.AllowPrivateURLs, SpeechWait: cfg.SpeechWait, WebhookGuard: guard,
+		AllowPrivateURLs: cfg.AllowPrivateURLs, SpeechWait: cfg.SpeechWait, WebhookGuard: guard, Secrets: secrets,
 		Guard: &netguard.Guard{AllowPrivate: cfg.AllowPrivateURLs, Resolver: cfg.ClientResolver},
 	})
 	if cfg.AllowPrivateURLs {

@@ -1,19 +1,21 @@
 package server
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/controlplane/netguard"
+	"github.com/vidfarm/vidfarm/controlplane/sealed"
 	"github.com/vidfarm/vidfarm/controlplane/webhook"
 )
 
 // newWebhooks builds the address guard webhooks go through (registration and
 // delivery) and the deliverer, wired to f so new events wake it. srv is read
 // only when the deliverer runs, after Start has filled it in.
-func newWebhooks(cfg Config, f *fsm.FSM, reg prometheus.Registerer, srv **Server) (*webhook.Engine, *netguard.Guard) {
+func newWebhooks(cfg Config, f *fsm.FSM, reg prometheus.Registerer, srv **Server, secrets *sealed.Key) (*webhook.Engine, *netguard.Guard) {
 	guard := &netguard.Guard{AllowPrivate: cfg.DevAllowPrivateWebhooks, Resolver: cfg.WebhookResolver}
 	if cfg.DevAllowPrivateWebhooks {
 		cfg.Logger.Warn("DEVELOPMENT SWITCH --dev-allow-private-webhooks IS ON: webhooks may target plain http and private, loopback and link-local addresses, so any API client can make this server send requests into its own network; never use this on a public farm")
@@ -21,8 +23,22 @@ func newWebhooks(cfg Config, f *fsm.FSM, reg prometheus.Registerer, srv **Server
 	engine := webhook.New(webhook.Config{
 		State: f, Client: guard.Client(webhook.DefaultTimeout, false), Clock: cfg.WebhookClock, Logger: cfg.Logger,
 		Render:   func(v fsm.Video, exp time.Time) any { return (*srv).API.EventVideo(v, exp) },
-		IsLeader: func() bool { return (*srv).Node.IsLeader() }, Metrics: webhook.NewMetrics(reg, f),
+		IsLeader: func() bool { return (*srv).Node.IsLeader() }, Metrics: webhook.NewMetrics(reg, f), Secrets: secrets,
 	})
 	f.OnOutbox(engine.Notify)
 	return engine, guard
+}
+
+// secretsKey parses Config.SecretsKey; without one, webhook secrets stay
+// plain and the log says so.
+func secretsKey(cfg Config) (*sealed.Key, error) {
+	if cfg.SecretsKey == "" {
+		cfg.Logger.Info("no --secrets-key: new webhook signing secrets are kept in plain text in the replicated state (snapshots, backups); set the same key on every node to seal them")
+		return nil, nil
+	}
+	k, err := sealed.ParseKey(cfg.SecretsKey)
+	if err != nil {
+		return nil, fmt.Errorf("--secrets-key: %w", err)
+	}
+	return k, nil
 }

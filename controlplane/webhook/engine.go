@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/sealed"
 	"github.com/vidfarm/vidfarm/controlplane/webhook/signature"
 )
 
@@ -95,6 +96,9 @@ type Config struct {
 	Retention   time.Duration // default DefaultRetention
 	Logger      *slog.Logger
 	Metrics     *Metrics // nil: none
+	// Secrets opens sealed signing secrets (package sealed); nil opens only
+	// plain ones.
+	Secrets *sealed.Key
 }
 
 // Engine is the delivery loop.
@@ -289,6 +293,10 @@ func (e *Engine) post(ctx context.Context, d fsm.DueDelivery, body []byte, at ti
 	if d.Secret == "" {
 		return 0, "endpoint deleted"
 	}
+	secret, err := e.cfg.Secrets.Open(d.Secret, d.WebhookID)
+	if err != nil {
+		return 0, "cannot sign: " + err.Error()
+	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(body))
@@ -297,7 +305,7 @@ func (e *Engine) post(ctx context.Context, d fsm.DueDelivery, body []byte, at ti
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "vidfarm-webhooks/1")
-	req.Header.Set(signature.HeaderName, signature.Header(d.Secret, at, body))
+	req.Header.Set(signature.HeaderName, signature.Header(secret, at, body))
 	res, err := e.cfg.Client.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
