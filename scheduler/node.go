@@ -167,6 +167,7 @@ func (s *State) UpsertNode(spec Node, now time.Time) error {
 		}
 	}
 	s.countCapable(n, +1)
+	s.releaseFor(n, ms(now))
 	return nil
 }
 

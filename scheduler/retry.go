@@ -3,6 +3,7 @@ package scheduler
 import (
 	"container/heap"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -14,7 +15,8 @@ import (
 // the task waits in TaskRetrying: base × 2^(failures−1), at most
 // maxBackoffFactor × base. Place and Expire make a retrying task ready once
 // its time has come; ExpiryDue reports that time, so the leader proposes
-// Expire for it as it does for leases.
+// Expire for it as it does for leases. A node that registers (UpsertNode)
+// and could run a retrying task it has not failed takes it at once.
 
 // maxBackoffFactor caps a retry's wait at this many times the base.
 const maxBackoffFactor = 32
@@ -27,17 +29,20 @@ type retryEntry struct {
 	t  *task
 }
 
+// before orders retries: earlier time, then older task.
+func (e retryEntry) before(o retryEntry) bool {
+	if e.at != o.at {
+		return e.at < o.at
+	}
+	return e.t.older(o.t)
+}
+
 type retryHeap []retryEntry
 
-func (h retryHeap) Len() int { return len(h) }
-func (h retryHeap) Less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
-	}
-	return h[i].t.older(h[j].t)
-}
-func (h retryHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *retryHeap) Push(x any)   { *h = append(*h, x.(retryEntry)) }
+func (h retryHeap) Len() int           { return len(h) }
+func (h retryHeap) Less(i, j int) bool { return h[i].before(h[j]) }
+func (h retryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *retryHeap) Push(x any)        { *h = append(*h, x.(retryEntry)) }
 func (h *retryHeap) Pop() any {
 	old := *h
 	e := old[len(old)-1]
@@ -96,6 +101,32 @@ func (s *State) release(now int64) int {
 		n++
 	}
 	return n
+}
+
+// releaseFor makes ready at once the retrying tasks that live node n can
+// run and has not failed: they wait only because every node that could
+// run them had failed them, and n is a fresh one (a node that registered
+// during the wait). Oldest retry time first.
+func (s *State) releaseFor(n *node, now int64) {
+	if !n.live() || len(s.retrying) == 0 {
+		return
+	}
+	var fresh []retryEntry
+	for _, e := range s.retrying {
+		t := e.t
+		if t.state == TaskRetrying && t.retryAt == e.at && n.staticFit(&t.cls.req) && !slices.Contains(t.failedNodes, n.spec.ID) {
+			fresh = append(fresh, e)
+		}
+	}
+	slices.SortFunc(fresh, func(a, b retryEntry) int {
+		if a.before(b) {
+			return -1
+		}
+		return 1
+	})
+	for _, e := range fresh {
+		s.makeReady(e.t, now) // its heap entry is skipped when it comes up
+	}
 }
 
 // retryDue reports whether a retrying task's time is at or before now. It

@@ -166,3 +166,30 @@ func TestFailWithBackoffRefusesNegative(t *testing.T) {
 		t.Fatalf("negative backoff: %v", err)
 	}
 }
+
+// TestNewNodeTakesRetryingTask: a node that registers during the wait and
+// has not failed the task takes it at once.
+func TestNewNodeTakesRetryingTask(t *testing.T) {
+	s, l := oneNodeOneVideo(t, Config{})
+	failBackoff(t, s, l, at(1))
+	must(t, s.UpsertNode(gpuNode("n2", 1, 24, "m"), at(2)))
+	if tk, _ := s.Task(l.TaskID); tk.State != TaskReady {
+		t.Fatalf("task is %s after a fresh node registered, want ready", tk.State)
+	}
+	l2 := mustPlace(t, s, "n2", at(2))
+	if l2.TaskID != l.TaskID {
+		t.Fatalf("the new node got %+v", l2)
+	}
+	// A node that cannot run it (no such model) changes nothing.
+	failBackoff(t, s, l2, at(3))
+	must(t, s.UpsertNode(gpuNode("n3", 1, 24, "other-model"), at(4)))
+	if tk, _ := s.Task(l.TaskID); tk.State != TaskRetrying {
+		t.Fatalf("task is %s after an unfit node registered, want retrying", tk.State)
+	}
+	// Re-registering a node that failed it does not release it either.
+	must(t, s.UpsertNode(gpuNode("n1", 1, 24, "m"), at(5)))
+	if tk, _ := s.Task(l.TaskID); tk.State != TaskRetrying {
+		t.Fatalf("task is %s after a node that failed it registered again", tk.State)
+	}
+	must(t, checkInvariants(s))
+}
