@@ -129,6 +129,8 @@ func (t MessageType) String() string {
 		return "remove_member"
 	case BlobsDeletedType:
 		return "blobs_deleted"
+	case ExpireSpeechType:
+		return "expire_speech"
 	}
 	return fmt.Sprintf("message_type_%d", uint8(t))
 }
@@ -322,6 +324,8 @@ func Decode(entry []byte) (Command, error) {
 		c = &RemoveMember{}
 	case BlobsDeletedType:
 		c = &BlobsDeleted{}
+	case ExpireSpeechType:
+		c = &ExpireSpeech{}
 	default:
 		return nil, fmt.Errorf("decode: unknown message type %d", entry[0])
 	}

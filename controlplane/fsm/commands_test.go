@@ -61,6 +61,7 @@ var everyCommand = []struct {
 		PublicURL: "http://127.0.0.1:8080", AdminURL: "http://127.0.0.1:8081", AgentURL: "http://127.0.0.1:8082", Updated: t0}, Now: t0}},
 	{fsm.RemoveMemberType, 47, "remove_member", &fsm.RemoveMember{ID: "n1", Now: t0}},
 	{fsm.BlobsDeletedType, 48, "blobs_deleted", &fsm.BlobsDeleted{Keys: []string{"videos/vid/plan/plan.json"}, Now: t0}},
+	{fsm.ExpireSpeechType, 49, "expire_speech", &fsm.ExpireSpeech{Before: t0 - 1, Now: t0}},
 }
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {

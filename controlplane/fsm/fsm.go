@@ -173,6 +173,8 @@ func (s *state) apply(cmd Command) (any, error) {
 		return s.applyRemoveMember(c)
 	case *BlobsDeleted:
 		return s.applyBlobsDeleted(c)
+	case *ExpireSpeech:
+		return s.applyExpireSpeech(c)
 	}
 	panic(fmt.Sprintf("fsm: no apply function for %T", cmd))
 }

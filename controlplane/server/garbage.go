@@ -12,6 +12,30 @@ import (
 // blobs of finished videos.
 const DefaultGarbageInterval = 10 * time.Second
 
+// DefaultSpeechRetention is how long a finished speech sample is kept: its
+// audio URLs live about a day.
+const DefaultSpeechRetention = 7 * 24 * time.Hour
+
+// expireSpeech forgets the finished speech samples older than
+// SpeechRetention; their audio goes to the blob janitor. It proposes only
+// when there is something to forget.
+func (s *Server) expireSpeech(ctx context.Context) {
+	before := time.Now().Add(-s.cfg.SpeechRetention).UnixNano()
+	if !s.Node.FSM.SpeechExpiryDue(before) {
+		return
+	}
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	n, err := s.Node.Apply(actx, &fsm.ExpireSpeech{Before: before, Now: time.Now().UnixNano()})
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("expire speech samples", "err", err)
+		}
+		return
+	}
+	s.log.Info("expired speech samples", "count", n, "older_than", s.cfg.SpeechRetention.String())
+}
+
 // DefaultUploadRetention is how long an upload's bytes are kept: a day past
 // the 7 days its public URL is valid (api: POST /v1/uploads).
 const DefaultUploadRetention = 8 * 24 * time.Hour

@@ -124,3 +124,26 @@ func TestFailedTaskBacksOff(t *testing.T) {
 		t.Fatalf("after the backoff: %+v", second)
 	}
 }
+
+// TestOldSpeechExpires: a finished speech sample older than the retention
+// is forgotten (404) and its audio deleted.
+func TestOldSpeechExpires(t *testing.T) {
+	h := start(t, withAgent(30*time.Second), withSpeechWait(time.Millisecond), func(c *server.Config) {
+		c.SpeechRetention = 50 * time.Millisecond
+		c.UploadSweepInterval = 20 * time.Millisecond
+		c.GarbageInterval = 20 * time.Millisecond
+	})
+	_, key := h.account("pro", 0)
+	h.registerVoiceNode("tts", testVoices...)
+	cred := h.registerNode("cpu-1")
+	r := h.do("POST", "/v1/voices/speech", key, speechReq("Hello.", "en-us+f3"))
+	id := r.json(t)["id"].(string)
+	a := h.leaseTask(cred, 5)
+	a.Video.DurationSeconds = 1
+	h.runTask(cred, a, wire.ArtifactSpeech)
+	audio := "videos/" + id + "/speech/" + wire.ArtifactSpeech
+	eventually(t, func() bool {
+		_, err := h.srv.Blobs.Stat(context.Background(), audio)
+		return h.do("GET", "/v1/voices/speech/"+id, key, nil).Status == http.StatusNotFound && errors.Is(err, blob.ErrNotFound)
+	}, "the sample to expire and its audio to be deleted")
+}

@@ -50,6 +50,9 @@ func (s *Server) leaderJobs(ctx context.Context) {
 			// On every node, leader or not: with local stores each node keeps
 			// the uploads it took while it led.
 			s.expireUploads(ctx)
+			if s.Node.IsLeader() {
+				s.expireSpeech(ctx)
+			}
 		case <-leases.C:
 			leader := s.Node.IsLeader()
 			if leader && !wasLeader {

@@ -103,6 +103,9 @@ type Config struct {
 	// GarbageInterval is how often the leader deletes the intermediate
 	// blobs of finished videos (0: DefaultGarbageInterval).
 	GarbageInterval time.Duration
+	// SpeechRetention is how long a finished speech sample (and its audio)
+	// is kept after it was asked for (0: DefaultSpeechRetention).
+	SpeechRetention time.Duration
 	// UploadRetention is how long the bytes of a POST /v1/uploads upload
 	// are kept (0: DefaultUploadRetention); UploadSweepInterval how often
 	// each node looks for older ones (0: an hour).
@@ -167,6 +170,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.GarbageInterval <= 0 {
 		cfg.GarbageInterval = DefaultGarbageInterval
+	}
+	if cfg.SpeechRetention <= 0 {
+		cfg.SpeechRetention = DefaultSpeechRetention
 	}
 	if cfg.UploadRetention <= 0 {
 		cfg.UploadRetention = DefaultUploadRetention
