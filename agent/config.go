@@ -29,6 +29,10 @@ const (
 	// VirtualGPUMemoryGB is the memory each virtual GPU advertises: that of
 	// the catalog's reference GPU, so every model's requirements fit.
 	VirtualGPUMemoryGB = 80
+	// DefaultTaskTimeout bounds one task's stage (a render, a composite):
+	// a runner that hangs gives its GPUs back and the task fails, to be
+	// retried elsewhere, instead of holding them forever.
+	DefaultTaskTimeout = 6 * time.Hour
 	// DefaultDrainTimeout is how long a stopping agent waits for its
 	// running tasks before it cancels them and hands them back.
 	DefaultDrainTimeout = 2 * time.Minute
@@ -103,6 +107,10 @@ type Config struct {
 	// with its own CA). Ignored when HTTPClient is set.
 	ServerRootCAs *x509.CertPool
 
+	// TaskTimeout bounds each task's stage; past it the stage is cancelled
+	// and the task reported failed. Default: DefaultTaskTimeout; negative:
+	// no bound.
+	TaskTimeout time.Duration
 	// DrainTimeout is how long Run waits, once its context is done, for
 	// running tasks to finish and report. Default: DefaultDrainTimeout.
 	DrainTimeout time.Duration
@@ -166,6 +174,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.VirtualGPUs == 0 {
 		c.VirtualGPUs = DefaultVirtualGPUs
+	}
+	if c.TaskTimeout == 0 {
+		c.TaskTimeout = DefaultTaskTimeout
 	}
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = DefaultDrainTimeout

@@ -518,3 +518,19 @@ printf '%s' "$CUDA_VISIBLE_DEVICES" > "$out"`
 		t.Errorf("runner saw CUDA_VISIBLE_DEVICES=%q, want %q", got, a.GPUIDs[0])
 	}
 }
+
+// TestHungRunnerTimesOut: a runner that never finishes is stopped at the
+// task timeout and the task reported failed, saying why.
+func TestHungRunnerTimesOut(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	cfg := testConfig(t, f)
+	cfg.TaskTimeout = 300 * time.Millisecond
+	cfg.Runners = map[string][]string{"sora-2": {"sh", "-c", "cat >/dev/null; echo 'progress 5'; exec sleep 600"}}
+	startAgent(t, cfg)
+	a := assignment("vid_hung", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: "sora-2",
+		Prompt: "p", Resolution: "720p", AspectRatio: "16:9", DurationSeconds: 4})
+	f.enqueue(a)
+	expectFailed(t, f, a.TaskID, "task timeout (300ms)")
+	waitFor(t, "the work dir to empty", func() bool { return emptyDir(t, cfg.WorkDir) })
+}

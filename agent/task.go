@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -12,6 +13,9 @@ import (
 
 	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
+
+// errTaskTimeout ends a stage that ran past Config.TaskTimeout.
+var errTaskTimeout = errors.New("the task ran past the agent's task timeout")
 
 // maxReasonRunes bounds the text of a fail report.
 const maxReasonRunes = 600
@@ -96,7 +100,15 @@ func (a *agent) runTask(asg wire.Assignment) {
 	var progressDone sync.WaitGroup
 	progressDone.Go(func() { a.reportProgress(progressCtx, t) })
 
-	res, err := a.execute(ctx, t)
+	execCtx, stopExec := ctx, context.CancelFunc(func() {})
+	if a.cfg.TaskTimeout > 0 {
+		execCtx, stopExec = context.WithTimeoutCause(ctx, a.cfg.TaskTimeout, errTaskTimeout)
+	}
+	res, err := a.execute(execCtx, t)
+	if ctx.Err() == nil && errors.Is(context.Cause(execCtx), errTaskTimeout) {
+		err = fmt.Errorf("%w (%s): the stage was stopped", errTaskTimeout, a.cfg.TaskTimeout)
+	}
+	stopExec()
 	stopProgress()
 	progressDone.Wait()
 	t.finish()

@@ -45,6 +45,7 @@ func runAgent(args []string) error {
 	fs.Var(&runners, "runner", "MODEL=COMMAND or MODEL=URL: render MODEL with an external runner, a command (split at spaces, no shell) or a model server's http(s) URL (vidfarm.render.v1 over HTTP); repeatable, or ';'-separated in the environment variable")
 	allowPrivate := fs.Bool("allow-private-inputs", false, "development only: fetch input images from loopback and private addresses")
 	drainTimeout := fs.Duration("drain-timeout", agent.DefaultDrainTimeout, "on SIGTERM, how long running tasks may finish before they are handed back")
+	taskTimeout := fs.Duration("task-timeout", agent.DefaultTaskTimeout, "stop a task's stage (a render, a composite) that runs longer than this and report it failed (0: no limit)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	metricsListen := fs.String("metrics-listen", "", "serve Prometheus metrics (tasks, GPUs, work dir) at http://ADDR/metrics, e.g. 127.0.0.1:9102 (default: off)")
 	if err := parse(fs, args); err != nil {
@@ -103,6 +104,7 @@ func runAgent(args []string) error {
 		AllowPrivateInputs: *allowPrivate,
 		ServerRootCAs:      serverCAs,
 		DrainTimeout:       max(*drainTimeout, time.Nanosecond), // 0 here means no wait; in Config, the default
+		TaskTimeout:        noLimitIfZero(*taskTimeout),
 		Logger:             log,
 	})
 }
@@ -123,4 +125,13 @@ func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (func
 	}()
 	log.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	return func() { _ = srv.Close() }, nil
+}
+
+// noLimitIfZero maps a flag's 0 ("no limit") to Config's negative (0 there
+// means the default).
+func noLimitIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
