@@ -131,6 +131,8 @@ func (t MessageType) String() string {
 		return "blobs_deleted"
 	case ExpireSpeechType:
 		return "expire_speech"
+	case ResealWebhookType:
+		return "reseal_webhook"
 	}
 	return fmt.Sprintf("message_type_%d", uint8(t))
 }
@@ -326,6 +328,8 @@ func Decode(entry []byte) (Command, error) {
 		c = &BlobsDeleted{}
 	case ExpireSpeechType:
 		c = &ExpireSpeech{}
+	case ResealWebhookType:
+		c = &ResealWebhook{}
 	default:
 		return nil, fmt.Errorf("decode: unknown message type %d", entry[0])
 	}

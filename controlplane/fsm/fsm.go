@@ -175,6 +175,8 @@ func (s *state) apply(cmd Command) (any, error) {
 		return s.applyBlobsDeleted(c)
 	case *ExpireSpeech:
 		return s.applyExpireSpeech(c)
+	case *ResealWebhook:
+		return s.applyResealWebhook(c)
 	}
 	panic(fmt.Sprintf("fsm: no apply function for %T", cmd))
 }

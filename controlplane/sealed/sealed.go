@@ -7,7 +7,10 @@
 //
 // Open takes sealed and plain values alike, so state written before a key
 // was set keeps working; a node without the key cannot open a sealed
-// value and says so.
+// value and says so. A Key may hold older keys besides the current one:
+// values they sealed still open, and Current tells which values to seal
+// again (the control plane's leader does, so an old key can then be
+// dropped, and plain values become sealed).
 package sealed
 
 import (
@@ -40,12 +43,30 @@ var (
 // Key seals and opens values. A nil *Key seals nothing: Seal returns its
 // input and Open takes plain values only.
 type Key struct {
-	aead cipher.AEAD
+	aead cipher.AEAD   // the current key: it seals
+	old  []cipher.AEAD // earlier keys: they only open
 }
 
 // ParseKey reads a key written as 64 hexadecimal digits (for example the
-// output of `openssl rand -hex 32`).
+// output of `openssl rand -hex 32`), or several separated by commas: the
+// first is the current key, the others earlier ones.
 func ParseKey(s string) (*Key, error) {
+	var k *Key
+	for part := range strings.SplitSeq(s, ",") {
+		aead, err := parseOne(part)
+		if err != nil {
+			return nil, err
+		}
+		if k == nil {
+			k = &Key{aead: aead}
+		} else {
+			k.old = append(k.old, aead)
+		}
+	}
+	return k, nil
+}
+
+func parseOne(s string) (cipher.AEAD, error) {
 	raw, err := hex.DecodeString(strings.TrimSpace(s))
 	if err != nil || len(raw) != KeyBytes {
 		return nil, ErrKey
@@ -54,11 +75,7 @@ func ParseKey(s string) (*Key, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sealed: %w", err)
 	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, fmt.Errorf("sealed: %w", err)
-	}
-	return &Key{aead: aead}, nil
+	return cipher.NewGCM(block)
 }
 
 // IsSealed reports whether v is a sealed value.
@@ -77,22 +94,44 @@ func (k *Key) Seal(plain, context string) string {
 	return prefix + base64.RawStdEncoding.EncodeToString(k.aead.Seal(nonce, nonce, []byte(plain), []byte(context)))
 }
 
-// Open returns the plain value of v, sealed for context or plain.
+// Open returns the plain value of v, sealed for context (by the current
+// key or an earlier one) or plain.
 func (k *Key) Open(v, context string) (string, error) {
+	plain, _, err := k.open(v, context)
+	return plain, err
+}
+
+// Current reports whether v is sealed for context by the current key; a
+// value for which it is false (plain, or sealed by an earlier key) should
+// be sealed again. With a nil key every value is current.
+func (k *Key) Current(v, context string) bool {
+	if k == nil {
+		return true
+	}
+	_, current, err := k.open(v, context)
+	return err == nil && current
+}
+
+// open returns the plain value and whether the current key sealed it.
+func (k *Key) open(v, context string) (string, bool, error) {
 	if !IsSealed(v) {
-		return v, nil
+		return v, false, nil
 	}
 	if k == nil {
-		return "", ErrNoKey
+		return "", false, ErrNoKey
 	}
 	raw, err := base64.RawStdEncoding.DecodeString(v[len(prefix):])
-	n := k.aead.NonceSize()
-	if err != nil || len(raw) < n+k.aead.Overhead() {
-		return "", ErrOpen
-	}
-	plain, err := k.aead.Open(nil, raw[:n], raw[n:], []byte(context))
 	if err != nil {
-		return "", ErrOpen
+		return "", false, ErrOpen
 	}
-	return string(plain), nil
+	for i, aead := range append([]cipher.AEAD{k.aead}, k.old...) {
+		n := aead.NonceSize()
+		if len(raw) < n+aead.Overhead() {
+			return "", false, ErrOpen
+		}
+		if plain, err := aead.Open(nil, raw[:n], raw[n:], []byte(context)); err == nil {
+			return string(plain), i == 0, nil
+		}
+	}
+	return "", false, ErrOpen
 }

@@ -75,3 +75,35 @@ func TestParseKey(t *testing.T) {
 		t.Fatalf("a key with surrounding white space (as read from a file): %v", err)
 	}
 }
+
+// TestKeyRotation: with "new,old" values sealed by either open, only the
+// new key's are current, and Seal uses the new key.
+func TestKeyRotation(t *testing.T) {
+	oldHex, newHex := hexKey, strings.Repeat("cd", 32)
+	oldKey := mustKey(t, oldHex)
+	both := mustKey(t, newHex+","+oldHex)
+	newOnly := mustKey(t, newHex)
+	byOld := oldKey.Seal("whsec_a", "whk_1")
+	byNew := both.Seal("whsec_a", "whk_1")
+	for name, v := range map[string]string{"sealed by the old key": byOld, "sealed by the new key": byNew} {
+		if got, err := both.Open(v, "whk_1"); err != nil || got != "whsec_a" {
+			t.Errorf("%s: Open = %q, %v", name, got, err)
+		}
+	}
+	if both.Current(byOld, "whk_1") || !both.Current(byNew, "whk_1") || both.Current("whsec_plain", "whk_1") {
+		t.Error("Current: want only the new key's seal current")
+	}
+	if _, err := newOnly.Open(byNew, "whk_1"); err != nil {
+		t.Errorf("the new key alone does not open its own seal: %v", err)
+	}
+	if _, err := newOnly.Open(byOld, "whk_1"); !errors.Is(err, sealed.ErrOpen) {
+		t.Errorf("a dropped key's seal opened: %v", err)
+	}
+	var none *sealed.Key
+	if !none.Current("whsec_plain", "whk_1") {
+		t.Error("with no key, a plain value is not current")
+	}
+	if _, err := sealed.ParseKey(newHex + ",nothex"); !errors.Is(err, sealed.ErrKey) {
+		t.Errorf("a bad older key: %v", err)
+	}
+}

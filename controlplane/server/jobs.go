@@ -37,6 +37,7 @@ func (s *Server) leaderJobs(ctx context.Context) {
 		case <-idem.C:
 			if s.Node.IsLeader() {
 				s.expireIdempotency(ctx)
+				s.resealSecrets(ctx)
 			}
 		case <-assets.C:
 			if s.Node.IsLeader() {
@@ -57,6 +58,7 @@ func (s *Server) leaderJobs(ctx context.Context) {
 			leader := s.Node.IsLeader()
 			if leader && !wasLeader {
 				s.webhooks.Notify() // a new leader carries on with the outbox at once
+				s.resealSecrets(ctx)
 			}
 			wasLeader = leader
 			if leader {

@@ -31,6 +31,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/controlplane/netguard"
 	"github.com/vidfarm/vidfarm/controlplane/raftnode"
+	"github.com/vidfarm/vidfarm/controlplane/sealed"
 	"github.com/vidfarm/vidfarm/controlplane/webhook"
 )
 
@@ -97,8 +98,10 @@ type Config struct {
 	PendingAssetTTL time.Duration
 	// SecretsKey (64 hexadecimal digits, the same on every node) seals
 	// webhook signing secrets in the replicated state, so that snapshots,
-	// backups and the Raft log do not hold them in the clear. Empty keeps
-	// them plain (as before the option existed).
+	// backups and the Raft log do not hold them in the clear. Several keys
+	// separated by commas: the first seals, all open, and the leader seals
+	// again what the first did not. Empty keeps them plain (as before the
+	// option existed).
 	SecretsKey string
 	// GarbageInterval is how often the leader deletes the intermediate
 	// blobs of finished videos (0: DefaultGarbageInterval).
@@ -145,6 +148,7 @@ type Server struct {
 	notify    *agentapi.Notifier
 	webhooks  *webhook.Engine
 	bridge    *appdb.Bridge
+	secrets   *sealed.Key // seals webhook secrets; nil: kept plain
 	log       *slog.Logger
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
@@ -268,7 +272,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s = &Server{cfg: cfg, tls: tlsSet, Node: node, Blobs: blobs, publicLn: publicLn, adminLn: adminLn, agentLn: agentLn,
-		notify: agentapi.NewNotifier(), webhooks: engine, log: cfg.Logger}
+		notify: agentapi.NewNotifier(), webhooks: engine, log: cfg.Logger, secrets: secrets}
 	engine.SetStore(node)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newStateCollector(f, node))
 	if err := s.openBridge(f, reg); err != nil {

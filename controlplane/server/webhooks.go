@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -41,4 +42,40 @@ func secretsKey(cfg Config) (*sealed.Key, error) {
 		return nil, fmt.Errorf("--secrets-key: %w", err)
 	}
 	return k, nil
+}
+
+// resealSecrets seals again the webhook secrets that the current secrets
+// key did not seal (plain ones, or sealed by a key now listed after it),
+// so an operator can set a key on a running farm or retire an old one.
+// One command per webhook, carrying the value it replaces: a webhook
+// deleted or re-sealed in the meantime is left alone.
+func (s *Server) resealSecrets(ctx context.Context) {
+	if s.secrets == nil {
+		return
+	}
+	done := 0
+	for _, st := range s.Node.FSM.StoredSecrets() {
+		if s.secrets.Current(st.Secret, st.WebhookID) {
+			continue
+		}
+		plain, err := s.secrets.Open(st.Secret, st.WebhookID)
+		if err != nil {
+			s.log.Warn("a webhook's signing secret does not open with any secrets key", "webhook_id", st.WebhookID, "err", err)
+			continue
+		}
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err = s.Node.Apply(actx, &fsm.ResealWebhook{WebhookID: st.WebhookID, Old: st.Secret,
+			New: s.secrets.Seal(plain, st.WebhookID), Now: time.Now().UnixNano()})
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("reseal a webhook's signing secret", "webhook_id", st.WebhookID, "err", err)
+			}
+			return
+		}
+		done++
+	}
+	if done > 0 {
+		s.log.Info("sealed webhook signing secrets with the current secrets key", "count", done)
+	}
 }

@@ -56,3 +56,37 @@ func TestWebhookSecretSealed(t *testing.T) {
 		t.Fatalf("the receiver got %d requests, want only the first", n)
 	}
 }
+
+// TestWebhookSecretsResealed: setting a key on a farm whose secrets are
+// plain seals them; putting a new key ahead of it seals them again with
+// the new one, after which the old key can go and deliveries still carry
+// the signature the client's secret verifies.
+func TestWebhookSecretsResealed(t *testing.T) {
+	clock := newFakeClock()
+	h := start(t, withWebhooks(clock))
+	acct, key := h.account("pro", 1000)
+	rc := newReceiver(t, func(int) int { return http.StatusNoContent })
+	id, secret := h.registerWebhook(key, rc.srv.URL+"/hook")
+	stored := func() string { return h.srv.Node.FSM.Webhooks(acct)[0].Secret }
+	if stored() != secret {
+		t.Fatal("without a key the secret should be kept as it is")
+	}
+	newKey := strings.Repeat("cd", 32)
+	for _, step := range []struct{ key, current string }{
+		{testSecretsKey, testSecretsKey},        // plain → sealed
+		{newKey + "," + testSecretsKey, newKey}, // old seal → new seal
+	} {
+		h.cfg.SecretsKey = step.key
+		h.restart()
+		current, err := sealed.ParseKey(step.current)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, func() bool { return sealed.IsSealed(stored()) && current.Current(stored(), id) },
+			"the secret to be sealed with the current key")
+	}
+	h.cfg.SecretsKey = newKey
+	h.restart()
+	h.failedVideo(key)
+	checkSigned(t, rc.waitFor(1)[0], secret, clock.Now())
+}
