@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -53,15 +54,24 @@ type chaosCluster struct {
 	extra func(i int) []string
 }
 
-// freePort is a loopback port nobody listened on a moment ago.
+// freePort is a loopback port nobody listened on a moment ago, picked
+// below the kernel's ephemeral range (32768–60999 on Linux): a port from
+// 127.0.0.1:0 is free when picked but may go to another process's
+// ephemeral bind (parallel test packages make many) before the server
+// binds it, while one below that range is only ever taken on purpose.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 200 {
+		port := 20000 + rand.IntN(12000)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // taken: try another
+		}
+		ln.Close()
+		return port
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free loopback port in 20000–31999")
+	return 0
 }
 
 // newChaosCluster picks ports for n nodes without starting them.

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -124,12 +125,7 @@ func StartCluster(t testing.TB) *Cluster {
 		c.asUser = []string{"runuser", "-u", "postgres", "--"}
 	}
 	c.run("initdb", "-D", c.dir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.port = ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	c.port = unusedPort(t)
 	c.Start()
 	t.Cleanup(func() {
 		if c.running {
@@ -166,4 +162,20 @@ func (c *Cluster) Stop() {
 	c.t.Helper()
 	c.run("pg_ctl", "-D", c.dir, "-w", "-m", "fast", "stop")
 	c.running = false
+}
+
+// unusedPort is a free loopback port below the kernel's ephemeral range
+// (32768 and up on Linux), so that no other process's ephemeral bind takes
+// it between this check and postgres binding it (and binding it again on a
+// restart).
+func unusedPort(t testing.TB) int {
+	t.Helper()
+	for range 200 {
+		if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+mrand.IntN(12000))); err == nil {
+			defer ln.Close()
+			return ln.Addr().(*net.TCPAddr).Port
+		}
+	}
+	t.Fatal("no free loopback port in 20000–31999")
+	return 0
 }
