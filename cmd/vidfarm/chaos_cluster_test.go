@@ -8,6 +8,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,20 +60,33 @@ type chaosCluster struct {
 // 127.0.0.1:0 is free when picked but may go to another process's
 // ephemeral bind (parallel test packages make many) before the server
 // binds it, while one below that range is only ever taken on purpose.
+// A port is handed out once per test process, since one handed out is
+// not bound until its server starts.
 func freePort(t *testing.T) int {
 	t.Helper()
+	portsMu.Lock()
+	defer portsMu.Unlock()
 	for range 200 {
 		port := 20000 + rand.IntN(12000)
+		if portsGiven[port] {
+			continue
+		}
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
 			continue // taken: try another
 		}
 		ln.Close()
+		portsGiven[port] = true
 		return port
 	}
 	t.Fatal("no free loopback port in 20000–31999")
 	return 0
 }
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // newChaosCluster picks ports for n nodes without starting them.
 func newChaosCluster(t *testing.T, n int) *chaosCluster {
