@@ -43,8 +43,8 @@ func TestBackoffOnTheOnlyNode(t *testing.T) {
 	s, l := oneNodeOneVideo(t, Config{MaxAttempts: 10})
 	failBackoff(t, s, l, at(1))
 
-	if tk, _ := s.Task(l.TaskID); tk.State != TaskRetrying {
-		t.Fatalf("task is %s, want retrying", tk.State)
+	if tk, _ := s.Task(l.TaskID); tk.State != TaskRetrying || s.Stats().RetryingTasks != 1 {
+		t.Fatalf("task is %s (%d retrying), want retrying", tk.State, s.Stats().RetryingTasks)
 	}
 	st, err := s.VideoStatus("v")
 	must(t, err)
@@ -60,8 +60,8 @@ func TestBackoffOnTheOnlyNode(t *testing.T) {
 		t.Fatal("expiry not due at the retry time")
 	}
 	l2 := mustPlace(t, s, "n1", at(1).Add(backoff))
-	if l2.TaskID != l.TaskID || l2.Attempt != 2 {
-		t.Fatalf("retry lease %+v", l2)
+	if l2.TaskID != l.TaskID || l2.Attempt != 2 || s.Stats().RetryingTasks != 0 {
+		t.Fatalf("retry lease %+v (%d retrying)", l2, s.Stats().RetryingTasks)
 	}
 
 	// The second failure waits twice as long; Expire releases it.

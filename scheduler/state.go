@@ -97,10 +97,12 @@ type Stats struct {
 	Tasks       int `json:"tasks"`
 	ReadyTasks  int `json:"ready_tasks"`
 	LeasedTasks int `json:"leased_tasks"`
-	Nodes       int `json:"nodes"`
-	DownNodes   int `json:"down_nodes"`
-	Accounts    int `json:"accounts"`
-	Classes     int `json:"classes"`
+	// RetryingTasks wait out a backoff after a failure (retry.go).
+	RetryingTasks int `json:"retrying_tasks"`
+	Nodes         int `json:"nodes"`
+	DownNodes     int `json:"down_nodes"`
+	Accounts      int `json:"accounts"`
+	Classes       int `json:"classes"`
 }
 
 // Stats returns counts of what the state holds.
@@ -114,6 +116,11 @@ func (s *State) Stats() Stats {
 		Classes:     len(s.classes),
 	}
 	st.ReadyTasks = s.ReadyTasks()
+	for _, e := range s.retrying {
+		if e.t.state == TaskRetrying && e.t.retryAt == e.at {
+			st.RetryingTasks++
+		}
+	}
 	for _, n := range s.nodes {
 		if n.down {
 			st.DownNodes++

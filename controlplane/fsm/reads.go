@@ -157,6 +157,7 @@ type Stats struct {
 	Idempotency int
 	Nodes       int
 	Garbage     int // intermediate blobs waiting for the leader to delete them
+	Retrying    int // tasks waiting out a backoff after a failure
 	ByStatus    map[string]int
 }
 
@@ -167,6 +168,7 @@ func (f *FSM) Stats() Stats {
 	st := Stats{
 		Accounts: len(f.s.accounts), Keys: len(f.s.keys), Videos: len(f.s.videos),
 		Idempotency: len(f.s.idem), ByStatus: map[string]int{}, Nodes: len(f.s.nodes), Garbage: len(f.s.garbage),
+		Retrying: f.s.sched.Stats().RetryingTasks,
 	}
 	for _, v := range f.s.videos {
 		st.ByStatus[v.Status]++
