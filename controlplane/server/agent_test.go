@@ -161,3 +161,29 @@ func TestExpiredLeaseGoesToAnotherNode(t *testing.T) {
 		t.Fatalf("late report: %d %s", r.Status, r.Body)
 	}
 }
+
+// TestFailedTaskBacksOff: a task that failed on the only node able to run
+// it waits out its backoff; meanwhile the video says why, and then the
+// node gets it again.
+func TestFailedTaskBacksOff(t *testing.T) {
+	h := start(t, withAgent(30*time.Second), func(c *server.Config) { c.RetryBackoff = 300 * time.Millisecond })
+	_, key := h.account("pro", 1000)
+	cred := h.registerNode("gpu-1")
+	vid := h.create(key, manualReq("duration_seconds", 5))["id"].(string)
+	first := h.leaseTask(cred, 5)
+	r := h.agentCall("POST", "/agent/v1/tasks/"+url.PathEscape(first.TaskID)+"/fail", cred, wire.FailRequest{Token: first.Token, Reason: "model server unreachable"})
+	if r.Status != http.StatusNoContent {
+		t.Fatalf("fail: %d %s", r.Status, r.Body)
+	}
+	v := h.do("GET", "/v1/videos/"+vid, key, nil).json(t)
+	p, _ := v["progress"].(map[string]any)
+	// Read after the status: a task still retrying now was retrying then.
+	if task, _ := h.srv.Node.FSM.Task(first.TaskID); task.State == scheduler.TaskRetrying && p["reason"] != "retrying_after_failure" {
+		t.Fatalf("the task is retrying, but progress says %v", p)
+	}
+	t.Logf("progress while retrying: %v", p)
+	second := h.leaseTask(cred, 10)
+	if second.TaskID != first.TaskID || second.Attempt != 2 {
+		t.Fatalf("after the backoff: %+v", second)
+	}
+}
