@@ -51,7 +51,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/vidfarm/vidfarm/models"
 	"github.com/vidfarm/vidfarm/scheduler"
 )
 
@@ -178,13 +177,10 @@ type sim struct {
 	next     arrival
 	rec      *recorder
 	eventsN  int
-	sceneSec int
 	// readyGPU and readyCPU count the ready GPU and CPU tasks; gpuGen and
 	// cpuGen grow whenever tasks of that kind become ready (sim_place.go).
 	readyGPU, readyCPU int
 	gpuGen, cpuGen     uint64
-	// catalog holds the models the workload uses, read once: models.Get copies.
-	catalog map[string]models.Model
 }
 
 // Simulate runs the workload on the fleet for cfg.Hours of simulated time
@@ -209,24 +205,13 @@ func Simulate(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 	}
 	s := &sim{
 		fleet: fleet, wl: wl, cfg: cfg, st: st,
-		svc:      rand.New(rand.NewPCG(cfg.Seed^0x6a09e667f3bcc909, cfg.Seed)),
-		horizon:  hoursDur(cfg.Hours),
-		warmup:   hoursDur(cfg.WarmupHours),
-		byID:     map[string]*simNode{},
-		videos:   map[uint64]*simVideo{},
-		sceneSec: defaultSceneSeconds,
-		gpuGen:   1,
-		cpuGen:   1,
-	}
-	if wl.Auto != nil && wl.Auto.SceneSeconds > 0 {
-		s.sceneSec = wl.Auto.SceneSeconds
-	}
-	s.catalog = map[string]models.Model{}
-	for _, mix := range wl.Manual {
-		s.catalog[mix.Model], _ = models.Get(mix.Model) // validated: it exists
-	}
-	if wl.Auto != nil {
-		s.catalog[wl.Auto.SceneModel], _ = models.Get(wl.Auto.SceneModel)
+		svc:     rand.New(rand.NewPCG(cfg.Seed^0x6a09e667f3bcc909, cfg.Seed)),
+		horizon: hoursDur(cfg.Hours),
+		warmup:  hoursDur(cfg.WarmupHours),
+		byID:    map[string]*simNode{},
+		videos:  map[uint64]*simVideo{},
+		gpuGen:  1,
+		cpuGen:  1,
 	}
 	s.rec = newRecorder(wl, s.horizon)
 	if err := s.addNodes(); err != nil {
@@ -234,7 +219,7 @@ func Simulate(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 	}
 	arrivals, errc, stop := make(chan []arrival, 8), make(chan error, 1), make(chan struct{})
 	defer close(stop)
-	go newSource(wl, cfg, s.sceneSec, s.catalog).run(arrivals, errc, stop)
+	go newSource(wl, cfg).run(arrivals, errc, stop)
 	s.arrivals, s.srcErr = arrivals, errc
 	if err := s.queueArrival(); err != nil {
 		return SimReport{}, err

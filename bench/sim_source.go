@@ -44,14 +44,24 @@ type source struct {
 	nextID   uint64
 }
 
-func newSource(wl Workload, cfg SimConfig, sceneSec int, catalog map[string]models.Model) *source {
+func newSource(wl Workload, cfg SimConfig) *source {
 	src := &source{
 		wl:       wl,
 		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		horizon:  hoursDur(cfg.Hours),
 		warmup:   hoursDur(cfg.WarmupHours),
-		sceneSec: sceneSec,
-		catalog:  catalog,
+		sceneSec: defaultSceneSeconds,
+		catalog:  map[string]models.Model{},
+	}
+	if wl.Auto != nil && wl.Auto.SceneSeconds > 0 {
+		src.sceneSec = wl.Auto.SceneSeconds
+	}
+	// Read once: models.Get copies.
+	for _, mix := range wl.Manual {
+		src.catalog[mix.Model], _ = models.Get(mix.Model) // validated: it exists
+	}
+	if wl.Auto != nil {
+		src.catalog[wl.Auto.SceneModel], _ = models.Get(wl.Auto.SceneModel)
 	}
 	for _, m := range wl.Manual {
 		src.manualW = append(src.manualW, m.Weight)
