@@ -244,11 +244,7 @@ func (s *State) complete(t *task, ref LeaseRef, now time.Time) Outcome {
 // nodes or Config.MaxAttempts times: then it and its video fail
 // (Outcome.VideoFailed: refund) and the video's other leases are revoked.
 func (s *State) Fail(ref LeaseRef, message string, now time.Time) (Outcome, error) {
-	t, err := s.holder(ref)
-	if err != nil {
-		return Outcome{}, err
-	}
-	return s.failAttempt(t, message, ms(now), 0), nil
+	return s.FailWithBackoff(ref, message, now, 0)
 }
 
 // failAttempt ends t's lease as a failure on its node; a requeued task

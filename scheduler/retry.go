@@ -13,13 +13,13 @@ import (
 // (a farm of one or two nodes, or a fault they share: a model server that
 // is down, a full disk), retrying at once would only burn the attempts, so
 // the task waits in TaskRetrying: base × 2^(failures−1), at most
-// maxBackoffFactor × base. Place and Expire make a retrying task ready once
+// 2^maxBackoffDoublings × base. Place and Expire make a retrying task ready once
 // its time has come; ExpiryDue reports that time, so the leader proposes
 // Expire for it as it does for leases. A node that registers (UpsertNode)
 // and could run a retrying task it has not failed takes it at once.
 
-// maxBackoffFactor caps a retry's wait at this many times the base.
-const maxBackoffFactor = 32
+// maxBackoffDoublings caps a retry's wait at 2^5 = 32 times the base.
+const maxBackoffDoublings = 5
 
 // retryEntry is a retrying task in State.retrying, by (at, age). Entries
 // of tasks that left TaskRetrying (their video was cancelled) are skipped
@@ -28,6 +28,10 @@ type retryEntry struct {
 	at int64
 	t  *task
 }
+
+// live reports whether e is its task's current retry; entries of tasks
+// that left TaskRetrying (made ready early, or cancelled) are skipped.
+func (e retryEntry) live() bool { return e.t.state == TaskRetrying && e.t.retryAt == e.at }
 
 // before orders retries: earlier time, then older task.
 func (e retryEntry) before(o retryEntry) bool {
@@ -73,11 +77,7 @@ func (s *State) requeue(t *task, message string, now, base int64) {
 		s.makeReady(t, now)
 		return
 	}
-	wait := base * maxBackoffFactor
-	if t.failures <= 5 { // 2^5 = maxBackoffFactor
-		wait = base << (t.failures - 1)
-	}
-	s.hold(t, now+wait, message)
+	s.hold(t, now+base<<min(t.failures-1, maxBackoffDoublings), message)
 }
 
 // hold puts t in TaskRetrying until at.
@@ -94,7 +94,7 @@ func (s *State) release(now int64) int {
 	n := 0
 	for len(s.retrying) > 0 && s.retrying[0].at <= now {
 		e := heap.Pop(&s.retrying).(retryEntry)
-		if e.t.state != TaskRetrying || e.t.retryAt != e.at {
+		if !e.live() {
 			continue
 		}
 		s.makeReady(e.t, e.at)
@@ -114,7 +114,7 @@ func (s *State) releaseFor(n *node, now int64) {
 	var fresh []retryEntry
 	for _, e := range s.retrying {
 		t := e.t
-		if t.state == TaskRetrying && t.retryAt == e.at && n.staticFit(&t.cls.req) && !slices.Contains(t.failedNodes, n.spec.ID) {
+		if e.live() && n.staticFit(&t.cls.req) && !slices.Contains(t.failedNodes, n.spec.ID) {
 			fresh = append(fresh, e)
 		}
 	}
@@ -134,7 +134,7 @@ func (s *State) releaseFor(n *node, now int64) {
 // over, not removed.
 func (s *State) retryDue(now int64) bool {
 	for _, e := range s.retrying {
-		if e.at <= now && e.t.state == TaskRetrying && e.t.retryAt == e.at {
+		if e.at <= now && e.live() {
 			return true
 		}
 	}

@@ -117,7 +117,7 @@ func (s *State) Stats() Stats {
 	}
 	st.ReadyTasks = s.ReadyTasks()
 	for _, e := range s.retrying {
-		if e.t.state == TaskRetrying && e.t.retryAt == e.at {
+		if e.live() {
 			st.RetryingTasks++
 		}
 	}

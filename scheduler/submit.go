@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -36,27 +35,16 @@ func PrepareSubmit(g Graph) (*Prepared, error) {
 	}
 	v := &video{id: g.Video.ID, mode: g.Mode, prio: g.Video.Priority, state: VideoQueued}
 	v.reserve(len(g.Tasks))
-	ndeps, size := 0, 0
+	ndeps := 0
 	for _, ts := range g.Tasks {
 		ndeps += len(ts.Deps)
-		size += len(v.id) + 1 + len(ts.Name)
 	}
 	deps := make([]*task, ndeps) // every task's deps, carved up below
-	// The task ids are parts of one string: a video's tasks live and die
-	// together, and a busy farm names them by the million.
-	var b strings.Builder
-	b.Grow(size)
-	for _, ts := range g.Tasks {
-		b.WriteString(v.id)
-		b.WriteByte('/')
-		b.WriteString(ts.Name)
-	}
-	ids := b.String()
-	for _, ts := range g.Tasks {
-		n := len(v.id) + 1 + len(ts.Name)
+	ids := taskIDs(v.id, len(g.Tasks), func(i int) string { return g.Tasks[i].Name })
+	for i, ts := range g.Tasks {
 		t := v.alloc()
 		*t = task{
-			id:     ids[:n],
+			id:     ids[i],
 			name:   ts.Name,
 			v:      v,
 			idx:    len(v.tasks),
@@ -67,7 +55,6 @@ func PrepareSubmit(g Graph) (*Prepared, error) {
 			lIdx:   -1,
 			nIdx:   -1,
 		}
-		ids = ids[n:]
 		v.tasks = append(v.tasks, t)
 		t.deps, deps = deps[:0:len(ts.Deps)], deps[len(ts.Deps):]
 		for _, d := range ts.Deps {
