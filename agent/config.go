@@ -237,6 +237,15 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
+// runnerURL returns the model server's URL of a URL runner (one http(s)
+// URL, as checkRunner admits them); false for a command.
+func runnerURL(argv []string) (string, bool) {
+	if len(argv) == 1 && pipeline.IsRunnerURL(argv[0]) {
+		return argv[0], true
+	}
+	return "", false
+}
+
 // checkRunner rejects a runner that starts like a URL but is not one
 // alone: a URL runner takes no arguments, and a typo in it would otherwise
 // be run as a program.

@@ -135,8 +135,8 @@ func newAgent(ctx context.Context, cfg Config) (*agent, error) {
 		log.Warn("no external runners: every model renders with the built-in procedural runner, which is not a video model")
 	}
 	for model, argv := range cfg.Runners {
-		if len(argv) == 1 && pipeline.IsRunnerURL(argv[0]) {
-			log.Info("external runner", "model", model, "url", pipeline.RedactURL(argv[0]))
+		if u, ok := runnerURL(argv); ok {
+			log.Info("external runner", "model", model, "url", pipeline.RedactURL(u))
 			continue
 		}
 		log.Info("external runner", "model", model, "command", argv)

@@ -207,8 +207,8 @@ func (j *job) runner() pipeline.Runner {
 		env = []string{"CUDA_VISIBLE_DEVICES=" + strings.Join(gpus, ",")}
 	}
 	for model, argv := range a.cfg.Runners {
-		if len(argv) == 1 && pipeline.IsRunnerURL(argv[0]) {
-			r.Models[model] = &pipeline.HTTPRunner{URL: argv[0], Client: a.cfg.RunnerHTTPClient, GPUIDs: gpus}
+		if u, ok := runnerURL(argv); ok {
+			r.Models[model] = &pipeline.HTTPRunner{URL: u, Client: a.cfg.RunnerHTTPClient, GPUIDs: gpus}
 			continue
 		}
 		r.Models[model] = &pipeline.ExternalRunner{Command: argv, Dir: j.dir, Env: env, Exec: a.cfg.Tools.Exec, GPUIDs: gpus}
