@@ -97,7 +97,7 @@ func (k *Key) Seal(plain, context string) string {
 // Open returns the plain value of v, sealed for context (by the current
 // key or an earlier one) or plain.
 func (k *Key) Open(v, context string) (string, error) {
-	plain, _, err := k.open(v, context)
+	plain, _, err := k.OpenCurrent(v, context)
 	return plain, err
 }
 
@@ -108,12 +108,13 @@ func (k *Key) Current(v, context string) bool {
 	if k == nil {
 		return true
 	}
-	_, current, err := k.open(v, context)
+	_, current, err := k.OpenCurrent(v, context)
 	return err == nil && current
 }
 
-// open returns the plain value and whether the current key sealed it.
-func (k *Key) open(v, context string) (string, bool, error) {
+// OpenCurrent is Open that also reports whether the current key sealed v
+// (Current), for a caller that seals again what it opened.
+func (k *Key) OpenCurrent(v, context string) (plain string, current bool, err error) {
 	if !IsSealed(v) {
 		return v, false, nil
 	}

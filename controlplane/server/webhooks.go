@@ -55,12 +55,12 @@ func (s *Server) resealSecrets(ctx context.Context) {
 	}
 	done := 0
 	for _, st := range s.Node.FSM.StoredSecrets() {
-		if s.secrets.Current(st.Secret, st.WebhookID) {
-			continue
-		}
-		plain, err := s.secrets.Open(st.Secret, st.WebhookID)
+		plain, current, err := s.secrets.OpenCurrent(st.Secret, st.WebhookID)
 		if err != nil {
 			s.log.Warn("a webhook's signing secret does not open with any secrets key", "webhook_id", st.WebhookID, "err", err)
+			continue
+		}
+		if current {
 			continue
 		}
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
