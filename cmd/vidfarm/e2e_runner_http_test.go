@@ -136,14 +136,13 @@ func TestE2EHTTPRunner(t *testing.T) {
 		`vidfarm_agent_registered 1`,
 		`vidfarm_agent_tasks_running{kind="render"} 0`,
 	}
-	var body []byte
 	// The counters move just after the report the video waited for.
 	eventually(t, 10*time.Second, "the agent's metrics to count both tasks", func() bool {
 		res, err := http.Get(url)
 		if err != nil {
 			t.Fatal(err)
 		}
-		body, _ = io.ReadAll(res.Body)
+		body, _ := io.ReadAll(res.Body)
 		res.Body.Close()
 		for _, line := range want {
 			if !strings.Contains(string(body), line+"\n") {

@@ -36,6 +36,10 @@ func (s *Server) expireSpeech(ctx context.Context) {
 	s.log.Info("expired speech samples", "count", n, "older_than", s.cfg.SpeechRetention.String())
 }
 
+// DefaultUploadSweepInterval is how often each node looks for expired
+// uploads (and the leader for expired speech samples).
+const DefaultUploadSweepInterval = time.Hour
+
 // DefaultUploadRetention is how long an upload's bytes are kept: a day past
 // the 7 days its public URL is valid (api: POST /v1/uploads).
 const DefaultUploadRetention = 8 * 24 * time.Hour

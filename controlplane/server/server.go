@@ -111,7 +111,7 @@ type Config struct {
 	SpeechRetention time.Duration
 	// UploadRetention is how long the bytes of a POST /v1/uploads upload
 	// are kept (0: DefaultUploadRetention); UploadSweepInterval how often
-	// each node looks for older ones (0: an hour).
+	// each node looks for older ones (0: DefaultUploadSweepInterval).
 	UploadRetention     time.Duration
 	UploadSweepInterval time.Duration
 	// AppDB is the service's app database (a postgres:// URL); empty runs alone.
@@ -182,7 +182,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.UploadRetention = DefaultUploadRetention
 	}
 	if cfg.UploadSweepInterval <= 0 {
-		cfg.UploadSweepInterval = time.Hour
+		cfg.UploadSweepInterval = DefaultUploadSweepInterval
 	}
 	if cfg.PendingAssetTTL <= 0 {
 		cfg.PendingAssetTTL = DefaultPendingAssetTTL
