@@ -31,7 +31,7 @@ func TestProceduralImageToVideoCommand(t *testing.T) {
 	}
 	want := append(append([]string{}, ffmpegCommonArgs...),
 		"-i", img,
-		"-filter_complex", "[0:v]scale=1708:960:force_original_aspect_ratio=increase,crop=1708:960,setsar=1,"+
+		"-filter_complex", "[0:v]scale=1708:960:force_original_aspect_ratio=increase:flags=bicubic,crop=1708:960,setsar=1,"+
 			"zoompan=z='1+0.2000':x='(iw-iw/zoom)*on/120':y='ih/2-(ih/zoom/2)':d=120:s=854x480:fps=24[base];"+
 			"[base]scale=854:480:flags=bicubic,tpad=stop_mode=clone:stop_duration=1,setsar=1,format=yuv420p[v]",
 		"-map", "[v]", "-frames:v", "120", "-r", "24",
@@ -108,9 +108,24 @@ func TestProceduralArgsFollowTheRequest(t *testing.T) {
 	}
 	inter := base
 	inter.Intermediate = true
+	// An intermediate text_to_video clip also stays at the size it is
+	// drawn at: the composite scales it up as the runner would have.
 	if a := args(inter); !strings.Contains(a, "-c:v libx264 -preset ultrafast -crf 17 -pix_fmt yuv420p ") ||
-		strings.Replace(a, "-preset ultrafast -crf 17", "-preset veryfast -crf 21", 1) != t2v {
-		t.Errorf("intermediate clip: only the encoder settings should change:\n%s\n%s", a, t2v)
+		strings.NewReplacer("-preset ultrafast -crf 17", "-preset veryfast -crf 21",
+			"[base]scale=640:360:flags=bicubic,", "[base]scale=1280:720:flags=bicubic,").Replace(a) != t2v {
+		t.Errorf("intermediate clip: only the encoder settings and the output size should change:\n%s\n%s", a, t2v)
+	}
+	// Not when the look draws at the output size, nor for an image, which
+	// is animated at the output size.
+	for _, req := range []RenderRequest{
+		{Operation: TextToVideo, Prompt: "p", Style: "pixel art"},
+		{Operation: TextToVideo, Prompt: "p", Style: "cinematic noir film grain"},
+		{Operation: ImageToVideo, Prompt: "p", InputImages: []string{"/in.png"}},
+	} {
+		req.Intermediate = true
+		if a := args(req); !strings.Contains(a, "1280:720") || strings.Contains(a, "scale=640:360") {
+			t.Errorf("%s %q, intermediate: not at the output size:\n%s", req.Operation, req.Style, a)
+		}
 	}
 	if got := strings.Join((&Tools{Preset: "medium", CRF: 14}).intermediateX264Args(), " "); got !=
 		"-c:v libx264 -preset ultrafast -crf 14 -pix_fmt yuv420p -movflags +faststart" {
@@ -208,7 +223,7 @@ func TestCompositeArgs(t *testing.T) {
 	want := []string{
 		"-i", "/s/0.mp4", "-i", "/o/avatar.png", "-i", "/b/logo.png", "-i", "/t/line-000.wav",
 		"-filter_complex", strings.Join([]string{
-			"[0:v]scale=320:180:force_original_aspect_ratio=increase,crop=320:180,setsar=1,fps=24,format=yuv420p[c0]",
+			"[0:v]scale=320:180:force_original_aspect_ratio=increase:flags=bicubic,crop=320:180,setsar=1,fps=24,format=yuv420p[c0]",
 			"[c0]concat=n=1:v=1:a=0,tpad=stop_mode=clone:stop_duration=6,trim=duration=6,setpts=PTS-STARTPTS[scenes]",
 			"color=c=0x112233@0.85:s=320x28:r=1:d=1,format=rgba,pad=h=30:y=2:color=0xFFAA00[bar]",
 			"[scenes][bar]overlay=x=0:y=H-h[framed]",
@@ -219,7 +234,7 @@ func TestCompositeArgs(t *testing.T) {
 			"[branded]split[clean][tocaption]",
 			"[tocaption]subtitles=filename=captions.srt:force_style='FontSize=15,PrimaryColour=&H00FFFFFF,OutlineColour=&H00000000,BorderStyle=1,Outline=1,Shadow=0,Alignment=2,MarginV=8'[captioned]",
 			"[3:a]aresample=48000,adelay=delays=300:all=1[l0]",
-			"[l0]amix=inputs=1:duration=longest:normalize=0,aformat=sample_rates=48000:channel_layouts=stereo,apad,atrim=duration=6[a]",
+			"[l0]amix=inputs=1:duration=longest:normalize=0,aformat=sample_rates=48000:channel_layouts=mono,apad,atrim=duration=6[a]",
 		}, ";"),
 		"-map", "[captioned]", "-map", "[a]", "-r", "24", "-c:v", "libx264", "-c:a", "aac", "-t", "6", "-map_metadata", "-1", "/o/video.mp4",
 		"-map", "[clean]", "-r", "24", "-c:v", "libx264", "-t", "6", "-map_metadata", "-1", "/o/" + cleanVideoPart,
@@ -237,7 +252,7 @@ func TestCompositeArgs(t *testing.T) {
 	// accent: the bar alone.
 	lay.placed, lay.burnSRT, lay.logo, lay.accent = nil, false, "", ""
 	got := strings.Join(compositeArgs(lay, "v", "c"), " ")
-	if !strings.Contains(got, "[presented]split[clean][captioned]") || !strings.Contains(got, "anullsrc=r=48000:cl=stereo,aformat") || strings.Contains(got, "subtitles") {
+	if !strings.Contains(got, "[presented]split[clean][captioned]") || !strings.Contains(got, "anullsrc=r=48000:cl=mono,aformat") || strings.Contains(got, "subtitles") {
 		t.Errorf("silent composite: %s", got)
 	}
 	if !strings.Contains(got, "color=c=0x112233@0.85:s=320x28:r=1:d=1,format=rgba[bar]") {

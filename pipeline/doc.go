@@ -97,11 +97,16 @@
 //     generate_audio adds a soft two-note tone; cfg_scale and auto_fix have
 //     no visible effect.
 //
-// The frame size, frame rate and duration are exact (duration to the frame).
+// The frame size (but see Intermediate below), frame rate and duration are
+// exact (duration to the frame).
+//
 // A request marked Intermediate (an auto video's scene, which the composite
-// encodes again) is encoded with x264 ultrafast at CRF 17 instead of the
-// delivery settings: the same frames in under a third of the encoding time,
-// in a file about 3 times larger.
+// scales and encodes again) is encoded with x264 ultrafast at CRF 17
+// instead of the delivery settings: the same frames in under a third of the
+// encoding time. A text_to_video one also stays at the size it is drawn at
+// (at most 360 lines) when its style draws nothing at the output size: the
+// composite's bicubic scale then makes the picture the runner would have
+// made, from a quarter of the pixels to encode, move and decode.
 //
 // ExternalRunner plugs a real model server in: a command per model that
 // reads the request as JSON on stdin, prints "progress N" lines and writes

@@ -72,6 +72,14 @@ func proceduralArgs(t *Tools, req RenderRequest, w, h int) []string {
 	default: // first_last_frame, multiple_images with 2 or more
 		inputs, graph = fadeGraph(l, req.InputImages, w, h, req.FPS, req.DurationSeconds, req.Operation == FirstLastFrame)
 	}
+	if req.Intermediate && req.Operation == TextToVideo && l.scalesLater() {
+		// The composite scales every scene to the video's size with the
+		// same bicubic scaler: hand it the frames as drawn, a quarter of
+		// the pixels to encode, upload and decode, and the same picture
+		// after its scale (PSNR to the lossless frames 43.27 dB, against
+		// 43.30 for a clip scaled here; README.md, Performance).
+		w, h = workingSize(w, h)
+	}
 	graph += ";" + tailChain(l, w, h)
 	maps := []string{"-map", "[v]"}
 	var audio []string
@@ -133,9 +141,11 @@ func textGraph(l look, w, h, fps int, d float64) string {
 	return strings.Join(parts, ";")
 }
 
-// fitFilter scales and crops an input to exactly w×h (cover).
+// fitFilter scales and crops an input to exactly w×h (cover). The scaler
+// is named: ffmpeg before 5.0 defaulted to bilinear, and intermediate
+// scenes rely on the composite scaling them as the runner would have.
 func fitFilter(w, h int) string {
-	return fmt.Sprintf("scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d,setsar=1", w, h, w, h)
+	return fmt.Sprintf("scale=%d:%d:force_original_aspect_ratio=increase:flags=bicubic,crop=%d:%d,setsar=1", w, h, w, h)
 }
 
 // zoomGraph animates one still image (input 0) with a slow zoom or pan

@@ -3,7 +3,10 @@ package pipeline
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -75,5 +78,48 @@ func TestProceduralRunnerIsDeterministic(t *testing.T) {
 	}
 	if d, e := render("d.mp4", 7, true), render("e.mp4", 7, true); !bytes.Equal(d, e) || bytes.Equal(a, d) {
 		t.Error("intermediate clips: same request gave different clips, or the delivery settings were used")
+	}
+}
+
+// TestIntermediateSceneScaledLater: an intermediate text_to_video clip
+// comes at the size it is drawn at, and scaled to the output size the way
+// the composite scales scenes (fitFilter) it shows the picture the runner
+// delivers at that size: close to it, and far from another seed's.
+func TestIntermediateSceneScaledLater(t *testing.T) {
+	requireTools(t, "ffmpeg", "ffprobe")
+	dir := t.TempDir()
+	render := func(name string, seed int64, intermediate bool) string {
+		req := RenderRequest{Model: "auto-scene", Prompt: "a lighthouse on a stormy coast", Seed: seed, Resolution: "480p",
+			AspectRatio: "16:9", DurationSeconds: 1, FPS: 12, OutputPath: filepath.Join(dir, name), Intermediate: intermediate}
+		if err := (&ProceduralRunner{Tools: testTools()}).Render(testCtx(t), req, nil); err != nil {
+			t.Fatal(err)
+		}
+		return req.OutputPath
+	}
+	inter, delivered, other := render("inter.mp4", 3, true), render("delivered.mp4", 3, false), render("other.mp4", 4, false)
+	if info := probe(t, inter); info.Width != 640 || info.Height != 360 {
+		t.Fatalf("intermediate clip %dx%d, want the working size 640x360", info.Width, info.Height)
+	}
+	if info := probe(t, delivered); info.Width != 854 || info.Height != 480 {
+		t.Fatalf("delivered clip %dx%d, want 854x480", info.Width, info.Height)
+	}
+	psnr := func(ref string) float64 {
+		out, err := exec.Command("ffmpeg", "-hide_banner", "-nostdin", "-i", inter, "-i", ref, "-lavfi",
+			"[0:v]"+fitFilter(854, 480)+"[a];[a][1:v]psnr", "-f", "null", "-").CombinedOutput()
+		if err != nil {
+			t.Fatalf("ffmpeg psnr: %v\n%s", err, out)
+		}
+		m := regexp.MustCompile(`PSNR .* average:([0-9.]+|inf)`).FindSubmatch(out)
+		if m == nil {
+			t.Fatalf("no PSNR in ffmpeg's output:\n%s", out)
+		}
+		v, err := strconv.ParseFloat(string(m[1]), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if same, diff := psnr(delivered), psnr(other); same < 35 || diff > 25 {
+		t.Errorf("PSNR to the delivered clip %.1f dB (want ≥ 35), to another seed's %.1f dB (want ≤ 25)", same, diff)
 	}
 }

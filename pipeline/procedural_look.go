@@ -17,6 +17,14 @@ type look struct {
 	flags   string    // scaler flags from working to output resolution
 }
 
+// scalesLater reports whether frames drawn at the working size look the
+// same scaled to the output size now or by a later stage's bicubic scale:
+// the look draws nothing at the output size and scales bicubic (pixel
+// styles, for one, scale by nearest neighbour).
+func (l look) scalesLater() bool {
+	return len(l.post) == 0 && l.flags == "bicubic"
+}
+
 // colourHues maps colour and scene words in a prompt to a hue in degrees.
 var colourHues = map[string]float64{
 	"red": 0, "crimson": 350, "fire": 12, "sunset": 20, "orange": 30, "autumn": 28, "gold": 45, "golden": 45,

@@ -47,12 +47,15 @@ type RenderRequest struct {
 	// OutputPath is where the runner writes the MP4 clip.
 	OutputPath string `json:"output_path"`
 
-	// Intermediate marks a clip that a later stage decodes and encodes
-	// again (an auto video's scene, which the composite cuts together), so
-	// a runner may trade file size for speed. The procedural runner then
+	// Intermediate marks a clip that a later stage decodes, scales to the
+	// video's frame size and encodes again (an auto video's scene, which
+	// the composite cuts together), so a runner may trade file size for
+	// speed and may hand the clip over at the size it made it, smaller
+	// than Resolution, in the same aspect ratio. The procedural runner then
 	// encodes with x264 ultrafast at a low CRF (intermediateX264Args)
-	// instead of the delivery settings. Leave it false for a clip that is
-	// delivered as it is (a manual render: finalize copies its stream).
+	// instead of the delivery settings, and leaves text_to_video frames at
+	// the size it draws them (workingSize). Leave it false for a clip that
+	// is delivered as it is (a manual render: finalize copies its stream).
 	Intermediate bool `json:"intermediate,omitempty"`
 }
 
