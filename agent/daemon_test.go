@@ -206,9 +206,12 @@ func TestAutoVideo(t *testing.T) {
 	requireTools(t, "ffmpeg", "ffprobe", "espeak-ng")
 	f := newFakeCP(t)
 	cfg := testConfig(t, f)
-	startAgent(t, cfg)
+	r := startAgent(t, cfg)
+	// A kit whose only font no machine has: the captions fall back to the
+	// default font, and the log says so.
 	v := wire.Video{Mode: "auto", Prompt: "Bees build their hives from wax. They dance to share where flowers grow.",
-		DurationSeconds: 10, Orientation: pipeline.Portrait, Resolution: "120p", VoiceID: "en-us+f3", AvatarID: "av_stock_ben"}
+		DurationSeconds: 10, Orientation: pipeline.Portrait, Resolution: "120p", VoiceID: "en-us+f3", AvatarID: "av_stock_ben",
+		Brand: &wire.Brand{Colors: []string{"#112233"}, Fonts: []string{"No Such Typeface"}, MotionStyle: pipeline.MotionDynamic}}
 
 	plan := assignment("vid_auto", "plan", scheduler.KindPlan, v)
 	f.enqueue(plan)
@@ -255,6 +258,9 @@ func TestAutoVideo(t *testing.T) {
 	}
 	if !strings.Contains(string(f.blob(cc.Artifacts[wire.ArtifactCaptionsVTT])), "WEBVTT") {
 		t.Error("captions.vtt is not WebVTT")
+	}
+	if !strings.Contains(r.logs.String(), "none of the brand kit's fonts is installed on this node") {
+		t.Error("no warning that the kit's font is missing")
 	}
 	waitFor(t, "the work dir to empty", func() bool { return emptyDir(t, cfg.WorkDir) })
 }

@@ -16,7 +16,7 @@ func (j *job) brand(ctx context.Context) (*pipeline.Brand, error) {
 	if b == nil {
 		return nil, nil
 	}
-	out := &pipeline.Brand{Colors: b.Colors}
+	out := &pipeline.Brand{Colors: b.Colors, Fonts: b.Fonts, MotionStyle: b.MotionStyle}
 	var err error
 	switch {
 	case b.LogoInput != "":

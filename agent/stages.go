@@ -407,6 +407,10 @@ func (j *job) composite(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if brand != nil && len(brand.Fonts) > 0 && res.CaptionFont == "" && len(res.Cues) > 0 {
+		j.t.log.Warn("none of the brand kit's fonts is installed on this node (fc-list); captions use the default font",
+			"fonts", brand.Fonts)
+	}
 	info, err := j.a.cfg.Tools.Probe(ctx, res.Video)
 	if err != nil {
 		return fmt.Errorf("composite: %w", err)

@@ -228,7 +228,7 @@ func TestCompositeArgs(t *testing.T) {
 			"color=c=0x112233@0.85:s=320x28:r=1:d=1,format=rgba,pad=h=30:y=2:color=0xFFAA00[bar]",
 			"[scenes][bar]overlay=x=0:y=H-h[framed]",
 			"[1:v]scale=54:54:force_original_aspect_ratio=increase,crop=54:54,format=rgba[avatar]",
-			"[framed][avatar]overlay=x=W-w-6:y='H-h-36+1.0000*sin(2*PI*t*1.2)':eval=frame[presented]",
+			"[framed][avatar]overlay=x=W-w-6:y='H-h-36+1.0000*sin(2*PI*t*1.2000)':eval=frame[presented]",
 			"[2:v]scale=80:18:force_original_aspect_ratio=decrease,format=rgba[logo]",
 			"[presented][logo]overlay=x=W-w-6:y=6[branded]",
 			"[branded]split[clean][tocaption]",
@@ -289,5 +289,61 @@ func TestCompositeRejects(t *testing.T) {
 		if got, err := ffmpegColor(in); got != want || err != nil {
 			t.Errorf("ffmpegColor(%q) = %q, %v", in, got, err)
 		}
+	}
+}
+
+// A kit's font sets the captions; its motion style moves the presenter.
+func TestCompositeBrandStyle(t *testing.T) {
+	plan := Plan{DurationSeconds: 6, Scenes: []Scene{{Index: 0, DurationSeconds: 6, Lines: []string{"Hello world."}}}}
+	lay := compositeLayout{w: 1280, h: 720, fps: 24, total: 6 * time.Second, barColor: "black@0.55",
+		avatar: "/o/avatar.png", clips: []string{"/s/0.mp4"}, burnSRT: true, font: "DejaVu Sans",
+		placed: PlaceLines(plan, []SpokenLine{{Scene: 0, Text: "Hello world.", Audio: "/t/line-000.wav", Duration: 1500 * time.Millisecond}})}
+	for style, want := range map[string]string{
+		"":              "y='H-h-146+3.0000*sin(2*PI*t*1.2000)':eval=frame[presented]",
+		MotionSmooth:    "y='H-h-146+3.0000*sin(2*PI*t*1.2000)':eval=frame[presented]",
+		"unknown":       "y='H-h-146+3.0000*sin(2*PI*t*1.2000)':eval=frame[presented]",
+		MotionCalm:      "overlay=x=W-w-22:y=H-h-146[presented]",
+		MotionDynamic:   "y='H-h-146+6.0000*sin(2*PI*t*1.6000)':eval=frame[presented]",
+		MotionEnergetic: "y='H-h-146+9.0000*sin(2*PI*t*2.2000)':eval=frame[presented]",
+	} {
+		lay.motion = style
+		got := strings.Join(compositeArgs(lay, "v", "c"), " ")
+		if !strings.Contains(got, want) {
+			t.Errorf("motion style %q: want %s in\n%s", style, want, got)
+		}
+		if !strings.Contains(got, ",MarginV=9,FontName=DejaVu Sans'[captioned]") {
+			t.Errorf("captions not set in the kit's font:\n%s", got)
+		}
+	}
+}
+
+func TestPickFont(t *testing.T) {
+	fcList := "DejaVu Sans,DejaVu Sans Light\nDejaVu Serif\nNoto Sans:style\n"
+	for _, tc := range []struct {
+		fonts []string
+		want  string
+	}{
+		{[]string{"Brand Grotesk", "dejavu serif", "DejaVu Sans"}, "dejavu serif"}, // the first the machine has
+		{[]string{"DejaVu Sans Light"}, "DejaVu Sans Light"},                       // a family's other name
+		{[]string{"Brand Grotesk"}, ""},                                            // none: libass's default
+		{[]string{"DejaVu Sans,Evil"}, ""},                                         // would break the style string
+		{[]string{"DejaVu Serif'"}, ""},
+		{nil, ""},
+	} {
+		if got := pickFont(tc.fonts, fcList); got != tc.want {
+			t.Errorf("pickFont(%q) = %q, want %q", tc.fonts, got, tc.want)
+		}
+	}
+	// captionFont asks fc-list for the families, once.
+	fe := &fakeExec{run: func(Command) ([]byte, error) { return []byte(fcList), nil }}
+	if got := (&Tools{Exec: fe}).captionFont(context.Background(), []string{"Brand Grotesk", "DejaVu Serif"}); got != "DejaVu Serif" {
+		t.Errorf("captionFont = %q", got)
+	}
+	if len(fe.cmds) != 1 || fe.cmds[0].Name != "fc-list" {
+		t.Errorf("captionFont ran %+v", fe.cmds)
+	}
+	failing := &fakeExec{run: func(Command) ([]byte, error) { return nil, errors.New("no fc-list") }}
+	if got := (&Tools{Exec: failing}).captionFont(context.Background(), []string{"DejaVu Serif"}); got != "" {
+		t.Errorf("captionFont without fc-list = %q, want the default", got)
 	}
 }

@@ -28,6 +28,12 @@ type Brand struct {
 	Colors []string
 	// LogoPath is an image drawn in the top-right corner; "" for none.
 	LogoPath string
+	// Fonts are the kit's typefaces, preferred first: captions are set in
+	// the first one this machine has (captionFont), else the default.
+	Fonts []string
+	// MotionStyle is how much the presenter moves: MotionCalm,
+	// MotionSmooth ("" too), MotionDynamic or MotionEnergetic.
+	MotionStyle string
 }
 
 // CompositeInput is everything the composite stage of an auto video needs.
@@ -52,6 +58,7 @@ type CompositeResult struct {
 	VTT             string // OutDir/captions.vtt
 	Cues            []Cue
 	Duration        time.Duration
+	CaptionFont     string // the kit font the captions are set in; "" for the default
 }
 
 // compositeLayout is the geometry and inputs of one composite.
@@ -66,7 +73,9 @@ type compositeLayout struct {
 	logo      string // "" for none
 	clips     []string
 	placed    []PlacedLine
-	burnSRT   bool // captions.srt has cues to burn in
+	burnSRT   bool   // captions.srt has cues to burn in
+	font      string // caption typeface; "" for libass's default
+	motion    string // Brand.MotionStyle
 	x264, aac []string
 }
 
@@ -101,6 +110,10 @@ func (t *Tools) Composite(ctx context.Context, in CompositeInput, progress Progr
 		return CompositeResult{}, err
 	}
 	lay.burnSRT = len(res.Cues) > 0
+	if in.Brand != nil && lay.burnSRT {
+		lay.font = t.captionFont(ctx, in.Brand.Fonts)
+		res.CaptionFont = lay.font
+	}
 	if lay.avatar == "" {
 		lay.avatar = filepath.Join(in.OutDir, "avatar.png")
 		if err := WriteStockAvatar(orDefault(in.AvatarID, DefaultAvatar), lay.avatar); err != nil {
@@ -187,6 +200,7 @@ func newCompositeLayout(in CompositeInput) (compositeLayout, error) {
 	lay.placed = PlaceLines(in.Plan, lines)
 	lay.barColor = "black@0.55"
 	if b := in.Brand; b != nil {
+		lay.motion = b.MotionStyle
 		if len(b.Colors) > 0 {
 			c, err := ffmpegColor(b.Colors[0])
 			if err != nil {
@@ -273,14 +287,13 @@ func compositeArgs(lay compositeLayout, video, cleanVideo string) []string {
 	parts = append(parts, barChain+"[bar]", "[scenes][bar]overlay=x=0:y=H-h[framed]")
 	av := addInput("-i", lay.avatar)
 	size := even(float64(short) * 0.3)
-	bob := fnum(max(1, float64(short)/240))
 	avatarChain := fmt.Sprintf("[%d:v]scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d,format=rgba", av, size, size, size, size)
 	if lay.ownAvatar { // a round badge like the stock avatars; runs once, on the one frame
 		avatarChain += ",geq=r='r(X,Y)':g='g(X,Y)':b='b(X,Y)':a='alpha(X,Y)*clip(W/2-hypot(X-W/2+0.5,Y-H/2+0.5),0,1)'"
 	}
 	parts = append(parts,
 		avatarChain+"[avatar]",
-		fmt.Sprintf("[framed][avatar]overlay=x=W-w-%d:y='H-h-%d+%s*sin(2*PI*t*1.2)':eval=frame[presented]", margin, bar+accentH+margin, bob))
+		presenterOverlay(lay.motion, short, margin, bar+accentH+margin))
 	last := "presented"
 	if lay.logo != "" {
 		lg := addInput("-i", lay.logo)
@@ -340,5 +353,9 @@ func captionStyle(lay compositeLayout, bar int) string {
 		size = 9
 	}
 	marginV := int(float64(bar) / float64(lay.h) * 288 * 0.2)
-	return fmt.Sprintf("FontSize=%d,PrimaryColour=&H00FFFFFF,OutlineColour=&H00000000,BorderStyle=1,Outline=1,Shadow=0,Alignment=2,MarginV=%d", size, marginV)
+	style := fmt.Sprintf("FontSize=%d,PrimaryColour=&H00FFFFFF,OutlineColour=&H00000000,BorderStyle=1,Outline=1,Shadow=0,Alignment=2,MarginV=%d", size, marginV)
+	if lay.font != "" {
+		style += ",FontName=" + lay.font
+	}
+	return style
 }

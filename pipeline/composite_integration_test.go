@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"image/color"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,10 +18,25 @@ import (
 // TestAutoVideoEndToEnd runs plan → tts → scene renders → composite for a
 // 10 s portrait video at a small size and checks every output.
 func TestAutoVideoEndToEnd(t *testing.T) {
-	requireTools(t, "ffmpeg", "ffprobe", "espeak-ng")
+	requireTools(t, "ffmpeg", "ffprobe", "espeak-ng", "fc-list")
 	ctx := testCtx(t)
 	tools := testTools()
 	dir := t.TempDir()
+	// The kit names a typeface no machine has, then one this one has.
+	fcList, err := exec.Command("fc-list", "--format", "%{family}\n").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var family string
+	for _, line := range strings.Split(string(fcList), "\n") {
+		if f := strings.TrimSpace(strings.Split(line, ",")[0]); safeFontName(f) {
+			family = f
+			break
+		}
+	}
+	if family == "" {
+		t.Fatalf("fc-list names no font:\n%s", fcList)
+	}
 
 	plan, err := NewPlan("A tour of an old lighthouse on a stormy coast. The keeper climbs the stairs at dusk.", 10, PlanOptions{})
 	if err != nil {
@@ -45,13 +62,17 @@ func TestAutoVideoEndToEnd(t *testing.T) {
 	var log progressLog
 	res, err := tools.Composite(ctx, CompositeInput{
 		Plan: plan, SceneClips: clips, Lines: lines, Orientation: Portrait, Resolution: "180p", FPS: 12,
-		AvatarID: "av_stock_ben", Brand: &Brand{Colors: []string{"#FF6600", "#222"}, LogoPath: logo},
+		AvatarID: "av_stock_ben", Brand: &Brand{Colors: []string{"#FF6600", "#222"}, LogoPath: logo,
+			Fonts: []string{"No Such Typeface", family}, MotionStyle: MotionEnergetic},
 		OutDir: filepath.Join(dir, "out"),
 	}, log.fn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkProgress(t, log.values())
+	if res.CaptionFont != family {
+		t.Errorf("captions set in %q, want the kit's first installed font %q", res.CaptionFont, family)
+	}
 
 	for _, v := range []string{res.Video, res.VideoNoCaptions} {
 		info := probe(t, v)

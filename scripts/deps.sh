@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need where it is missing: ffmpeg/ffprobe, espeak-ng, a
-# font for burned-in captions, openssl and python3, and PostgreSQL (Debian packages; a
-# server is started when none answers on 127.0.0.1:5432) and staticcheck (Go module proxy).
+# font for burned-in captions and fontconfig's fc-list, openssl and python3, and
+# PostgreSQL (Debian packages; a server is started when none answers on
+# 127.0.0.1:5432) and staticcheck (Go module proxy).
 # Safe to run repeatedly.
 set -euo pipefail
 
@@ -12,7 +13,9 @@ command -v espeak-ng >/dev/null 2>&1 || need+=(espeak-ng)
 # The webhook signature tests check against independent HMAC implementations.
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
-# Burned-in captions (libass) need at least one font.
+# Burned-in captions (libass) need at least one font; the composite asks
+# fc-list which of a brand kit's fonts the machine has.
+command -v fc-list >/dev/null 2>&1 || need+=(fontconfig)
 { command -v fc-list >/dev/null 2>&1 && [ -n "$(fc-list 2>/dev/null | head -1)" ]; } || need+=(fonts-dejavu-core)
 # The app-database bridge tests (controlplane/appdb) need a PostgreSQL server.
 pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1; }

@@ -150,7 +150,7 @@ func TestE2EUploadsAssetsAndBrandKits(t *testing.T) {
 	scene := f.readyAsset(proxyURL, solidPNG(t, 320, 180, color.RGBA{20, 200, 40, 255}))
 	logo := f.readyAsset(proxyURL, solidPNG(t, 64, 32, color.RGBA{250, 20, 20, 255}))
 	kit := f.srv.must(http.StatusCreated, http.MethodPost, "/v1/brand-kits", f.apiKey,
-		`{"name":"Blue Co","colors":["#0000ff","#ffff00"],"logo_asset_id":"`+logo+`"}`).obj(t)
+		`{"name":"Blue Co","colors":["#0000ff","#ffff00"],"fonts":["No Such Typeface","DejaVu Sans"],"motion_style":"calm","logo_asset_id":"`+logo+`"}`).obj(t)
 	auto := f.createVideo(`{"mode":"auto","prompt":"A green field.","duration_seconds":5,"brand_kit_id":"` + kit["id"].(string) +
 		`","file_asset_ids":["` + scene + `"]}`)
 	v := f.waitStatus(auto["id"].(string), "completed", 4*time.Minute)

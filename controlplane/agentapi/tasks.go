@@ -180,7 +180,7 @@ func (s *server) addMedia(a *wire.Assignment, v fsm.Video) {
 		if !ok {
 			s.log.Warn("video's brand kit is gone; rendering without it", "video_id", v.ID, "brand_kit_id", id)
 		} else {
-			b := &wire.Brand{Colors: k.Colors, LogoURL: k.LogoURL}
+			b := &wire.Brand{Colors: k.Colors, LogoURL: k.LogoURL, Fonts: k.Fonts, MotionStyle: k.MotionStyle}
 			if as, ok := s.fsm.Asset(v.AccountID, k.LogoAssetID); ok && as.Status == fsm.AssetReady {
 				b.LogoInput = "brand/logo" + path.Ext(as.BlobKey)
 				input(b.LogoInput, as.BlobKey)

@@ -19,7 +19,7 @@ import (
 )
 
 // motionStyles are the values of motion_style: how lively the kit's videos
-// move. Recorded with the kit; the composite does not animate by it yet.
+// move. The composite moves the presenter by it (pipeline.MotionCalm …).
 var motionStyles = []string{"calm", "smooth", "dynamic", "energetic"}
 
 var brandKitFields = []string{"name", "colors", "fonts", "motion_style", "brand_identity", "logo_url", "logo_asset_id"}

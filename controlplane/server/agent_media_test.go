@@ -16,7 +16,7 @@ func TestAssignmentCarriesBrandKitAndAssets(t *testing.T) {
 	logoPNG := pngBytes(t, 8, 8, color.RGBA{255, 0, 0, 255})
 	logo := h.readyAsset(key, logoPNG)
 	scene := h.readyAsset(key, pngBytes(t, 8, 8, color.RGBA{0, 255, 0, 255}))
-	kit := expectAPIStatus(t, h.do("POST", "/v1/brand-kits", key, `{"name":"k","colors":["#112233","#445566"],"logo_asset_id":"`+logo["id"].(string)+`"}`), http.StatusCreated)
+	kit := expectAPIStatus(t, h.do("POST", "/v1/brand-kits", key, `{"name":"k","colors":["#112233","#445566"],"fonts":["Inter","DejaVu Sans"],"motion_style":"dynamic","logo_asset_id":"`+logo["id"].(string)+`"}`), http.StatusCreated)
 	v := h.create(key, `{"mode":"auto","prompt":"fields","brand_kit_id":"`+kit["id"].(string)+`","file_asset_ids":["`+scene["id"].(string)+`"]}`)
 
 	cred := h.registerNode("media-node")
@@ -25,7 +25,8 @@ func TestAssignmentCarriesBrandKitAndAssets(t *testing.T) {
 		t.Fatalf("leased %s, want a task of %s", a.TaskID, v["id"])
 	}
 	b := a.Video.Brand
-	if b == nil || !jsonEqual(t, b.Colors, []string{"#112233", "#445566"}) || b.LogoURL != "" || b.LogoInput != "brand/logo.png" {
+	if b == nil || !jsonEqual(t, b.Colors, []string{"#112233", "#445566"}) || b.LogoURL != "" || b.LogoInput != "brand/logo.png" ||
+		!jsonEqual(t, b.Fonts, []string{"Inter", "DejaVu Sans"}) || b.MotionStyle != "dynamic" {
 		t.Fatalf("assignment brand %+v", b)
 	}
 	wantScene := "assets/" + scene["id"].(string) + ".png"

@@ -207,6 +207,12 @@ type Brand struct {
 	// one is set.
 	LogoInput string `json:"logo_input,omitempty"`
 	LogoURL   string `json:"logo_url,omitempty"`
+	// Fonts are the kit's typefaces, preferred first: the captions are set
+	// in the first one the agent's machine has.
+	Fonts []string `json:"fonts,omitempty"`
+	// MotionStyle is how lively the presenter moves: calm, smooth (also
+	// when empty), dynamic or energetic.
+	MotionStyle string `json:"motion_style,omitempty"`
 }
 
 // Assignment is a leased task: run it, report progress, upload its artifacts,
