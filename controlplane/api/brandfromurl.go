@@ -43,18 +43,18 @@ func (a *API) brandKitFromURL(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, e)
 		return
 	}
-	u, _ := a.cfg.Guard.CheckURL(r.Context(), raw) // checked above
-	body, ct, err := a.cfg.Guard.Fetch(r.Context(), raw, brandPageMaxBytes, brandPageTimeout)
+	page, err := a.cfg.Guard.Fetch(r.Context(), raw, brandPageMaxBytes, brandPageTimeout)
 	if err != nil {
 		apierr.Write(w, r, fetchError(err))
 		return
 	}
+	ct := page.ContentType
 	if mt, _, _ := mime.ParseMediaType(ct); mt != "text/html" && mt != "application/xhtml+xml" {
 		apierr.Write(w, r, apierr.Invalid("url", fmt.Sprintf("the address answered %q, not an HTML page; give the address of the site's home page", ct)).
 			With("content_type", ct))
 		return
 	}
-	d := brandkit.Extract(body, u)
+	d := brandkit.Extract(page.Body, page.URL)
 	out := brandKitJSON{Object: "brand_kit_draft", Name: d.Name, Colors: orEmpty(d.Colors), Fonts: orEmpty(d.Fonts),
 		BrandIdentity: optional(d.BrandIdentity), LogoURL: optional(d.LogoURL), SourceURL: &raw}
 	apierr.WriteJSON(w, http.StatusOK, out)

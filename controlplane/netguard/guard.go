@@ -215,38 +215,47 @@ func (g *Guard) Client(timeout time.Duration, followRedirects bool) *http.Client
 	}
 }
 
+// Page is what Fetch got.
+type Page struct {
+	Body        []byte
+	ContentType string
+	// URL is where the body came from, after redirects: relative links in
+	// the page resolve against it, not against the address asked for.
+	URL *url.URL
+}
+
 // Fetch GETs raw through a guarded client that follows redirects and returns at
-// most maxBytes of body (ErrTooLarge beyond) and its content type. A non-2xx
-// answer is an error that names the status.
-func (g *Guard) Fetch(ctx context.Context, raw string, maxBytes int64, timeout time.Duration) ([]byte, string, error) {
+// most maxBytes of body (ErrTooLarge beyond), its content type and the address
+// it came from. A non-2xx answer is an error that names the status.
+func (g *Guard) Fetch(ctx context.Context, raw string, maxBytes int64, timeout time.Duration) (Page, error) {
 	u, err := g.CheckURL(ctx, raw)
 	if err != nil {
-		return nil, "", err
+		return Page{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, "", fmt.Errorf("netguard: fetch %s: %w", raw, err)
+		return Page{}, fmt.Errorf("netguard: fetch %s: %w", raw, err)
 	}
 	req.Header.Set("User-Agent", "vidfarm/1 (+https://github.com/vidfarm/vidfarm)")
 	resp, err := g.Client(timeout, true).Do(req)
 	if err != nil {
-		return nil, "", fmt.Errorf("netguard: fetch %s: %w", raw, err)
+		return Page{}, fmt.Errorf("netguard: fetch %s: %w", raw, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, "", fmt.Errorf("netguard: fetch %s: the server answered %s", raw, resp.Status)
+		return Page{}, fmt.Errorf("netguard: fetch %s: the server answered %s", raw, resp.Status)
 	}
 	if resp.ContentLength > maxBytes {
-		return nil, "", fmt.Errorf("netguard: fetch %s: %d bytes, more than %d: %w", raw, resp.ContentLength, maxBytes, ErrTooLarge)
+		return Page{}, fmt.Errorf("netguard: fetch %s: %d bytes, more than %d: %w", raw, resp.ContentLength, maxBytes, ErrTooLarge)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBytes+1))
 	if err != nil {
-		return nil, "", fmt.Errorf("netguard: fetch %s: read: %w", raw, err)
+		return Page{}, fmt.Errorf("netguard: fetch %s: read: %w", raw, err)
 	}
 	if int64(len(body)) > maxBytes {
-		return nil, "", fmt.Errorf("netguard: fetch %s: more than %d bytes: %w", raw, maxBytes, ErrTooLarge)
+		return Page{}, fmt.Errorf("netguard: fetch %s: more than %d bytes: %w", raw, maxBytes, ErrTooLarge)
 	}
-	return body, resp.Header.Get("Content-Type"), nil
+	return Page{Body: body, ContentType: resp.Header.Get("Content-Type"), URL: resp.Request.URL}, nil
 }

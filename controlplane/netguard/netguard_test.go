@@ -197,8 +197,12 @@ func TestRedirectToPrivateIsNeverFollowed(t *testing.T) {
 func TestFetchLimitsSize(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
-		if r.URL.Path == "/missing" {
+		switch r.URL.Path {
+		case "/missing":
 			http.NotFound(w, r)
+			return
+		case "/moved":
+			http.Redirect(w, r, "/en/home", http.StatusFound)
 			return
 		}
 		// No Content-Length for /stream: the limit must hold while reading.
@@ -209,19 +213,23 @@ func TestFetchLimitsSize(t *testing.T) {
 	}))
 	defer srv.Close()
 	g := tlsGuard(t, srv, newFakeDNS())
-	body, ct, err := g.Fetch(context.Background(), srv.URL+"/page", 4096, 5*time.Second)
-	if err != nil || len(body) != 2000 || ct != "text/html" {
-		t.Fatalf("Fetch = %d bytes, %q, %v", len(body), ct, err)
+	page, err := g.Fetch(context.Background(), srv.URL+"/page", 4096, 5*time.Second)
+	if err != nil || len(page.Body) != 2000 || page.ContentType != "text/html" || page.URL.String() != srv.URL+"/page" {
+		t.Fatalf("Fetch = %d bytes, %q from %v, %v", len(page.Body), page.ContentType, page.URL, err)
+	}
+	// After a redirect, the page's address is where it came from.
+	if page, err := g.Fetch(context.Background(), srv.URL+"/moved", 4096, 5*time.Second); err != nil || page.URL.String() != srv.URL+"/en/home" {
+		t.Fatalf("Fetch after a redirect = %v, %v; want the page from %s/en/home", page.URL, err, srv.URL)
 	}
 	for _, path := range []string{"/page", "/stream"} {
-		if _, _, err := g.Fetch(context.Background(), srv.URL+path, 1000, 5*time.Second); !errors.Is(err, ErrTooLarge) {
+		if _, err := g.Fetch(context.Background(), srv.URL+path, 1000, 5*time.Second); !errors.Is(err, ErrTooLarge) {
 			t.Errorf("Fetch %s over the limit = %v, want ErrTooLarge", path, err)
 		}
 	}
-	if _, _, err := g.Fetch(context.Background(), srv.URL+"/missing", 1000, 5*time.Second); err == nil || !strings.Contains(err.Error(), "404") {
+	if _, err := g.Fetch(context.Background(), srv.URL+"/missing", 1000, 5*time.Second); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("Fetch of a 404 = %v, want an error naming the status", err)
 	}
-	if _, _, err := (&Guard{}).Fetch(context.Background(), srv.URL+"/page", 1000, 5*time.Second); !errors.Is(err, ErrRefused) {
+	if _, err := (&Guard{}).Fetch(context.Background(), srv.URL+"/page", 1000, 5*time.Second); !errors.Is(err, ErrRefused) {
 		t.Errorf("Fetch of a loopback URL by the production guard = %v, want ErrRefused", err)
 	}
 }

@@ -88,6 +88,11 @@ func TestBrandKitFromURL(t *testing.T) {
 		case "/":
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			_, _ = w.Write([]byte(brandPage))
+		case "/go": // the site's short address, redirected to a page whose links are relative
+			http.Redirect(w, r, "/en/", http.StatusFound)
+		case "/en/":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			_, _ = w.Write([]byte(strings.Replace(brandPage, `href="/touch-icon.png"`, `href="touch-icon.png"`, 1)))
 		case "/big":
 			w.Header().Set("Content-Type", "text/html")
 			_, _ = w.Write([]byte(strings.Repeat("<p>rockets</p>", 200_000)))
@@ -111,6 +116,11 @@ func TestBrandKitFromURL(t *testing.T) {
 		}
 		if !jsonEqual(t, d, want) {
 			t.Fatalf("draft\n got %v\nwant %v", d, want)
+		}
+		// Relative links resolve against the page's address after redirects.
+		moved := expectAPIStatus(t, h.do("POST", "/v1/brand-kits/from-url", key, `{"url":"`+site.URL+`/go"}`), http.StatusOK)
+		if moved["logo_url"] != site.URL+"/en/touch-icon.png" || moved["source_url"] != site.URL+"/go" {
+			t.Fatalf("draft of a redirected page: logo_url %v, source_url %v", moved["logo_url"], moved["source_url"])
 		}
 		if l := expectAPIStatus(t, h.do("GET", "/v1/brand-kits", key, nil), http.StatusOK); jsonInt(t, l["total"]) != 0 {
 			t.Fatalf("the draft was saved: %v", l)
