@@ -133,6 +133,8 @@ func (t MessageType) String() string {
 		return "expire_speech"
 	case ResealWebhookType:
 		return "reseal_webhook"
+	case SweepIntermediatesType:
+		return "sweep_intermediates"
 	}
 	return fmt.Sprintf("message_type_%d", uint8(t))
 }
@@ -330,6 +332,8 @@ func Decode(entry []byte) (Command, error) {
 		c = &ExpireSpeech{}
 	case ResealWebhookType:
 		c = &ResealWebhook{}
+	case SweepIntermediatesType:
+		c = &SweepIntermediates{}
 	default:
 		return nil, fmt.Errorf("decode: unknown message type %d", entry[0])
 	}

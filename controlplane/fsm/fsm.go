@@ -177,6 +177,8 @@ func (s *state) apply(cmd Command) (any, error) {
 		return s.applyExpireSpeech(c)
 	case *ResealWebhook:
 		return s.applyResealWebhook(c)
+	case *SweepIntermediates:
+		return s.applySweepIntermediates(c)
 	}
 	panic(fmt.Sprintf("fsm: no apply function for %T", cmd))
 }

@@ -36,6 +36,26 @@ func (s *Server) expireSpeech(ctx context.Context) {
 	s.log.Info("expired speech samples", "count", n, "older_than", s.cfg.SpeechRetention.String())
 }
 
+// sweepIntermediates lists for deletion the intermediate artifacts that
+// videos finished by a version before the garbage list still hold
+// (fsm/sweep.go). It proposes only when there are some: once, after an
+// upgrade, when a leader takes over (and hourly, should that fail).
+func (s *Server) sweepIntermediates(ctx context.Context) {
+	if !s.Node.FSM.IntermediatesLeft() {
+		return
+	}
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	n, err := s.Node.Apply(actx, &fsm.SweepIntermediates{Now: time.Now().UnixNano()})
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("sweep the intermediates of videos finished before the garbage list", "err", err)
+		}
+		return
+	}
+	s.log.Info("listed the intermediates of videos finished before the garbage list for deletion", "blobs", n)
+}
+
 // DefaultUploadSweepInterval is how often each node looks for expired
 // uploads (and the leader for expired speech samples).
 const DefaultUploadSweepInterval = time.Hour

@@ -53,12 +53,14 @@ func (s *Server) leaderJobs(ctx context.Context) {
 			s.expireUploads(ctx)
 			if s.Node.IsLeader() {
 				s.expireSpeech(ctx)
+				s.sweepIntermediates(ctx)
 			}
 		case <-leases.C:
 			leader := s.Node.IsLeader()
 			if leader && !wasLeader {
 				s.webhooks.Notify() // a new leader carries on with the outbox at once
 				s.resealSecrets(ctx)
+				s.sweepIntermediates(ctx)
 			}
 			wasLeader = leader
 			if leader {
