@@ -53,7 +53,7 @@ func (s *state) collectIntermediates(v *Video, keep ...string) {
 	kept := map[string]string{}
 	for _, name := range slices.Sorted(maps.Keys(v.Artifacts)) {
 		key := v.Artifacts[name]
-		if key != "" && slices.Contains(keep, key) {
+		if isDelivery(key, keep) {
 			kept[name] = key
 			continue
 		}
@@ -64,6 +64,9 @@ func (s *state) collectIntermediates(v *Video, keep ...string) {
 		v.Artifacts = nil
 	}
 }
+
+// isDelivery reports whether artifact key is one of keep, a video's deliveries.
+func isDelivery(key string, keep []string) bool { return key != "" && slices.Contains(keep, key) }
 
 // Garbage returns up to limit keys of blobs to delete, oldest first, and how
 // many there are in all.

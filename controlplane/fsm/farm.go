@@ -212,8 +212,7 @@ func (s *state) completeVideo(v *Video, final string, seconds float64, now int64
 		CaptionsSRT:     v.Artifacts[final+"/captions.srt"],
 		Poster:          v.Artifacts[final+"/poster.jpg"],
 	}
-	o := v.Outputs
-	s.collectIntermediates(v, o.Video, o.VideoNoCaptions, o.Captions, o.CaptionsSRT, o.Poster)
+	s.collectIntermediates(v, v.deliveries()...)
 	if seconds > 0 {
 		v.Spec.DurationSeconds = int(math.Round(seconds))
 	}

@@ -42,7 +42,7 @@ func (v *Video) leftovers() bool {
 	}
 	keep := v.deliveries()
 	for _, key := range v.Artifacts {
-		if key == "" || !slices.Contains(keep, key) {
+		if !isDelivery(key, keep) {
 			return true
 		}
 	}
