@@ -84,14 +84,14 @@ func safeFontName(f string) bool {
 	return true
 }
 
-// presenterOverlay is the filter that puts the presenter badge on the
-// frame, margin pixels from the right edge and lift pixels above the
-// bottom, bobbing as presenterBob says.
+// presenterOverlay is the overlay filter that puts the presenter badge on
+// the frame, margin pixels from the right edge and lift pixels above the
+// bottom, bobbing as presenterBob says; a still badge is placed once, not
+// on every frame.
 func presenterOverlay(style string, short, margin, lift int) string {
 	amp, hz := presenterBob(style, short)
 	if amp == 0 {
-		return fmt.Sprintf("[framed][avatar]overlay=x=W-w-%d:y=H-h-%d[presented]", margin, lift)
+		return fmt.Sprintf("overlay=x=W-w-%d:y=H-h-%d", margin, lift)
 	}
-	return fmt.Sprintf("[framed][avatar]overlay=x=W-w-%d:y='H-h-%d+%s*sin(2*PI*t*%s)':eval=frame[presented]",
-		margin, lift, fnum(amp), fnum(hz))
+	return fmt.Sprintf("overlay=x=W-w-%d:y='H-h-%d+%s*sin(2*PI*t*%s)':eval=frame", margin, lift, fnum(amp), fnum(hz))
 }

@@ -293,7 +293,7 @@ func compositeArgs(lay compositeLayout, video, cleanVideo string) []string {
 	}
 	parts = append(parts,
 		avatarChain+"[avatar]",
-		presenterOverlay(lay.motion, short, margin, bar+accentH+margin))
+		"[framed][avatar]"+presenterOverlay(lay.motion, short, margin, bar+accentH+margin)+"[presented]")
 	last := "presented"
 	if lay.logo != "" {
 		lg := addInput("-i", lay.logo)
