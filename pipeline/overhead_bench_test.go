@@ -2,16 +2,16 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // The pipeline overhead comparison: a whole auto video against one plain
@@ -77,32 +77,24 @@ func autoVideo(ctx context.Context, t *Tools, dir string) (CompositeResult, over
 	st.plan = time.Since(start)
 
 	start = time.Now()
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, runtime.NumCPU())
-	task := func(run func()) { // in the order the scheduler places them
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			run()
-		})
-	}
-	errs := make([]error, len(plan.Scenes)+1)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.NumCPU()) // Go blocks while every slot is taken: tasks start in placement order
 	var lines []SpokenLine
-	task(func() {
-		lines, errs[0] = t.Narrate(ctx, plan, DefaultVoice, filepath.Join(dir, "tts"), nil)
+	g.Go(func() (err error) {
+		lines, err = t.Narrate(gctx, plan, DefaultVoice, filepath.Join(dir, "tts"), nil)
+		return err
 	})
 	runner := &ProceduralRunner{Tools: t}
 	clips := make([]string, len(plan.Scenes))
 	for i, sc := range plan.Scenes {
 		clips[i] = filepath.Join(dir, "scenes", fmt.Sprintf("scene-%04d.mp4", sc.Index+1))
-		task(func() {
-			errs[i+1] = runner.Render(ctx, RenderRequest{Model: "auto-scene", Prompt: sc.Visual, Seed: int64(sc.Index),
+		g.Go(func() error {
+			return runner.Render(gctx, RenderRequest{Model: "auto-scene", Prompt: sc.Visual, Seed: int64(sc.Index),
 				Resolution: DefaultCompositeResolution, AspectRatio: "16:9", DurationSeconds: float64(sc.DurationSeconds),
 				OutputPath: clips[i], Intermediate: true}, nil)
 		})
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := g.Wait(); err != nil {
 		return CompositeResult{}, st, err
 	}
 	st.parallel, st.sceneCount = time.Since(start), len(clips)
