@@ -27,7 +27,7 @@ lint:
 test: deps lint
 	VIDFARM_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout 19m ./...
 
-## make bench: the long benchmarks; figures go in the README.
+## make bench: the long benchmarks; figures go in docs/benchmarks.md.
 bench: build
 	./scripts/bench.sh
 

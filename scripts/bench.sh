@@ -2,7 +2,7 @@
 # make bench: the long benchmarks. Starts a single-node control plane with fsync on
 # in a temporary data directory and drives POST /v1/videos with 64 concurrent
 # clients, then the same against a three-node cluster, times SIGKILL failovers,
-# runs the Go benchmarks and times the farm simulator. Figures go in the README.
+# runs the Go benchmarks and times the farm simulator. Figures go in docs/benchmarks.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=./bin/vidfarm

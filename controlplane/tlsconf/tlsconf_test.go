@@ -15,7 +15,7 @@ import (
 )
 
 // testdata holds a CA and two certificates it signed (node, node2) for
-// 127.0.0.1, valid until 2126; made with openssl (see the README's TLS section).
+// 127.0.0.1, valid until 2126; made with openssl (see docs/cluster.md, "TLS").
 const td = "testdata/"
 
 func TestConfigs(t *testing.T) {
