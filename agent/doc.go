@@ -98,11 +98,13 @@
 //
 // Input images are fetched over https only, at most MaxInputImageBytes,
 // within InputFetchTimeout, with no proxy, and must sniff as PNG, JPEG,
-// WebP, GIF or BMP. The dialer refuses loopback, private, link-local,
-// carrier-grade NAT, metadata and other non-public addresses at connect
-// time, for every redirect too, so a name that resolves somewhere else by
-// then (DNS rebinding) is still refused; Config.AllowPrivateInputs lifts
-// that for development and is logged loudly.
+// WebP, GIF or BMP. Addresses follow the farm's one address policy, package
+// netguard, the same the control plane's API applied when it took them: the
+// URL (and every redirect) is checked before the request, and the dialer
+// refuses loopback, private, link-local, carrier-grade NAT, metadata and
+// every other address netguard.Blocked refuses at connect time, so a name
+// that resolves somewhere else by then (DNS rebinding) is still refused;
+// Config.AllowPrivateInputs lifts that for development and is logged loudly.
 //
 // # Discovery
 //

@@ -12,8 +12,11 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/vidfarm/vidfarm/netguard"
 )
 
 // Limits of input image downloads (manual renders).
@@ -30,16 +33,21 @@ const (
 // image, or an error status. The message says which.
 var ErrInputRefused = errors.New("input image refused")
 
-// inputFetcher downloads the input images of manual renders from the
-// addresses API clients gave. Those addresses are checked when the video is
-// created, but a name can resolve elsewhere by the time the agent connects
-// (DNS rebinding), so every connection, redirects included, is checked
-// again at connect time by the dialer's Control hook.
+// inputFetcher downloads the input images of manual renders (and logos and
+// avatar photos) from the addresses API clients gave, under the farm's one
+// address policy (package netguard). Those addresses are checked when the
+// video is created, and again here before the request (guard.CheckSyntax);
+// a name can resolve elsewhere by the time the agent connects (DNS
+// rebinding), so every connection, redirects included, is checked again
+// at connect time by the dialer's Control hook, on the address actually
+// being connected to.
 type inputFetcher struct {
+	guard  netguard.Guard
 	client *http.Client
 }
 
 func newInputFetcher(allowPrivate bool, roots *x509.CertPool) *inputFetcher {
+	f := &inputFetcher{guard: netguard.Guard{AllowPrivate: allowPrivate, HTTPSOnly: true}}
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	if !allowPrivate {
 		d.Control = refusePrivate
@@ -54,70 +62,42 @@ func newInputFetcher(allowPrivate bool, roots *x509.CertPool) *inputFetcher {
 		IdleConnTimeout:       30 * time.Second,
 		ForceAttemptHTTP2:     true,
 	}
-	return &inputFetcher{client: &http.Client{
+	f.client = &http.Client{
 		Transport: tr,
 		Timeout:   InputFetchTimeout,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) >= maxInputRedirects {
 				return fmt.Errorf("%w: more than %d redirects", ErrInputRefused, maxInputRedirects)
 			}
-			if req.URL.Scheme != "https" {
-				return fmt.Errorf("%w: redirect to a %s address; only https is fetched", ErrInputRefused, req.URL.Scheme)
-			}
-			return nil
+			_, err := f.checkURL(req.URL.String(), "redirect to ")
+			return err
 		},
-	}}
+	}
+	return f
 }
 
-// blockedPrefixes are ranges no input is fetched from, besides what
-// netip.Addr's predicates already catch (loopback, private, link-local,
-// multicast, unspecified). With those they cover every range the control
-// plane's address guard (controlplane/netguard, which the agent may not
-// import) refuses for webhooks; a test in cmd/vidfarm holds the two to the
-// same answers. NAT64 and 6to4 are refused whole here, where the guard looks
-// at the IPv4 address inside: stricter, never looser.
-var blockedPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),         // "this network"
-	netip.MustParsePrefix("100.64.0.0/10"),     // carrier-grade NAT
-	netip.MustParsePrefix("192.0.0.0/24"),      // IETF protocol assignments
-	netip.MustParsePrefix("192.0.2.0/24"),      // documentation
-	netip.MustParsePrefix("192.88.99.0/24"),    // 6to4 relay anycast
-	netip.MustParsePrefix("198.18.0.0/15"),     // benchmarking
-	netip.MustParsePrefix("198.51.100.0/24"),   // documentation
-	netip.MustParsePrefix("203.0.113.0/24"),    // documentation
-	netip.MustParsePrefix("240.0.0.0/4"),       // reserved, broadcast
-	netip.MustParsePrefix("::/96"),             // IPv4-compatible
-	netip.MustParsePrefix("100::/64"),          // discard-only
-	netip.MustParsePrefix("fec0::/10"),         // site-local (deprecated)
-	netip.MustParsePrefix("64:ff9b::/96"),      // NAT64: reaches any IPv4 address
-	netip.MustParsePrefix("64:ff9b:1::/48"),    // local-use NAT64
-	netip.MustParsePrefix("2002::/16"),         // 6to4: embeds an IPv4 address
-	netip.MustParsePrefix("2001::/32"),         // Teredo
-	netip.MustParsePrefix("2001:db8::/32"),     // documentation
-	netip.MustParsePrefix("fd00:ec2::254/128"), // AWS IMDS over IPv6 (also ULA)
-}
-
-// BlockedInputAddr reports whether an input must not be fetched from ip.
-func BlockedInputAddr(ip netip.Addr) bool {
-	if ip.Zone() != "" {
-		return true // a scoped address names an interface of this machine
+// checkURL parses raw and refuses it unless the address policy allows it.
+// Errors name the address after prefix, without its query, which may hold
+// a signature.
+func (f *inputFetcher) checkURL(raw, prefix string) (*url.URL, error) {
+	u, err := f.guard.CheckSyntax(raw)
+	if err == nil {
+		return u, nil
 	}
-	ip = ip.Unmap()
-	// Not global unicast covers invalid, unspecified, loopback, link-local and
-	// multicast addresses; private ranges are global unicast, so they are named.
-	if !ip.IsGlobalUnicast() || ip.IsPrivate() {
-		return true
+	shown := raw
+	if i := strings.IndexAny(shown, "?#"); i >= 0 {
+		shown = shown[:i]
 	}
-	for _, p := range blockedPrefixes {
-		if p.Contains(ip) {
-			return true
-		}
+	reason := err.Error()
+	if re := (*netguard.RefusedError)(nil); errors.As(err, &re) {
+		reason = re.Reason // without the URL, which may hold a signature
 	}
-	return false
+	return nil, fmt.Errorf("%w: %s%s: %s", ErrInputRefused, prefix, shown, reason)
 }
 
 // refusePrivate is the dialer's Control hook: it runs for the address
-// actually being connected to, after name resolution.
+// actually being connected to, after name resolution, and refuses what
+// netguard.Blocked refuses.
 func refusePrivate(network, address string, _ syscall.RawConn) error {
 	host, _, err := net.SplitHostPort(address)
 	if err != nil {
@@ -127,8 +107,8 @@ func refusePrivate(network, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return fmt.Errorf("%w: address %q: %w", ErrInputRefused, address, err)
 	}
-	if BlockedInputAddr(ip) {
-		return fmt.Errorf("%w: %s is a loopback, private, link-local or otherwise non-public address (the agent's --allow-private-inputs permits it in development)", ErrInputRefused, ip)
+	if reason, bad := netguard.Blocked(ip); bad {
+		return fmt.Errorf("%w: connecting to %s, a %s (the agent's --allow-private-inputs permits it in development)", ErrInputRefused, ip, reason)
 	}
 	return nil
 }
@@ -146,14 +126,11 @@ var imageExt = map[string]string{
 // fetch downloads the image at rawURL to dst plus an extension that fits
 // its content, and returns the path written.
 func (f *inputFetcher) fetch(ctx context.Context, rawURL, dst string) (string, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("%w: %q is not a URL", ErrInputRefused, rawURL)
+	u, err := f.checkURL(rawURL, "")
+	if err != nil {
+		return "", err
 	}
 	shown := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String() // no query: it may hold a signature
-	if u.Scheme != "https" {
-		return "", fmt.Errorf("%w: %s: only https addresses are fetched", ErrInputRefused, shown)
-	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return "", fmt.Errorf("%w: %s: %w", ErrInputRefused, shown, err)

@@ -2,10 +2,12 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,10 +25,15 @@ func TestInputFetchRefusesLoopbackUnlessAllowed(t *testing.T) {
 	if !errors.Is(err, ErrInputRefused) || !strings.Contains(err.Error(), "127.0.0.1") {
 		t.Errorf("fetch from 127.0.0.1 = %v, want ErrInputRefused naming the address", err)
 	}
-	// The same through a name that resolves to loopback: refused at connect time.
+	// The same through the name of this machine: refused before connecting.
 	byName := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
 	if _, err := newInputFetcher(false, roots).fetch(ctx, byName+"/boat.png", filepath.Join(dir, "b")); !errors.Is(err, ErrInputRefused) {
 		t.Errorf("fetch from localhost = %v, want ErrInputRefused", err)
+	}
+	// Past the address check (as a name that turned private after it would be),
+	// the dialer refuses the connection itself.
+	if _, err := newInputFetcher(false, roots).client.Get(srv.URL + "/boat.png"); !errors.Is(err, ErrInputRefused) || !strings.Contains(err.Error(), "connecting to 127.0.0.1, a loopback address") {
+		t.Errorf("connecting to 127.0.0.1 = %v, want ErrInputRefused from the dialer", err)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("refused fetches wrote %d files", len(entries))
@@ -71,14 +78,14 @@ func TestInputFetchRefusals(t *testing.T) {
 	roots := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 	f := newInputFetcher(true, roots)
 	for _, tc := range []struct{ url, want string }{
-		{"http://example.com/a.png", "only https"},
-		{"ftp://example.com/a.png", "only https"},
-		{"not a url", "not a URL"},
+		{"http://example.com/a.png", "the scheme must be https"},
+		{"ftp://example.com/a.png", "the scheme must be https"},
+		{"not a url", "the scheme must be https"},
 		{srv.URL + "/text", "not a PNG, JPEG"},
 		{srv.URL + "/huge", "30000000 bytes"},
 		{srv.URL + "/endless", "larger than the limit"},
 		{srv.URL + "/missing", "HTTP 404"},
-		{srv.URL + "/redirect-http", "only https is fetched"},
+		{srv.URL + "/redirect-http", "redirect to http://example.com/a.png: the scheme must be https"},
 	} {
 		_, err := f.fetch(context.Background(), tc.url, filepath.Join(t.TempDir(), "x"))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -87,40 +94,72 @@ func TestInputFetchRefusals(t *testing.T) {
 	}
 }
 
-func TestBlockedAddr(t *testing.T) {
+// urlTable is netguard's table of refused and accepted URLs, the one every
+// entry point that takes a URL is tested with.
+type urlTable struct {
+	DNS      map[string][]string `json:"dns"`
+	Refused  [][2]string         `json:"refused"`
+	Accepted []string            `json:"accepted"`
+}
+
+// TestInputFetchAddressTable holds the fetcher to the farm's one address
+// policy. An address the table spells out is refused before any connection;
+// for a name, the agent's own resolver decides where it connects, so each
+// address the table's DNS gives it goes through the dialer's connect-time
+// check instead.
+func TestInputFetchAddressTable(t *testing.T) {
 	t.Parallel()
-	for addr, want := range map[string]bool{
-		"127.0.0.1":          true,
-		"10.1.2.3":           true,
-		"172.16.0.1":         true,
-		"192.168.1.1":        true,
-		"169.254.169.254":    true, // cloud metadata
-		"100.64.0.1":         true,
-		"0.0.0.0":            true,
-		"255.255.255.255":    true,
-		"224.0.0.1":          true,
-		"::1":                true,
-		"::":                 true,
-		"fe80::1":            true,
-		"fc00::1":            true,
-		"fd00:ec2::254":      true,
-		"::ffff:127.0.0.1":   true, // IPv4-mapped loopback
-		"::ffff:10.0.0.1":    true,
-		"64:ff9b::a00:1":     true, // NAT64 of 10.0.0.1
-		"2002:a00:1::1":      true, // 6to4 of 10.0.0.1
-		"8.8.8.8":            false,
-		"93.184.215.14":      false,
-		"2606:4700::6810:85": false,
-		"::ffff:8.8.8.8":     false,
-	} {
-		if got := BlockedInputAddr(netip.MustParseAddr(addr)); got != want {
-			t.Errorf("BlockedInputAddr(%s) = %v, want %v", addr, got, want)
+	var table urlTable
+	raw, err := os.ReadFile("../netguard/testdata/urls.json")
+	if err == nil {
+		err = json.Unmarshal(raw, &table)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	// dialed is what the dialer would connect to for a URL the address check
+	// lets through: the table's DNS answers for a name, else the address.
+	dialed := func(u *url.URL) []string {
+		if addrs, named := table.DNS[strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")]; named {
+			return addrs
+		}
+		return []string{u.Hostname()}
+	}
+	dialRefusals := func(u *url.URL) (refusals []string) {
+		for _, a := range dialed(u) {
+			if err := refusePrivate("tcp", net.JoinHostPort(a, "443"), nil); err != nil {
+				refusals = append(refusals, err.Error())
+			}
+		}
+		return refusals
+	}
+	f := newInputFetcher(false, nil)
+	dir := t.TempDir()
+	for _, c := range table.Refused {
+		rawURL, want := c[0], c[1]
+		if u, err := f.checkURL(rawURL, ""); err == nil {
+			refusals := dialRefusals(u)
+			if addrs := dialed(u); len(addrs) > 0 && !strings.Contains(strings.Join(refusals, "\n"), want) {
+				t.Errorf("%s: connecting to %v refused with %q, want a refusal that mentions %q", rawURL, addrs, refusals, want)
+			}
+			continue
+		}
+		_, err := f.fetch(context.Background(), rawURL, filepath.Join(dir, "x"))
+		if !errors.Is(err, ErrInputRefused) || !strings.Contains(err.Error(), want) {
+			t.Errorf("fetch %s = %v, want ErrInputRefused mentioning %q", rawURL, err, want)
 		}
 	}
-	if err := refusePrivate("tcp4", "10.0.0.1:443", nil); !errors.Is(err, ErrInputRefused) {
-		t.Errorf("refusePrivate(10.0.0.1) = %v", err)
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("refused fetches wrote %d files", len(entries))
 	}
-	if err := refusePrivate("tcp4", "8.8.8.8:443", nil); err != nil {
-		t.Errorf("refusePrivate(8.8.8.8) = %v", err)
+	for _, rawURL := range table.Accepted {
+		u, err := f.checkURL(rawURL, "")
+		if err != nil {
+			t.Errorf("checkURL(%s) = %v, want allowed", rawURL, err)
+			continue
+		}
+		if refusals := dialRefusals(u); len(refusals) > 0 {
+			t.Errorf("%s: connecting refused: %q", rawURL, refusals)
+		}
 	}
 }

@@ -59,7 +59,7 @@ func TestAvatarTasks(t *testing.T) {
 }
 
 // The photo fetch follows the input rules: without the development switch
-// a loopback address is refused when the agent connects.
+// a loopback address is refused before the agent connects.
 func TestAvatarPhotoOnLoopbackRefused(t *testing.T) {
 	t.Parallel()
 	f := newFakeCP(t)
@@ -70,7 +70,7 @@ func TestAvatarPhotoOnLoopbackRefused(t *testing.T) {
 	a := assignment("av_inward", scheduler.NameAvatar, scheduler.KindAvatar, wire.Video{})
 	a.Avatar = &wire.AvatarJob{Kind: "photo", FileURL: images.URL + "/boat.png"}
 	f.enqueue(a)
-	expectFailed(t, f, a.TaskID, "127.0.0.1 is a loopback")
+	expectFailed(t, f, a.TaskID, "loopback address (127.0.0.0/8)")
 }
 
 func TestSpeechTask(t *testing.T) {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -172,7 +173,7 @@ func (a *API) getAvatar(w http.ResponseWriter, r *http.Request) {
 }
 
 // parseAvatar validates a POST /v1/avatars body.
-func (a *API) parseAvatar(body []byte) (fsm.CreateAvatar, *apierr.Error) {
+func (a *API) parseAvatar(ctx context.Context, body []byte) (fsm.CreateAvatar, *apierr.Error) {
 	var c fsm.CreateAvatar
 	o, e := decodeObject(body)
 	if e == nil {
@@ -214,7 +215,7 @@ func (a *API) parseAvatar(body []byte) (fsm.CreateAvatar, *apierr.Error) {
 	if kind == fsm.AvatarKindPrompt {
 		e = parseAvatarPrompt(o, &av)
 	} else {
-		e = a.parseAvatarPhoto(o, &av, consent)
+		e = a.parseAvatarPhoto(ctx, o, &av, consent)
 	}
 	if e != nil {
 		return c, e
@@ -243,7 +244,7 @@ func parseAvatarPrompt(o object, av *fsm.Avatar) *apierr.Error {
 	return nil
 }
 
-func (a *API) parseAvatarPhoto(o object, av *fsm.Avatar, consent *bool) *apierr.Error {
+func (a *API) parseAvatarPhoto(ctx context.Context, o object, av *fsm.Avatar, consent *bool) *apierr.Error {
 	if _, ok := o["prompt"]; ok {
 		return apierr.Invalid("prompt", `prompt is for kind "prompt"; a photo avatar is made from the picture at file_url`).With("kind", av.Kind)
 	}
@@ -259,7 +260,7 @@ func (a *API) parseAvatarPhoto(o object, av *fsm.Avatar, consent *bool) *apierr.
 	case !hasURL:
 		return apierr.Invalid("file_url", `a photo avatar needs the photo: "file_url" (a public https address; POST /v1/uploads gives one) or "asset_id" (a ready image asset)`)
 	default:
-		if e := (urlPolicy{private: a.cfg.AllowPrivateURLs}).check("file_url", av.FileURL); e != nil {
+		if e := a.checkInputURL(ctx, "file_url", av.FileURL); e != nil {
 			return e
 		}
 	}
@@ -292,21 +293,13 @@ func (a *API) createAvatar(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, e)
 		return
 	}
-	c, e := a.parseAvatar(body)
+	c, e := a.parseAvatar(r.Context(), body)
 	if e == nil {
 		e = a.lim.check(r.Context(), a.lim.media, "avatar create, brand-from-url, speech and uploads", p.AccountID)
 	}
 	if e != nil {
 		apierr.Write(w, r, e)
 		return
-	}
-	// Names are resolved now too, under the same guard as webhooks and brand
-	// pages; the render node checks again on every connection.
-	if u := c.Avatar.FileURL; u != "" {
-		if e := a.checkClientURL(r, "file_url", u); e != nil {
-			apierr.Write(w, r, e)
-			return
-		}
 	}
 	if id := c.Avatar.AssetID; id != "" {
 		if _, ok := a.cfg.FSM.Asset(p.AccountID, id); !ok {

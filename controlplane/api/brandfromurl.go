@@ -9,7 +9,7 @@ import (
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/brandkit"
-	"github.com/vidfarm/vidfarm/controlplane/netguard"
+	"github.com/vidfarm/vidfarm/netguard"
 )
 
 // Limits of fetching a brand page: a home page's HTML is rarely over a few
@@ -34,7 +34,7 @@ func (a *API) brandKitFromURL(w http.ResponseWriter, r *http.Request) {
 	case !present || raw == "":
 		e = apierr.Invalid("url", `field "url" is required: the https address of the brand's site`)
 	default:
-		e = a.checkClientURL(r, "url", raw)
+		e = a.checkClientURL(r.Context(), "url", raw)
 	}
 	if e == nil {
 		e = a.lim.check(r.Context(), a.lim.media, "uploads, avatars, speech and brand-from-url", principalOf(r).AccountID)

@@ -15,7 +15,6 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/brandkit"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/controlplane/ids"
-	"github.com/vidfarm/vidfarm/controlplane/netguard"
 )
 
 // motionStyles are the values of motion_style: how lively the kit's videos
@@ -156,7 +155,7 @@ func (a *API) parseBrandKit(r *http.Request, o object) (fsm.BrandKit, *apierr.Er
 	case k.LogoURL != "" && k.LogoAssetID != "":
 		return k, apierr.Invalid("logo_url", "send logo_url or logo_asset_id, not both")
 	case k.LogoURL != "":
-		if e := a.checkClientURL(r, "logo_url", k.LogoURL); e != nil {
+		if e := a.checkInputURL(r.Context(), "logo_url", k.LogoURL); e != nil {
 			return k, e
 		}
 	case k.LogoAssetID != "":
@@ -186,25 +185,6 @@ func eachString(o object, field string, max int, what string, check func(i int, 
 		out = append(out, n)
 	}
 	return out, nil
-}
-
-// checkClientURL checks an address the farm will fetch on a client's behalf
-// with the address guard: public https only, names resolved.
-func (a *API) checkClientURL(r *http.Request, field, raw string) *apierr.Error {
-	if len(raw) > maxURL {
-		return apierr.New(http.StatusBadRequest, apierr.CodeInvalidURL, fmt.Sprintf("%s is longer than %d characters", field, maxURL)).With("field", field)
-	}
-	_, err := a.cfg.Guard.CheckURL(r.Context(), raw)
-	if err == nil {
-		return nil
-	}
-	reason := err.Error()
-	var re *netguard.RefusedError
-	if errors.As(err, &re) {
-		reason = re.Reason
-	}
-	return apierr.New(http.StatusBadRequest, apierr.CodeInvalidURL, fmt.Sprintf("%s %q is not usable: %s", field, raw, reason)).
-		With("field", field).With("reason", reason)
 }
 
 func (a *API) deleteBrandKit(w http.ResponseWriter, r *http.Request) {

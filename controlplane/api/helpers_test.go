@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/blob"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/controlplane/raftnode"
+	"github.com/vidfarm/vidfarm/netguard"
 )
 
 const adminToken = "test-admin-token"
@@ -29,6 +32,16 @@ type env struct {
 	api   *api.API
 	srv   *httptest.Server
 	admin *admin.Client
+}
+
+// exampleDNS resolves example.com, the only name the tests' client URLs use.
+type exampleDNS struct{}
+
+func (exampleDNS) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if host == "example.com" {
+		return []netip.Addr{netip.MustParseAddr("93.184.215.14")}, nil
+	}
+	return nil, errors.New("no such host " + host)
 }
 
 // storeFunc adapts a function to api.Store, for stores that wrap the real one.
@@ -77,6 +90,9 @@ func newEnv(tb testing.TB, opts ...envOption) *env {
 	e.api, err = api.New(api.Config{
 		FSM: f, Store: store, Logger: log, Limits: api.Limits{Disabled: true}, AppURL: "https://app.test",
 		Signer: blob.Signer{Key: []byte("0123456789abcdef0123456789abcdef"), BaseURL: "http://" + e.srv.Listener.Addr().String()},
+		// The sandbox has no DNS: the image host of the tests resolves to a
+		// public address, as it would on the internet.
+		Guard: &netguard.Guard{Resolver: exampleDNS{}},
 	})
 	if err != nil {
 		tb.Fatal(err)

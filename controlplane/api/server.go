@@ -20,8 +20,8 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/blob"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
-	"github.com/vidfarm/vidfarm/controlplane/netguard"
 	"github.com/vidfarm/vidfarm/controlplane/sealed"
+	"github.com/vidfarm/vidfarm/netguard"
 )
 
 // Store proposes commands to the replicated state; raftnode.Node is the real one.
@@ -45,9 +45,10 @@ type Config struct {
 	Registry prometheus.Registerer
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// AllowPrivateURLs accepts input image addresses on private, loopback and
-	// link-local hosts. A development switch for tests and closed networks; the
-	// server logs a warning when it is on.
+	// AllowPrivateURLs accepts client addresses (video image fields, logo_url,
+	// avatar file_url, brand pages) on private, loopback and link-local hosts:
+	// the AllowPrivate of the default Guard. A development switch for tests and
+	// closed networks; the server logs a warning when it is on.
 	AllowPrivateURLs bool
 	// WebhookGuard checks webhook addresses at registration; nil means the
 	// production policy (public https only).
@@ -55,8 +56,10 @@ type Config struct {
 	// Secrets seals the signing secrets of new webhooks before they enter
 	// the replicated state; nil keeps them plain.
 	Secrets *sealed.Key
-	// Guard checks the addresses the farm fetches on a client's behalf (brand
-	// pages, logo_url); nil means one with AllowPrivate = AllowPrivateURLs.
+	// Guard checks the addresses the farm fetches on a client's behalf: brand
+	// pages, and with HTTPSOnly added the addresses render nodes fetch (video
+	// image fields, logo_url, avatar file_url). nil means one with
+	// AllowPrivate = AllowPrivateURLs and the system resolver.
 	Guard *netguard.Guard
 	// ApplyTimeout bounds how long a request waits for its command to commit.
 	ApplyTimeout time.Duration
@@ -78,6 +81,8 @@ type API struct {
 	metrics  *metrics
 	inflight inflight
 	router   chi.Router
+	// inputGuard is cfg.Guard for addresses render nodes fetch: https only.
+	inputGuard *netguard.Guard
 }
 
 // MaxBodyBytes is the contract's body limit: a JSON body of 256 KB or more is refused.
@@ -97,6 +102,8 @@ func New(cfg Config) (*API, error) {
 	if cfg.Guard == nil {
 		cfg.Guard = &netguard.Guard{AllowPrivate: cfg.AllowPrivateURLs}
 	}
+	inputGuard := *cfg.Guard
+	inputGuard.HTTPSOnly = true
 	if cfg.ApplyTimeout == 0 {
 		cfg.ApplyTimeout = 10 * time.Second
 	}
@@ -104,7 +111,7 @@ func New(cfg Config) (*API, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &API{cfg: cfg, fsm: cfg.FSM, store: cfg.Store, log: cfg.Logger, lim: lim, metrics: newMetrics(cfg.Registry)}
+	a := &API{cfg: cfg, fsm: cfg.FSM, store: cfg.Store, log: cfg.Logger, lim: lim, metrics: newMetrics(cfg.Registry), inputGuard: &inputGuard}
 	a.inflight.m = map[inflightKey]struct{}{}
 	a.router = a.routes()
 	return a, nil

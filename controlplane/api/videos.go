@@ -31,7 +31,7 @@ func (a *API) createVideo(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, e)
 		return
 	}
-	spec, price, e := a.parseCreate(p.AccountID, body)
+	spec, price, e := a.parseCreate(r.Context(), p.AccountID, body)
 	if e != nil {
 		apierr.Write(w, r, e)
 		return

@@ -1,12 +1,11 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,7 +39,7 @@ const (
 )
 
 // parseCreate validates a POST /v1/videos body into a spec and its price.
-func (a *API) parseCreate(accountID string, body []byte) (fsm.Spec, int64, *apierr.Error) {
+func (a *API) parseCreate(ctx context.Context, accountID string, body []byte) (fsm.Spec, int64, *apierr.Error) {
 	o, e := decodeObject(body)
 	if e != nil {
 		return fsm.Spec{}, 0, e
@@ -90,7 +89,7 @@ func (a *API) parseCreate(accountID string, body []byte) (fsm.Spec, int64, *apie
 		}
 		return spec, price, nil
 	}
-	return parseManual(o, spec, dur, urlPolicy{private: a.cfg.AllowPrivateURLs})
+	return parseManual(o, spec, dur, func(field, raw string) *apierr.Error { return a.checkInputURL(ctx, field, raw) })
 }
 
 func (a *API) parseCommon(o object, accountID string, spec *fsm.Spec) *apierr.Error {
@@ -191,7 +190,10 @@ func checkID(field, v, prefix string) *apierr.Error {
 	return nil
 }
 
-func parseManual(o object, spec fsm.Spec, dur *int64, urls urlPolicy) (fsm.Spec, int64, *apierr.Error) {
+// urlCheck checks one image address of a request, naming its field.
+type urlCheck func(field, raw string) *apierr.Error
+
+func parseManual(o object, spec fsm.Spec, dur *int64, checkURL urlCheck) (fsm.Spec, int64, *apierr.Error) {
 	var e *apierr.Error
 	for _, f := range []struct {
 		name string
@@ -210,10 +212,10 @@ func parseManual(o object, spec fsm.Spec, dur *int64, urls urlPolicy) (fsm.Spec,
 	// An empty address is not "no image": it would silently change the operation.
 	for _, f := range []string{"image_url", "first_frame_url", "last_frame_url"} {
 		if v, present, _ := o.str(f); present && v == "" {
-			return fsm.Spec{}, 0, urls.check(f, v)
+			return fsm.Spec{}, 0, checkURL(f, v)
 		}
 	}
-	op, e := inferOperation(&spec, urls)
+	op, e := inferOperation(&spec, checkURL)
 	if e != nil {
 		return fsm.Spec{}, 0, e
 	}
@@ -281,7 +283,7 @@ func (o object) optStr(field string) (*string, *apierr.Error) {
 }
 
 // inferOperation picks the manual operation from which image fields are present.
-func inferOperation(spec *fsm.Spec, urls urlPolicy) (models.Operation, *apierr.Error) {
+func inferOperation(spec *fsm.Spec, checkURL urlCheck) (models.Operation, *apierr.Error) {
 	var set []string
 	if spec.ImageURL != "" {
 		set = append(set, "image_url")
@@ -298,7 +300,7 @@ func inferOperation(spec *fsm.Spec, urls urlPolicy) (models.Operation, *apierr.E
 	}
 	switch {
 	case spec.ImageURL != "":
-		return models.ImageToVideo, urls.check("image_url", spec.ImageURL)
+		return models.ImageToVideo, checkURL("image_url", spec.ImageURL)
 	case spec.FirstFrameURL != "" || spec.LastFrameURL != "":
 		if spec.FirstFrameURL == "" || spec.LastFrameURL == "" {
 			missing := "last_frame_url"
@@ -307,103 +309,22 @@ func inferOperation(spec *fsm.Spec, urls urlPolicy) (models.Operation, *apierr.E
 			}
 			return "", apierr.Invalid(missing, "first_frame_url and last_frame_url must be sent together")
 		}
-		if e := urls.check("first_frame_url", spec.FirstFrameURL); e != nil {
+		if e := checkURL("first_frame_url", spec.FirstFrameURL); e != nil {
 			return "", e
 		}
-		return models.FirstLastFrame, urls.check("last_frame_url", spec.LastFrameURL)
+		return models.FirstLastFrame, checkURL("last_frame_url", spec.LastFrameURL)
 	case spec.ImageURLs != nil:
 		if len(spec.ImageURLs) == 0 {
 			return "", apierr.Invalid("image_urls", "image_urls must hold at least one address")
 		}
 		for _, u := range spec.ImageURLs {
-			if e := urls.check("image_urls", u); e != nil {
+			if e := checkURL("image_urls", u); e != nil {
 				return "", e
 			}
 		}
 		return models.MultipleImages, nil
 	}
 	return models.TextToVideo, nil
-}
-
-// checkURL accepts only public https addresses. Names are resolved again when the
-// image is fetched, so a name that later points inward is caught there.
-// urlPolicy checks input addresses; private allows non-public hosts (tests and
-// closed networks only, see Config.AllowPrivateURLs).
-type urlPolicy struct{ private bool }
-
-func (p urlPolicy) check(field, raw string) *apierr.Error {
-	bad := func(reason string) *apierr.Error {
-		return apierr.New(http.StatusBadRequest, apierr.CodeInvalidURL,
-			fmt.Sprintf("%s %q is not usable: %s", field, raw, reason)).With("field", field).With("reason", reason)
-	}
-	if raw == "" {
-		return bad("the address is empty")
-	}
-	if len(raw) > maxURL {
-		return bad(fmt.Sprintf("longer than %d characters", maxURL))
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return bad("not a valid URL")
-	}
-	if u.Scheme != "https" {
-		return bad("only https addresses are accepted")
-	}
-	if u.User != nil {
-		return bad("credentials in the address are not accepted")
-	}
-	host := u.Hostname()
-	if host == "" {
-		return bad("the address has no host")
-	}
-	if p.private {
-		return nil
-	}
-	if ip, err := netip.ParseAddr(host); err == nil {
-		if !publicIP(ip) {
-			return bad("the address is not public")
-		}
-		return nil
-	}
-	h := strings.ToLower(strings.TrimSuffix(host, "."))
-	if h == "localhost" || strings.HasSuffix(h, ".localhost") || strings.HasSuffix(h, ".internal") ||
-		strings.HasSuffix(h, ".local") || !strings.Contains(h, ".") {
-		return bad("the host is not a public name")
-	}
-	// No public name ends in a numeric label: "127.1", "0177.0.0.1" or "0x7f.1" are
-	// addresses in forms that other resolvers (libc, FFmpeg) read as loopback.
-	if tld := h[strings.LastIndexByte(h, '.')+1:]; strings.HasPrefix(tld, "0x") || strings.Trim(tld, "0123456789") == "" {
-		return bad("the host is an address in a non-standard form")
-	}
-	return nil
-}
-
-// nonPublic are special-purpose ranges netip's predicates do not cover: shared
-// address space (carrier NAT, and cloud metadata such as 100.100.100.200), IETF
-// protocol assignments, benchmarking, reserved, and NAT64/6to4 prefixes that embed
-// an IPv4 address which may be private.
-var nonPublic = []netip.Prefix{
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("64:ff9b::/96"),
-	netip.MustParsePrefix("64:ff9b:1::/48"),
-	netip.MustParsePrefix("2002::/16"),
-}
-
-// publicIP reports whether ip is a public unicast address.
-func publicIP(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	if !ip.IsGlobalUnicast() || ip.IsPrivate() || ip.IsLoopback() || ip.IsLinkLocalUnicast() {
-		return false
-	}
-	for _, p := range nonPublic {
-		if p.Contains(ip) {
-			return false
-		}
-	}
-	return true
 }
 
 func modelError(id string, err error) *apierr.Error {

@@ -14,7 +14,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/controlplane/ids"
-	"github.com/vidfarm/vidfarm/controlplane/netguard"
+	"github.com/vidfarm/vidfarm/netguard"
 )
 
 // maxWebhookURL bounds a webhook address; longer ones are refused before any lookup.

@@ -8,9 +8,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
-	"github.com/vidfarm/vidfarm/controlplane/netguard"
 	"github.com/vidfarm/vidfarm/controlplane/sealed"
 	"github.com/vidfarm/vidfarm/controlplane/webhook"
+	"github.com/vidfarm/vidfarm/netguard"
 )
 
 // newWebhooks builds the address guard webhooks go through (registration and

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
-	"github.com/vidfarm/vidfarm/controlplane/netguard"
 	"github.com/vidfarm/vidfarm/controlplane/webhook/signature"
+	"github.com/vidfarm/vidfarm/netguard"
 )
 
 // direct applies commands to the FSM without Raft: the rules under test are the

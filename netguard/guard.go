@@ -47,6 +47,9 @@ type Guard struct {
 	// AllowPrivate is the development switch: plain http and every address are
 	// allowed. Never on in production; whoever sets it logs a warning.
 	AllowPrivate bool
+	// HTTPSOnly keeps plain http refused under AllowPrivate too: for addresses
+	// a render node fetches, which it reads over https only.
+	HTTPSOnly bool
 	// Resolver resolves names; nil means net.DefaultResolver.
 	Resolver Resolver
 
@@ -63,13 +66,10 @@ func (g *Guard) resolver() Resolver {
 	return net.DefaultResolver
 }
 
-// blockedHostnames are names that mean "this machine or its cloud" without DNS.
-var blockedHostnames = []string{"localhost", "localhost.localdomain", "metadata", "metadata.google.internal", "instance-data"}
-
-// CheckURL parses raw and refuses it unless it is an https URL whose host
-// resolves only to public addresses. It returns the parsed URL.
+// CheckURL parses raw and refuses it unless CheckSyntax allows it and its
+// host resolves only to allowed addresses. It returns the parsed URL.
 func (g *Guard) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
-	u, err := g.checkSyntax(raw)
+	u, err := g.CheckSyntax(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -79,8 +79,10 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// checkSyntax does every check that needs no DNS.
-func (g *Guard) checkSyntax(raw string) (*url.URL, error) {
+// CheckSyntax does every check of CheckURL that needs no DNS: the scheme, no
+// credentials, and the host under CheckHost. Whoever skips the DNS step must
+// check the addresses it dials (the agent's dialer does).
+func (g *Guard) CheckSyntax(raw string) (*url.URL, error) {
 	refuse := func(reason string) (*url.URL, error) { return nil, &RefusedError{URL: raw, Reason: reason} }
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil {
@@ -88,38 +90,24 @@ func (g *Guard) checkSyntax(raw string) (*url.URL, error) {
 	}
 	switch {
 	case u.Scheme == "https":
-	case u.Scheme == "http" && g.AllowPrivate:
+	case u.Scheme == "http" && g.AllowPrivate && !g.HTTPSOnly:
 	default:
 		return refuse("the scheme must be https")
 	}
 	if u.User != nil {
 		return refuse("credentials in the URL are not allowed")
 	}
-	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
-	if host == "" {
+	if u.Hostname() == "" {
 		return refuse("the URL has no host")
 	}
 	if g.AllowPrivate {
 		return u, nil
 	}
-	if ip, canonical, ok := parseHostIP(host); ok {
-		if !canonical {
-			return refuse(fmt.Sprintf("the host is an unusual spelling of the IP address %s; write addresses in dotted-decimal form", ip))
-		}
-		if reason, bad := Blocked(ip); bad && !g.allowed(ip, u.Port()) {
-			return refuse(reason)
-		}
+	if ip, _, ok := ParseHostIP(u.Hostname()); ok && g.allowed(ip, u.Port()) {
 		return u, nil
 	}
-	for _, b := range blockedHostnames {
-		if host == b {
-			return refuse("the host names this machine or its cloud's metadata service")
-		}
-	}
-	for _, suffix := range []string{".localhost", ".local", ".internal", ".localdomain"} {
-		if strings.HasSuffix(host, suffix) {
-			return refuse("the host is in the private domain " + suffix)
-		}
+	if reason, bad := CheckHost(u.Hostname()); bad {
+		return refuse(reason)
 	}
 	return u, nil
 }
@@ -128,7 +116,7 @@ func (g *Guard) checkSyntax(raw string) (*url.URL, error) {
 // blocked: a name with one private address among public ones could be steered
 // to it.
 func (g *Guard) resolve(ctx context.Context, raw, host string) ([]netip.Addr, error) {
-	if ip, _, ok := parseHostIP(host); ok {
+	if ip, _, ok := ParseHostIP(host); ok {
 		return []netip.Addr{ip}, nil
 	}
 	ips, err := g.resolver().LookupNetIP(ctx, "ip", host)
@@ -209,7 +197,7 @@ func (g *Guard) Client(timeout time.Duration, followRedirects bool) *http.Client
 			if len(via) >= maxRedirects {
 				return fmt.Errorf("stopped after %d redirects", maxRedirects)
 			}
-			_, err := g.checkSyntax(req.URL.String())
+			_, err := g.CheckSyntax(req.URL.String())
 			return err
 		},
 	}
