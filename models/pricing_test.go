@@ -1,6 +1,9 @@
 package models
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 func TestCredits(t *testing.T) {
 	tests := []struct {
@@ -64,5 +67,35 @@ func TestGPUSeconds(t *testing.T) {
 	}
 	if got := m.GPUSeconds("720p", 0); got != 0 {
 		t.Errorf("GPUSeconds(720p, 0) = %v, want 0", got)
+	}
+}
+
+// TestPricesCannotWrap checks that no length, however large, wraps a price to a
+// small or negative one, and that every price the catalog can charge is small:
+// far under the FSM's credit ceiling of 10^15.
+func TestPricesCannotWrap(t *testing.T) {
+	m, _ := Get("kling-2.1-master")
+	for _, seconds := range []int{math.MaxInt, math.MaxInt / 28, math.MaxInt/28 + 1, 1 << 62} {
+		got := m.Credits("1080p", seconds)
+		if want := 28 * seconds; seconds <= math.MaxInt/28 && got != want || seconds > math.MaxInt/28 && got != math.MaxInt {
+			t.Errorf("Credits(1080p, %d) = %d", seconds, got)
+		}
+	}
+	if got, want := AutoCredits(math.MaxInt), (math.MaxInt/autoBlockSeconds+1)*autoCreditsPerBlock; got != want {
+		t.Errorf("AutoCredits(MaxInt) = %d, want %d", got, want)
+	}
+	if got := AutoCredits(math.MinInt); got != 0 {
+		t.Errorf("AutoCredits(MinInt) = %d, want 0", got)
+	}
+	most := AutoCredits(AutoMaxDuration)
+	for _, m := range All() {
+		for _, res := range m.Resolutions {
+			for _, d := range m.Durations {
+				most = max(most, m.Credits(res, d))
+			}
+		}
+	}
+	if most <= 0 || most >= 100_000 {
+		t.Errorf("the dearest render costs %d credits, want 1 to 99,999", most)
 	}
 }

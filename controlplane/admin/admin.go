@@ -93,10 +93,14 @@ func Handler(cfg Config) http.Handler {
 	return r
 }
 
+// auth admits a request only with "Authorization: Bearer <admin token>" (the
+// scheme in any case, RFC 7235); a bare token is refused like a wrong one.
 func (s *server) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if s.cfg.Token == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.Token)) != 1 {
+		scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || s.cfg.Token == "" ||
+			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.cfg.Token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="vidfarm admin"`)
 			apierr.Write(w, r, apierr.New(http.StatusUnauthorized, apierr.CodeUnauthorized, "admin token missing or wrong: send 'Authorization: Bearer <admin token>'"))
 			return
 		}
@@ -123,8 +127,11 @@ func (s *server) apply(w http.ResponseWriter, r *http.Request, cmd fsm.Command) 
 		return out, true
 	}
 	e := debitRefusal(err)
+	var ceiling *fsm.CreditCeilingError
 	switch {
 	case e != nil:
+	case errors.As(err, &ceiling):
+		e = ceilingRefusal(ceiling)
 	case errors.Is(err, fsm.ErrAccountNotFound):
 		e = apierr.New(http.StatusNotFound, apierr.CodeAccountNotFound, "no such account")
 	case errors.Is(err, fsm.ErrKeyNotFound):
@@ -141,6 +148,21 @@ func (s *server) apply(w http.ResponseWriter, r *http.Request, cmd fsm.Command) 
 	}
 	apierr.Write(w, r, e)
 	return nil, false
+}
+
+// aboveCeiling refuses an amount that alone passes the ceiling, before any
+// account is looked at.
+func aboveCeiling(field, what string, amount int64) *apierr.Error {
+	reason := fmt.Sprintf("%s of %d credits is above the ceiling of %d credits an account may hold", what, amount, fsm.MaxCredits)
+	return apierr.Invalid(field, reason).With("reason", reason).With("max_credits", fsm.MaxCredits)
+}
+
+// ceilingRefusal maps the FSM's refusal of a movement that would raise a balance
+// above fsm.MaxCredits: nothing was applied.
+func ceilingRefusal(c *fsm.CreditCeilingError) *apierr.Error {
+	return apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, c.Error()).With("reason", c.Error()).
+		With("account_id", c.AccountID).With("amount", c.Amount).With("balance", c.Balance).
+		With("held_credits", c.Held).With("balance_after", c.After()).With("max_credits", fsm.MaxCredits)
 }
 
 // AccountJSON is an account as the admin API shows it.
@@ -192,6 +214,10 @@ func (s *server) createAccount(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.Invalid("credits", "credits must not be negative"))
 		return
 	}
+	if req.Credits > fsm.MaxCredits {
+		apierr.Write(w, r, aboveCeiling("credits", "opening balance", req.Credits))
+		return
+	}
 	key, hash := ids.NewAPIKey()
 	cmd := &fsm.CreateAccount{AccountID: ids.New("acct"), Name: req.Name, Plan: req.Plan, Credits: req.Credits,
 		KeyID: ids.New("key"), KeyHash: hash, KeyHint: ids.KeyHint(key), Now: s.cfg.Now().UnixNano()}
@@ -220,6 +246,10 @@ func (s *server) grantCredits(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.Amount <= 0 {
 		apierr.Write(w, r, apierr.Invalid("amount", "amount must be a positive number of credits"))
+		return
+	}
+	if req.Amount > fsm.MaxCredits {
+		apierr.Write(w, r, aboveCeiling("amount", "grant", req.Amount))
 		return
 	}
 	out, ok := s.apply(w, r, &fsm.GrantCredits{AccountID: chi.URLParam(r, "id"), Amount: req.Amount, Now: s.cfg.Now().UnixNano()})

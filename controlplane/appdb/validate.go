@@ -3,6 +3,7 @@ package appdb
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 )
@@ -46,13 +47,14 @@ func toAppRow(r inRow, now int64) (fsm.AppRow, error) {
 		if r.Name != nil && len(*r.Name) > maxName {
 			errs = append(errs, fmt.Errorf("%w: name is longer than %d bytes", errMalformed, maxName))
 		}
-		if out.Credits < 0 {
-			errs = append(errs, fmt.Errorf("%w: credits must not be negative", errMalformed))
+		if out.Credits < 0 || out.Credits > fsm.MaxCredits {
+			errs = append(errs, fmt.Errorf("%w: credits must be 0 to %d (the ceiling of credits an account may hold), got %d", errMalformed, fsm.MaxCredits, out.Credits))
 		}
 	case fsm.AppPurchases:
 		errs = append(errs, need("purchase_id", r.PurchaseID, maxID), need("account_id", r.AccountID, maxID))
-		if r.Credits == nil || *r.Credits <= 0 {
-			errs = append(errs, fmt.Errorf("%w: credits must be a positive number", errMalformed))
+		if r.Credits == nil || *r.Credits <= 0 || *r.Credits > fsm.MaxCredits {
+			errs = append(errs, fmt.Errorf("%w: credits must be a positive number, at most %d (the ceiling of credits an account may hold), got %s",
+				errMalformed, fsm.MaxCredits, credits(r.Credits)))
 		}
 	case fsm.AppPlanChanges:
 		errs = append(errs, need("account_id", r.AccountID, maxID), plan(r.Plan))
@@ -71,6 +73,13 @@ func toAppRow(r inRow, now int64) (fsm.AppRow, error) {
 		errs = append(errs, fmt.Errorf("%w: unknown table %q", errMalformed, r.Kind))
 	}
 	return out, errors.Join(errs...)
+}
+
+func credits(p *int64) string {
+	if p == nil {
+		return "none"
+	}
+	return strconv.FormatInt(*p, 10)
 }
 
 func plan(p *string) error {

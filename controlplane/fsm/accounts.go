@@ -12,6 +12,9 @@ func (s *state) applyCreateAccount(c *CreateAccount) (any, error) {
 	if _, ok := s.accounts[c.AccountID]; ok {
 		return nil, fmt.Errorf("%w: account %s exists", ErrInvalidCommand, c.AccountID)
 	}
+	if err := s.checkCredit("opening balance", c.AccountID, nil, c.Credits); err != nil {
+		return nil, err
+	}
 	a := s.openAccount(c.AccountID, c.Name, c.Plan, c.Credits, c.Now)
 	s.addKey(c.KeyID, c.AccountID, c.KeyHash, c.KeyHint, c.Now)
 	return *a, nil
@@ -52,6 +55,9 @@ func (s *state) applyGrantCredits(c *GrantCredits) (any, error) {
 	}
 	if c.Amount <= 0 {
 		return nil, fmt.Errorf("%w: grant must be positive, got %d", ErrInvalidCommand, c.Amount)
+	}
+	if err := s.checkCredit("grant", a.ID, a, c.Amount); err != nil {
+		return nil, err
 	}
 	s.move(a, LedgerGrant, c.Amount, "", "", c.Now)
 	return *a, nil

@@ -79,6 +79,9 @@ func (s *state) appRow(c *AppRow) error {
 		if _, ok := s.accounts[c.AccountID]; ok {
 			return fmt.Errorf("%w: account %s exists", ErrInvalidCommand, c.AccountID)
 		}
+		if err := s.checkCredit("opening balance", c.AccountID, nil, c.Credits); err != nil {
+			return err
+		}
 		s.openAccount(c.AccountID, c.Name, c.Plan, c.Credits, c.Now)
 		return nil
 	case AppPurchases:
@@ -88,6 +91,9 @@ func (s *state) appRow(c *AppRow) error {
 		}
 		if c.Credits <= 0 {
 			return fmt.Errorf("%w: purchase %s of %d credits: must be positive", ErrInvalidCommand, c.PurchaseID, c.Credits)
+		}
+		if err := s.checkCredit("purchase "+c.PurchaseID, a.ID, a, c.Credits); err != nil {
+			return err
 		}
 		s.move(a, LedgerGrant, c.Credits, "", c.PurchaseID, c.Now)
 		return nil

@@ -65,9 +65,14 @@ func (o *outbox) next() uint32 {
 }
 
 // move changes a's balance by amount and records the movement: the one place
-// credits move.
+// credits move. Callers have checked the movement first: a grant against
+// MaxCredits (checkCredit), a charge against the balance; a refund gives back a
+// charge the ceiling already counted. The sum is checked all the same and never
+// wraps (addCredits); the ledger records the change actually made.
 func (s *state) move(a *Account, kind string, amount int64, videoID, ref string, now int64) {
-	a.Credits += amount
+	before := a.Credits
+	a.Credits = addCredits(before, amount)
+	amount = a.Credits - before
 	if !s.out.on || amount == 0 {
 		return
 	}

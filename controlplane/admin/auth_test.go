@@ -1,0 +1,57 @@
+package admin
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func TestAdminTokenOnlyAsBearer(t *testing.T) {
+	h := Handler(Config{Token: "s3cret-admin", Gatherer: prometheus.NewRegistry(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	for name, c := range map[string]struct {
+		header string
+		want   int
+	}{
+		"bearer":             {"Bearer s3cret-admin", http.StatusOK},
+		"scheme in any case": {"bEaReR s3cret-admin", http.StatusOK},
+		"bare token":         {"s3cret-admin", http.StatusUnauthorized},
+		"wrong token":        {"Bearer s3cret-admim", http.StatusUnauthorized},
+		"other scheme":       {"Basic s3cret-admin", http.StatusUnauthorized},
+		"scheme glued on":    {"Bearers3cret-admin", http.StatusUnauthorized},
+		"scheme only":        {"Bearer", http.StatusUnauthorized},
+		"none":               {"", http.StatusUnauthorized},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			if c.header != "" {
+				r.Header.Set("Authorization", c.header)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			if rec.Code != c.want {
+				t.Fatalf("Authorization %q: %d, want %d: %s", c.header, rec.Code, c.want, rec.Body)
+			}
+			if c.want != http.StatusUnauthorized {
+				return
+			}
+			var env struct {
+				Error struct {
+					Code      string `json:"code"`
+					RequestID string `json:"request_id"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil || env.Error.Code != "unauthorized" || env.Error.RequestID == "" {
+				t.Fatalf("not the envelope (%v): %s", err, rec.Body)
+			}
+			if rec.Header().Get("WWW-Authenticate") == "" {
+				t.Error("401 without WWW-Authenticate")
+			}
+		})
+	}
+}
