@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/vidfarm/vidfarm/agent"
+	cpserver "github.com/vidfarm/vidfarm/controlplane/server"
 	"github.com/vidfarm/vidfarm/controlplane/tlsconf"
 )
 
@@ -117,7 +118,10 @@ func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (func
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Only GETs of a small page: whole-request timeouts fit every route here,
+	// with the control plane's values for ordinary requests.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: cpserver.DefaultHeaderTimeout,
+		ReadTimeout: cpserver.DefaultBodyTimeout, WriteTimeout: cpserver.DefaultWriteTimeout, IdleTimeout: 2 * time.Minute}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics listener stopped", "err", err)

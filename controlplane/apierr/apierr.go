@@ -48,6 +48,10 @@ const (
 	defaultInternalErrorText = "internal error; retry with exponential backoff"
 )
 
+// CodeRequestTimeout (408, retryable) answers a request whose body did not
+// arrive before its read deadline (httpguard); nothing of it was acted on.
+const CodeRequestTimeout = "request_timeout"
+
 // New builds an error.
 func New(status int, code, message string) *Error {
 	return &Error{Status: status, Code: code, Message: message, Retryable: status >= 500 || status == http.StatusTooManyRequests}
