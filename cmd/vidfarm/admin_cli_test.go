@@ -83,3 +83,32 @@ func TestAdminCLI(t *testing.T) {
 		t.Fatalf("unknown account: exit %d, %v", code, r)
 	}
 }
+
+// TestAdminCLICreditCeiling: an opening balance or a grant past fsm.MaxCredits
+// (10^15) is refused through the real binary with exit 1 and the envelope,
+// and the balance is what it was.
+func TestAdminCLICreditCeiling(t *testing.T) {
+	p := startServer(t, t.TempDir())
+	if r, code := adminCLI(t, p, "account", "create", "--name", "Huge", "--plan", "pro", "--credits", "9223372036854775807"); code != 1 || r["error"].(map[string]any)["code"] != "invalid_request" {
+		t.Fatalf("account create past the ceiling: exit %d, %v", code, r)
+	}
+	acct, code := adminCLI(t, p, "account", "create", "--name", "Near", "--plan", "pro", "--credits", "999999999999999")
+	id, _ := acct["account_id"].(string)
+	if code != 0 || id == "" {
+		t.Fatalf("account create just under the ceiling: exit %d, %v", code, acct)
+	}
+	r, code := adminCLI(t, p, "credits", "grant", "--account", id, "--amount", "2")
+	if code != 1 {
+		t.Fatalf("grant past the ceiling: exit %d, %v", code, r)
+	}
+	e, _ := r["error"].(map[string]any)
+	if e["code"] != "invalid_request" || e["details"].(map[string]any)["max_credits"] != float64(1e15) {
+		t.Fatalf("grant past the ceiling: %v", r)
+	}
+	if got, code := adminCLI(t, p, "account", "get", "--account", id); code != 0 || got["credits"] != float64(999999999999999) {
+		t.Fatalf("after the refused grant: exit %d, %v", code, got)
+	}
+	if r, code := adminCLI(t, p, "credits", "grant", "--account", id, "--amount", "1"); code != 0 || r["credits"] != float64(1e15) {
+		t.Fatalf("grant up to the ceiling: exit %d, %v", code, r)
+	}
+}
