@@ -59,6 +59,11 @@ echo "== failover: SIGKILL of the leader of three real processes, to the first a
 VIDFARM_FAILOVER_RUNS=${FAILOVER_RUNS:-5} go test -count=1 -run '^TestChaosFailoverTimes$' -v ./cmd/vidfarm/ | grep -E 'failover over'
 
 echo
+echo "== election soak: three nodes beside a CPU hog for ${SOAK:-10m}, then SIGKILLs of the leader under it"
+VIDFARM_SOAK=${SOAK:-10m} VIDFARM_SOAK_FAILOVERS=${SOAK_FAILOVERS:-7} go test -count=1 -timeout 40m -run '^TestChaosElectionSoak$' -v ./cmd/vidfarm/ |
+  grep -E 'soak result|soak failover|FAIL|ok '
+
+echo
 echo "== placement: 10,000 nodes, 100,000 queued tasks"
 go test -run '^$' -bench Placement -benchtime 3s ./scheduler/ | grep -E '^Benchmark'
 

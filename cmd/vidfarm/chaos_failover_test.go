@@ -34,7 +34,10 @@ func (c *chaosCluster) firstWrite(since time.Time, probe string) time.Duration {
 }
 
 // failoverOnce SIGKILLs the leader, measures firstWrite, restarts the old
-// leader and waits until all nodes agree on a leader again.
+// leader and waits until all nodes agree on a leader again and have applied
+// the same log: killing the leader while the restarted node still catches up
+// would be a second fault (two of three members not serving), whose
+// recovery waits for that replay, not for an election.
 func (c *chaosCluster) failoverOnce(probe string) (killed string, took time.Duration) {
 	c.t.Helper()
 	old := c.waitLeader(30*time.Second, c.up()...)
@@ -46,6 +49,7 @@ func (c *chaosCluster) failoverOnce(probe string) (killed string, took time.Dura
 	c.waitLeader(30*time.Second, c.up()...)
 	c.start(old)
 	c.waitLeader(60*time.Second, c.up()...)
+	c.waitSameApplied(2 * time.Minute)
 	return killed, took
 }
 

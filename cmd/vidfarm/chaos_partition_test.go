@@ -89,6 +89,7 @@ func TestChaosPartition(t *testing.T) {
 			cut = (leader + 1) % len(p.nodes)
 		}
 		minority := p.nodes[cut]
+		termBefore := p.maxTerm()
 		var majority []*chaosNode
 		for i, n := range p.nodes {
 			if i != cut {
@@ -117,10 +118,29 @@ func TestChaosPartition(t *testing.T) {
 				t.Fatalf("the cut-off %s answered a write with %d %v %v, want a retryable 503", role, r.status, r.err, r.body)
 			}
 		}
+		if role == "follower" {
+			// Long enough for the cut-off follower to give up on its leader
+			// and stand for election, which is what pre-vote must contain.
+			eventually(t, 30*time.Second, "the cut-off follower to stand for election", func() bool {
+				st, err := p.status(minority)
+				return err == nil && st.State == "candidate"
+			})
+		}
 		p.heal()
 		t.Logf("partition of %s healed", minority.id)
-		p.waitLeader(60*time.Second, p.nodes...)
+		healed := p.waitLeader(60*time.Second, p.nodes...)
 		p.waitSameApplied(60 * time.Second)
+		// Pre-vote: a follower cut off from the leader asks whether it could
+		// win before it raises its term, so it comes back on the old term and
+		// the leader it was cut off from keeps leading.
+		if role == "follower" {
+			if healed != newLeader {
+				t.Errorf("the healed follower %s deposed leader %s (now %s): pre-vote is off", minority.id, p.nodes[newLeader].id, p.nodes[healed].id)
+			}
+			if after := p.maxTerm(); after != termBefore {
+				t.Errorf("the term went from %d to %d while a follower was cut off: pre-vote is off", termBefore, after)
+			}
+		}
 	}
 	// The cut-off nodes' writes were never acknowledged and must not have
 	// happened: the account holds exactly the acknowledged creates.

@@ -3,13 +3,17 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
+	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/vidfarm/vidfarm/controlplane/api"
 	"github.com/vidfarm/vidfarm/controlplane/blob"
+	"github.com/vidfarm/vidfarm/controlplane/raftnode"
 	"github.com/vidfarm/vidfarm/controlplane/server"
 )
 
@@ -18,6 +22,7 @@ type serverFlags struct {
 	logLevel   string
 	rateLimits bool
 	s3         blob.S3Config
+	connExempt string
 }
 
 func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
@@ -62,7 +67,49 @@ func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
 	fs.StringVar(&sf.cfg.TLS.RaftCertFile, "raft-tls-cert", "", "PEM certificate for Raft mutual TLS (with --raft-tls-key and --raft-tls-ca; valid for the Raft address peers dial)")
 	fs.StringVar(&sf.cfg.TLS.RaftKeyFile, "raft-tls-key", "", "PEM private key of --raft-tls-cert")
 	fs.StringVar(&sf.cfg.TLS.RaftCAFile, "raft-tls-ca", "", "PEM CA that signs every Raft peer's certificate; peers without one are refused")
+	fs.DurationVar(&sf.cfg.RaftTiming.Heartbeat, "raft-heartbeat-timeout", raftnode.DefaultTiming.Heartbeat, "how long a follower hears nothing from the leader (randomised up to twice this) before it asks for an election")
+	fs.DurationVar(&sf.cfg.RaftTiming.Election, "raft-election-timeout", raftnode.DefaultTiming.Election, "how long a candidate waits for votes (randomised up to twice this) before it tries again")
+	fs.DurationVar(&sf.cfg.RaftTiming.LeaderLease, "raft-leader-lease", raftnode.DefaultTiming.LeaderLease, "how long a leader that cannot reach a majority keeps leading; at most --raft-heartbeat-timeout")
 	fs.StringVar(&sf.cfg.AppDB, "app-db", "", "the service's app database, postgres://… (add ?search_path=SCHEMA for another schema); empty runs alone")
+	bindHTTPLimitFlags(fs, sf)
+}
+
+// bindHTTPLimitFlags binds the deadlines of the listeners and the public
+// listener's connection limit (server.HTTPLimits).
+func bindHTTPLimitFlags(fs *flag.FlagSet, sf *serverFlags) {
+	l := &sf.cfg.HTTP
+	fs.DurationVar(&l.HeaderTimeout, "http-header-timeout", server.DefaultHeaderTimeout, "every listener: how long a client may take to send a request's headers (and its TLS handshake)")
+	fs.DurationVar(&l.BodyTimeout, "http-body-timeout", server.DefaultBodyTimeout, "every listener: how long an ordinary (JSON) request body may take to arrive; slower ones get 408 request_timeout and the connection is closed")
+	fs.DurationVar(&l.WriteTimeout, "http-write-timeout", server.DefaultWriteTimeout, "every listener: how long an ordinary answer may take to send, from its first byte")
+	fs.DurationVar(&l.UploadTimeout, "http-upload-timeout", server.DefaultUploadTimeout, "public listener: how long the bytes PUT to an upload_url (at most 20 MiB) may take to arrive")
+	fs.DurationVar(&l.TransferTimeout, "http-transfer-timeout", server.DefaultTransferTimeout, "how long a large stream may take: file downloads (GET /files/), agents' artifact uploads and downloads, admin backup and restore")
+	fs.IntVar(&l.MaxConnsPerIP, "max-conns-per-ip", server.DefaultMaxConnsPerIP, "public listener: connections one client address (IPv6: its /64) may hold open; more are closed at once (0: no limit; behind a proxy every client has the proxy's address: exempt it with --conn-limit-exempt)")
+	fs.StringVar(&sf.connExempt, "conn-limit-exempt", "127.0.0.0/8,::1/128", "comma-separated addresses or CIDR prefixes --max-conns-per-ip does not apply to: your reverse proxies and load balancers (empty: none; the cluster's other nodes are always exempt)")
+}
+
+// httpLimits turns the flags' conventions (0: no limit, a list as text) into
+// server.HTTPLimits's.
+func (sf *serverFlags) httpLimits() (server.HTTPLimits, error) {
+	l := sf.cfg.HTTP
+	if l.MaxConnsPerIP == 0 {
+		l.MaxConnsPerIP = -1
+	}
+	l.ConnLimitExempt = []netip.Prefix{} // not nil: exactly the list given
+	for _, f := range strings.Split(sf.connExempt, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			a, aerr := netip.ParseAddr(f)
+			if aerr != nil {
+				return l, fmt.Errorf("--conn-limit-exempt: %q is neither an address nor a CIDR prefix", f)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		l.ConnLimitExempt = append(l.ConnLimitExempt, p.Masked())
+	}
+	return l, nil
 }
 
 func (sf *serverFlags) config() (server.Config, error) {
@@ -72,6 +119,9 @@ func (sf *serverFlags) config() (server.Config, error) {
 	}
 	cfg := sf.cfg
 	cfg.Logger = log
+	if cfg.HTTP, err = sf.httpLimits(); err != nil {
+		return server.Config{}, err
+	}
 	if sf.s3.Endpoint != "" || sf.s3.Bucket != "" {
 		s3 := sf.s3
 		cfg.BlobS3 = &s3

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -23,6 +24,10 @@ type ClusterStatus struct {
 	LastLogIndex  uint64 `json:"last_log_index"`
 	CommitIndex   uint64 `json:"commit_index"`
 	AppliedIndex  uint64 `json:"applied_index"`
+	// LastContactMS is how long ago a follower last heard from its leader
+	// (absent on the leader and before the first contact): a follower whose
+	// figure nears the Raft heartbeat timeout is about to call an election.
+	LastContactMS *float64 `json:"last_contact_ms,omitempty"`
 	// AppDB is the app-database bridge's status, {"enabled": false} without --app-db.
 	AppDB any `json:"app_db"`
 }
@@ -36,6 +41,10 @@ func (s *server) clusterStatus(w http.ResponseWriter, r *http.Request) {
 	out := ClusterStatus{State: strings.ToLower(st["state"]),
 		Term: num("term"), LastLogIndex: num("last_log_index"), CommitIndex: num("commit_index"),
 		AppliedIndex: s.cfg.FSM.AppliedIndex(), AppDB: map[string]bool{"enabled": false}}
+	if d, err := time.ParseDuration(st["last_contact"]); err == nil && out.State == "follower" {
+		ms := float64(d) / float64(time.Millisecond)
+		out.LastContactMS = &ms
+	}
 	if s.cfg.Cluster != nil {
 		out.NodeID = s.cfg.Cluster.ID()
 		out.LeaderID, out.LeaderAddress = s.cfg.Cluster.Leader()

@@ -27,7 +27,10 @@ const t0 int64 = 1_700_000_000 * 1e9
 func open(t *testing.T, dir string, tweak ...func(*raftnode.Config)) *raftnode.Node {
 	t.Helper()
 	cfg := raftnode.Config{DataDir: dir, NodeID: "node1", RaftAddr: "127.0.0.1:0",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		// A single node leads itself when its heartbeat timer fires: short
+		// timeouts keep the tests quick and cannot depose anyone.
+		Timing: raftnode.Timing{Heartbeat: 100 * time.Millisecond, Election: 100 * time.Millisecond, LeaderLease: 100 * time.Millisecond}}
 	for _, f := range tweak {
 		f(&cfg)
 	}

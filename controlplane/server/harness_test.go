@@ -14,8 +14,13 @@ import (
 
 	"github.com/vidfarm/vidfarm/controlplane/admin"
 	"github.com/vidfarm/vidfarm/controlplane/api"
+	"github.com/vidfarm/vidfarm/controlplane/raftnode"
 	"github.com/vidfarm/vidfarm/controlplane/server"
 )
+
+// fastRaft is Raft timing for single-node tests: a lone node cannot be
+// deposed, so short timeouts only make it lead sooner.
+var fastRaft = raftnode.Timing{Heartbeat: 100 * time.Millisecond, Election: 100 * time.Millisecond, LeaderLease: 100 * time.Millisecond}
 
 // harness is one real control-plane node (Raft, bbolt, HTTP on loopback) per test.
 type harness struct {
@@ -38,6 +43,9 @@ func start(t *testing.T, opts ...option) *harness {
 		DataDir: t.TempDir(), NodeID: "node1", Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0",
 		RaftListen: "127.0.0.1:0", AdminToken: "test-admin-token", AppURL: "https://app.test",
 		Limits: api.Limits{Disabled: true},
+		// One node leads itself as soon as its heartbeat timer fires; the
+		// defaults are sized for clusters on busy machines, not for this.
+		RaftTiming: fastRaft,
 		// Failed tasks come back at once unless a test asks for a backoff.
 		RetryBackoff: -1,
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),

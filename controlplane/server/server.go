@@ -29,10 +29,10 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/blob"
 	"github.com/vidfarm/vidfarm/controlplane/cluster"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
-	"github.com/vidfarm/vidfarm/controlplane/netguard"
 	"github.com/vidfarm/vidfarm/controlplane/raftnode"
 	"github.com/vidfarm/vidfarm/controlplane/sealed"
 	"github.com/vidfarm/vidfarm/controlplane/webhook"
+	"github.com/vidfarm/vidfarm/netguard"
 )
 
 // Config is everything a control-plane node is started with.
@@ -72,8 +72,9 @@ type Config struct {
 	Logger     *slog.Logger
 	// NoSync turns fsync of the Raft log off; never in production.
 	NoSync bool
-	// AllowPrivateURLs accepts input image URLs on private and loopback hosts:
-	// a development switch for tests and closed networks.
+	// AllowPrivateURLs accepts client URLs other than webhooks (video image
+	// fields, logo and avatar photo URLs, brand pages) on private and loopback
+	// hosts: a development switch for tests and closed networks.
 	AllowPrivateURLs bool
 	// SpeechWait bounds how long POST /v1/voices/speech waits for its audio
 	// (0: api.DefaultSpeechWait).
@@ -90,8 +91,9 @@ type Config struct {
 	// what they need (a name that turns private after registration).
 	WebhookResolver netguard.Resolver
 	// ClientResolver resolves the other addresses fetched for clients (brand
-	// pages, logo and avatar photo URLs) when they are checked; nil means the
-	// system resolver. Tests make their example hosts resolve.
+	// pages, video image fields, logo and avatar photo URLs) when they are
+	// checked; nil means the system resolver. Tests make their example hosts
+	// resolve.
 	ClientResolver netguard.Resolver
 	// PendingAssetTTL is how long an asset may stay pending (created, never
 	// completed) before the leader deletes it and its bytes; default 24 h.
@@ -130,6 +132,12 @@ type Config struct {
 	AgentURL string
 	// TLS names the certificate files; the zero value is plain http and TCP.
 	TLS TLSConfig
+	// RaftTiming is Raft's failure detection; the zero value is
+	// raftnode.DefaultTiming, chosen for a busy machine.
+	RaftTiming raftnode.Timing
+	// HTTP bounds slow and greedy clients: per-route read and write deadlines
+	// on every listener, connections per address on the public one.
+	HTTP HTTPLimits
 }
 
 // Server is a running control-plane node.
@@ -187,6 +195,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.PendingAssetTTL <= 0 {
 		cfg.PendingAssetTTL = DefaultPendingAssetTTL
 	}
+	cfg.HTTP = cfg.HTTP.withDefaults()
+	guards := newHTTPGuards(cfg)
 	// Agents are told the heartbeat interval in whole seconds (at least 1), so a
 	// lease must outlast two of those or healthy nodes would lose their leases.
 	if cfg.LeaseDuration > 0 {
@@ -248,6 +258,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.AppURL = "https://app.vidfarm.example"
 	}
 	f := fsm.New()
+	publicLn = guards.limitConns(publicLn, cfg.NodeID, f.Members)
 	// The engine exists before the node replays its log, so events written by the
 	// replay wake it; it reaches the API and the node through s once they exist.
 	var s *Server
@@ -263,7 +274,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	node, err := raftnode.Open(raftnode.Config{
 		DataDir: filepath.Join(cfg.DataDir, "raft"), NodeID: cfg.NodeID, RaftAddr: cfg.RaftListen,
 		Logger: cfg.Logger, NoSync: cfg.NoSync, Join: cfg.Join != "", Advertise: cfg.RaftAdvertise,
-		TLS: tlsSet.raft,
+		TLS: tlsSet.raft, Timing: cfg.RaftTiming,
 	}, f)
 	if err != nil {
 		publicLn.Close()
@@ -274,7 +285,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s = &Server{cfg: cfg, tls: tlsSet, Node: node, Blobs: blobs, publicLn: publicLn, adminLn: adminLn, agentLn: agentLn,
 		notify: agentapi.NewNotifier(), webhooks: engine, log: cfg.Logger, secrets: secrets}
 	engine.SetStore(node)
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newStateCollector(f, node))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newStateCollector(f, node), guards)
 	if err := s.openBridge(f, reg); err != nil {
 		node.Close()
 		publicLn.Close()
@@ -308,20 +319,20 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	forward := func(l cluster.Listener, h http.Handler, local func(*http.Request) bool) http.Handler {
 		return cluster.NewForwarder(node, f, l, cfg.Logger, local, tlsSet.client).Wrap(h)
 	}
-	s.public = &http.Server{Handler: forward(cluster.Public, s.API, nil), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	s.admin = &http.Server{Handler: forward(cluster.Admin, admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg, Cluster: node,
-		AppDB: s.bridgeStatus()}), adminLocal),
-		ReadHeaderTimeout: 10 * time.Second}
+	s.public = guards.server(guards.public, forward(cluster.Public, s.API, nil))
+	s.admin = guards.server(guards.admin, forward(cluster.Admin, admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg, Cluster: node,
+		AppDB: s.bridgeStatus()}), adminLocal))
 	bg, stop := context.WithCancel(context.Background())
 	s.stop = stop
-	// No write timeout on the agent listener: lease polls wait up to a minute and
-	// uploads are as long as the video. Its requests live in bg, so closing the
-	// server ends waiting polls at once instead of holding the shutdown.
-	s.agent = &http.Server{Handler: forward(cluster.Agent, agentapi.Handler(agentapi.Config{
+	// Lease polls wait up to a minute and artifact uploads are as long as the
+	// video: the guard's deadlines count neither the wait nor more than the
+	// transfer budget. Its requests live in bg, so closing the server ends
+	// waiting polls at once instead of holding the shutdown.
+	s.agent = guards.server(guards.agent, forward(cluster.Agent, agentapi.Handler(agentapi.Config{
 		FSM: f, Store: node, Blobs: blobs, Token: cfg.AgentToken, Notifier: s.notify, Logger: cfg.Logger,
 		LeaseDuration: cfg.LeaseDuration, HeartbeatInterval: cfg.HeartbeatInterval, RetryBackoff: cfg.RetryBackoff,
-	}), nil), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		BaseContext: func(net.Listener) context.Context { return bg }}
+	}), nil))
+	s.agent.BaseContext = func(net.Listener) context.Context { return bg }
 	if err := s.joinOrWait(ctx); err != nil {
 		s.Close(context.Background())
 		return nil, err
