@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -22,6 +23,8 @@ type FSM struct {
 	applied uint64
 	// outbox is called after an apply that wrote webhook deliveries; see OnOutbox.
 	outbox func()
+	// obs receives apply and snapshot timings; see SetObserver.
+	obs Observer
 }
 
 var (
@@ -62,7 +65,9 @@ func (f *FSM) applyLocked(l *raft.Log) any {
 		panic(fmt.Sprintf("fsm: log index %d: %v", l.Index, err))
 	}
 	f.s.out.begin(l.Index)
+	start := time.Now()
 	v, err := f.s.apply(cmd)
+	f.obs.applied(cmd.Type(), start)
 	f.afterApply()
 	return &Result{Value: v, Err: err}
 }
@@ -195,7 +200,10 @@ func (f *FSM) AppliedIndex() uint64 {
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return &snapshot{records: f.s.records()}, nil
+	start := time.Now()
+	records := f.s.records()
+	f.obs.snapshot("copy", start, 0)
+	return &snapshot{records: records, obs: f.obs}, nil
 }
 
 // Restore replaces the state with the one in the snapshot stream.

@@ -11,6 +11,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/vidfarm/vidfarm/scheduler"
@@ -172,15 +173,22 @@ func compareStrings(a, b string) int {
 
 type snapshot struct {
 	records []record
+	obs     Observer
 }
 
 // Persist streams the records to the sink.
 func (sn *snapshot) Persist(sink raft.SnapshotSink) error {
-	if err := writeSnapshot(sink, sn.records); err != nil {
+	start := time.Now()
+	w := &countingWriter{w: sink}
+	if err := writeSnapshot(w, sn.records); err != nil {
 		_ = sink.Cancel()
 		return err
 	}
-	return sink.Close()
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	sn.obs.snapshot("persist", start, w.n)
+	return nil
 }
 
 // Release is a no-op: the snapshot owns copies.

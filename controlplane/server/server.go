@@ -263,6 +263,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// replay wake it; it reaches the API and the node through s once they exist.
 	var s *Server
 	reg := prometheus.NewRegistry()
+	f.SetObserver(fsmObserver(reg))
 	secrets, err := secretsKey(cfg)
 	if err != nil {
 		publicLn.Close()

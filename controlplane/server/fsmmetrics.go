@@ -1,0 +1,43 @@
+package server
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+)
+
+// fsmObserver turns the FSM's own measurements into Prometheus series: apply
+// latency per command type, and the cost of each snapshot (the copy under
+// the read lock, which holds up applies, and the streaming after it).
+func fsmObserver(reg prometheus.Registerer) fsm.Observer {
+	apply := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "vidfarm_fsm_apply_seconds",
+		Help: "Time to apply one committed command to the state machine, by command type.",
+		// Applies are microseconds to a few milliseconds; the top buckets
+		// catch a state that has grown slow.
+		Buckets: prometheus.ExponentialBuckets(1e-6, 4, 12),
+	}, []string{"type"})
+	snap := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "vidfarm_fsm_snapshot_seconds",
+		Help:    "Time a snapshot took, by phase: copy (under the read lock, applies wait) or persist (streamed while applies go on).",
+		Buckets: prometheus.ExponentialBuckets(1e-4, 4, 12),
+	}, []string{"phase"})
+	size := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "vidfarm_fsm_snapshot_bytes",
+		Help: "Size of the last snapshot this node persisted.",
+	})
+	reg.MustRegister(apply, snap, size)
+	return fsm.Observer{
+		Applied: func(t fsm.MessageType, d time.Duration) {
+			apply.WithLabelValues(t.String()).Observe(d.Seconds())
+		},
+		Snapshot: func(phase string, d time.Duration, bytes int64) {
+			snap.WithLabelValues(phase).Observe(d.Seconds())
+			if phase == "persist" {
+				size.Set(float64(bytes))
+			}
+		},
+	}
+}

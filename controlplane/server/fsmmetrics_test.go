@@ -1,0 +1,51 @@
+package server_test
+
+import (
+	"context"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The FSM's own measurements reach /metrics: apply latency per command type
+// and, once a snapshot is taken, its two phases and its size. Where promtool
+// is installed the whole page must pass its lint.
+func TestFSMMetrics(t *testing.T) {
+	h := start(t)
+	_, key := h.account("pro", 10_000)
+	h.create(key, map[string]any{"mode": "manual", "prompt": "a fox", "model": "wan-2.2-a14b", "resolution": "480p"})
+	if _, err := h.admin.Snapshot(context.Background()); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	page := h.adminGet("/metrics")
+	for _, want := range []struct {
+		series string
+		min    float64
+	}{
+		{`vidfarm_fsm_apply_seconds_count{type="create_video"}`, 1},
+		{`vidfarm_fsm_apply_seconds_count{type="create_account"}`, 1},
+		{`vidfarm_fsm_snapshot_seconds_count{phase="copy"}`, 1},
+		{`vidfarm_fsm_snapshot_seconds_count{phase="persist"}`, 1},
+		{`vidfarm_fsm_snapshot_bytes`, 100},
+	} {
+		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(want.series) + ` (\S+)$`).FindStringSubmatch(page)
+		if m == nil {
+			t.Errorf("/metrics has no %s", want.series)
+			continue
+		}
+		if v, err := strconv.ParseFloat(m[1], 64); err != nil || v < want.min {
+			t.Errorf("%s = %s, want at least %v", want.series, m[1], want.min)
+		}
+	}
+	if _, err := exec.LookPath("promtool"); err != nil {
+		t.Log("promtool not installed: lint skipped")
+		return
+	}
+	cmd := exec.Command("promtool", "check", "metrics")
+	cmd.Stdin = strings.NewReader(page)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
