@@ -1,14 +1,5 @@
 package fsm
 
-// Commands of the app-database bridge (controlplane/appdb): rows the service's app
-// wrote, the export switch and its acknowledgements, and debits by the app.
-const (
-	AppRowsType      MessageType = 38
-	SetAppExportType MessageType = 39
-	TrimExportedType MessageType = 40
-	DebitCreditsType MessageType = 41
-)
-
 // Inbound tables of the app database, as AppRow.Table names them.
 const (
 	AppAccounts       = "accounts"

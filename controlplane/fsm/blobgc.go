@@ -15,9 +15,6 @@ import (
 // halfway leaves the rest to the next one. Deleting a missing blob is not
 // an error, so a key deleted twice does no harm.
 
-// BlobsDeletedType is the message type of BlobsDeleted (48 is its number).
-const BlobsDeletedType MessageType = 48
-
 // recGarbage is the snapshot record of the garbage list (25 is its number).
 const recGarbage recordType = 25
 

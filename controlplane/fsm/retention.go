@@ -13,9 +13,6 @@ import (
 // nor the blob store grows with every sample ever spoken. Samples still
 // being made are kept.
 
-// ExpireSpeechType is the message type of ExpireSpeech (49 is its number).
-const ExpireSpeechType MessageType = 49
-
 // ExpireSpeech forgets the finished speech samples created before Before.
 type ExpireSpeech struct {
 	Before int64 `msgpack:"before"`

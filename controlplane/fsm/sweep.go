@@ -13,10 +13,6 @@ import (
 // a failed one nothing. The leader proposes it when it takes over and finds
 // any (IntermediatesLeft); on a state without leftovers it changes nothing.
 
-// SweepIntermediatesType is the message type of SweepIntermediates (51 is
-// its number).
-const SweepIntermediatesType MessageType = 51
-
 // SweepIntermediates moves the intermediate artifacts of finished videos to
 // the garbage list.
 type SweepIntermediates struct {

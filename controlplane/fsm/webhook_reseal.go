@@ -13,9 +13,6 @@ import (
 // those the current key did not seal, and proposes ResealWebhook for each;
 // the old key can be dropped once none is left.
 
-// ResealWebhookType is the message type of ResealWebhook (50 is its number).
-const ResealWebhookType MessageType = 50
-
 // ResealWebhook replaces a webhook's stored secret, if it is still Old:
 // the same secret, sealed anew. A webhook deleted or re-sealed meanwhile
 // is left alone.
