@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -389,6 +390,14 @@ func TestDurabilityAcrossKillAndRestart(t *testing.T) {
 	p = startServer(t, dataDir)
 	sameObserved(t, observe(t, p, f), before)
 	replays(t, p, f)
+	// It came back from its state file (the video failed before the
+	// snapshot is on disk there), replaying only the log after it.
+	if !strings.Contains(p.stderr.String(), "resuming from state file") {
+		t.Fatalf("restart did not resume from the state file:\n%s", p.stderr.String())
+	}
+	if m := stateMetric(t, p, `vidfarm_state_videos{tier="disk"}`); m < 1 {
+		t.Fatalf("videos on disk after restart: %v", m)
+	}
 
 	// The restarted node takes writes, and charges from the recovered balance.
 	p.must(http.StatusCreated, http.MethodPost, "/v1/videos", maxKey, `{"mode":"auto","prompt":"after restart","duration_seconds":5}`)
@@ -405,4 +414,34 @@ func TestDurabilityAcrossKillAndRestart(t *testing.T) {
 	sameObserved(t, observe(t, p, f), after)
 	replays(t, p, f)
 	p.kill()
+}
+
+// stateMetric reads one sample from the admin listener's /metrics.
+func stateMetric(t *testing.T, p *proc, series string) float64 {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, p.admin.Server+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+durabilityToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("metric %s: %v", line, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no %s in /metrics", series)
+	return 0
 }

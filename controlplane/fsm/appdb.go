@@ -133,9 +133,10 @@ func (s *state) applySetAppExport(c *SetAppExport) (any, error) {
 			s.out.ledger = append(s.out.ledger, LedgerEntry{Index: s.out.index, Seq: s.out.next(), AccountID: id,
 				Kind: LedgerOpening, Amount: a.Credits, Balance: a.Credits, At: c.Now})
 		}
-		for _, vid := range s.accountVideos[id] {
-			s.videoChanged(s.videos[vid], c.Now)
-		}
+		s.eachVideo(id, "", false, 0, func(v *Video, _ uint64) bool {
+			s.videoChanged(v, c.Now)
+			return true
+		})
 	}
 	return nil, nil
 }

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -33,10 +34,10 @@ func (s *state) appRecords() []record {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b idemKey) int {
-		if c := compareStrings(a.account, b.account); c != 0 {
+		if c := cmp.Compare(a.account, b.account); c != 0 {
 			return c
 		}
-		return compareStrings(a.key, b.key)
+		return cmp.Compare(a.key, b.key)
 	})
 	for _, k := range keys {
 		out = append(out, record{recDebit, *s.debits[k]})

@@ -1,12 +1,15 @@
 package fsm
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"go.etcd.io/bbolt"
 )
 
 // Result is what Apply returns for every log entry: the command's value, or a
@@ -25,6 +28,12 @@ type FSM struct {
 	outbox func()
 	// obs receives apply and snapshot timings; see SetObserver.
 	obs Observer
+	// replayThrough is the index a store opened with; Raft replays the log
+	// from its last snapshot, and entries up to here are in the state already.
+	replayThrough uint64
+	// ckMu orders checkpoint writes and restores of the store file.
+	ckMu sync.Mutex
+	path string
 }
 
 var (
@@ -32,8 +41,75 @@ var (
 	_ raft.BatchingFSM = (*FSM)(nil)
 )
 
-// New returns an empty FSM.
+// New returns an empty FSM that keeps everything in memory: for tests and the
+// simulator. A server uses Open.
 func New() *FSM { return &FSM{s: newState()} }
+
+// Open returns an FSM whose finished videos live in the state file at path
+// (created if missing), loaded as of its last checkpoint; CheckpointIndex
+// says which. See store.go.
+func Open(path string) (*FSM, error) {
+	st, err := openStore(path)
+	if err != nil {
+		return nil, err
+	}
+	s, index, err := st.load()
+	if err != nil {
+		st.close()
+		return nil, err
+	}
+	if s == nil {
+		s = newState()
+	}
+	s.disk = st
+	return &FSM{s: s, applied: index, replayThrough: index, path: path}, nil
+}
+
+// CheckpointIndex is the Raft index the state file held when opened (0 for
+// none, or without a file); Raft need not restore a snapshot at or below it.
+func (f *FSM) CheckpointIndex() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.replayThrough
+}
+
+// Reset empties an opened FSM and its file: for a node whose Raft state is
+// gone (a wiped data directory joining again), whose old state must not mix
+// with the log it will receive.
+func (f *FSM) Reset() error {
+	f.ckMu.Lock()
+	defer f.ckMu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.s.disk == nil {
+		f.s, f.applied = newState(), 0
+		return nil
+	}
+	if err := f.s.disk.close(); err != nil {
+		return fmt.Errorf("close state store: %w", err)
+	}
+	if err := removeStore(f.path); err != nil {
+		return fmt.Errorf("remove state store: %w", err)
+	}
+	st, err := openStore(f.path)
+	if err != nil {
+		return err
+	}
+	f.s = newState()
+	f.s.disk = st
+	f.applied, f.replayThrough = 0, 0
+	return nil
+}
+
+// Close closes the state file.
+func (f *FSM) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.s.disk == nil {
+		return nil
+	}
+	return f.s.disk.close()
+}
 
 // Apply applies one committed log entry.
 func (f *FSM) Apply(l *raft.Log) any {
@@ -55,6 +131,10 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 }
 
 func (f *FSM) applyLocked(l *raft.Log) any {
+	if l.Index <= f.replayThrough {
+		// Raft replays from its last snapshot; the state file is further on.
+		return nil
+	}
 	f.applied = l.Index
 	if l.Type != raft.LogCommand {
 		return nil
@@ -111,28 +191,186 @@ func (f *FSM) AppliedIndex() uint64 {
 	return f.applied
 }
 
-// Snapshot copies the state under the read lock; Persist streams the copy while
-// applies go on.
+// Snapshot copies the hot state under the read lock; Persist writes the
+// checkpoint (with a store) and streams the snapshot while applies go on.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	start := time.Now()
-	records := f.s.records()
+	sn := &snapshot{f: f, s: f.s, obs: f.obs}
+	if f.s.disk != nil {
+		sn.cp = f.s.takeCheckpoint(f.applied)
+	}
+	sn.records = f.s.records(f.s.disk == nil)
 	f.obs.snapshot("copy", start, 0)
-	return &snapshot{records: records, obs: f.obs}, nil
+	return sn, nil
 }
 
-// Restore replaces the state with the one in the snapshot stream.
+type snapshot struct {
+	f       *FSM
+	s       *state
+	cp      *checkpoint
+	records []record
+	obs     Observer
+}
+
+// Persist writes the checkpoint, if any, then streams the snapshot to the sink.
+func (sn *snapshot) Persist(sink raft.SnapshotSink) error {
+	start := time.Now()
+	videos := videoSource(memoryVideos)
+	if sn.cp != nil {
+		tx, err := sn.f.checkpoint(sn)
+		if err != nil {
+			_ = sink.Cancel()
+			return err
+		}
+		defer tx.Rollback()
+		videos = diskVideos(tx)
+	}
+	w := &countingWriter{w: sink}
+	if err := writeSnapshot(w, sn.records, videos); err != nil {
+		_ = sink.Cancel()
+		return err
+	}
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	sn.obs.snapshot("persist", start, w.n)
+	return nil
+}
+
+// Release is a no-op: the snapshot owns copies.
+func (sn *snapshot) Release() {}
+
+// checkpoint writes sn's checkpoint in one transaction, drops what it wrote
+// from memory, and returns a read transaction that sees exactly the state at
+// the checkpoint's index.
+func (f *FSM) checkpoint(sn *snapshot) (*bbolt.Tx, error) {
+	f.ckMu.Lock()
+	defer f.ckMu.Unlock()
+	st := sn.s.disk
+	var hot bytes.Buffer
+	if err := writeSnapshot(&hot, sn.records, memoryVideos); err != nil {
+		return nil, fmt.Errorf("checkpoint: hot state: %w", err)
+	}
+	err := st.db.Update(func(tx *bbolt.Tx) error {
+		if err := putVideos(tx, sn.cp.videos, sn.cp.counts); err != nil {
+			return err
+		}
+		return putHot(tx, sn.cp.index, hot.Bytes(), sn.cp.extra)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint at index %d: %w", sn.cp.index, err)
+	}
+	f.mu.Lock()
+	if f.s == sn.s { // not replaced by a restore meanwhile
+		f.s.dropWritten(sn.cp)
+	}
+	f.mu.Unlock()
+	tx, err := st.db.Begin(false)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: read state store: %w", err)
+	}
+	return tx, nil
+}
+
+// Restore replaces the state with the one in the snapshot stream. With a
+// store, the finished videos are written to a new file as they arrive, which
+// then replaces the old one.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	s, err := readSnapshot(rc)
+	f.mu.RLock()
+	old := f.s.disk
+	f.mu.RUnlock()
+	if old == nil {
+		s, err := readSnapshot(rc, nil)
+		if err != nil {
+			return fmt.Errorf("restore snapshot: %w", err)
+		}
+		f.mu.Lock()
+		f.s = s
+		// The last index the snapshot's state had applied; Raft goes on from there.
+		f.applied = max(f.applied, s.out.index)
+		f.mu.Unlock()
+		return nil
+	}
+	f.ckMu.Lock()
+	defer f.ckMu.Unlock()
+	s, err := f.restoreToStore(rc)
 	if err != nil {
 		return fmt.Errorf("restore snapshot: %w", err)
 	}
 	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := old.close(); err != nil {
+		s.disk.close()
+		return fmt.Errorf("restore snapshot: close state store: %w", err)
+	}
+	tmp := s.disk.path
+	if err := s.disk.close(); err != nil {
+		return fmt.Errorf("restore snapshot: %w", err)
+	}
+	if err := os.Rename(tmp, f.path); err != nil {
+		return fmt.Errorf("restore snapshot: replace state store: %w", err)
+	}
+	st, err := openStore(f.path)
+	if err != nil {
+		// The old file is gone and the new one will not open: this node
+		// cannot serve, and must not pretend to.
+		panic(fmt.Sprintf("fsm: reopen state store after restore: %v", err))
+	}
+	s.disk = st
 	f.s = s
-	// The last index the snapshot's state had applied; Raft goes on from there.
-	f.applied = max(f.applied, s.out.index)
-	f.mu.Unlock()
+	// The state is the snapshot's, at its index: the file says the same.
+	if s.out.index > 0 {
+		f.applied = s.out.index
+	}
+	f.replayThrough = 0
 	return nil
+}
+
+// restoreToStore reads a snapshot into a new state whose finished videos are
+// in a new file beside the current one, checkpointed at the snapshot's index.
+func (f *FSM) restoreToStore(r io.Reader) (*state, error) {
+	tmp := f.path + ".restore"
+	if err := removeStore(tmp); err != nil {
+		return nil, err
+	}
+	st, err := openStore(tmp)
+	if err != nil {
+		return nil, err
+	}
+	// One sync at the end instead of one per batch: until the rename the file
+	// is nobody's state.
+	st.db.NoSync = true
+	fail := func(err error) (*state, error) {
+		st.close()
+		_ = removeStore(tmp)
+		return nil, err
+	}
+	sink := &restoreSink{st: st}
+	s, err := readSnapshot(r, sink)
+	if err != nil {
+		return fail(err)
+	}
+	if err := sink.flush(); err != nil {
+		return fail(err)
+	}
+	if sink.counts != nil {
+		s.diskCounts, s.diskLeftovers = sink.counts, sink.leftovers
+	}
+	s.disk = st
+	cp := s.takeCheckpoint(s.out.index)
+	var hot bytes.Buffer
+	if err := writeSnapshot(&hot, s.records(true), memoryVideos); err != nil {
+		return fail(err)
+	}
+	if err := st.db.Update(func(tx *bbolt.Tx) error { return putHot(tx, cp.index, hot.Bytes(), cp.extra) }); err != nil {
+		return fail(fmt.Errorf("checkpoint restored state: %w", err))
+	}
+	st.db.NoSync = false
+	if err := st.db.Sync(); err != nil {
+		return fail(fmt.Errorf("sync restored state: %w", err))
+	}
+	return s, nil
 }

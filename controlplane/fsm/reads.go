@@ -68,7 +68,7 @@ func (f *FSM) Account(id string) (Account, bool) {
 func (f *FSM) Video(accountID, id string) (QueuedVideo, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	v, ok := f.s.videos[id]
+	v, _, ok := f.s.lookupVideo(id)
 	if !ok || (accountID != "" && v.AccountID != accountID) {
 		return QueuedVideo{}, false
 	}
@@ -92,36 +92,33 @@ type VideoPage struct {
 }
 
 // ListVideos lists an account's videos, newest first. A StartingAfter id that is
-// not the account's gives ErrVideoNotFound.
+// not the account's gives ErrVideoNotFound. It reads the list of the filter
+// (tiers.go) from where the page starts, and the total from counts, so its
+// cost does not grow with the account's history.
 func (f *FSM) ListVideos(accountID string, flt VideoFilter) (VideoPage, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	ids := f.s.accountVideos[accountID]
-	end := len(ids)
+	var bound uint64
 	if flt.StartingAfter != "" {
-		v, ok := f.s.videos[flt.StartingAfter]
+		v, seq, ok := f.s.lookupVideo(flt.StartingAfter)
 		if !ok || v.AccountID != accountID {
 			return VideoPage{}, ErrVideoNotFound
 		}
-		for end = len(ids) - 1; end >= 0 && ids[end] != flt.StartingAfter; end-- {
-		}
+		bound = seq
 	}
-	var page VideoPage
-	for i := len(ids) - 1; i >= 0; i-- {
-		v := f.s.videos[ids[i]]
-		if (flt.Status != "" && v.Status != flt.Status) || (flt.FolderID != "" && v.Spec.FolderID != flt.FolderID) {
-			continue
+	list, count := filterTag(flt.Status, flt.FolderID)
+	page := VideoPage{Total: f.s.countVideos(accountID, count)}
+	f.s.eachVideo(accountID, list, true, bound, func(v *Video, _ uint64) bool {
+		if flt.Status != "" && v.Status != flt.Status {
+			return true
 		}
-		page.Total++
-		if i >= end {
-			continue
-		}
-		if len(page.Videos) < flt.Limit {
-			page.Videos = append(page.Videos, f.s.queued(v))
-		} else {
+		if len(page.Videos) == flt.Limit {
 			page.HasMore = true
+			return false
 		}
-	}
+		page.Videos = append(page.Videos, f.s.queued(v))
+		return true
+	})
 	return page, nil
 }
 
@@ -166,12 +163,12 @@ func (f *FSM) Stats() Stats {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	st := Stats{
-		Accounts: len(f.s.accounts), Keys: len(f.s.keys), Videos: len(f.s.videos),
-		Idempotency: len(f.s.idem), ByStatus: map[string]int{}, Nodes: len(f.s.nodes), Garbage: len(f.s.garbage),
+		Accounts: len(f.s.accounts), Keys: len(f.s.keys),
+		Idempotency: len(f.s.idem), ByStatus: f.s.videosByStatus(), Nodes: len(f.s.nodes), Garbage: len(f.s.garbage),
 		Retrying: f.s.sched.Stats().RetryingTasks,
 	}
-	for _, v := range f.s.videos {
-		st.ByStatus[v.Status]++
+	for _, n := range st.ByStatus {
+		st.Videos += n
 	}
 	st.Queued = st.ByStatus[StatusQueued]
 	return st

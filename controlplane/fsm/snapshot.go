@@ -3,6 +3,7 @@ package fsm
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,9 +12,7 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"time"
 
-	"github.com/hashicorp/raft"
 	"github.com/vidfarm/vidfarm/scheduler"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -81,9 +80,28 @@ type record struct {
 	v   any
 }
 
-// records copies the whole state into a list of records; the caller holds the read lock.
-func (s *state) records() []record {
-	out := make([]record, 0, 1+len(s.nodes)+len(s.accounts)+len(s.keys)+len(s.folders)+len(s.videos)+len(s.idem)+len(s.assets)+len(s.kits))
+// recAccountVideos stands, in a copy of the state, for one account's videos:
+// the memory tier's, copied, which writeSnapshot merges with the disk tier's.
+// It is never written.
+const recAccountVideos recordType = 255
+
+type accountVideos struct {
+	account string
+	mem     []seqVideo
+	// changed are videos on disk changed in memory since (a backup's copy).
+	changed map[string]Video
+}
+
+type seqVideo struct {
+	v   Video
+	seq uint64
+}
+
+// records copies the state into a list of records; the caller holds the read
+// lock. Without finished, the finished videos in memory are left out: a
+// checkpoint writes them to disk, where the snapshot reads them.
+func (s *state) records(finishedToo bool) []record {
+	out := make([]record, 0, 1+len(s.nodes)+len(s.accounts)+len(s.keys)+len(s.folders)+len(s.accounts)+len(s.idem)+len(s.assets)+len(s.kits))
 	out = append(out, record{recScheduler, s.sched.Snapshot()})
 	for _, m := range s.memberList() {
 		out = append(out, record{recMember, m})
@@ -112,16 +130,20 @@ func (s *state) records() []record {
 	for _, id := range ids {
 		out = append(out, record{recAccount, *s.accounts[id]})
 		ks := keysByAccount[id]
-		slices.SortFunc(ks, func(a, b *Key) int { return compareStrings(a.ID, b.ID) })
+		slices.SortFunc(ks, func(a, b *Key) int { return cmp.Compare(a.ID, b.ID) })
 		for _, k := range ks {
 			out = append(out, record{recKey, *k})
 		}
 		for _, fid := range s.accountFolders[id] {
 			out = append(out, record{recFolder, *s.folders[fid]})
 		}
+		av := accountVideos{account: id}
 		for _, vid := range s.accountVideos[id] {
-			out = append(out, record{recVideo, s.videos[vid].Clone()})
+			if v := s.videos[vid]; finishedToo || !finished(v) {
+				av.mem = append(av.mem, seqVideo{v.Clone(), s.seqOf[vid]})
+			}
 		}
+		out = append(out, record{recAccountVideos, av})
 		for _, aid := range s.accountAvatars[id] {
 			out = append(out, record{recAvatar, *s.avatars[aid]})
 		}
@@ -135,7 +157,7 @@ func (s *state) records() []record {
 			out = append(out, record{recBrandKit, s.kits[kid].Clone()})
 		}
 		rs := idemByAccount[id]
-		slices.SortFunc(rs, func(a, b *Idempotency) int { return compareStrings(a.Key, b.Key) })
+		slices.SortFunc(rs, func(a, b *Idempotency) int { return cmp.Compare(a.Key, b.Key) })
 		for _, r := range rs {
 			out = append(out, record{recIdempotency, r.clone()})
 		}
@@ -161,52 +183,45 @@ func (s *state) outboxRecords() []record {
 	return append(out, s.appRecords()...)
 }
 
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
+// videoSource expands an accountVideos record into the account's videos in
+// creation order.
+type videoSource func(av accountVideos, emit func(Video) error) error
 
-type snapshot struct {
-	records []record
-	obs     Observer
-}
-
-// Persist streams the records to the sink.
-func (sn *snapshot) Persist(sink raft.SnapshotSink) error {
-	start := time.Now()
-	w := &countingWriter{w: sink}
-	if err := writeSnapshot(w, sn.records); err != nil {
-		_ = sink.Cancel()
-		return err
+// memoryVideos expands from the copy alone.
+func memoryVideos(av accountVideos, emit func(Video) error) error {
+	for _, sv := range av.mem {
+		if err := emit(sv.v); err != nil {
+			return err
+		}
 	}
-	if err := sink.Close(); err != nil {
-		return err
-	}
-	sn.obs.snapshot("persist", start, w.n)
 	return nil
 }
 
-// Release is a no-op: the snapshot owns copies.
-func (sn *snapshot) Release() {}
-
-func writeSnapshot(w io.Writer, records []record) error {
+func writeSnapshot(w io.Writer, records []record, videos videoSource) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	sum := crc32.New(castagnoli)
 	out := io.MultiWriter(bw, sum)
 	if _, err := io.WriteString(out, snapshotMagic); err != nil {
 		return fmt.Errorf("write snapshot header: %w", err)
 	}
+	n := uint64(0)
+	emitVideo := func(v Video) error {
+		n++
+		return writeRecord(out, record{recVideo, v})
+	}
 	for _, r := range records {
+		if av, ok := r.v.(accountVideos); ok {
+			if err := videos(av, emitVideo); err != nil {
+				return err
+			}
+			continue
+		}
+		n++
 		if err := writeRecord(out, r); err != nil {
 			return err
 		}
 	}
-	if err := writeRecord(bw, record{recEnd, trailer{Records: uint64(len(records)), CRC32C: sum.Sum32()}}); err != nil {
+	if err := writeRecord(bw, record{recEnd, trailer{Records: n, CRC32C: sum.Sum32()}}); err != nil {
 		return err
 	}
 	if err := bw.Flush(); err != nil {
@@ -255,7 +270,9 @@ func (c *checksumReader) ReadByte() (byte, error) {
 // maxRecord bounds one record so a corrupt length cannot allocate the machine away.
 const maxRecord = 64 << 20
 
-func readSnapshot(r io.Reader) (*state, error) {
+// readSnapshot reads a snapshot stream into a new state. With a sink, the
+// finished videos go to it (the disk tier being built) instead of memory.
+func readSnapshot(r io.Reader, sink *restoreSink) (*state, error) {
 	br := &checksumReader{r: bufio.NewReaderSize(r, 1<<16), sum: crc32.New(castagnoli)}
 	magic := make([]byte, len(snapshotMagic))
 	if _, err := io.ReadFull(br, magic); err != nil {
@@ -265,6 +282,8 @@ func readSnapshot(r io.Reader) (*state, error) {
 		return nil, fmt.Errorf("not a vidfarm snapshot (header %q)", magic)
 	}
 	s := newState()
+	s.restoreTo = sink
+	defer func() { s.restoreTo = nil }()
 	for count := uint64(0); ; count++ {
 		sum := br.sum.Sum32() // of every byte before this record
 		t, err := br.ReadByte()
@@ -367,7 +386,12 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 		if err := msgpack.Unmarshal(body, &v); err != nil {
 			return fmt.Errorf("decode video: %w", err)
 		}
+		s.videoSeq++
+		if s.restoreTo != nil && finished(&v) {
+			return s.restoreTo.add(&v, s.videoSeq)
+		}
 		s.videos[v.ID] = &v
+		s.seqOf[v.ID] = s.videoSeq
 		s.accountVideos[v.AccountID] = append(s.accountVideos[v.AccountID], v.ID)
 	case recIdempotency:
 		var r Idempotency

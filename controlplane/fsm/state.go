@@ -22,8 +22,20 @@ type state struct {
 	folders        map[string]*Folder
 	accountFolders map[string][]string // folder ids in creation order
 
+	// Videos are in two tiers (tiers.go): videos and accountVideos (ids in
+	// creation order) hold the memory tier, disk the rest.
 	videos        map[string]*Video
-	accountVideos map[string][]string // video ids in creation order
+	accountVideos map[string][]string
+	seqOf         map[string]uint64 // sequence number of every video in memory
+	videoSeq      uint64            // the last sequence number given
+	// listedOnDisk are videos in memory that the disk tier lists already.
+	listedOnDisk map[string]struct{}
+	// disk is the disk tier; nil keeps every video in memory (New).
+	disk          *store
+	diskCounts    map[string]videoCounts
+	diskLeftovers map[string]struct{} // videos on disk holding intermediates
+	// restoreTo takes finished videos while a snapshot is read into a store.
+	restoreTo *restoreSink
 
 	idem map[idemKey]*Idempotency
 
@@ -74,6 +86,10 @@ func newState() *state {
 		accountFolders: map[string][]string{},
 		videos:         map[string]*Video{},
 		accountVideos:  map[string][]string{},
+		seqOf:          map[string]uint64{},
+		listedOnDisk:   map[string]struct{}{},
+		diskCounts:     map[string]videoCounts{},
+		diskLeftovers:  map[string]struct{}{},
 		idem:           map[idemKey]*Idempotency{},
 		avatars:        map[string]*Avatar{},
 		accountAvatars: map[string][]string{},

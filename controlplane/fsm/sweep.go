@@ -49,20 +49,41 @@ func (v *Video) leftovers() bool {
 // visited in id order, so every replica appends the same list.
 func (s *state) applySweepIntermediates(*SweepIntermediates) (any, error) {
 	before := len(s.garbage)
-	for _, id := range slices.Sorted(maps.Keys(s.videos)) {
-		if v := s.videos[id]; v.leftovers() {
-			s.collectIntermediates(v, v.deliveries()...)
+	// In id order, whichever tier each video is in, so every replica lists
+	// the same keys in the same order.
+	ids := slices.Collect(maps.Keys(s.diskLeftovers))
+	for id, v := range s.videos {
+		if v.leftovers() {
+			ids = append(ids, id)
 		}
+	}
+	slices.Sort(ids)
+	for _, id := range slices.Compact(ids) {
+		v, seq, ok := s.lookupVideo(id)
+		if !ok || !v.leftovers() {
+			continue
+		}
+		// A copy: the one in memory may be on its way to disk (tiers.go).
+		c := v.Clone()
+		s.collectIntermediates(&c, c.deliveries()...)
+		if _, inMem := s.videos[id]; inMem {
+			s.videos[id] = &c
+		} else {
+			s.keepVideo(&c, seq)
+		}
+		delete(s.diskLeftovers, id)
 	}
 	return len(s.garbage) - before, nil
 }
 
-// IntermediatesLeft reports whether a finished video still holds
-// intermediate artifacts, so that the leader proposes SweepIntermediates
-// only then.
+// IntermediatesLeft reports whether any finished video still holds
+// intermediate artifacts.
 func (f *FSM) IntermediatesLeft() bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	if len(f.s.diskLeftovers) > 0 {
+		return true
+	}
 	for _, v := range f.s.videos {
 		if v.leftovers() {
 			return true

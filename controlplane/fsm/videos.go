@@ -57,8 +57,7 @@ func (s *state) applyCreateVideo(c *CreateVideo) (any, error) {
 		a.PreviewVideoID = v.ID
 		v.Status = StatusPreview
 	}
-	s.videos[v.ID] = v
-	s.accountVideos[v.AccountID] = append(s.accountVideos[v.AccountID], v.ID)
+	s.addVideo(v)
 	s.videoChanged(v, c.Now)
 	res := CreateVideoResult{QueuedVideo: s.queued(v)}
 	if c.IdempotencyKey != "" {
@@ -72,7 +71,7 @@ func (s *state) applyCreateVideo(c *CreateVideo) (any, error) {
 }
 
 func (s *state) applyRenderPreview(c *RenderPreview) (any, error) {
-	v, ok := s.videos[c.VideoID]
+	v, _, ok := s.lookupVideo(c.VideoID)
 	if !ok || v.AccountID != c.AccountID {
 		return nil, fmt.Errorf("render %s: %w", c.VideoID, ErrVideoNotFound)
 	}
@@ -96,7 +95,7 @@ func (s *state) applyRenderPreview(c *RenderPreview) (any, error) {
 }
 
 func (s *state) video(id string) (*Video, error) {
-	v, ok := s.videos[id]
+	v, _, ok := s.lookupVideo(id)
 	if !ok {
 		return nil, fmt.Errorf("video %s: %w", id, ErrVideoNotFound)
 	}

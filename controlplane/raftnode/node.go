@@ -191,6 +191,11 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		store.Close()
 		return nil, fmt.Errorf("inspect raft state: %w", err)
 	}
+	if err := resumeFrom(rc, f, existing, snaps, cfg.Logger); err != nil {
+		transport.Close()
+		store.Close()
+		return nil, err
+	}
 	r, err := raft.NewRaft(rc, f, logs, store, snaps, transport)
 	if err != nil {
 		transport.Close()
@@ -346,8 +351,45 @@ func (n *Node) Close() error {
 	if cerr := n.transport.Close(); err == nil {
 		err = cerr
 	}
+	if cerr := n.FSM.Close(); err == nil {
+		err = cerr
+	}
 	if cerr := n.store.Close(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// resumeFrom lets the FSM start from its state file instead of the last
+// snapshot when the file is at least as new: Raft then replays only the log
+// after the snapshot, and the FSM skips what the file already holds. A file
+// without Raft state beside it (a wiped Raft directory) is emptied, since the
+// log this node will receive starts again from the beginning.
+func resumeFrom(rc *raft.Config, f *fsm.FSM, existing bool, snaps *raft.FileSnapshotStore, log *slog.Logger) error {
+	cp := f.CheckpointIndex()
+	if cp == 0 {
+		return nil
+	}
+	if !existing {
+		log.Warn("state file has no raft state beside it; starting empty", "checkpoint_index", cp)
+		if err := f.Reset(); err != nil {
+			return fmt.Errorf("empty state file: %w", err)
+		}
+		return nil
+	}
+	metas, err := snaps.List()
+	if err != nil {
+		return fmt.Errorf("list snapshots: %w", err)
+	}
+	var latest uint64
+	if len(metas) > 0 {
+		latest = metas[0].Index
+	}
+	if cp >= latest {
+		rc.NoSnapshotRestoreOnStart = true
+		log.Info("resuming from state file", "checkpoint_index", cp, "snapshot_index", latest)
+		return nil
+	}
+	log.Info("state file older than the last snapshot; restoring the snapshot", "checkpoint_index", cp, "snapshot_index", latest)
+	return nil
 }

@@ -17,6 +17,8 @@ type stateCollector struct {
 	counts *prometheus.Desc
 	raft   *prometheus.Desc
 	leader *prometheus.Desc
+	tiers  *prometheus.Desc
+	file   *prometheus.Desc
 }
 
 func newStateCollector(f *fsm.FSM, n *raftnode.Node) *stateCollector {
@@ -26,6 +28,8 @@ func newStateCollector(f *fsm.FSM, n *raftnode.Node) *stateCollector {
 		counts: prometheus.NewDesc("vidfarm_state_records", "Records in the replicated state by kind.", []string{"kind"}, nil),
 		raft:   prometheus.NewDesc("vidfarm_raft_index", "Raft log indexes of this node.", []string{"index"}, nil),
 		leader: prometheus.NewDesc("vidfarm_raft_leader", "1 when this node is the Raft leader.", nil, nil),
+		tiers:  prometheus.NewDesc("vidfarm_state_videos", "Videos held by tier: memory (unfinished, and finished since the last checkpoint) or disk (the state file).", []string{"tier"}, nil),
+		file:   prometheus.NewDesc("vidfarm_state_file_bytes", "Size of the state file (state.db).", nil, nil),
 	}
 }
 
@@ -34,6 +38,8 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.counts
 	ch <- c.raft
 	ch <- c.leader
+	ch <- c.tiers
+	ch <- c.file
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -55,4 +61,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		leader = 1
 	}
 	ch <- prometheus.MustNewConstMetric(c.leader, prometheus.GaugeValue, leader)
+	ts := c.f.TierStats()
+	ch <- prometheus.MustNewConstMetric(c.tiers, prometheus.GaugeValue, float64(ts.VideosInMemory), "memory")
+	ch <- prometheus.MustNewConstMetric(c.tiers, prometheus.GaugeValue, float64(ts.VideosOnDisk), "disk")
+	ch <- prometheus.MustNewConstMetric(c.file, prometheus.GaugeValue, float64(ts.StoreBytes))
 }

@@ -257,7 +257,13 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.AppURL == "" {
 		cfg.AppURL = "https://app.vidfarm.example"
 	}
-	f := fsm.New()
+	f, err := fsm.Open(filepath.Join(cfg.DataDir, "state.db"))
+	if err != nil {
+		publicLn.Close()
+		adminLn.Close()
+		agentLn.Close()
+		return nil, err
+	}
 	publicLn = guards.limitConns(publicLn, cfg.NodeID, f.Members)
 	// The engine exists before the node replays its log, so events written by the
 	// replay wake it; it reaches the API and the node through s once they exist.
@@ -266,6 +272,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	f.SetObserver(fsmObserver(reg))
 	secrets, err := secretsKey(cfg)
 	if err != nil {
+		f.Close()
 		publicLn.Close()
 		adminLn.Close()
 		agentLn.Close()
@@ -278,6 +285,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		TLS: tlsSet.raft, Timing: cfg.RaftTiming,
 	}, f)
 	if err != nil {
+		f.Close()
 		publicLn.Close()
 		adminLn.Close()
 		agentLn.Close()

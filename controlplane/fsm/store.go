@@ -1,0 +1,340 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// The disk tier. A node opened with Open keeps finished videos (the part of
+// the state that grows with history) in a bbolt file beside its Raft log and
+// only the hot part in memory: accounts, keys, the queue, unfinished videos,
+// nodes, webhooks and the outboxes. The file is written only at checkpoints,
+// which are the FSM's snapshots: one bbolt transaction holds the videos that
+// finished since the last one, the hot part as a snapshot stream and the
+// Raft index both reflect. The file is therefore always exactly the state at
+// one index, never ahead of it, and a restart loads the hot part, opens the
+// file and replays only the log entries after that index. Why bbolt and not
+// SQLite or go-memdb is in controlplane/README.md ("State on disk").
+const (
+	bucketMeta   = "meta"           // metaIndex, metaExtra
+	bucketVideos = "videos"         // video id → seq (8 bytes, big endian) + msgpack video
+	bucketList   = "account_videos" // listKey → video id
+	bucketCounts = "video_counts"   // account id → msgpack counts of its videos on disk
+	bucketHot    = "hot"            // chunk number (4 bytes) → part of the hot snapshot stream
+
+	metaIndex  = "applied_index"
+	metaExtra  = "extra"
+	metaFormat = "format"
+	// storeFormat changes when the file's layout does; a file of another
+	// format is refused rather than misread.
+	storeFormat = "vidfarm-state-v1"
+
+	hotChunk = 1 << 20
+)
+
+// Every video on disk is listed three times per account: under "" (all of the
+// account's videos), "s:"+status and "f:"+folder, each in creation order, so a
+// filtered listing reads only what it shows.
+func listTags(v *Video) []string {
+	tags := []string{"", "s:" + v.Status}
+	if v.Spec.FolderID != "" {
+		tags = append(tags, "f:"+v.Spec.FolderID)
+	}
+	return tags
+}
+
+// countTags are the tags a video is counted under: listTags and its folder and
+// status together, so the total of any filter the API offers is one lookup.
+func countTags(v *Video) []string {
+	tags := listTags(v)
+	if v.Spec.FolderID != "" {
+		tags = append(tags, "fs:"+v.Spec.FolderID+"|"+v.Status)
+	}
+	return tags
+}
+
+// filterTag is the list an API filter reads, and the count that is its total.
+func filterTag(status, folder string) (list, count string) {
+	switch {
+	case status != "" && folder != "":
+		return "f:" + folder, "fs:" + folder + "|" + status
+	case status != "":
+		return "s:" + status, "s:" + status
+	case folder != "":
+		return "f:" + folder, "f:" + folder
+	}
+	return "", ""
+}
+
+func listPrefix(account, tag string) []byte {
+	k := make([]byte, 0, len(account)+len(tag)+2)
+	k = append(k, account...)
+	k = append(k, 0)
+	k = append(k, tag...)
+	return append(k, 0)
+}
+
+func listKey(account, tag string, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(listPrefix(account, tag), seq)
+}
+
+// storeExtra is what the hot snapshot stream does not say: the sequence
+// numbers that order each account's videos across the two tiers, and which
+// videos on disk still hold intermediate blobs (from a snapshot older than
+// command type 48; see sweep.go).
+type storeExtra struct {
+	VideoSeq  uint64            `msgpack:"video_seq"`
+	Seqs      map[string]uint64 `msgpack:"seqs"`
+	Leftovers []string          `msgpack:"leftovers"`
+}
+
+type store struct {
+	db   *bbolt.DB
+	path string
+}
+
+func openStore(path string) (*store, error) {
+	opts := *bbolt.DefaultOptions
+	// A second node on the same data directory says why it cannot start.
+	opts.Timeout = 2 * time.Second
+	// The free list is rebuilt at open instead of written on every commit, as
+	// etcd does: commits are cheaper and the file cannot hold a stale one.
+	opts.NoFreelistSync = true
+	opts.FreelistType = bbolt.FreelistMapType
+	db, err := bbolt.Open(path, 0o600, &opts)
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("open state store %s: locked by another process (is a node already running on this data directory?): %w", path, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open state store %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		for _, b := range []string{bucketMeta, bucketVideos, bucketList, bucketCounts, bucketHot} {
+			if _, err := tx.CreateBucketIfNotExists([]byte(b)); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket([]byte(bucketMeta))
+		switch f := meta.Get([]byte(metaFormat)); {
+		case f == nil:
+			return meta.Put([]byte(metaFormat), []byte(storeFormat))
+		case string(f) != storeFormat:
+			return fmt.Errorf("state store %s has format %q; this binary reads %q", path, f, storeFormat)
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("prepare state store %s: %w", path, err)
+	}
+	return &store{db: db, path: path}, nil
+}
+
+func (st *store) close() error { return st.db.Close() }
+
+// diskVideo is one video on its way to disk.
+type diskVideo struct {
+	v   *Video
+	seq uint64
+	// listed is whether the video is already in the lists and counts (a video
+	// read back from disk to be changed).
+	listed bool
+}
+
+func encodeDiskVideo(v *Video, seq uint64) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Write(binary.BigEndian.AppendUint64(nil, seq))
+	if err := msgpack.NewEncoder(&buf).SetSortMapKeys(true).Encode(v); err != nil {
+		return nil, fmt.Errorf("encode video %s: %w", v.ID, err)
+	}
+	return buf.Bytes(), nil
+}
+
+func decodeDiskVideo(b []byte) (*Video, uint64, error) {
+	if len(b) < 8 {
+		return nil, 0, errors.New("video record shorter than its sequence number")
+	}
+	var v Video
+	if err := msgpack.Unmarshal(b[8:], &v); err != nil {
+		return nil, 0, fmt.Errorf("decode video: %w", err)
+	}
+	return &v, binary.BigEndian.Uint64(b[:8]), nil
+}
+
+// putVideos writes videos, their list entries and counts in tx; counts is
+// updated in place.
+func putVideos(tx *bbolt.Tx, videos []diskVideo, counts map[string]videoCounts) error {
+	vb, lb := tx.Bucket([]byte(bucketVideos)), tx.Bucket([]byte(bucketList))
+	touched := map[string]bool{}
+	for _, d := range videos {
+		body, err := encodeDiskVideo(d.v, d.seq)
+		if err != nil {
+			return err
+		}
+		if err := vb.Put([]byte(d.v.ID), body); err != nil {
+			return fmt.Errorf("store video %s: %w", d.v.ID, err)
+		}
+		if d.listed {
+			continue
+		}
+		for _, tag := range listTags(d.v) {
+			if err := lb.Put(listKey(d.v.AccountID, tag, d.seq), []byte(d.v.ID)); err != nil {
+				return fmt.Errorf("list video %s: %w", d.v.ID, err)
+			}
+		}
+		c := counts[d.v.AccountID]
+		if c == nil {
+			c = videoCounts{}
+			counts[d.v.AccountID] = c
+		}
+		for _, tag := range countTags(d.v) {
+			c[tag]++
+		}
+		touched[d.v.AccountID] = true
+	}
+	cb := tx.Bucket([]byte(bucketCounts))
+	for account := range touched {
+		b, err := msgpack.Marshal(counts[account])
+		if err != nil {
+			return fmt.Errorf("encode counts of %s: %w", account, err)
+		}
+		if err := cb.Put([]byte(account), b); err != nil {
+			return fmt.Errorf("store counts of %s: %w", account, err)
+		}
+	}
+	return nil
+}
+
+// putHot replaces the hot stream, the extra and the index: the end of a
+// checkpoint.
+func putHot(tx *bbolt.Tx, index uint64, hot []byte, extra storeExtra) error {
+	if err := tx.DeleteBucket([]byte(bucketHot)); err != nil {
+		return fmt.Errorf("clear hot state: %w", err)
+	}
+	hb, err := tx.CreateBucket([]byte(bucketHot))
+	if err != nil {
+		return fmt.Errorf("clear hot state: %w", err)
+	}
+	for i := 0; len(hot) > 0; i++ {
+		n := min(len(hot), hotChunk)
+		if err := hb.Put(binary.BigEndian.AppendUint32(nil, uint32(i)), hot[:n]); err != nil {
+			return fmt.Errorf("store hot state: %w", err)
+		}
+		hot = hot[n:]
+	}
+	eb, err := msgpack.Marshal(extra)
+	if err != nil {
+		return fmt.Errorf("encode store extra: %w", err)
+	}
+	meta := tx.Bucket([]byte(bucketMeta))
+	if err := meta.Put([]byte(metaExtra), eb); err != nil {
+		return err
+	}
+	return meta.Put([]byte(metaIndex), binary.BigEndian.AppendUint64(nil, index))
+}
+
+// load reads the state the file holds: the hot part in memory, the rest left
+// on disk. It returns nil and 0 for a file that holds none yet.
+func (st *store) load() (*state, uint64, error) {
+	var (
+		s     *state
+		index uint64
+	)
+	err := st.db.View(func(tx *bbolt.Tx) error {
+		meta := tx.Bucket([]byte(bucketMeta))
+		b := meta.Get([]byte(metaIndex))
+		if len(b) != 8 {
+			return nil
+		}
+		index = binary.BigEndian.Uint64(b)
+		var chunks [][]byte
+		if err := tx.Bucket([]byte(bucketHot)).ForEach(func(_, v []byte) error {
+			chunks = append(chunks, v)
+			return nil
+		}); err != nil {
+			return err
+		}
+		var err error
+		if s, err = readSnapshot(io.MultiReader(bytesReaders(chunks)...), nil); err != nil {
+			return fmt.Errorf("hot state: %w", err)
+		}
+		var extra storeExtra
+		if err := msgpack.Unmarshal(meta.Get([]byte(metaExtra)), &extra); err != nil {
+			return fmt.Errorf("decode store extra: %w", err)
+		}
+		s.videoSeq = extra.VideoSeq
+		for id := range s.videos {
+			seq, ok := extra.Seqs[id]
+			if !ok {
+				return fmt.Errorf("video %s has no sequence number", id)
+			}
+			s.seqOf[id] = seq
+		}
+		for _, id := range extra.Leftovers {
+			s.diskLeftovers[id] = struct{}{}
+		}
+		return tx.Bucket([]byte(bucketCounts)).ForEach(func(k, v []byte) error {
+			var c videoCounts
+			if err := msgpack.Unmarshal(v, &c); err != nil {
+				return fmt.Errorf("decode counts of %s: %w", k, err)
+			}
+			s.diskCounts[string(k)] = c
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("load state from %s: %w", st.path, err)
+	}
+	return s, index, nil
+}
+
+func bytesReaders(chunks [][]byte) []io.Reader {
+	out := make([]io.Reader, len(chunks))
+	for i, c := range chunks {
+		out[i] = bytes.NewReader(c)
+	}
+	return out
+}
+
+// video reads one video from disk.
+func (st *store) video(id string) (*Video, uint64, bool) {
+	var (
+		v   *Video
+		seq uint64
+	)
+	err := st.db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket([]byte(bucketVideos)).Get([]byte(id))
+		if b == nil {
+			return nil
+		}
+		var err error
+		v, seq, err = decodeDiskVideo(b)
+		return err
+	})
+	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
+		return nil, 0, false // a read racing the node's shutdown
+	}
+	if err != nil {
+		// The file was written by this binary through checksummed pages; a
+		// record it cannot read means the replica cannot be trusted.
+		panic(fmt.Sprintf("fsm: state store %s: video %s: %v", st.path, id, err))
+	}
+	return v, seq, v != nil
+}
+
+// removeStore deletes a state file and what bbolt keeps beside it.
+func removeStore(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,229 @@
+package fsm_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	"pgregory.net/rapid"
+
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+)
+
+// logged applies c to f as log entry index and returns the answer.
+func logged(t *rapid.T, f *fsm.FSM, index uint64, data []byte) answer {
+	out := f.Apply(&raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: data})
+	res, ok := out.(*fsm.Result)
+	if !ok {
+		t.Fatalf("Apply at %d returned %T", index, out)
+	}
+	return answerOf(res.Value, res.Err)
+}
+
+func openStore(t *rapid.T, path string) *fsm.FSM {
+	f, err := fsm.Open(path)
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	return f
+}
+
+// TestStoreMatchesMemory runs the same log through an FSM that keeps
+// everything in memory and one with a state file, which checkpoints (moving
+// finished videos to disk) and restarts (loading the file and replaying the
+// log from an earlier snapshot, as Raft does) at random moments. Every answer,
+// every read and every snapshot byte must be the same.
+func TestStoreMatchesMemory(t *testing.T) {
+	var onDisk, crossed int // runs that moved videos to disk, and listed across tiers
+	defer func() {
+		t.Logf("runs with videos on disk: %d, with both tiers: %d", onDisk, crossed)
+		if !t.Failed() && (onDisk == 0 || crossed == 0) {
+			t.Errorf("no run moved a video to disk (%d) or listed both tiers (%d): the generator misses the store", onDisk, crossed)
+		}
+	}()
+	rapid.Check(t, func(rt *rapid.T) {
+		path := tempStorePath(rt)
+		g := newCmdGen()
+		mem, disk := fsm.New(), openStore(rt, path)
+		defer func() { disk.Close() }()
+		var entries [][]byte
+		for range rapid.IntRange(1, 200).Draw(rt, "n") {
+			switch rapid.IntRange(0, 19).Draw(rt, "what") {
+			case 0: // a checkpoint
+				if !bytes.Equal(snapshotBytes(t, mem), snapshotBytes(t, disk)) {
+					rt.Fatal("the snapshot of the FSM with a store differs from the one in memory")
+				}
+			case 1: // a restart, replaying from an earlier snapshot
+				if err := disk.Close(); err != nil {
+					rt.Fatal(err)
+				}
+				disk = openStore(rt, path)
+				cp := disk.CheckpointIndex()
+				from := rapid.Uint64Range(0, cp).Draw(rt, "replay_from")
+				for i := from + 1; i <= uint64(len(entries)); i++ {
+					out := disk.Apply(&raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: entries[i-1]})
+					if (out == nil) != (i <= cp) {
+						rt.Fatalf("replay of entry %d (checkpoint %d) answered %v", i, cp, out)
+					}
+				}
+				if disk.AppliedIndex() != uint64(len(entries)) && len(entries) > 0 {
+					rt.Fatalf("after replay the store has applied %d of %d entries", disk.AppliedIndex(), len(entries))
+				}
+			default:
+				c := g.next(rt)
+				switch {
+				case rapid.IntRange(0, 2).Draw(rt, "rich_video") == 0:
+					// A busy account: many videos, some in folders.
+					c = g.richVideo(rt)
+				case len(g.videos) > 0 && rapid.IntRange(0, 1).Draw(rt, "finish") == 0:
+					// Videos finish more often than the generator makes them,
+					// so that checkpoints have something to move to disk.
+					c = &fsm.FailVideo{VideoID: rapid.SampledFrom(g.videos).Draw(rt, "fail_video"), Reason: "operator", Now: g.now}
+				}
+				data, err := fsm.Encode(c)
+				if err != nil {
+					rt.Fatal(err)
+				}
+				entries = append(entries, data)
+				i := uint64(len(entries))
+				a, b := logged(rt, mem, i, data), logged(rt, disk, i, data)
+				if !reflect.DeepEqual(a, b) {
+					rt.Fatalf("%s answered differently:\n%#v\n%#v", c.Type(), a, b)
+				}
+				g.learn(mem, a)
+			}
+		}
+		if ts := disk.TierStats(); ts.VideosOnDisk > 0 {
+			onDisk++
+			if ts.VideosInMemory > 0 {
+				crossed++
+			}
+		}
+		sameReads(rt, g, mem, disk)
+		sameListings(rt, g, mem, disk)
+		if !bytes.Equal(snapshotBytes(t, mem), snapshotBytes(t, disk)) {
+			rt.Fatal("final snapshots differ")
+		}
+		var b1, b2 bytes.Buffer
+		if err := mem.WriteBackup(&b1); err != nil {
+			rt.Fatal(err)
+		}
+		if err := disk.WriteBackup(&b2); err != nil {
+			rt.Fatal(err)
+		}
+		if !bytes.Equal(b1.Bytes(), b2.Bytes()) {
+			rt.Fatal("backups differ")
+		}
+	})
+}
+
+// sameListings compares filtered and paged listings.
+func sameListings(t *rapid.T, g *cmdGen, a, b *fsm.FSM) {
+	for _, id := range g.accounts {
+		flts := []fsm.VideoFilter{{Limit: 2}}
+		for _, st := range []string{fsm.StatusQueued, fsm.StatusProcessing, fsm.StatusCompleted, fsm.StatusFailed, fsm.StatusPreview} {
+			flts = append(flts, fsm.VideoFilter{Status: st, Limit: 2})
+			for _, fo := range g.folders[id] {
+				flts = append(flts, fsm.VideoFilter{Status: st, FolderID: fo, Limit: 2})
+			}
+		}
+		for _, fo := range g.folders[id] {
+			flts = append(flts, fsm.VideoFilter{FolderID: fo, Limit: 1})
+		}
+		for _, flt := range flts {
+			// Page through to the end, comparing every page.
+			for range 100 {
+				x, errx := a.ListVideos(id, flt)
+				y, erry := b.ListVideos(id, flt)
+				if !reflect.DeepEqual(answerOf(x, errx), answerOf(y, erry)) {
+					t.Fatalf("listing %s %+v differs:\n%#v\n%#v", id, flt, x, y)
+				}
+				if errx != nil || !x.HasMore {
+					break
+				}
+				flt.StartingAfter = x.Videos[len(x.Videos)-1].ID
+			}
+		}
+	}
+}
+
+// TestStoreRestore restores a snapshot taken in memory into an FSM with a
+// store (as a follower that falls behind does), restarts it, and checks that
+// it answers and snapshots as the original does, then goes on in step.
+func TestStoreRestore(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		path := tempStorePath(rt)
+		g := newCmdGen()
+		orig, twin := fsm.New(), fsm.New()
+		for range rapid.IntRange(1, 150).Draw(rt, "n") {
+			g.step(rt, t, orig, twin)
+		}
+		snap := snapshotBytes(t, orig)
+		disk := openStore(rt, path)
+		// Something to replace: a store that already holds a state.
+		if err := disk.Restore(nopCloser{bytes.NewReader(snapshotBytes(t, restored(t, sampleSnapshot(t))))}); err != nil {
+			rt.Fatal(err)
+		}
+		if err := disk.Restore(nopCloser{bytes.NewReader(snap)}); err != nil {
+			rt.Fatalf("restore into store: %v", err)
+		}
+		if !bytes.Equal(snapshotBytes(t, disk), snap) {
+			rt.Fatal("the restored store snapshots to other bytes")
+		}
+		if err := disk.Close(); err != nil {
+			rt.Fatal(err)
+		}
+		disk = openStore(rt, path)
+		defer func() { disk.Close() }()
+		if disk.CheckpointIndex() != orig.AppliedIndex() {
+			rt.Fatalf("checkpoint index %d after restore, want %d", disk.CheckpointIndex(), orig.AppliedIndex())
+		}
+		sameReads(rt, g, orig, disk)
+		sameListings(rt, g, orig, disk)
+		for range rapid.IntRange(0, 60).Draw(rt, "more") {
+			g.step(rt, t, orig, disk)
+		}
+		if !bytes.Equal(snapshotBytes(t, orig), snapshotBytes(t, disk)) {
+			rt.Fatal("original and restored store diverged after more commands")
+		}
+	})
+}
+
+// richVideo creates a video for an account with credits enough for hundreds;
+// its first calls make the account and two folders.
+func (g *cmdGen) richVideo(t *rapid.T) fsm.Command {
+	const rich = "acct_rich"
+	switch fs := g.folders[rich]; {
+	case !slices.Contains(g.accounts, rich):
+		g.accounts = append(g.accounts, rich)
+		return &fsm.CreateAccount{AccountID: rich, Name: "rich", Plan: fsm.PlanMax, Credits: 1 << 30,
+			KeyID: "key_rich", KeyHash: keyHash("key_rich"), KeyHint: "key_r", Now: g.now}
+	case len(fs) < 2:
+		id := g.id("fld")
+		g.folders[rich] = append(fs, id)
+		return &fsm.CreateFolder{FolderID: id, AccountID: rich, Name: "f" + id, Now: g.now}
+	}
+	id := g.id("vid")
+	g.videos = append(g.videos, id)
+	g.videoAcct[id] = rich
+	spec := fsm.Spec{Mode: fsm.ModeAuto, Prompt: "p" + id, DurationSeconds: 5, Orientation: "portrait"}
+	if i := rapid.IntRange(0, 2).Draw(t, "rich_folder"); i > 0 {
+		spec.FolderID = g.folders[rich][i-1]
+	}
+	return &fsm.CreateVideo{VideoID: id, AccountID: rich, Spec: spec, Price: 10, Now: g.now}
+}
+
+// tempStorePath is a state file path in a directory removed after the run;
+// rapid's T has no TempDir.
+func tempStorePath(t *rapid.T) string {
+	dir, err := os.MkdirTemp("", "fsm-store")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return filepath.Join(dir, "state.db")
+}
