@@ -2,6 +2,7 @@ package fsm_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -226,4 +227,83 @@ func tempStorePath(t *rapid.T) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return filepath.Join(dir, "state.db")
+}
+
+// TestCheckpointWhileApplying takes checkpoints while commands are applied and
+// listings read from another goroutine, as Raft does (Persist runs beside
+// Apply): every listing must show each video once, in order, with a total
+// that matches, whichever side of a checkpoint it reads.
+func TestCheckpointWhileApplying(t *testing.T) {
+	f, err := fsm.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const n = 600
+	w := &world{t: t, f: f, a: appliers[1]}
+	w.must(&fsm.CreateAccount{AccountID: "a", Name: "a", Plan: fsm.PlanMax, Credits: 1 << 30, KeyID: "k", KeyHash: keyHash("k"), KeyHint: "k", Now: t0})
+	done := make(chan struct{})
+	errs := make(chan error, 2)
+	go func() { // checkpoints
+		defer func() { errs <- nil }()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			snap, err := f.Snapshot()
+			if err != nil {
+				errs <- err
+				return
+			}
+			if err := snap.Persist(&memSink{}); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	go func() { // readers
+		defer func() { errs <- nil }()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			page, err := f.ListVideos("a", fsm.VideoFilter{Limit: n})
+			if err != nil {
+				errs <- err
+				return
+			}
+			if len(page.Videos) != page.Total {
+				errs <- fmt.Errorf("listing shows %d videos, total says %d", len(page.Videos), page.Total)
+				return
+			}
+			for i := 1; i < len(page.Videos); i++ {
+				if page.Videos[i-1].ID <= page.Videos[i].ID {
+					errs <- fmt.Errorf("listing out of order or repeated at %d: %s then %s", i, page.Videos[i-1].ID, page.Videos[i].ID)
+					return
+				}
+			}
+		}
+	}()
+	for i := range n {
+		id := fmt.Sprintf("v%05d", i)
+		w.must(createVideo(id, "a", 1, "", "", t0+int64(i)))
+		w.must(&fsm.FailVideo{VideoID: id, Reason: "r", Now: t0 + int64(i)})
+	}
+	close(done)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ts := f.TierStats(); ts.VideosOnDisk == 0 {
+		t.Fatalf("no checkpoint moved a video to disk: %+v", ts)
+	}
+	page, _ := f.ListVideos("a", fsm.VideoFilter{Limit: n})
+	if len(page.Videos) != n || page.Total != n {
+		t.Fatalf("%d videos listed, total %d, want %d", len(page.Videos), page.Total, n)
+	}
 }
