@@ -214,21 +214,28 @@ type snapshot struct {
 	obs     Observer
 }
 
-// Persist writes the checkpoint, if any, then streams the snapshot to the sink.
+// Persist writes the checkpoint and its marker (with a state file; see
+// checkpoint.go), or streams the snapshot to the sink (without).
 func (sn *snapshot) Persist(sink raft.SnapshotSink) error {
 	start := time.Now()
-	videos := videoSource(memoryVideos)
 	if sn.cp != nil {
-		tx, err := sn.f.checkpoint(sn)
+		n, err := sn.f.checkpoint(sn)
 		if err != nil {
 			_ = sink.Cancel()
 			return err
 		}
-		defer tx.Rollback()
-		videos = diskVideos(tx)
+		if _, err := sink.Write(checkpointMarker(sn.cp.index)); err != nil {
+			_ = sink.Cancel()
+			return fmt.Errorf("write checkpoint marker: %w", err)
+		}
+		if err := sink.Close(); err != nil {
+			return err
+		}
+		sn.obs.snapshot("persist", start, n)
+		return nil
 	}
 	w := &countingWriter{w: sink}
-	if err := writeSnapshot(w, sn.records, videos); err != nil {
+	if err := writeSnapshot(w, sn.records, memoryVideos); err != nil {
 		_ = sink.Cancel()
 		return err
 	}
@@ -242,36 +249,32 @@ func (sn *snapshot) Persist(sink raft.SnapshotSink) error {
 // Release is a no-op: the snapshot owns copies.
 func (sn *snapshot) Release() {}
 
-// checkpoint writes sn's checkpoint in one transaction, drops what it wrote
-// from memory, and returns a read transaction that sees exactly the state at
-// the checkpoint's index.
-func (f *FSM) checkpoint(sn *snapshot) (*bbolt.Tx, error) {
+// checkpoint writes sn's checkpoint in one transaction and drops what it
+// wrote from memory. It returns the bytes it wrote.
+func (f *FSM) checkpoint(sn *snapshot) (int64, error) {
 	f.ckMu.Lock()
 	defer f.ckMu.Unlock()
-	st := sn.s.disk
 	var hot bytes.Buffer
 	if err := writeSnapshot(&hot, sn.records, memoryVideos); err != nil {
-		return nil, fmt.Errorf("checkpoint: hot state: %w", err)
+		return 0, fmt.Errorf("checkpoint: hot state: %w", err)
 	}
-	err := st.db.Update(func(tx *bbolt.Tx) error {
+	var size int64
+	err := sn.s.disk.db.Update(func(tx *bbolt.Tx) error {
 		if err := putVideos(tx, sn.cp.videos, sn.cp.counts); err != nil {
 			return err
 		}
+		size = tx.Size()
 		return putHot(tx, sn.cp.index, hot.Bytes(), sn.cp.extra)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint at index %d: %w", sn.cp.index, err)
+		return 0, fmt.Errorf("checkpoint at index %d: %w", sn.cp.index, err)
 	}
 	f.mu.Lock()
 	if f.s == sn.s { // not replaced by a restore meanwhile
 		f.s.dropWritten(sn.cp)
 	}
 	f.mu.Unlock()
-	tx, err := st.db.Begin(false)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint: read state store: %w", err)
-	}
-	return tx, nil
+	return size, nil
 }
 
 // Restore replaces the state with the one in the snapshot stream. With a

@@ -209,6 +209,15 @@ func snapshotBytes(t *testing.T, f *fsm.FSM) []byte {
 	if !sink.closed || sink.cancelled {
 		t.Fatalf("persist left the sink closed=%v cancelled=%v", sink.closed, sink.cancelled)
 	}
+	// With a state file the snapshot is a checkpoint marker; the snapshot
+	// itself streams from the file.
+	if index, ok := fsm.CheckpointMarker(sink.Bytes()); ok {
+		var full bytes.Buffer
+		if err := f.WriteCheckpoint(&full, index); err != nil {
+			t.Fatalf("write checkpoint %d: %v", index, err)
+		}
+		return full.Bytes()
+	}
 	return sink.Bytes()
 }
 

@@ -230,14 +230,20 @@ func writeSnapshot(w io.Writer, records []record, videos videoSource) error {
 	return nil
 }
 
+// rawBody is a record body already encoded (copied from another stream).
+type rawBody []byte
+
 func writeRecord(w io.Writer, r record) error {
 	// Map keys are sorted (a video's artifacts, say): Go's map order is random, and
 	// every replica must write the same bytes for the same state.
-	var enc bytes.Buffer
-	if err := msgpack.NewEncoder(&enc).SetSortMapKeys(true).Encode(r.v); err != nil {
-		return fmt.Errorf("encode snapshot record %d: %w", r.typ, err)
+	body, raw := r.v.(rawBody)
+	if !raw {
+		var enc bytes.Buffer
+		if err := msgpack.NewEncoder(&enc).SetSortMapKeys(true).Encode(r.v); err != nil {
+			return fmt.Errorf("encode snapshot record %d: %w", r.typ, err)
+		}
+		body = enc.Bytes()
 	}
-	body := enc.Bytes()
 	buf := make([]byte, 0, 1+binary.MaxVarintLen64+len(body))
 	buf = append(buf, byte(r.typ))
 	buf = binary.AppendUvarint(buf, uint64(len(body)))
@@ -273,46 +279,52 @@ const maxRecord = 64 << 20
 // readSnapshot reads a snapshot stream into a new state. With a sink, the
 // finished videos go to it (the disk tier being built) instead of memory.
 func readSnapshot(r io.Reader, sink *restoreSink) (*state, error) {
-	br := &checksumReader{r: bufio.NewReaderSize(r, 1<<16), sum: crc32.New(castagnoli)}
-	magic := make([]byte, len(snapshotMagic))
-	if _, err := io.ReadFull(br, magic); err != nil {
-		return nil, fmt.Errorf("read header: %w", err)
-	}
-	if string(magic) != snapshotMagic {
-		return nil, fmt.Errorf("not a vidfarm snapshot (header %q)", magic)
-	}
 	s := newState()
 	s.restoreTo = sink
 	defer func() { s.restoreTo = nil }()
+	if err := eachRecord(r, s.restoreRecord); err != nil {
+		return nil, err
+	}
+	s.voices.sync()
+	return s, nil
+}
+
+// eachRecord checks a snapshot stream's header, calls fn with every record
+// before the end record, and checks the end record's count and checksum.
+func eachRecord(r io.Reader, fn func(t recordType, body []byte) error) error {
+	br := &checksumReader{r: bufio.NewReaderSize(r, 1<<16), sum: crc32.New(castagnoli)}
+	magic := make([]byte, len(snapshotMagic))
+	if _, err := io.ReadFull(br, magic); err != nil {
+		return fmt.Errorf("read header: %w", err)
+	}
+	if string(magic) != snapshotMagic {
+		return fmt.Errorf("not a vidfarm snapshot (header %q)", magic)
+	}
 	for count := uint64(0); ; count++ {
 		sum := br.sum.Sum32() // of every byte before this record
 		t, err := br.ReadByte()
 		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("snapshot ends after %d records without its end record: truncated", count)
+			return fmt.Errorf("snapshot ends after %d records without its end record: truncated", count)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read record type: %w", err)
+			return fmt.Errorf("read record type: %w", err)
 		}
 		n, err := binary.ReadUvarint(br)
 		if err != nil {
-			return nil, fmt.Errorf("read record length: %w", err)
+			return fmt.Errorf("read record length: %w", err)
 		}
 		if n > maxRecord {
-			return nil, fmt.Errorf("record of %d bytes exceeds %d", n, maxRecord)
+			return fmt.Errorf("record of %d bytes exceeds %d", n, maxRecord)
 		}
 		body := make([]byte, n)
 		if _, err := io.ReadFull(br, body); err != nil {
-			return nil, fmt.Errorf("read record body: %w", err)
+			return fmt.Errorf("read record body: %w", err)
 		}
 		if recordType(t) == recEnd {
-			if err := checkEnd(br, body, count, sum); err != nil {
-				return nil, err
-			}
-			s.voices.sync()
-			return s, nil
+			return checkEnd(br, body, count, sum)
 		}
-		if err := s.restoreRecord(recordType(t), body); err != nil {
-			return nil, err
+		if err := fn(recordType(t), body); err != nil {
+			return err
 		}
 	}
 }

@@ -107,7 +107,7 @@ type Node struct {
 	store     *raftboltdb.BoltStore
 	transport *raft.NetworkTransport
 	tls       *tlsStream // nil: plain TCP
-	snaps     *raft.FileSnapshotStore
+	snaps     *checkpointSnapshots
 	// existing is whether the data directory held Raft state when opened.
 	existing bool
 }
@@ -168,11 +168,12 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		store.Close()
 		return nil, fmt.Errorf("log cache: %w", err)
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, rc.Logger)
+	files, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, rc.Logger)
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("open snapshot store: %w", err)
 	}
+	snaps := newCheckpointSnapshots(files, f, cfg.DataDir)
 	var adv net.Addr
 	if cfg.Advertise != "" {
 		if adv, err = net.ResolveTCPAddr("tcp", cfg.Advertise); err != nil {
@@ -365,7 +366,7 @@ func (n *Node) Close() error {
 // after the snapshot, and the FSM skips what the file already holds. A file
 // without Raft state beside it (a wiped Raft directory) is emptied, since the
 // log this node will receive starts again from the beginning.
-func resumeFrom(rc *raft.Config, f *fsm.FSM, existing bool, snaps *raft.FileSnapshotStore, log *slog.Logger) error {
+func resumeFrom(rc *raft.Config, f *fsm.FSM, existing bool, snaps raft.SnapshotStore, log *slog.Logger) error {
 	cp := f.CheckpointIndex()
 	if cp == 0 {
 		return nil

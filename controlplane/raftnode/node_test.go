@@ -34,9 +34,18 @@ func open(t *testing.T, dir string, tweak ...func(*raftnode.Config)) *raftnode.N
 	for _, f := range tweak {
 		f(&cfg)
 	}
-	n, err := raftnode.Open(cfg, fsm.New())
+	// The state file, as a server keeps it.
+	f, err := fsm.Open(filepath.Join(dir, "state.db"))
 	if err != nil {
+		t.Fatalf("open state file: %v", err)
+	}
+	n, err := raftnode.Open(cfg, f)
+	if err != nil {
+		f.Close()
 		t.Fatalf("open: %v", err)
+	}
+	if cfg.Join {
+		return n
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

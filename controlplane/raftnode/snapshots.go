@@ -1,0 +1,94 @@
+package raftnode
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+)
+
+// checkpointSnapshots is Raft's file snapshot store, except that a snapshot
+// the FSM took is a checkpoint marker (fsm/checkpoint.go): Open streams the
+// checkpoint it names from the state file into a temporary file beside the
+// snapshots, so Raft can send or restore it with its exact size, and deletes
+// that file once read. Snapshots received from a leader or restored from a
+// backup are whole streams and pass through unchanged.
+type checkpointSnapshots struct {
+	*raft.FileSnapshotStore
+	fsm *fsm.FSM
+	dir string
+}
+
+const checkpointStreamGlob = "checkpoint-*.stream"
+
+func newCheckpointSnapshots(files *raft.FileSnapshotStore, f *fsm.FSM, dir string) *checkpointSnapshots {
+	// Streams left by a node that stopped while sending one.
+	if old, err := filepath.Glob(filepath.Join(dir, checkpointStreamGlob)); err == nil {
+		for _, p := range old {
+			_ = os.Remove(p)
+		}
+	}
+	return &checkpointSnapshots{FileSnapshotStore: files, fsm: f, dir: dir}
+}
+
+func (c *checkpointSnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
+	meta, rc, err := c.FileSnapshotStore.Open(id)
+	if err != nil || meta.Size != int64(fsm.CheckpointMarkerSize) {
+		return meta, rc, err
+	}
+	head, err := io.ReadAll(rc)
+	// Closing checks the file's CRC.
+	if cerr := rc.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read snapshot %s: %w", id, err)
+	}
+	index, ok := fsm.CheckpointMarker(head)
+	if !ok {
+		return meta, io.NopCloser(bytes.NewReader(head)), nil
+	}
+	tmp, err := os.CreateTemp(c.dir, checkpointStreamGlob)
+	if err != nil {
+		return nil, nil, fmt.Errorf("stream checkpoint %d: %w", index, err)
+	}
+	fail := func(err error) (*raft.SnapshotMeta, io.ReadCloser, error) {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, nil, fmt.Errorf("stream checkpoint %d: %w", index, err)
+	}
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	if err := c.fsm.WriteCheckpoint(bw, index); err != nil {
+		return fail(err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fail(err)
+	}
+	size, err := tmp.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return fail(err)
+	}
+	m := *meta
+	m.Size = size
+	return &m, &removeOnClose{File: tmp}, nil
+}
+
+// removeOnClose is a temporary file deleted when closed.
+type removeOnClose struct{ *os.File }
+
+func (r *removeOnClose) Close() error {
+	err := r.File.Close()
+	if rerr := os.Remove(r.Name()); err == nil {
+		err = rerr
+	}
+	return err
+}
