@@ -88,7 +88,13 @@ func (l *lockedBuffer) String() string {
 // port, and learns the addresses from its "control plane ready" log line.
 func startServer(t *testing.T, dataDir string) *proc {
 	t.Helper()
-	p, m := startProc(t, "server", []string{"server", "--data-dir", dataDir,
+	return startServerBin(t, vidfarmBinary(t), dataDir)
+}
+
+// startServerBin is startServer with another binary (an earlier release).
+func startServerBin(t *testing.T, bin, dataDir string) *proc {
+	t.Helper()
+	p, m := startProcBin(t, bin, "server", []string{"server", "--data-dir", dataDir,
 		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--raft-listen", "127.0.0.1:0", "--agent-listen", "127.0.0.1:0",
 		"--admin-token", durabilityToken, "--rate-limits=false", "--log-level", "info",
 		// File URLs start with the public URL; a fixed one keeps replayed bodies

@@ -70,7 +70,13 @@ func requireE2E(t *testing.T) {
 // msg is readyMsg, which it returns. Every stderr line is kept in p.stderr.
 func startProc(t *testing.T, what string, args, env []string, readyMsg string) (*proc, map[string]any) {
 	t.Helper()
-	cmd := exec.Command(vidfarmBinary(t), args...)
+	return startProcBin(t, vidfarmBinary(t), what, args, env, readyMsg)
+}
+
+// startProcBin is startProc with another binary (an earlier release).
+func startProcBin(t *testing.T, bin, what string, args, env []string, readyMsg string) (*proc, map[string]any) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "VIDFARM_") {
 			cmd.Env = append(cmd.Env, kv)

@@ -55,6 +55,7 @@ func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
 	fs.StringVar(&sf.s3.SecretKey, "blob-s3-secret-key", "", "S3 secret key (better: VIDFARM_BLOB_S3_SECRET_KEY)")
 	fs.BoolVar(&sf.s3.Insecure, "blob-s3-insecure", false, "talk plain http to the S3 endpoint (private networks and tests only)")
 	fs.BoolVar(&sf.cfg.AllowPrivateURLs, "allow-private-urls", false, "DEVELOPMENT: accept input image URLs on private and loopback hosts")
+	fs.BoolVar(&sf.cfg.BenchFill, "bench-fill", false, "BENCHMARKS ONLY: serve POST /admin/v1/bench/fill, which adds completed videos to an account without rendering them")
 	fs.DurationVar(&sf.cfg.SpeechWait, "speech-wait", api.DefaultSpeechWait, "how long POST /v1/voices/speech waits for its audio before answering 202 with a sample to poll")
 	fs.StringVar(&sf.cfg.SecretsKey, "secrets-key", "", "64 hex digits, the same on every node (e.g. openssl rand -hex 32): seal webhook signing secrets in the replicated state, snapshots and backups; NEW,OLD rotates (the leader seals again with NEW)")
 	fs.DurationVar(&sf.cfg.SpeechRetention, "speech-retention", server.DefaultSpeechRetention, "how long a finished speech sample (POST /v1/voices/speech) and its audio are kept")

@@ -2,26 +2,78 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// TestUpgradeToStateFile starts the binary on a data directory as a release
-// before the state file left it (Raft log and snapshots, no state.db) and
-// checks that it upgrades in place: the first start restores the last
-// snapshot into a new state file and replays the log after it, every
-// account, key, video and idempotent replay answers as before, and the next
-// start resumes from the file.
+// preStateFileRelease is the last commit whose server kept the whole state in
+// memory and wrote whole snapshots.
+const preStateFileRelease = "291ac63"
+
+var releases sync.Map // commit -> *release
+
+type release struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// releaseBinary builds the server of an earlier commit from this repository's
+// history (git archive, then go build), once per test binary.
+func releaseBinary(t *testing.T, commit string) string {
+	t.Helper()
+	v, _ := releases.LoadOrStore(commit, &release{})
+	r := v.(*release)
+	r.once.Do(func() {
+		root, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+		if err != nil {
+			r.err = fmt.Errorf("find the repository (the test builds an earlier release from its history): %w", err)
+			return
+		}
+		src := filepath.Join(filepath.Dir(vidfarmBinary(t)), "release-"+commit)
+		if err := os.MkdirAll(src, 0o755); err != nil {
+			r.err = err
+			return
+		}
+		archive := exec.Command("sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", strings.TrimSpace(string(root)), commit, src)
+		if out, err := archive.CombinedOutput(); err != nil {
+			r.err = fmt.Errorf("git archive %s: %v\n%s", commit, err, out)
+			return
+		}
+		bin := filepath.Join(src, "vidfarm")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/vidfarm")
+		build.Dir = src
+		if out, err := build.CombinedOutput(); err != nil {
+			r.err = fmt.Errorf("build release %s: %v\n%s", commit, err, out)
+			return
+		}
+		r.bin = bin
+	})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.bin
+}
+
+// TestUpgradeToStateFile runs the last release before the state file (built
+// from its commit) on a data directory, then this binary on the same
+// directory, and checks that it upgrades in place: the first start restores
+// the old release's last snapshot into a new state file and replays the log
+// after it, every account, key, video and idempotent replay answers as
+// before, and the next start resumes from the file.
 func TestUpgradeToStateFile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
 	ctx := context.Background()
 	dataDir := t.TempDir()
-	p := startServer(t, dataDir)
+	p := startServerBin(t, releaseBinary(t, preStateFileRelease), dataDir)
 	f := &farm{keys: map[string]string{}, accounts: map[string][2]string{}, videos: map[string]string{}}
 	a, err := p.admin.CreateAccount(ctx, "pro", "pro", 200)
 	if err != nil {
@@ -44,11 +96,10 @@ func TestUpgradeToStateFile(t *testing.T) {
 	before := observe(t, p, f)
 	list := p.must(http.StatusOK, http.MethodGet, "/v1/videos?limit=10", a.APIKey, "").body
 	p.terminate()
-
-	// What the previous release left: no state file.
-	if err := os.Remove(filepath.Join(dataDir, "state.db")); err != nil {
-		t.Fatal(err)
+	if _, err := os.Stat(filepath.Join(dataDir, "state.db")); !os.IsNotExist(err) {
+		t.Fatalf("the old release left a state file (%v): not the release before it", err)
 	}
+
 	p = startServer(t, dataDir)
 	if strings.Contains(p.stderr.String(), "resuming from state file") {
 		t.Fatal("a data directory without a state file claimed to resume from one")

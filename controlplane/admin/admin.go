@@ -44,6 +44,8 @@ type Config struct {
 	AppDB func() any
 	// Cluster manages membership; nil leaves the cluster endpoints out.
 	Cluster Cluster
+	// BenchFill serves POST /admin/v1/bench/fill (bench only; see fsm.BenchFill).
+	BenchFill bool
 }
 
 type server struct {
@@ -82,6 +84,9 @@ func Handler(cfg Config) http.Handler {
 		r.Get("/admin/v1/webhook-deliveries", s.webhookDeliveries)
 		r.Get("/admin/v1/cluster/status", s.clusterStatus)
 		r.Post("/admin/v1/accounts/{id}/debits", s.debit)
+		if cfg.BenchFill {
+			r.Post("/admin/v1/bench/fill", s.benchFill)
+		}
 		if cfg.Cluster != nil {
 			r.Post("/admin/v1/cluster/join", s.clusterJoin)
 			r.Post("/admin/v1/cluster/remove", s.clusterRemove)
@@ -334,6 +339,27 @@ func (s *server) failVideo(w http.ResponseWriter, r *http.Request) {
 	if ok {
 		v := out.(fsm.Video)
 		apierr.WriteJSON(w, http.StatusOK, FailedVideo{VideoID: v.ID, Status: v.Status, CreditsRefunded: v.CreditsRefunded, Refunded: v.CreditsCharged})
+	}
+}
+
+// benchFill adds completed videos to an account for a benchmark.
+func (s *server) benchFill(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		AccountID string `json:"account_id"`
+		Count     int    `json:"count"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	if req.Count < 1 || req.Count > fsm.MaxBenchFill {
+		apierr.Write(w, r, apierr.Invalid("count", fmt.Sprintf("count must be 1 to %d videos per call", fsm.MaxBenchFill)))
+		return
+	}
+	// A fresh prefix per call: ids never collide, and sort in creation order
+	// within it.
+	prefix := ids.New("vid") + "_"
+	if _, ok := s.apply(w, r, &fsm.BenchFill{AccountID: req.AccountID, IDPrefix: prefix, Count: req.Count, Now: s.cfg.Now().UnixNano()}); ok {
+		apierr.WriteJSON(w, http.StatusOK, map[string]any{"account_id": req.AccountID, "added": req.Count, "id_prefix": prefix})
 	}
 }
 

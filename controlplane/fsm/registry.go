@@ -58,6 +58,7 @@ const (
 	ExpireSpeechType       MessageType = 49
 	ResealWebhookType      MessageType = 50
 	SweepIntermediatesType MessageType = 51
+	BenchFillType          MessageType = 52
 )
 
 // entry is one command of the registry: its name (in logs and metrics), a
@@ -124,6 +125,7 @@ var registry = [256]entry{
 	ExpireSpeechType:       command("expire_speech", (*state).applyExpireSpeech),
 	ResealWebhookType:      command("reseal_webhook", (*state).applyResealWebhook),
 	SweepIntermediatesType: command("sweep_intermediates", (*state).applySweepIntermediates),
+	BenchFillType:          command("bench_fill", (*state).applyBenchFill),
 }
 
 func (t MessageType) String() string {

@@ -307,3 +307,45 @@ func TestCheckpointWhileApplying(t *testing.T) {
 		t.Fatalf("%d videos listed, total %d, want %d", len(page.Videos), page.Total, n)
 	}
 }
+
+func TestBenchFill(t *testing.T) {
+	f, err := fsm.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := &world{t: t, f: f, a: appliers[1]}
+	w.account("a", fsm.PlanPro, 10)
+	for _, tc := range []struct {
+		name string
+		c    fsm.BenchFill
+		err  error
+	}{
+		{"no account", fsm.BenchFill{AccountID: "nobody", IDPrefix: "vid_f", Count: 1}, fsm.ErrAccountNotFound},
+		{"zero", fsm.BenchFill{AccountID: "a", IDPrefix: "vid_f", Count: 0}, fsm.ErrInvalidCommand},
+		{"too many", fsm.BenchFill{AccountID: "a", IDPrefix: "vid_f", Count: fsm.MaxBenchFill + 1}, fsm.ErrInvalidCommand},
+		{"no prefix", fsm.BenchFill{AccountID: "a", Count: 1}, fsm.ErrInvalidCommand},
+		{"fills", fsm.BenchFill{AccountID: "a", IDPrefix: "vid_f", Count: 1500}, nil},
+		{"again, same ids", fsm.BenchFill{AccountID: "a", IDPrefix: "vid_f", First: 1499, Count: 10}, fsm.ErrInvalidCommand},
+		{"more", fsm.BenchFill{AccountID: "a", IDPrefix: "vid_f", First: 1500, Count: 500}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := w.apply(&tc.c)
+			wantErr(t, err, tc.err)
+		})
+	}
+	if _, err := f.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	snapshotBytes(t, f)
+	if ts := f.TierStats(); ts.VideosOnDisk != 2000 || ts.VideosInMemory != 0 {
+		t.Fatalf("after a checkpoint: %+v", ts)
+	}
+	page, err := f.ListVideos("a", fsm.VideoFilter{Status: fsm.StatusCompleted, Limit: 2})
+	if err != nil || page.Total != 2000 || page.Videos[0].ID != "vid_f0000001999" || page.Videos[1].ID != "vid_f0000001998" {
+		t.Fatalf("listing %+v %v", page, err)
+	}
+	if a, _ := f.Account("a"); a.Credits != 10 {
+		t.Fatalf("bench fill charged: balance %d", a.Credits)
+	}
+}

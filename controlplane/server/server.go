@@ -76,6 +76,8 @@ type Config struct {
 	// fields, logo and avatar photo URLs, brand pages) on private and loopback
 	// hosts: a development switch for tests and closed networks.
 	AllowPrivateURLs bool
+	// BenchFill serves the admin's bench-only fill endpoint (fsm.BenchFill).
+	BenchFill bool
 	// SpeechWait bounds how long POST /v1/voices/speech waits for its audio
 	// (0: api.DefaultSpeechWait).
 	SpeechWait time.Duration
@@ -330,7 +332,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.public = guards.server(guards.public, forward(cluster.Public, s.API, nil))
 	s.admin = guards.server(guards.admin, forward(cluster.Admin, admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg, Cluster: node,
-		AppDB: s.bridgeStatus()}), adminLocal))
+		AppDB: s.bridgeStatus(), BenchFill: cfg.BenchFill}), adminLocal))
 	bg, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	// Lease polls wait up to a minute and artifact uploads are as long as the
