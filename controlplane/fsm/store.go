@@ -106,9 +106,9 @@ func openStore(path string) (*store, error) {
 	opts := *bbolt.DefaultOptions
 	// A second node on the same data directory says why it cannot start.
 	opts.Timeout = 2 * time.Second
-	// The free list is rebuilt at open instead of written on every commit, as
-	// etcd does: commits are cheaper and the file cannot hold a stale one.
-	opts.NoFreelistSync = true
+	// The free list is written with each commit (bbolt's default): rebuilding
+	// it at open instead, as etcd does, reads every page of the file, and a
+	// restart must not take longer as the history grows.
 	opts.FreelistType = bbolt.FreelistMapType
 	db, err := bbolt.Open(path, 0o600, &opts)
 	if errors.Is(err, bolterrors.ErrTimeout) {
@@ -174,6 +174,9 @@ func decodeDiskVideo(b []byte) (*Video, uint64, error) {
 // updated in place.
 func putVideos(tx *bbolt.Tx, videos []diskVideo, counts map[string]videoCounts) error {
 	vb, lb := tx.Bucket([]byte(bucketVideos)), tx.Bucket([]byte(bucketList))
+	// Lists grow at the end of each account's range: pages split full, not
+	// in half (bbolt's default suits random keys, as video ids are).
+	lb.FillPercent = 0.9
 	touched := map[string]bool{}
 	for _, d := range videos {
 		body, err := encodeDiskVideo(d.v, d.seq)
