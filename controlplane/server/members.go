@@ -58,10 +58,12 @@ const (
 // /admin/v1/cluster/members/{id}), which proposes SetMember. That is how
 // every member's level reaches the state, not only the leader's, and what
 // lets the leader use a new command type once the last member is upgraded.
-// A node with no record is joining (the join records it) or was removed;
-// a leader whose own record has no level runs a release from before levels
-// and would not record one, so the node waits for a newer leader. Reports
-// that do not take back off up to maxReportBackoff.
+// It runs once the node has joined (the join records it), so a node with no
+// record lost it to a restored backup, or was removed (the leader refuses a
+// server not in the configuration). A leader whose own record has no level
+// runs a release from before levels and would not record one: the node
+// waits for a newer leader. Reports that do not take back off up to
+// maxReportBackoff.
 func (s *Server) reportSelf(ctx context.Context) {
 	t := time.NewTicker(reportInterval)
 	defer t.Stop()
@@ -79,9 +81,6 @@ func (s *Server) reportSelf(ctx context.Context) {
 		want, same := s.recorded()
 		if same {
 			backoff = 0
-			continue
-		}
-		if _, ok := s.Node.FSM.Member(want.ID); !ok {
 			continue
 		}
 		leaderID, _ := s.Node.Leader()
