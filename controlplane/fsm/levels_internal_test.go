@@ -44,9 +44,9 @@ func TestHideAbove(t *testing.T) {
 		above string
 		want  MessageType // 0: hide panics
 	}{
-		{"", SweepIntermediatesType},
+		{"", Understood()},
 		{"51", SweepIntermediatesType},
-		{"200", SweepIntermediatesType},
+		{"200", Understood()},
 		{"49", ExpireSpeechType},
 		{"47", RemoveMemberType},
 		{"46", 0}, // would hide the membership commands
