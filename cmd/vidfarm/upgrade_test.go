@@ -21,42 +21,59 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 )
 
-// oldLevel is the level of the "old" build: it hides ResealWebhook (50) and
-// SweepIntermediates (51), as a release from before them would.
-const oldLevel = fsm.ExpireSpeechType
+// The rolling-upgrade tests take a three-node cluster of an older build
+// through an upgrade to this one, one node at a time on its own data
+// directory (upgradeCluster.run), and check that while an older member
+// remains the leader never proposes a command it cannot apply.
+
+// hiddenLevel is the level of the build that hides ResealWebhook (50) and
+// everything after it, as a release from before them would.
+const hiddenLevel = fsm.ExpireSpeechType
 
 var (
-	oldBinOnce sync.Once
-	oldBinPath string
-	oldBinErr  error
+	hiddenBinOnce sync.Once
+	hiddenBinPath string
+	hiddenBinErr  error
 )
 
-// oldVidfarmBinary builds the binary with every command type above oldLevel
-// hidden (fsm.hideAbove), beside vidfarmBinary's so TestMain removes it.
-func oldVidfarmBinary(t *testing.T) string {
+// hiddenVidfarmBinary builds this binary with every command type above
+// hiddenLevel hidden (fsm.hideAbove), beside vidfarmBinary's so TestMain
+// removes it. Only the link differs: the packages come from the build cache.
+func hiddenVidfarmBinary(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Dir(vidfarmBinary(t))
-	oldBinOnce.Do(func() {
-		oldBinPath = filepath.Join(dir, "vidfarm-old")
-		flags := fmt.Sprintf("-X github.com/vidfarm/vidfarm/controlplane/fsm.hideAbove=%d", oldLevel)
-		out, err := exec.Command("go", "build", "-ldflags", flags, "-o", oldBinPath, ".").CombinedOutput()
+	hiddenBinOnce.Do(func() {
+		hiddenBinPath = filepath.Join(dir, "vidfarm-hidden")
+		flags := fmt.Sprintf("-X github.com/vidfarm/vidfarm/controlplane/fsm.hideAbove=%d", hiddenLevel)
+		out, err := exec.Command("go", "build", "-ldflags", flags, "-o", hiddenBinPath, ".").CombinedOutput()
 		if err != nil {
-			oldBinErr = fmt.Errorf("go build %s: %v\n%s", flags, err, out)
+			hiddenBinErr = fmt.Errorf("go build %s: %v\n%s", flags, err, out)
 		}
 	})
-	if oldBinErr != nil {
-		t.Fatal(oldBinErr)
+	if hiddenBinErr != nil {
+		t.Fatal(hiddenBinErr)
 	}
-	return oldBinPath
+	return hiddenBinPath
 }
 
-// upgradeNode is one member of the cluster under upgrade: fixed ports, its
-// data directory, and the build it runs now.
+// build is one binary the cluster runs.
+type build struct {
+	name  string
+	bin   string
+	level fsm.MessageType // the highest command type it applies
+	// records is whether it records levels; false for a release from
+	// before them, whose member records have none (fsm.Baseline).
+	records bool
+	args    []string // its own flags
+}
+
+// upgradeNode is one member: fixed ports, its data directory, and the
+// build it runs now.
 type upgradeNode struct {
 	id, dir                    string
 	public, admin, agent, raft int
 	p                          *proc // nil while stopped
-	level                      fsm.MessageType
+	b                          *build
 	joined                     bool
 }
 
@@ -67,41 +84,44 @@ func (n *upgradeNode) adminClient() *admin.Client {
 type upgradeCluster struct {
 	t        *testing.T
 	nodes    []*upgradeNode
-	old, new string // the two builds
+	old, new *build
 	// procs is every process the test started, stopped ones too, so the
 	// end can check that none panicked.
-	procs []*proc
+	procs  []*proc
+	began  time.Time
+	acct   admin.CreatedAccount
+	videos []string
 }
 
-// upgradeSecretsKey is given to the new build only: the operator sets a
-// key with the upgrade, so a new leader wants to seal the secret the old
-// cluster stored plain (ResealWebhook, which the old build cannot apply).
-const upgradeSecretsKey = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+func newUpgradeCluster(t *testing.T, old, new *build) *upgradeCluster {
+	c := &upgradeCluster{t: t, old: old, new: new, began: time.Now()}
+	dir := t.TempDir()
+	for i := range 3 {
+		n := &upgradeNode{id: fmt.Sprintf("n%d", i+1), public: freePort(t), admin: freePort(t), agent: freePort(t), raft: freePort(t)}
+		n.dir = filepath.Join(dir, n.id)
+		c.nodes = append(c.nodes, n)
+	}
+	return c
+}
 
-// start runs node i on build bin, joining through node 0 the first time.
-func (c *upgradeCluster) start(i int, bin string) {
+// start runs node i on build b, joining through node 0 the first time.
+func (c *upgradeCluster) start(i int, b *build) {
 	c.t.Helper()
 	n := c.nodes[i]
-	n.level, n.p = fsm.Understood(), nil
-	label := "new"
-	if bin == c.old {
-		n.level, label = oldLevel, "old"
-	}
+	n.b, n.p = b, nil
 	args := []string{"server", "--node-id", n.id, "--data-dir", n.dir,
 		"--listen", fmt.Sprintf("127.0.0.1:%d", n.public), "--admin-listen", fmt.Sprintf("127.0.0.1:%d", n.admin),
 		"--agent-listen", fmt.Sprintf("127.0.0.1:%d", n.agent), "--raft-listen", fmt.Sprintf("127.0.0.1:%d", n.raft),
 		"--admin-token", e2eAdminToken, "--agent-token", e2eAgentToken, "--rate-limits=false",
 		"--blob-secret", "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
 		"--allow-private-urls", "--dev-allow-private-webhooks", "--log-level", "info"}
-	if bin == c.new {
-		args = append(args, "--secrets-key", upgradeSecretsKey)
-	}
+	args = append(args, b.args...)
 	if i > 0 && !n.joined {
 		args = append(args, "--join", c.nodes[0].adminClient().Server)
 	}
-	p, ready := startProcBin(c.t, bin, fmt.Sprintf("server %s (%s)", n.id, label), args, nil, "control plane ready")
-	if got := ready["understands"]; got != float64(n.level) {
-		c.t.Fatalf("%s (%s build) says it understands up to %v, want %d", n.id, label, got, n.level)
+	p, ready := startProcBin(c.t, b.bin, fmt.Sprintf("server %s (%s)", n.id, b.name), args, nil, "control plane ready")
+	if got := ready["understands"]; b.records && got != float64(b.level) {
+		c.t.Fatalf("%s (%s) says it understands up to %v, want %d", n.id, b.name, got, b.level)
 	}
 	p.public = fmt.Sprintf("http://127.0.0.1:%d", n.public)
 	p.admin = n.adminClient()
@@ -126,6 +146,14 @@ func (c *upgradeCluster) up() []*upgradeNode {
 	return out
 }
 
+func (c *upgradeCluster) index(id string) int {
+	return slices.IndexFunc(c.nodes, func(n *upgradeNode) bool { return n.id == id })
+}
+
+func (c *upgradeCluster) logf(format string, args ...any) {
+	c.t.Logf("%v: %s", time.Since(c.began).Round(time.Millisecond), fmt.Sprintf(format, args...))
+}
+
 // members asks n for the cluster as it sees it.
 func (c *upgradeCluster) members(n *upgradeNode) (admin.ClusterMembers, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -141,7 +169,7 @@ func (c *upgradeCluster) waitLeader() int {
 		leader = -1
 		for _, n := range c.up() {
 			m, err := c.members(n)
-			i := slices.IndexFunc(c.nodes, func(x *upgradeNode) bool { return x.id == m.Leader })
+			i := c.index(m.Leader)
 			if err != nil || i < 0 || c.nodes[i].p == nil || (leader >= 0 && i != leader) {
 				return false
 			}
@@ -152,20 +180,43 @@ func (c *upgradeCluster) waitLeader() int {
 	return leader
 }
 
-// waitLevels polls until the leader lists every node as a voter with the
-// level its build has, and every running node has applied the same log.
-func (c *upgradeCluster) waitLevels() {
+// levelRecorded says whether the record of n shows the level it should: a
+// build from before levels leaves none (the baseline); a newer one reports
+// its own, except to a leader from before levels, which would not record
+// it (then the record may still show the baseline).
+func levelRecorded(n, leader *upgradeNode, got fsm.MessageType) bool {
+	switch {
+	case !n.b.records:
+		return got == fsm.Baseline
+	case !leader.b.records:
+		return got == n.b.level || got == fsm.Baseline
+	}
+	return got == n.b.level
+}
+
+// settled polls until the running nodes agree on a leader, every node is
+// a voter whose record shows the level it should (read from a node that
+// records levels, when one runs), every running node reports its build's
+// level, and all have applied the same log.
+func (c *upgradeCluster) settled() {
 	c.t.Helper()
-	eventually(c.t, 30*time.Second, "every member's level recorded and one log applied everywhere", func() bool {
-		m, err := c.members(c.nodes[c.waitLeader()])
-		if err != nil || len(m.Members) != len(c.nodes) {
-			return false
-		}
-		for _, mm := range m.Members {
-			i := slices.IndexFunc(c.nodes, func(x *upgradeNode) bool { return x.id == mm.ID })
-			if i < 0 || mm.Suffrage != "Voter" || fsm.MessageType(mm.Understands) != c.nodes[i].level {
+	eventually(c.t, 30*time.Second, "one leader, every member's level recorded, one log applied everywhere", func() bool {
+		leader := c.nodes[c.waitLeader()]
+		for _, n := range c.up() {
+			if !n.b.records {
+				continue
+			}
+			m, err := c.members(n)
+			if err != nil || len(m.Members) != len(c.nodes) {
 				return false
 			}
+			for _, mm := range m.Members {
+				i := c.index(mm.ID)
+				if i < 0 || mm.Suffrage != "Voter" || !levelRecorded(c.nodes[i], leader, fsm.MessageType(mm.Understands)) {
+					return false
+				}
+			}
+			break
 		}
 		applied := map[uint64]bool{}
 		for _, n := range c.up() {
@@ -173,7 +224,7 @@ func (c *upgradeCluster) waitLevels() {
 			var st admin.ClusterStatus
 			raw, err := n.adminClient().ClusterStatus(ctx)
 			cancel()
-			if err != nil || json.Unmarshal(raw, &st) != nil || fsm.MessageType(st.Understands) != n.level {
+			if err != nil || json.Unmarshal(raw, &st) != nil || (n.b.records && fsm.MessageType(st.Understands) != n.b.level) {
 				return false
 			}
 			applied[st.AppliedIndex] = true
@@ -204,6 +255,16 @@ func (c *upgradeCluster) applied(n *upgradeNode, typ fsm.MessageType) int {
 	return 0
 }
 
+// noneApplied fails the test if a running node applied a command of type typ.
+func (c *upgradeCluster) noneApplied(typ fsm.MessageType, why string) {
+	c.t.Helper()
+	for _, n := range c.up() {
+		if got := c.applied(n, typ); got != 0 {
+			c.t.Fatalf("%s applied %d %s while %s", n.id, got, typ, why)
+		}
+	}
+}
+
 // alive fails the test if a running node's process has exited.
 func (c *upgradeCluster) alive() {
 	c.t.Helper()
@@ -216,171 +277,122 @@ func (c *upgradeCluster) alive() {
 	}
 }
 
-// retry repeats a request while it answers a retryable 503 (a leadership
-// change, a forward during an election), as a client would.
-func retry[T any](t *testing.T, what string, do func() (T, error)) T {
-	t.Helper()
-	var v T
-	var err error
-	eventually(t, 30*time.Second, what, func() bool {
-		v, err = do()
-		var e *apierr.Error
-		if errors.As(err, &e) && e.Status == http.StatusServiceUnavailable {
-			return false
-		}
-		return true
-	})
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	return v
-}
-
 // createVideo creates a video through node n, retrying retryable answers
-// with the same Idempotency-Key.
-func createVideo(t *testing.T, n *upgradeNode, key, prompt string) string {
-	t.Helper()
+// with the same Idempotency-Key, and remembers it.
+func (c *upgradeCluster) createVideo(n *upgradeNode, prompt string) {
+	c.t.Helper()
 	var r reply
-	eventually(t, 30*time.Second, "a create through "+n.id, func() bool {
-		r = n.p.call(http.MethodPost, "/v1/videos", key, manualBody(prompt, ""), "Idempotency-Key", prompt)
+	eventually(c.t, 30*time.Second, "a create through "+n.id, func() bool {
+		r = n.p.call(http.MethodPost, "/v1/videos", c.acct.APIKey, manualBody(prompt, ""), "Idempotency-Key", prompt)
 		return r.status != http.StatusServiceUnavailable
 	})
 	if r.status != http.StatusCreated {
-		t.Fatalf("create through %s: %d %s", n.id, r.status, r.body)
+		c.t.Fatalf("create through %s: %d %s", n.id, r.status, r.body)
 	}
-	return r.obj(t)["id"].(string)
+	c.videos = append(c.videos, r.obj(c.t)["id"].(string))
 }
 
-// TestRollingUpgrade takes a three-node cluster of the old build (it
-// hides every command type above 49, as the release before ResealWebhook
-// would) through a rolling upgrade to this build: one node at a time is
-// stopped and started again on its own data directory with the new
-// binary, followers first and the leader last. The new nodes run with
-// --secrets-key, so a new leader wants to seal the webhook secret the old
-// cluster stored plain, a ResealWebhook (type 50) the old build would
-// panic on. While an old member remains that command is never proposed
-// (the new leader logs the skipped job, naming the member), every node
-// keeps running and the cluster takes writes; the last old node even
-// restarts once more on the old build under the new leader, and would
-// panic replaying the log if the reseal had gone in. As soon as the last
-// member is upgraded the reseal is proposed and applied on every node.
-func TestRollingUpgrade(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary twice and runs three servers")
-	}
-	c := &upgradeCluster{t: t, old: oldVidfarmBinary(t), new: vidfarmBinary(t)}
-	dir := t.TempDir()
-	for i := range 3 {
-		n := &upgradeNode{id: fmt.Sprintf("n%d", i+1), public: freePort(t), admin: freePort(t), agent: freePort(t), raft: freePort(t)}
-		n.dir = filepath.Join(dir, n.id)
-		c.nodes = append(c.nodes, n)
-	}
-	began := time.Now()
+// upgradePlan is what a rolling-upgrade test checks of its gated command:
+// a type the old build cannot apply, which a new leader wants to propose.
+type upgradePlan struct {
+	gated fsm.MessageType
+	// refused checks that the new leader refuses the command while old, the
+	// last old member, is stopped or runs the old build.
+	refused func(c *upgradeCluster, old *upgradeNode)
+	// propose, when set, asks for the command once every member is new; a
+	// leader job needs no asking.
+	propose func(c *upgradeCluster)
+}
+
+// run starts the three nodes on the old build, does some work through
+// every node, then upgrades them one at a time (a follower while there is
+// one, the leader last). The last old node is stopped, the new leader must
+// refuse the gated command; it comes back once on the old build (a reboot
+// before its turn), catches up on what the new leader wrote and serves,
+// and the command is still refused; then it runs the new build, and the
+// command is applied on every node. Throughout, no node stops and writes
+// go on.
+func (c *upgradeCluster) run(plan upgradePlan) {
+	t := c.t
 	for i := range c.nodes {
 		c.start(i, c.old)
 		if i == 0 {
 			c.waitLeader()
 		}
 	}
-	c.waitLevels()
-	t.Logf("three old nodes up in %v", time.Since(began).Round(time.Millisecond))
+	c.settled()
+	c.logf("three %s nodes up", c.old.name)
 
-	// Work on the old cluster, through every node.
 	ctx := context.Background()
-	acct := retry(t, "an account through n2", func() (admin.CreatedAccount, error) {
-		return c.nodes[1].adminClient().CreateAccount(ctx, "upgrade", "pro", 1000)
+	eventually(t, 30*time.Second, "an account through n2", func() bool {
+		var err error
+		c.acct, err = c.nodes[1].adminClient().CreateAccount(ctx, "upgrade", "pro", 1000)
+		var e *apierr.Error
+		if errors.As(err, &e) && e.Status == http.StatusServiceUnavailable {
+			return false
+		}
+		if err != nil {
+			t.Fatalf("create an account: %v", err)
+		}
+		return true
 	})
-	var videos []string
 	for _, n := range c.nodes {
-		videos = append(videos, createVideo(t, n, acct.APIKey, "before the upgrade, through "+n.id))
+		c.createVideo(n, "before the upgrade, through "+n.id)
 	}
-	hook := c.nodes[2].p.must(http.StatusCreated, http.MethodPost, "/v1/webhooks", acct.APIKey, `{"url":"http://127.0.0.1:1/hooks"}`).obj(t)
+	hook := c.nodes[2].p.must(http.StatusCreated, http.MethodPost, "/v1/webhooks", c.acct.APIKey, `{"url":"http://127.0.0.1:1/hooks"}`).obj(t)
 	if hook["secret"] == "" {
 		t.Fatalf("webhook %v", hook)
 	}
 
-	const skipped = "leader job skipped: a member does not understand its command yet"
-	upgraded := 0
 	leaderUpgraded := false
-	for upgraded < len(c.nodes) {
+	for upgraded := 0; upgraded < len(c.nodes); upgraded++ {
 		leader := c.waitLeader()
-		// The next old node: a follower while there is one, the leader last.
 		i := -1
 		for j, n := range c.nodes {
-			if n.level == oldLevel && (i < 0 || i == leader) {
+			if n.b == c.old && (i < 0 || i == leader) {
 				i = j
 			}
 		}
 		n := c.nodes[i]
-		last := upgraded == len(c.nodes)-1
 		leaderUpgraded = leaderUpgraded || i == leader
-		t.Logf("%v: upgrading %s (leader: %v)", time.Since(began).Round(time.Millisecond), n.id, i == leader)
+		c.logf("upgrading %s (leader: %v)", n.id, i == leader)
 		c.stop(i)
-		if last {
-			// Every running node is new; the stopped one is still a member
-			// at the old level. A new leader wants to reseal and may not.
-			l := c.nodes[c.waitLeader()]
-			eventually(t, 30*time.Second, "the new leader to skip the reseal, naming "+n.id, func() bool {
-				for _, line := range findLogs(l.p, skipped, "job", "reseal_secrets", "command", "reseal_webhook") {
-					if strings.Contains(fmt.Sprint(line["members"]), n.id) {
-						return true
-					}
-				}
-				return false
-			})
-		}
-		if last {
-			// The old node comes back on the old build first (a reboot
-			// before its turn): it catches up on a log a new leader wrote,
-			// which holds no command it cannot apply, and serves.
+		if upgraded == len(c.nodes)-1 {
+			plan.refused(c, n)
 			c.start(i, c.old)
-			c.waitLevels()
-			videos = append(videos, createVideo(t, n, acct.APIKey, "old node under a new leader, through "+n.id))
+			c.settled()
+			c.createVideo(n, "an old node under a new leader, through "+n.id)
 			c.alive()
-			for _, m := range c.up() {
-				if got := c.applied(m, fsm.ResealWebhookType); got != 0 {
-					t.Fatalf("%s applied %d reseal_webhook while %s is old", m.id, got, n.id)
-				}
-			}
+			plan.refused(c, n)
+			c.noneApplied(plan.gated, n.id+" runs the old build")
 			c.stop(i)
 		}
 		c.start(i, c.new)
-		upgraded++
-		if !last {
-			c.waitLevels()
-			// A mixed cluster takes writes through the upgraded node.
-			videos = append(videos, createVideo(t, n, acct.APIKey, "mid-upgrade, through "+n.id))
-		}
+		c.settled()
 		c.alive()
-		for _, m := range c.up() {
-			if got := c.applied(m, fsm.ResealWebhookType); got != 0 && !last {
-				t.Fatalf("%s applied %d reseal_webhook while an old member remains", m.id, got)
-			}
+		if upgraded < len(c.nodes)-1 {
+			c.createVideo(n, "mid-upgrade, through "+n.id)
+			c.noneApplied(plan.gated, "an old member remains")
 		}
 	}
 	if !leaderUpgraded {
 		// Raft chose the leader; with pre-vote it does not move without a
-		// fault, so this is rare, and the checks below hold either way.
-		t.Logf("the leader moved to an upgraded node before its turn: no node was upgraded while it led")
+		// fault, so this is rare, and the checks hold either way.
+		c.logf("the leader moved to an upgraded node before its turn: no node was upgraded while it led")
 	}
 
-	// Every member new: the reseal is proposed at once and applied everywhere.
-	c.waitLevels()
+	// Every member new: the command goes in and every node applies it.
+	if plan.propose != nil {
+		plan.propose(c)
+	}
 	for _, n := range c.nodes {
-		eventually(t, 30*time.Second, n.id+" to apply the reseal", func() bool { return c.applied(n, fsm.ResealWebhookType) == 1 })
-	}
-	resealed := 0
-	for _, n := range c.up() {
-		resealed += len(findLogs(n.p, "sealed webhook signing secrets with the current secrets key", "count", "1"))
-	}
-	if resealed != 1 {
-		t.Errorf("%d leaders logged the reseal, want one", resealed)
+		eventually(t, 30*time.Second, n.id+" to apply "+plan.gated.String(), func() bool { return c.applied(n, plan.gated) == 1 })
 	}
 	c.alive()
-	c.waitLevels()
+	c.settled()
 	for _, n := range c.nodes {
-		r := n.p.must(http.StatusOK, http.MethodGet, "/v1/videos?limit=100", acct.APIKey, "")
-		for _, id := range videos {
+		r := n.p.must(http.StatusOK, http.MethodGet, "/v1/videos?limit=100", c.acct.APIKey, "")
+		for _, id := range c.videos {
 			if !strings.Contains(string(r.body), id) {
 				t.Fatalf("%s does not list %s after the upgrade: %s", n.id, id, r.body)
 			}
@@ -391,5 +403,110 @@ func TestRollingUpgrade(t *testing.T) {
 			t.Fatalf("a node panicked:\n%s", tail(s, 40))
 		}
 	}
-	t.Logf("rolling upgrade of three nodes done in %v", time.Since(began).Round(time.Millisecond))
+	c.logf("rolling upgrade of three nodes done")
+}
+
+// upgradeSecretsKey is given to the new build only: the operator sets a
+// key with the upgrade, so a new leader wants to seal the secret the old
+// cluster stored plain (ResealWebhook).
+const upgradeSecretsKey = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+
+// TestRollingUpgrade upgrades a cluster of this binary built to hide every
+// command type above 49 (-X …/fsm.hideAbove=49, a stand-in for the
+// release before ResealWebhook). The new nodes run with --secrets-key, so
+// a new leader's job wants to seal the webhook secret the old cluster
+// stored plain with a ResealWebhook (type 50), on which the old build
+// panics. While an old member remains the job is skipped and logged,
+// naming it (had the command gone in, the old node restarted under the
+// new leader would panic replaying it); once the last member reports the
+// new level the job runs at once and every node applies the command.
+func TestRollingUpgrade(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary twice and runs three servers")
+	}
+	old := &build{name: "hides types above 49", bin: hiddenVidfarmBinary(t), level: hiddenLevel, records: true}
+	new := &build{name: "new", bin: vidfarmBinary(t), level: fsm.Understood(), records: true, args: []string{"--secrets-key", upgradeSecretsKey}}
+	c := newUpgradeCluster(t, old, new)
+	const skipped = "leader job skipped: a member does not understand its command yet"
+	c.run(upgradePlan{
+		gated: fsm.ResealWebhookType,
+		refused: func(c *upgradeCluster, old *upgradeNode) {
+			l := c.nodes[c.waitLeader()]
+			eventually(c.t, 30*time.Second, l.id+" to skip the reseal, naming "+old.id, func() bool {
+				for _, line := range findLogs(l.p, skipped, "job", "reseal_secrets", "command", "reseal_webhook") {
+					if strings.Contains(fmt.Sprint(line["members"]), old.id) && strings.Contains(fmt.Sprint(line["detail"]), "understands up to 49") {
+						return true
+					}
+				}
+				return false
+			})
+		},
+	})
+	resealed := 0
+	for _, n := range c.up() {
+		resealed += len(findLogs(n.p, "sealed webhook signing secrets with the current secrets key", "count", "1"))
+	}
+	if resealed != 1 {
+		t.Errorf("%d leaders logged the reseal, want one", resealed)
+	}
+}
+
+// TestRollingUpgradeFromPreviousRelease upgrades a cluster of the last
+// release before levels (built from its commit in this repository's
+// history): its member records have no level, so they stand at the
+// baseline (51), and its nodes report nothing. The new nodes serve the
+// bench-only POST /admin/v1/bench/fill, whose BenchFill (type 52) that
+// release does not know. Upgraded followers report their level only once a
+// new node leads; while the last old member remains, the endpoint answers
+// 503 cluster_upgrade_in_progress naming it with its level; once it is
+// upgraded the fill goes in and every node applies it.
+func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds an earlier release and runs three servers")
+	}
+	old := &build{name: "release " + preStateFileRelease, bin: releaseBinary(t, preStateFileRelease), level: fsm.Baseline}
+	new := &build{name: "new", bin: vidfarmBinary(t), level: fsm.Understood(), records: true, args: []string{"--bench-fill"}}
+	c := newUpgradeCluster(t, old, new)
+	ctx := context.Background()
+	fill := func(n *upgradeNode) error {
+		_, err := n.adminClient().Do(ctx, http.MethodPost, "/admin/v1/bench/fill", map[string]any{"account_id": c.acct.AccountID, "count": 3})
+		return err
+	}
+	c.run(upgradePlan{
+		gated: fsm.BenchFillType,
+		refused: func(c *upgradeCluster, old *upgradeNode) {
+			l := c.nodes[c.waitLeader()]
+			var last error
+			eventually(c.t, 30*time.Second, l.id+" to refuse the fill, naming "+old.id, func() bool {
+				last = fill(l)
+				if last == nil {
+					c.t.Fatalf("the fill went in while %s is old", old.id)
+				}
+				var e *apierr.Error
+				return errors.As(last, &e) && e.Status == http.StatusServiceUnavailable && e.Retryable &&
+					e.Details["reason"] == "cluster_upgrade_in_progress" && e.Details["command"] == "bench_fill" &&
+					fmt.Sprint(e.Details["members"]) == fmt.Sprintf("[map[id:%s understands:%d]]", old.id, fsm.Baseline)
+			})
+		},
+		propose: func(c *upgradeCluster) {
+			n := c.nodes[c.waitLeader()]
+			eventually(c.t, 30*time.Second, "the fill to go in", func() bool {
+				err := fill(n)
+				var e *apierr.Error
+				if errors.As(err, &e) && e.Status == http.StatusServiceUnavailable {
+					return false
+				}
+				if err != nil {
+					c.t.Fatalf("fill once every member is new: %v", err)
+				}
+				return true
+			})
+		},
+	})
+	for _, n := range c.nodes {
+		r := n.p.must(http.StatusOK, http.MethodGet, "/v1/videos?limit=1", c.acct.APIKey, "")
+		if total := r.obj(t)["total"]; total != float64(len(c.videos)+3) {
+			t.Fatalf("%s counts %v videos, want %d: %s", n.id, total, len(c.videos)+3, r.body)
+		}
+	}
 }
