@@ -92,7 +92,7 @@ func runAdmin(args []string) error {
 	publicURL := sub.String("public-url", "", "the node's public URL (cluster add)")
 	adminURL := sub.String("admin-url", "", "the node's admin URL (cluster add)")
 	agentURL := sub.String("agent-url", "", "the node's agent URL (cluster add)")
-	understands := sub.Uint("understands", 0, "the highest command type the node's binary applies, from its \"control plane ready\" log line (cluster add; default: the release before levels, 51)")
+	understands := sub.Uint("understands", 0, "the highest command type the node's binary applies, from its \"control plane ready\" log line (cluster add; default: this binary's)")
 	outFile := sub.String("out", "", "file to write the backup to")
 	inFile := sub.String("in", "", "backup file to restore")
 	force := sub.Bool("force", false, "restore even though the cluster holds data")
