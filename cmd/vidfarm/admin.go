@@ -34,7 +34,7 @@ const adminUsage = `usage: vidfarm admin [--server URL] [--admin-token T] [--ca-
   status
   cluster status               (every member's own view: state, leader, term, commit and applied index, bridge)
   cluster members
-  cluster add --node ID --raft-addr HOST:PORT --public-url U --admin-url U --agent-url U
+  cluster add --node ID --raft-addr HOST:PORT --public-url U --admin-url U --agent-url U [--understands T]
   cluster remove --node ID
   backup --out FILE            (the whole state, in the snapshot format)
   restore --in FILE [--force]  (disaster recovery: replaces the cluster's state)
@@ -92,6 +92,7 @@ func runAdmin(args []string) error {
 	publicURL := sub.String("public-url", "", "the node's public URL (cluster add)")
 	adminURL := sub.String("admin-url", "", "the node's admin URL (cluster add)")
 	agentURL := sub.String("agent-url", "", "the node's agent URL (cluster add)")
+	understands := sub.Uint("understands", 0, "the highest command type the node's binary applies, from its \"control plane ready\" log line (cluster add; default: this binary's)")
 	outFile := sub.String("out", "", "file to write the backup to")
 	inFile := sub.String("in", "", "backup file to restore")
 	force := sub.Bool("force", false, "restore even though the cluster holds data")
@@ -127,7 +128,8 @@ func runAdmin(args []string) error {
 	case "cluster members":
 		out, err = cl.ClusterMembers(ctx)
 	case "cluster add":
-		out, err = cl.AddNode(ctx, cluster.JoinRequest{ID: *node, RaftAddr: *raftAddr, PublicURL: *publicURL, AdminURL: *adminURL, AgentURL: *agentURL})
+		out, err = cl.AddNode(ctx, cluster.JoinRequest{ID: *node, RaftAddr: *raftAddr, PublicURL: *publicURL, AdminURL: *adminURL, AgentURL: *agentURL,
+			Understands: uint8(min(*understands, 255))})
 	case "cluster remove":
 		out, err = cl.RemoveNode(ctx, *node)
 	case "backup":

@@ -91,6 +91,7 @@ func Handler(cfg Config) http.Handler {
 			r.Post("/admin/v1/cluster/join", s.clusterJoin)
 			r.Post("/admin/v1/cluster/remove", s.clusterRemove)
 			r.Get("/admin/v1/cluster/members", s.clusterMembers)
+			r.Put("/admin/v1/cluster/members/{id}", s.clusterReport)
 			r.Get("/admin/v1/backup", s.backup)
 			r.Post("/admin/v1/restore", s.restore)
 		}
@@ -133,10 +134,13 @@ func (s *server) apply(w http.ResponseWriter, r *http.Request, cmd fsm.Command) 
 	}
 	e := debitRefusal(err)
 	var ceiling *fsm.CreditCeilingError
+	var notUnderstood *raftnode.NotUnderstoodError
 	switch {
 	case e != nil:
 	case errors.As(err, &ceiling):
 		e = ceilingRefusal(ceiling)
+	case errors.As(err, &notUnderstood):
+		e = upgradePending(notUnderstood)
 	case errors.Is(err, fsm.ErrAccountNotFound):
 		e = apierr.New(http.StatusNotFound, apierr.CodeAccountNotFound, "no such account")
 	case errors.Is(err, fsm.ErrKeyNotFound):
@@ -153,6 +157,27 @@ func (s *server) apply(w http.ResponseWriter, r *http.Request, cmd fsm.Command) 
 	}
 	apierr.Write(w, r, e)
 	return nil, false
+}
+
+// upgradePending answers a command some members cannot apply yet: nothing
+// was written; it works once they run the newer release.
+// The details name each member to upgrade with the highest type it
+// understands (absent: it has not reported).
+func upgradePending(nu *raftnode.NotUnderstoodError) *apierr.Error {
+	type member struct {
+		ID          string `json:"id"`
+		Understands uint8  `json:"understands,omitempty"`
+	}
+	members := make([]member, len(nu.Members))
+	for i, m := range nu.Members {
+		members[i] = member{ID: m.ID, Understands: uint8(m.Level)}
+	}
+	e := apierr.New(http.StatusServiceUnavailable, apierr.CodeInternalError,
+		"the cluster is part-way through an upgrade: "+nu.Error()+"; upgrade them, then retry").
+		With("reason", "cluster_upgrade_in_progress").With("command", nu.Type.String()).
+		With("command_type", uint8(nu.Type)).With("members", members)
+	e.RetryAfter = 30
+	return e
 }
 
 // aboveCeiling refuses an amount that alone passes the ceiling, before any

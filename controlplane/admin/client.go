@@ -12,6 +12,7 @@ import (
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/cluster"
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
 )
 
 // Client calls the admin API.
@@ -214,7 +215,13 @@ func (c *Client) raw(ctx context.Context, method, path string, body io.Reader) (
 
 // AddNode adds a node as a voter with the addresses it will be reached at,
 // as `vidfarm server --join` does for itself; for operators who add a node
-// by hand.
+// by hand. A request that states no level is sent with this binary's
+// (fsm.Understood): the node is taken to run the release of the tool that
+// adds it. It corrects its record itself once it runs (it reports a level
+// that differs), but a node older than every member must not be added.
 func (c *Client) AddNode(ctx context.Context, req cluster.JoinRequest) (json.RawMessage, error) {
+	if req.Understands == 0 {
+		req.Understands = uint8(fsm.Understood())
+	}
 	return c.Do(ctx, http.MethodPost, cluster.JoinPath, req)
 }

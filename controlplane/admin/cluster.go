@@ -3,10 +3,14 @@ package admin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/cluster"
@@ -19,28 +23,72 @@ type Cluster interface {
 	ID() string
 	Leader() (id, raftAddr string)
 	Servers() ([]raftnode.Server, error)
+	// Levels is what every server of the configuration understands
+	// (raftnode.Node.Levels).
+	Levels() ([]fsm.ServerLevel, error)
 	AddVoter(ctx context.Context, id, addr string) error
 	RemoveServer(ctx context.Context, id string) error
 	Restore(ctx context.Context, r io.Reader, size int64) error
 }
 
-// clusterJoin adds a node as a voter and records its addresses. It runs on the
-// leader (followers forward it); adding a node that is already a member with the
-// same address is a no-op for Raft, so a joining node may retry freely.
+// checkMember refuses a join request or member report that lacks what a
+// member record needs.
+func checkMember(req cluster.JoinRequest) *apierr.Error {
+	if req.ID == "" || req.RaftAddr == "" {
+		return apierr.Invalid("id", "id and raft_addr are required")
+	}
+	for field, u := range map[string]string{"public_url": req.PublicURL, "admin_url": req.AdminURL, "agent_url": req.AgentURL} {
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			return apierr.Invalid(field, "an http(s) URL other nodes can reach is required")
+		}
+	}
+	if req.Understands != 0 && fsm.MessageType(req.Understands) < fsm.AlwaysUnderstood {
+		return apierr.Invalid("understands", fmt.Sprintf("a member understands at least the command types up to %d", fsm.AlwaysUnderstood))
+	}
+	return nil
+}
+
+// memberOf is the record a join request or member report asks for.
+func memberOf(req cluster.JoinRequest) fsm.Member {
+	return fsm.Member{ID: req.ID, RaftAddr: req.RaftAddr, PublicURL: req.PublicURL, AdminURL: req.AdminURL, AgentURL: req.AgentURL,
+		Understands: fsm.MessageType(req.Understands)}
+}
+
+// tooOld refuses a node whose binary understands fewer command types than
+// every member does: the log and snapshot it would receive may hold types
+// it cannot apply (it would panic on them). Nil when it may join.
+func (s *server) tooOld(req cluster.JoinRequest) *apierr.Error {
+	levels, err := s.cfg.Cluster.Levels()
+	if err != nil {
+		return apierr.New(http.StatusServiceUnavailable, apierr.CodeUpstreamError, "could not read the cluster's configuration: "+err.Error())
+	}
+	levels = slices.DeleteFunc(levels, func(l fsm.ServerLevel) bool { return l.ID == req.ID })
+	joining, low := memberOf(req).Level(), fsm.LowestLevel(levels)
+	if joining >= low {
+		return nil
+	}
+	return apierr.Invalid("understands", fmt.Sprintf("node %s understands command types up to %d, every member up to %d and the log may hold them: "+
+		"run the release the members run (or a newer one) on it", req.ID, uint8(joining), uint8(low))).
+		With("understands", uint8(joining)).With("members_understand", uint8(low))
+}
+
+// clusterJoin adds a node as a voter and records its addresses and level. It
+// runs on the leader (followers forward it); adding a node that is already a
+// member with the same address is a no-op for Raft, so a joining node may
+// retry freely. A node older than every member is refused (tooOld).
 func (s *server) clusterJoin(w http.ResponseWriter, r *http.Request) {
 	var req cluster.JoinRequest
 	if !decode(w, r, &req) {
 		return
 	}
-	if req.ID == "" || req.RaftAddr == "" {
-		apierr.Write(w, r, apierr.Invalid("id", "id and raft_addr are required"))
+	if e := checkMember(req); e != nil {
+		apierr.Write(w, r, e)
 		return
 	}
-	for field, u := range map[string]string{"public_url": req.PublicURL, "admin_url": req.AdminURL, "agent_url": req.AgentURL} {
-		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-			apierr.Write(w, r, apierr.Invalid(field, "an http(s) URL other nodes can reach is required"))
-			return
-		}
+	if e := s.tooOld(req); e != nil {
+		s.cfg.Logger.Warn("join refused: the node's binary is older than the members'", "node_id", req.ID, "err", e.Message)
+		apierr.Write(w, r, e)
+		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 	defer cancel()
@@ -54,12 +102,64 @@ func (s *server) clusterJoin(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.New(http.StatusServiceUnavailable, apierr.CodeUpstreamError, "could not add the node: "+err.Error()))
 		return
 	}
-	m := fsm.Member{ID: req.ID, RaftAddr: req.RaftAddr, PublicURL: req.PublicURL, AdminURL: req.AdminURL, AgentURL: req.AgentURL}
+	m := memberOf(req)
 	if _, ok := s.apply(w, r, &fsm.SetMember{Member: m, Now: s.cfg.Now().UnixNano()}); !ok {
 		return
 	}
-	s.cfg.Logger.Info("node joined the cluster", "node_id", req.ID, "raft_addr", req.RaftAddr)
+	s.cfg.Logger.Info("node joined the cluster", "node_id", req.ID, "raft_addr", req.RaftAddr, "understands", uint8(m.Level()))
 	apierr.WriteJSON(w, http.StatusOK, map[string]any{"joined": req.ID})
+}
+
+// clusterReport records what a member says of itself when the state holds
+// something else: a node restarted on a newer (or older) binary, or with
+// other URLs. Only a server of Raft's configuration at the address it gives
+// may report; the leader answers (followers forward), and an unchanged
+// record writes nothing.
+func (s *server) clusterReport(w http.ResponseWriter, r *http.Request) {
+	var req cluster.JoinRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if id := chi.URLParam(r, "id"); req.ID != id {
+		apierr.Write(w, r, apierr.Invalid("id", fmt.Sprintf("the body's id %q is not the path's %q", req.ID, id)))
+		return
+	}
+	if e := checkMember(req); e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	servers, err := s.cfg.Cluster.Servers()
+	if err != nil {
+		apierr.Write(w, r, apierr.New(http.StatusServiceUnavailable, apierr.CodeUpstreamError, err.Error()))
+		return
+	}
+	i := slices.IndexFunc(servers, func(sv raftnode.Server) bool { return sv.ID == req.ID })
+	if i < 0 {
+		apierr.Write(w, r, apierr.New(http.StatusNotFound, apierr.CodeNotFound,
+			"node "+req.ID+" is not a member of the cluster: a new node joins with --join"))
+		return
+	}
+	if servers[i].RaftAddr != req.RaftAddr {
+		apierr.Write(w, r, apierr.New(http.StatusConflict, apierr.CodeInvalidRequest,
+			fmt.Sprintf("node %s is a member at Raft address %s, not %s: remove it and join it again to move it", req.ID, servers[i].RaftAddr, req.RaftAddr)))
+		return
+	}
+	m := memberOf(req)
+	have, had := s.cfg.FSM.Member(req.ID)
+	have.Updated = 0
+	if had && have == m {
+		apierr.WriteJSON(w, http.StatusOK, map[string]any{"member": req.ID, "changed": false})
+		return
+	}
+	if _, ok := s.apply(w, r, &fsm.SetMember{Member: m, Now: s.cfg.Now().UnixNano()}); !ok {
+		return
+	}
+	args := []any{"node_id", req.ID, "understands", uint8(m.Level())}
+	if had {
+		args = append(args, "understood_before", uint8(have.Level()))
+	}
+	s.cfg.Logger.Info("member record updated", args...)
+	apierr.WriteJSON(w, http.StatusOK, map[string]any{"member": req.ID, "changed": true})
 }
 
 func (s *server) clusterRemove(w http.ResponseWriter, r *http.Request) {
@@ -95,6 +195,9 @@ type MemberJSON struct {
 	PublicURL string `json:"public_url,omitempty"`
 	AdminURL  string `json:"admin_url,omitempty"`
 	AgentURL  string `json:"agent_url,omitempty"`
+	// Understands is the highest command type the member's binary applies,
+	// by its record (absent while it has none).
+	Understands uint8 `json:"understands,omitempty"`
 }
 
 // ClusterMembers is the cluster as the answering node sees it.
@@ -115,7 +218,7 @@ func (s *server) clusterMembers(w http.ResponseWriter, r *http.Request) {
 	for _, sv := range servers {
 		mj := MemberJSON{ID: sv.ID, RaftAddr: sv.RaftAddr, Suffrage: sv.Suffrage, Leader: sv.ID == leader}
 		if m, ok := s.cfg.FSM.Member(sv.ID); ok {
-			mj.PublicURL, mj.AdminURL, mj.AgentURL = m.PublicURL, m.AdminURL, m.AgentURL
+			mj.PublicURL, mj.AdminURL, mj.AgentURL, mj.Understands = m.PublicURL, m.AdminURL, m.AgentURL, uint8(m.Level())
 		}
 		out.Members = append(out.Members, mj)
 	}

@@ -24,6 +24,10 @@ type ClusterStatus struct {
 	LastLogIndex  uint64 `json:"last_log_index"`
 	CommitIndex   uint64 `json:"commit_index"`
 	AppliedIndex  uint64 `json:"applied_index"`
+	// Understands is the highest command type this node's binary applies
+	// (fsm.Understood): during a rolling upgrade, the nodes still below the
+	// others' figure are the ones left to upgrade.
+	Understands uint8 `json:"understands"`
 	// LastContactMS is how long ago a follower last heard from its leader
 	// (absent on the leader and before the first contact): a follower whose
 	// figure nears the Raft heartbeat timeout is about to call an election.
@@ -40,7 +44,7 @@ func (s *server) clusterStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	out := ClusterStatus{State: strings.ToLower(st["state"]),
 		Term: num("term"), LastLogIndex: num("last_log_index"), CommitIndex: num("commit_index"),
-		AppliedIndex: s.cfg.FSM.AppliedIndex(), AppDB: map[string]bool{"enabled": false}}
+		AppliedIndex: s.cfg.FSM.AppliedIndex(), Understands: uint8(fsm.Understood()), AppDB: map[string]bool{"enabled": false}}
 	if d, err := time.ParseDuration(st["last_contact"]); err == nil && out.State == "follower" {
 		ms := float64(d) / float64(time.Millisecond)
 		out.LastContactMS = &ms

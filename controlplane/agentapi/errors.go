@@ -46,6 +46,16 @@ func (s *server) fromApply(r *http.Request, err error) *apierr.Error {
 		return apierr.NotFound("task")
 	case errors.Is(err, scheduler.ErrInvalid), errors.Is(err, fsm.ErrInvalidCommand):
 		return invalid(err.Error())
+	case errors.Is(err, raftnode.ErrNotUnderstood):
+		// A command some control-plane member cannot apply until it is
+		// upgraded: nothing was written, the agent retries.
+		s.log.Warn("agent request refused: a cluster member does not understand its command yet",
+			"request_id", apierr.RequestID(r.Context()), "node_id", info(r).nodeID, "err", err)
+		e := apierr.New(http.StatusServiceUnavailable, apierr.CodeInternalError,
+			"the control plane is being upgraded and cannot take this report until it completes; retry with exponential backoff").
+			With("reason", "cluster_upgrade_in_progress")
+		e.RetryAfter = 30
+		return e
 	case errors.Is(err, raftnode.ErrNotLeader), errors.Is(err, raftnode.ErrTimeout),
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		e := apierr.New(http.StatusServiceUnavailable, apierr.CodeInternalError,

@@ -21,6 +21,7 @@ func (a *API) fromApply(r *http.Request, err error) *apierr.Error {
 	var unusable *fsm.AssetUnusableError
 	var inUse *fsm.InUseError
 	var limit *fsm.LimitError
+	var notUnderstood *raftnode.NotUnderstoodError
 	switch {
 	case errors.As(err, &unusable):
 		return apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, unusable.Error()).
@@ -64,6 +65,15 @@ func (a *API) fromApply(r *http.Request, err error) *apierr.Error {
 		e := apierr.New(http.StatusServiceUnavailable, apierr.CodeInternalError,
 			"the request ended before its change was confirmed; retry with the same Idempotency-Key")
 		e.RetryAfter = 1
+		return e
+	case errors.As(err, &notUnderstood):
+		// Which nodes lag is the operator's business: the log names them.
+		a.log.Warn("request refused: a cluster member does not understand its command yet", "request_id", apierr.RequestID(r.Context()),
+			"command", notUnderstood.Type.String(), "members", notUnderstood.Describe())
+		e := apierr.New(http.StatusServiceUnavailable, apierr.CodeInternalError,
+			"the service is being upgraded and cannot do this until the upgrade completes; retry later").
+			With("reason", "cluster_upgrade_in_progress").With("command", notUnderstood.Type.String())
+		e.RetryAfter = 30
 		return e
 	case errors.Is(err, raftnode.ErrNotLeader), errors.Is(err, raftnode.ErrTimeout):
 		e := apierr.New(http.StatusServiceUnavailable, apierr.CodeInternalError,

@@ -9,21 +9,31 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
 
-// JoinRequest is what a new node tells the cluster about itself.
+// JoinRequest is what a new node tells the cluster about itself; a member
+// reports the same to MemberPath when its record is out of date.
 type JoinRequest struct {
 	ID        string `json:"id"`
 	RaftAddr  string `json:"raft_addr"`
 	PublicURL string `json:"public_url"`
 	AdminURL  string `json:"admin_url"`
 	AgentURL  string `json:"agent_url"`
+	// Understands is the highest command type the node's binary applies
+	// (fsm.Understood); absent, the cluster takes it for a binary of the
+	// release before levels were recorded (fsm.Baseline).
+	Understands uint8 `json:"understands,omitempty"`
 }
 
 // JoinPath is the admin endpoint a joining node calls on any member.
 const JoinPath = "/admin/v1/cluster/join"
+
+// MemberPath is the admin endpoint (PUT, followed by the member's id) where a
+// member reports its addresses and level when the state holds other ones.
+const MemberPath = "/admin/v1/cluster/members/"
 
 // Join asks the cluster behind adminURL (any member: followers forward to the
 // leader) to add this node as a voter, retrying with backoff while the cluster
@@ -60,10 +70,36 @@ func Join(ctx context.Context, adminURL, token string, req JoinRequest, tlsCfg *
 	}
 }
 
+// Report sends this member's record to MemberPath on the admin listener at
+// adminURL (the leader's; a follower would forward it), once: the caller
+// decides when to try again. tlsCfg is as for Join.
+func Report(ctx context.Context, adminURL, token string, req JoinRequest, tlsCfg *tls.Config) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	endpoint := strings.TrimRight(adminURL, "/") + MemberPath + url.PathEscape(req.ID)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tlsCfg
+	defer tr.CloseIdleConnections()
+	status, msg, err := send(ctx, &http.Client{Transport: tr}, http.MethodPut, endpoint, token, body)
+	switch {
+	case err != nil:
+		return fmt.Errorf("report to %s: %w", adminURL, err)
+	case status != http.StatusOK:
+		return fmt.Errorf("report to %s refused (%d): %s", adminURL, status, msg)
+	}
+	return nil
+}
+
 func postJoin(ctx context.Context, hc *http.Client, endpoint, token string, body []byte) (int, string, error) {
+	return send(ctx, hc, http.MethodPost, endpoint, token, body)
+}
+
+func send(ctx context.Context, hc *http.Client, method, endpoint, token string, body []byte) (int, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	r, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	r, err := http.NewRequestWithContext(ctx, method, endpoint, bytes.NewReader(body))
 	if err != nil {
 		return 0, "", err
 	}

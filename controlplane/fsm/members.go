@@ -8,7 +8,9 @@ import (
 
 // Member is one control-plane node as the others need to know it: where its
 // Raft, public, admin and agent listeners are, so that any node can forward a
-// request to the leader's listener of the same kind.
+// request to the leader's listener of the same kind, and which command types
+// its binary understands, so that the leader proposes none it cannot apply
+// (levels.go).
 type Member struct {
 	ID        string `msgpack:"id"`
 	RaftAddr  string `msgpack:"raft"`
@@ -16,10 +18,15 @@ type Member struct {
 	AdminURL  string `msgpack:"admin"`
 	AgentURL  string `msgpack:"agent"`
 	Updated   int64  `msgpack:"updated"`
+	// Understands is the highest command type the node's binary can apply
+	// (its Understood()). Records written before it existed have none: see
+	// Level and Baseline.
+	Understands MessageType `msgpack:"understands,omitempty"`
 }
 
-// SetMember records (or updates) a node's addresses. The leader proposes it for
-// a node that joins and for itself when it takes over.
+// SetMember records (or updates) a node's addresses and level. The leader
+// proposes it for a node that joins, for itself when it takes over, and for
+// a member that reports a change (a node restarted on another binary).
 type SetMember struct {
 	Member Member `msgpack:"member"`
 	Now    int64  `msgpack:"now"`

@@ -14,8 +14,17 @@ type MessageType uint8
 //	         videos ran as tasks. Old logs hold them; never reuse them.
 //	(26–27), (35–37), (42–45)
 //	         reserved in blocks for webhooks, media jobs and the app bridge
-//	         but never used by any release: no log holds them, so the next
-//	         command may take one.
+//	         but never used by any release. No log holds them, yet they stay
+//	         empty: see below.
+//
+// Numbers only grow. A binary's level (levels.go) is the highest type it
+// understands, and every member records its level in the state; the leader
+// proposes a type above AlwaysUnderstood (47) only when every member's level
+// reaches it (raftnode.Node.Apply), so that an older member never receives
+// an entry it cannot apply. A new command therefore takes the number after
+// the highest: a hole below it would count as understood by older binaries,
+// which do not know it. Nothing else is needed for the gate; a proposer
+// should expect raftnode.ErrNotUnderstood while a cluster is mid-upgrade.
 //
 // To add a command, see "Adding a command" in controlplane/README.md.
 const (

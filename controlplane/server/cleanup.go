@@ -28,7 +28,7 @@ func (s *Server) expireSpeech(ctx context.Context) {
 	defer cancel()
 	n, err := s.Node.Apply(actx, &fsm.ExpireSpeech{Before: before, Now: time.Now().UnixNano()})
 	if err != nil {
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && !s.gated("expire_speech", err) {
 			s.log.Warn("expire speech samples", "err", err)
 		}
 		return
@@ -48,7 +48,7 @@ func (s *Server) sweepIntermediates(ctx context.Context) {
 	defer cancel()
 	n, err := s.Node.Apply(actx, &fsm.SweepIntermediates{Now: time.Now().UnixNano()})
 	if err != nil {
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && !s.gated("sweep_intermediates", err) {
 			s.log.Warn("sweep the intermediates of videos finished before the garbage list", "err", err)
 		}
 		return
@@ -78,6 +78,13 @@ func (s *Server) collectGarbage(ctx context.Context) {
 		if len(keys) == 0 {
 			return
 		}
+		// Mid-upgrade the forgetting could not be proposed: delete nothing.
+		if err := s.Node.CheckUnderstood(fsm.BlobsDeletedType); err != nil {
+			if !s.gated("collect_garbage", err) {
+				s.log.Warn("collect garbage", "err", err)
+			}
+			return
+		}
 		deleted := make([]string, 0, len(keys))
 		for _, key := range keys {
 			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -99,7 +106,7 @@ func (s *Server) collectGarbage(ctx context.Context) {
 		_, err := s.Node.Apply(actx, &fsm.BlobsDeleted{Keys: deleted, Now: time.Now().UnixNano()})
 		cancel()
 		if err != nil {
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && !s.gated("collect_garbage", err) {
 				s.log.Warn("forget deleted blobs", "err", err)
 			}
 			return

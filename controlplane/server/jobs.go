@@ -30,6 +30,10 @@ func (s *Server) leaderJobs(ctx context.Context) {
 		s.publishSelf(ctx)
 	}
 	wasLeader := false
+	// level is the highest command type every member understands; when it
+	// rises (the last old member was upgraded) the jobs whose commands the
+	// upgrade gate refused run again at once.
+	var level fsm.MessageType
 	for {
 		select {
 		case <-ctx.Done():
@@ -59,8 +63,18 @@ func (s *Server) leaderJobs(ctx context.Context) {
 			leader := s.Node.IsLeader()
 			if leader && !wasLeader {
 				s.webhooks.Notify() // a new leader carries on with the outbox at once
+				s.publishSelf(ctx)  // before the gate reads the levels
 				s.resealSecrets(ctx)
 				s.sweepIntermediates(ctx)
+			}
+			was := level
+			level = s.clusterLevel()
+			if leader && wasLeader && level > was {
+				s.log.Info("every member understands newer commands: running the jobs that waited for them", "understood_before", uint8(was), "understands", uint8(level))
+				s.resealSecrets(ctx)
+				s.sweepIntermediates(ctx)
+				s.expireSpeech(ctx)
+				s.collectGarbage(ctx)
 			}
 			wasLeader = leader
 			if leader {
@@ -69,23 +83,6 @@ func (s *Server) leaderJobs(ctx context.Context) {
 				s.stopExport(ctx)
 			}
 		}
-	}
-}
-
-// publishSelf records this node's addresses in the FSM once it leads, so that
-// followers know where to forward; it writes only when they changed.
-func (s *Server) publishSelf(ctx context.Context) {
-	want := fsm.Member{ID: s.cfg.NodeID, RaftAddr: s.Node.RaftAddr(), PublicURL: s.cfg.PublicURL, AdminURL: s.cfg.AdminURL, AgentURL: s.cfg.AgentURL}
-	if have, ok := s.Node.FSM.Member(s.cfg.NodeID); ok {
-		have.Updated = 0
-		if have == want {
-			return
-		}
-	}
-	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if _, err := s.Node.Apply(actx, &fsm.SetMember{Member: want, Now: time.Now().UnixNano()}); err != nil && ctx.Err() == nil {
-		s.log.Warn("publish this node's addresses", "err", err)
 	}
 }
 

@@ -348,10 +348,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.Close(context.Background())
 		return nil, err
 	}
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go func() {
 		defer s.wg.Done()
 		s.leaderJobs(bg)
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.reportSelf(bg)
 	}()
 	go func() {
 		defer s.wg.Done()
@@ -360,7 +364,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.runBridge(bg)
 	s.log.Info("control plane ready", "node_id", cfg.NodeID, "public", publicLn.Addr().String(),
 		"admin", adminLn.Addr().String(), "agent", agentLn.Addr().String(), "raft", node.RaftAddr(),
-		"data_dir", cfg.DataDir, "blob_dir", cfg.BlobDir, "tls", tlsSet.server != nil, "raft_mutual_tls", tlsSet.raft != nil)
+		"data_dir", cfg.DataDir, "blob_dir", cfg.BlobDir, "tls", tlsSet.server != nil, "raft_mutual_tls", tlsSet.raft != nil,
+		"understands", uint8(fsm.Understood()))
 	return s, nil
 }
 
@@ -377,8 +382,7 @@ func (s *Server) joinOrWait(ctx context.Context) error {
 		return nil
 	}
 	s.serveAll()
-	req := cluster.JoinRequest{ID: s.cfg.NodeID, RaftAddr: s.Node.RaftAddr(), PublicURL: s.cfg.PublicURL, AdminURL: s.cfg.AdminURL, AgentURL: s.cfg.AgentURL}
-	if err := cluster.Join(ctx, s.cfg.Join, s.cfg.AdminToken, req, s.tls.client, s.log); err != nil {
+	if err := cluster.Join(ctx, s.cfg.Join, s.cfg.AdminToken, joinRequest(s.self()), s.tls.client, s.log); err != nil {
 		return err
 	}
 	// The join is acknowledged once committed on the leader; wait until this
