@@ -127,3 +127,7 @@ kill $sampler 2>/dev/null || true
 sort -g "$dir/lag" | awk -v drain="$drain" '{a[NR]=$1} END {printf "outbound lag during the run: p50 %.2f s, max %.2f s (%d samples); drained %.1f s after the load stopped\n", a[int((NR+1)/2)], a[NR], NR, drain}'
 echo "exported rows: $(metric vidfarm_appdb_rows_exported_total)"
 "$psql" "$pg" -qc "SET client_min_messages = warning; DROP SCHEMA $schema CASCADE"
+
+echo
+echo "== the state at scale: ${STATE_VIDEOS:-10000000} finished videos (scripts/bench-state.sh)"
+./scripts/bench-state.sh
