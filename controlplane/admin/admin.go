@@ -125,13 +125,21 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
-func (s *server) apply(w http.ResponseWriter, r *http.Request, cmd fsm.Command) (any, bool) {
+// apply proposes cmd and returns its answer, or writes the refusal and
+// returns false.
+func apply[R any](s *server, w http.ResponseWriter, r *http.Request, cmd fsm.Typed[R]) (R, bool) {
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	out, err := s.cfg.Node.Apply(ctx, cmd)
-	if err == nil {
-		return out, true
+	out, err := fsm.Do(ctx, s.cfg.Node, cmd)
+	if err != nil {
+		s.refuse(w, r, err)
+		return out, false
 	}
+	return out, true
+}
+
+// refuse writes the answer to a command the state refused or could not take.
+func (s *server) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	e := debitRefusal(err)
 	var ceiling *fsm.CreditCeilingError
 	var notUnderstood *raftnode.NotUnderstoodError
@@ -156,7 +164,6 @@ func (s *server) apply(w http.ResponseWriter, r *http.Request, cmd fsm.Command) 
 		e = apierr.Internal()
 	}
 	apierr.Write(w, r, e)
-	return nil, false
 }
 
 // upgradePending answers a command some members cannot apply yet: nothing
@@ -251,11 +258,11 @@ func (s *server) createAccount(w http.ResponseWriter, r *http.Request) {
 	key, hash := ids.NewAPIKey()
 	cmd := &fsm.CreateAccount{AccountID: ids.New("acct"), Name: req.Name, Plan: req.Plan, Credits: req.Credits,
 		KeyID: ids.New("key"), KeyHash: hash, KeyHint: ids.KeyHint(key), Now: s.cfg.Now().UnixNano()}
-	out, ok := s.apply(w, r, cmd)
+	acct, ok := apply(s, w, r, cmd)
 	if !ok {
 		return
 	}
-	apierr.WriteJSON(w, http.StatusCreated, CreatedAccount{AccountID: cmd.AccountID, KeyID: cmd.KeyID, APIKey: key, Account: accountView(out.(fsm.Account))})
+	apierr.WriteJSON(w, http.StatusCreated, CreatedAccount{AccountID: cmd.AccountID, KeyID: cmd.KeyID, APIKey: key, Account: accountView(acct)})
 }
 
 func (s *server) getAccount(w http.ResponseWriter, r *http.Request) {
@@ -282,9 +289,9 @@ func (s *server) grantCredits(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, aboveCeiling("amount", "grant", req.Amount))
 		return
 	}
-	out, ok := s.apply(w, r, &fsm.GrantCredits{AccountID: chi.URLParam(r, "id"), Amount: req.Amount, Now: s.cfg.Now().UnixNano()})
+	acct, ok := apply(s, w, r, &fsm.GrantCredits{AccountID: chi.URLParam(r, "id"), Amount: req.Amount, Now: s.cfg.Now().UnixNano()})
 	if ok {
-		apierr.WriteJSON(w, http.StatusOK, accountView(out.(fsm.Account)))
+		apierr.WriteJSON(w, http.StatusOK, accountView(acct))
 	}
 }
 
@@ -299,9 +306,9 @@ func (s *server) setPlan(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, badPlan(req.Plan))
 		return
 	}
-	out, ok := s.apply(w, r, &fsm.SetPlan{AccountID: chi.URLParam(r, "id"), Plan: req.Plan, Now: s.cfg.Now().UnixNano()})
+	acct, ok := apply(s, w, r, &fsm.SetPlan{AccountID: chi.URLParam(r, "id"), Plan: req.Plan, Now: s.cfg.Now().UnixNano()})
 	if ok {
-		apierr.WriteJSON(w, http.StatusOK, accountView(out.(fsm.Account)))
+		apierr.WriteJSON(w, http.StatusOK, accountView(acct))
 	}
 }
 
@@ -321,7 +328,7 @@ func (s *server) createKey(w http.ResponseWriter, r *http.Request) {
 	}
 	key, hash := ids.NewAPIKey()
 	cmd := &fsm.CreateKey{AccountID: req.AccountID, KeyID: ids.New("key"), KeyHash: hash, KeyHint: ids.KeyHint(key), Now: s.cfg.Now().UnixNano()}
-	if _, ok := s.apply(w, r, cmd); ok {
+	if _, ok := apply(s, w, r, cmd); ok {
 		apierr.WriteJSON(w, http.StatusCreated, CreatedKey{KeyID: cmd.KeyID, APIKey: key, AccountID: req.AccountID})
 	}
 }
@@ -335,9 +342,8 @@ type RevokedKey struct {
 }
 
 func (s *server) revokeKey(w http.ResponseWriter, r *http.Request) {
-	out, ok := s.apply(w, r, &fsm.RevokeKey{KeyID: chi.URLParam(r, "id"), Now: s.cfg.Now().UnixNano()})
+	k, ok := apply(s, w, r, &fsm.RevokeKey{KeyID: chi.URLParam(r, "id"), Now: s.cfg.Now().UnixNano()})
 	if ok {
-		k := out.(fsm.Key)
 		apierr.WriteJSON(w, http.StatusOK, RevokedKey{KeyID: k.ID, AccountID: k.AccountID, Revoked: true, RevokedAt: time.Unix(0, k.RevokedAt).Unix()})
 	}
 }
@@ -360,9 +366,8 @@ func (s *server) failVideo(w http.ResponseWriter, r *http.Request) {
 	if strings.TrimSpace(req.Reason) == "" {
 		req.Reason = "cancelled by the operator"
 	}
-	out, ok := s.apply(w, r, &fsm.FailVideo{VideoID: chi.URLParam(r, "id"), Reason: req.Reason, Now: s.cfg.Now().UnixNano()})
+	v, ok := apply(s, w, r, &fsm.FailVideo{VideoID: chi.URLParam(r, "id"), Reason: req.Reason, Now: s.cfg.Now().UnixNano()})
 	if ok {
-		v := out.(fsm.Video)
 		apierr.WriteJSON(w, http.StatusOK, FailedVideo{VideoID: v.ID, Status: v.Status, CreditsRefunded: v.CreditsRefunded, Refunded: v.CreditsCharged})
 	}
 }
@@ -383,7 +388,7 @@ func (s *server) benchFill(w http.ResponseWriter, r *http.Request) {
 	// A fresh prefix per call: ids never collide, and sort in creation order
 	// within it.
 	prefix := ids.New("vid") + "_"
-	if _, ok := s.apply(w, r, &fsm.BenchFill{AccountID: req.AccountID, IDPrefix: prefix, Count: req.Count, Now: s.cfg.Now().UnixNano()}); ok {
+	if _, ok := apply(s, w, r, &fsm.BenchFill{AccountID: req.AccountID, IDPrefix: prefix, Count: req.Count, Now: s.cfg.Now().UnixNano()}); ok {
 		apierr.WriteJSON(w, http.StatusOK, map[string]any{"account_id": req.AccountID, "added": req.Count, "id_prefix": prefix})
 	}
 }

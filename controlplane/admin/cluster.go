@@ -103,7 +103,7 @@ func (s *server) clusterJoin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m := memberOf(req)
-	if _, ok := s.apply(w, r, &fsm.SetMember{Member: m, Now: s.cfg.Now().UnixNano()}); !ok {
+	if _, ok := apply(s, w, r, &fsm.SetMember{Member: m, Now: s.cfg.Now().UnixNano()}); !ok {
 		return
 	}
 	s.cfg.Logger.Info("node joined the cluster", "node_id", req.ID, "raft_addr", req.RaftAddr, "understands", uint8(m.Level()))
@@ -151,7 +151,7 @@ func (s *server) clusterReport(w http.ResponseWriter, r *http.Request) {
 		apierr.WriteJSON(w, http.StatusOK, map[string]any{"member": req.ID, "changed": false})
 		return
 	}
-	if _, ok := s.apply(w, r, &fsm.SetMember{Member: m, Now: s.cfg.Now().UnixNano()}); !ok {
+	if _, ok := apply(s, w, r, &fsm.SetMember{Member: m, Now: s.cfg.Now().UnixNano()}); !ok {
 		return
 	}
 	args := []any{"node_id", req.ID, "understands", uint8(m.Level())}
@@ -179,7 +179,7 @@ func (s *server) clusterRemove(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.New(http.StatusServiceUnavailable, apierr.CodeUpstreamError, "could not remove the node: "+err.Error()))
 		return
 	}
-	if _, ok := s.apply(w, r, &fsm.RemoveMember{ID: req.ID, Now: s.cfg.Now().UnixNano()}); !ok {
+	if _, ok := apply(s, w, r, &fsm.RemoveMember{ID: req.ID, Now: s.cfg.Now().UnixNano()}); !ok {
 		return
 	}
 	s.cfg.Logger.Info("node removed from the cluster", "node_id", req.ID)

@@ -90,11 +90,10 @@ func (s *server) debit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cmd := &fsm.DebitCredits{AccountID: chi.URLParam(r, "id"), Amount: req.Amount, Key: req.IdempotencyKey, Now: s.cfg.Now().UnixNano()}
-	out, ok := s.apply(w, r, cmd)
+	d, ok := apply(s, w, r, cmd)
 	if !ok {
 		return
 	}
-	d := out.(fsm.DebitResult)
 	status := http.StatusCreated
 	if d.Replayed {
 		status = http.StatusOK

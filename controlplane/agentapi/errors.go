@@ -28,11 +28,11 @@ func invalid(msg string) *apierr.Error {
 	return apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, msg)
 }
 
-// apply proposes cmd within the apply timeout and returns the FSM's value.
-func (s *server) apply(r *http.Request, cmd fsm.Command) (any, error) {
+// apply proposes cmd within the apply timeout and returns the FSM's answer.
+func apply[R any](s *server, r *http.Request, cmd fsm.Typed[R]) (R, error) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.ApplyTimeout)
 	defer cancel()
-	return s.cfg.Store.Apply(ctx, cmd)
+	return fsm.Do(ctx, s.cfg.Store, cmd)
 }
 
 // fromApply turns what a proposal or its apply returned into the protocol's error.

@@ -79,7 +79,7 @@ func (s *server) register(w http.ResponseWriter, r *http.Request) {
 	cred, hash := newCredential()
 	info(r).nodeID = nodeID
 	c := req.Capacity
-	_, err := s.apply(r, &fsm.RegisterNode{
+	_, err := apply(s, r, &fsm.RegisterNode{
 		NodeID: nodeID, Name: name, CredHash: hash, Virtual: c.Virtual, Now: s.cfg.Now().UnixNano(),
 		Node:   scheduler.Node{ID: nodeID, GPUs: c.GPUs, CPUSlots: c.CPUSlots, Tools: c.Tools, Models: c.Models, WarmModels: c.WarmModels},
 		Voices: fsmVoices(c.Voices),

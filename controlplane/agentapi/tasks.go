@@ -46,7 +46,7 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 	for i, l := range req.Leases {
 		held[i] = fsm.HeldLease{TaskID: l.TaskID, Token: l.Token, Percent: l.Percent}
 	}
-	out, err := s.apply(r, &fsm.NodeHeartbeat{
+	res, err := apply(s, r, &fsm.NodeHeartbeat{
 		NodeID: n.ID, Held: held, Draining: req.Draining,
 		LeaseMS: s.cfg.LeaseDuration.Milliseconds(), Now: s.cfg.Now().UnixNano(),
 	})
@@ -54,7 +54,6 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, s.fromApply(r, err))
 		return
 	}
-	res, _ := out.(scheduler.HeartbeatResult)
 	resp := wire.HeartbeatResponse{}
 	for _, ref := range res.Stale {
 		resp.Stale = append(resp.Stale, ref.TaskID)
@@ -99,12 +98,12 @@ func (s *server) lease(w http.ResponseWriter, r *http.Request) {
 		res := fsm.LeaseResult{Why: "no task is waiting"}
 		// Placement is a Raft write; with nothing ready, skip it and wait.
 		if s.cfg.FSM.HasReadyWork() {
-			out, err := s.apply(r, &fsm.LeaseTask{NodeID: n.ID, LeaseMS: s.cfg.LeaseDuration.Milliseconds(), Now: s.cfg.Now().UnixNano()})
+			leased, err := apply(s, r, &fsm.LeaseTask{NodeID: n.ID, LeaseMS: s.cfg.LeaseDuration.Milliseconds(), Now: s.cfg.Now().UnixNano()})
 			if err != nil {
 				apierr.Write(w, r, s.fromApply(r, err))
 				return
 			}
-			res, _ = out.(fsm.LeaseResult)
+			res = leased
 		}
 		if res.Found {
 			a := s.assignment(res.Lease)
@@ -299,7 +298,7 @@ func (s *server) progress(w http.ResponseWriter, r *http.Request, taskID string)
 		apierr.Write(w, r, invalid("percent must be 0..100").With("field", "percent"))
 		return
 	}
-	_, err := s.apply(r, &fsm.TaskProgress{
+	_, err := apply(s, r, &fsm.TaskProgress{
 		NodeID: nodeOf(r).ID, TaskID: taskID, Token: req.Token, Percent: req.Percent, Now: s.cfg.Now().UnixNano(),
 	})
 	if err != nil {
@@ -330,7 +329,7 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, taskID string)
 			return
 		}
 	}
-	out, err := s.apply(r, &fsm.CompleteTask{
+	o, err := apply(s, r, &fsm.CompleteTask{
 		NodeID: n.ID, TaskID: taskID, Token: req.Token, Artifacts: req.Artifacts,
 		Scenes: req.Scenes, DurationSeconds: req.DurationSeconds, Now: s.cfg.Now().UnixNano(),
 	})
@@ -338,7 +337,6 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, taskID string)
 		apierr.Write(w, r, s.fromApply(r, err))
 		return
 	}
-	o, _ := out.(scheduler.Outcome)
 	if !o.Duplicate {
 		s.notify.Notify()
 		s.log.Info("task completed", "node_id", n.ID, "task_id", taskID, "video_id", t.VideoID,
@@ -397,13 +395,12 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, taskID string) {
 		}
 		reason = reason[:cut] + "..."
 	}
-	out, err := s.apply(r, &fsm.FailTask{NodeID: n.ID, TaskID: taskID, Token: req.Token, Reason: reason, Now: s.cfg.Now().UnixNano(),
+	o, err := apply(s, r, &fsm.FailTask{NodeID: n.ID, TaskID: taskID, Token: req.Token, Reason: reason, Now: s.cfg.Now().UnixNano(),
 		BackoffMS: s.cfg.RetryBackoff.Milliseconds()})
 	if err != nil {
 		apierr.Write(w, r, s.fromApply(r, err))
 		return
 	}
-	o, _ := out.(scheduler.Outcome)
 	s.notify.Notify()
 	s.log.Warn("task failed", "node_id", n.ID, "task_id", taskID, "video_id", o.VideoID, "reason", reason,
 		"requeued", o.Requeued, "video_failed", o.VideoFailed)
@@ -412,7 +409,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, taskID string) {
 
 func (s *server) deregister(w http.ResponseWriter, r *http.Request) {
 	n := nodeOf(r)
-	if _, err := s.apply(r, &fsm.DeregisterNode{NodeID: n.ID, Now: s.cfg.Now().UnixNano()}); err != nil {
+	if _, err := apply(s, r, &fsm.DeregisterNode{NodeID: n.ID, Now: s.cfg.Now().UnixNano()}); err != nil {
 		apierr.Write(w, r, s.fromApply(r, err))
 		return
 	}

@@ -111,12 +111,12 @@ func (a *API) createFolder(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
 	defer cancel()
-	out, err := a.store.Apply(ctx, &fsm.CreateFolder{FolderID: ids.New("fld"), AccountID: principalOf(r).AccountID, Name: name, Now: a.cfg.Now().UnixNano()})
+	folder, err := fsm.Do(ctx, a.store, &fsm.CreateFolder{FolderID: ids.New("fld"), AccountID: principalOf(r).AccountID, Name: name, Now: a.cfg.Now().UnixNano()})
 	if err != nil {
 		apierr.Write(w, r, a.fromApply(r, err))
 		return
 	}
-	apierr.WriteJSON(w, http.StatusCreated, folderView(out.(fsm.Folder)))
+	apierr.WriteJSON(w, http.StatusCreated, folderView(folder))
 }
 
 // previewFile serves a preview still. The signed URL is the credential: anyone

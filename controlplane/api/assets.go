@@ -84,7 +84,7 @@ func (a *API) createAsset(w http.ResponseWriter, r *http.Request) {
 	key := "assets/" + id + uploadTypes[ct] // no account id: the key is in URLs
 	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
 	defer cancel()
-	out, err := a.store.Apply(ctx, &fsm.CreateAsset{Asset: fsm.Asset{ID: id, AccountID: p.AccountID, Filename: filename,
+	created, err := fsm.Do(ctx, a.store, &fsm.CreateAsset{Asset: fsm.Asset{ID: id, AccountID: p.AccountID, Filename: filename,
 		ContentType: ct, Size: *size, BlobKey: key, CreatedAt: now.UnixNano()}})
 	if err != nil {
 		apierr.Write(w, r, a.fromApply(r, err))
@@ -93,7 +93,7 @@ func (a *API) createAsset(w http.ResponseWriter, r *http.Request) {
 	exp := now.Add(uploadURLTTL)
 	w.Header().Set("Location", "/v1/assets/"+id)
 	apierr.WriteJSON(w, http.StatusCreated, createdAssetJSON{
-		assetJSON: a.assetView(out.(fsm.Asset), exp), UploadURL: a.cfg.Signer.PutURL("/files/"+key, exp),
+		assetJSON: a.assetView(created, exp), UploadURL: a.cfg.Signer.PutURL("/files/"+key, exp),
 		UploadMethod: http.MethodPut, UploadHeaders: map[string]string{"Content-Type": ct}, UploadExpiresAt: exp.Unix(),
 	})
 }
@@ -137,7 +137,7 @@ func (a *API) completeAsset(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
 	defer cancel()
-	out, err := a.store.Apply(ctx, &fsm.CompleteAsset{AssetID: as.ID, AccountID: p.AccountID, StoredSize: size, ContentType: ct, Now: a.cfg.Now().UnixNano()})
+	ready, err := fsm.Do(ctx, a.store, &fsm.CompleteAsset{AssetID: as.ID, AccountID: p.AccountID, StoredSize: size, ContentType: ct, Now: a.cfg.Now().UnixNano()})
 	if err != nil {
 		e := a.fromApply(r, err)
 		if errors.Is(err, fsm.ErrAssetUnusable) {
@@ -147,7 +147,7 @@ func (a *API) completeAsset(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, e)
 		return
 	}
-	apierr.WriteJSON(w, http.StatusOK, a.assetView(out.(fsm.Asset), a.readExpiry()))
+	apierr.WriteJSON(w, http.StatusOK, a.assetView(ready, a.readExpiry()))
 }
 
 // readOptionalEmpty reads a body that may be empty or {}.
@@ -194,12 +194,11 @@ func (a *API) listAssets(w http.ResponseWriter, r *http.Request) {
 func (a *API) deleteAsset(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
 	defer cancel()
-	out, err := a.store.Apply(ctx, &fsm.DeleteAsset{AssetID: chi.URLParam(r, "id"), AccountID: principalOf(r).AccountID})
+	as, err := fsm.Do(ctx, a.store, &fsm.DeleteAsset{AssetID: chi.URLParam(r, "id"), AccountID: principalOf(r).AccountID})
 	if err != nil {
 		apierr.Write(w, r, a.fromApply(r, err))
 		return
 	}
-	as := out.(fsm.Asset)
 	if err := a.cfg.Blobs.Delete(r.Context(), as.BlobKey); err != nil {
 		// The record is gone, so nothing can use or reach the bytes; they are only
 		// space until an operator clears them.

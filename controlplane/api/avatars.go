@@ -310,13 +310,12 @@ func (a *API) createAvatar(w http.ResponseWriter, r *http.Request) {
 	c.Avatar.ID, c.Avatar.AccountID, c.Now = ids.New("av"), p.AccountID, a.cfg.Now().UnixNano()
 	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
 	defer cancel()
-	out, err := a.store.Apply(ctx, &c)
+	av, err := fsm.Do(ctx, a.store, &c)
 	if err != nil {
 		apierr.Write(w, r, a.fromApply(r, err))
 		return
 	}
 	a.workQueued()
-	av := out.(fsm.Avatar)
 	w.Header().Set("Location", "/v1/avatars/"+av.ID)
 	apierr.WriteJSON(w, http.StatusCreated, a.avatarView(av, a.readExpiry()))
 }

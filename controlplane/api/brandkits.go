@@ -86,7 +86,7 @@ func (a *API) createBrandKit(w http.ResponseWriter, r *http.Request) {
 	k.ID, k.AccountID, k.CreatedAt = ids.New("br"), p.AccountID, a.cfg.Now().UnixNano()
 	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
 	defer cancel()
-	out, err := a.store.Apply(ctx, &fsm.CreateBrandKit{Kit: k})
+	kit, err := fsm.Do(ctx, a.store, &fsm.CreateBrandKit{Kit: k})
 	if err != nil {
 		e := a.fromApply(r, err)
 		if errors.Is(err, fsm.ErrAssetUnusable) {
@@ -96,7 +96,7 @@ func (a *API) createBrandKit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/v1/brand-kits/"+k.ID)
-	apierr.WriteJSON(w, http.StatusCreated, brandKitView(out.(fsm.BrandKit)))
+	apierr.WriteJSON(w, http.StatusCreated, brandKitView(kit))
 }
 
 // parseBrandKit validates a kit's fields; colours come back as "#rrggbb".
@@ -190,7 +190,7 @@ func eachString(o object, field string, max int, what string, check func(i int, 
 func (a *API) deleteBrandKit(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
 	defer cancel()
-	out, err := a.store.Apply(ctx, &fsm.DeleteBrandKit{KitID: chi.URLParam(r, "id"), AccountID: principalOf(r).AccountID})
+	kit, err := fsm.Do(ctx, a.store, &fsm.DeleteBrandKit{KitID: chi.URLParam(r, "id"), AccountID: principalOf(r).AccountID})
 	if errors.Is(err, fsm.ErrBrandKitNotFound) {
 		apierr.Write(w, r, apierr.NotFound("brand kit"))
 		return
@@ -199,5 +199,5 @@ func (a *API) deleteBrandKit(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, a.fromApply(r, err))
 		return
 	}
-	apierr.WriteJSON(w, http.StatusOK, deletedJSON{ID: out.(fsm.BrandKit).ID, Object: "brand_kit", Deleted: true})
+	apierr.WriteJSON(w, http.StatusOK, deletedJSON{ID: kit.ID, Object: "brand_kit", Deleted: true})
 }

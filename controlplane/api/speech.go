@@ -117,14 +117,14 @@ func (a *API) createSpeech(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
-	out, err := a.store.Apply(ctx, &fsm.CreateSpeech{SpeechID: ids.New("sp"), AccountID: p.AccountID, Text: text, VoiceID: voice, Now: a.cfg.Now().UnixNano()})
+	queued, err := fsm.Do(ctx, a.store, &fsm.CreateSpeech{SpeechID: ids.New("sp"), AccountID: p.AccountID, Text: text, VoiceID: voice, Now: a.cfg.Now().UnixNano()})
 	cancel()
 	if err != nil {
 		apierr.Write(w, r, a.fromApply(r, err))
 		return
 	}
 	a.workQueued()
-	sp := a.awaitSpeech(r.Context(), out.(fsm.Speech))
+	sp := a.awaitSpeech(r.Context(), queued)
 	a.writeSpeech(w, r, sp)
 }
 

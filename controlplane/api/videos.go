@@ -69,7 +69,7 @@ func (a *API) createVideo(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
 	defer cancel()
-	out, err := a.store.Apply(ctx, &fsm.CreateVideo{
+	res, err := fsm.Do(ctx, a.store, &fsm.CreateVideo{
 		VideoID: ids.New("vid"), AccountID: p.AccountID, Spec: spec, Price: price,
 		IdempotencyKey: idemKey, BodyHash: bodyHash, Now: now,
 	})
@@ -77,7 +77,6 @@ func (a *API) createVideo(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, a.fromApply(r, err))
 		return
 	}
-	res := out.(fsm.CreateVideoResult)
 	if res.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	} else if res.Video.Status == fsm.StatusQueued {
@@ -181,12 +180,11 @@ func (a *API) renderPreview(w http.ResponseWriter, r *http.Request) {
 	p := principalOf(r)
 	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
 	defer cancel()
-	out, err := a.store.Apply(ctx, &fsm.RenderPreview{VideoID: chi.URLParam(r, "id"), AccountID: p.AccountID, Now: a.cfg.Now().UnixNano()})
+	res, err := fsm.Do(ctx, a.store, &fsm.RenderPreview{VideoID: chi.URLParam(r, "id"), AccountID: p.AccountID, Now: a.cfg.Now().UnixNano()})
 	if err != nil {
 		apierr.Write(w, r, a.fromApply(r, err))
 		return
 	}
-	res := out.(fsm.CreateVideoResult)
 	if res.Video.Status == fsm.StatusQueued {
 		a.workQueued()
 	}

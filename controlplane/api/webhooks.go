@@ -90,7 +90,7 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) {
 		Secret: a.cfg.Secrets.Seal(secret, id), Now: a.cfg.Now().UnixNano()}
 	actx, acancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
 	defer acancel()
-	out, err := a.store.Apply(actx, cmd)
+	hook, err := fsm.Do(actx, a.store, cmd)
 	if errors.Is(err, fsm.ErrWebhookLimitReached) {
 		apierr.Write(w, r, apierr.New(http.StatusConflict, apierr.CodeWebhookLimitReached,
 			fmt.Sprintf("this account already has %d webhook endpoints, the most allowed; delete one with DELETE /v1/webhooks/{id} first", fsm.MaxWebhooksPerAccount)).
@@ -101,7 +101,7 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, a.fromApply(r, err))
 		return
 	}
-	view := webhookView(out.(fsm.Webhook))
+	view := webhookView(hook)
 	view.Secret = secret // shown once, in the clear
 	apierr.WriteJSON(w, http.StatusCreated, view)
 }

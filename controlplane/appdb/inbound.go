@@ -163,11 +163,11 @@ func (b *Bridge) applyRows(ctx context.Context, rows []inRow) ([]quarantined, er
 	}
 	var applied int
 	if len(cmd.Rows) > 0 {
-		out, err := b.cfg.Node.Apply(ctx, cmd)
+		results, err := fsm.Do(ctx, b.cfg.Node, cmd)
 		if err != nil {
 			return nil, fmt.Errorf("apply %d app rows: %w", len(cmd.Rows), err)
 		}
-		for i, res := range out.([]fsm.AppRowResult) {
+		for i, res := range results {
 			if res.Refusal != "" {
 				q = append(q, quarantined{sent[i], res.Refusal})
 			}

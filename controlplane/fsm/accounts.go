@@ -2,18 +2,18 @@ package fsm
 
 import "fmt"
 
-func (s *state) applyCreateAccount(c *CreateAccount) (any, error) {
+func (s *state) applyCreateAccount(c *CreateAccount) (Account, error) {
 	if !ValidPlan(c.Plan) {
-		return nil, fmt.Errorf("%w: unknown plan %q", ErrInvalidCommand, c.Plan)
+		return Account{}, fmt.Errorf("%w: unknown plan %q", ErrInvalidCommand, c.Plan)
 	}
 	if c.Credits < 0 {
-		return nil, fmt.Errorf("%w: negative opening balance", ErrInvalidCommand)
+		return Account{}, fmt.Errorf("%w: negative opening balance", ErrInvalidCommand)
 	}
 	if _, ok := s.accounts[c.AccountID]; ok {
-		return nil, fmt.Errorf("%w: account %s exists", ErrInvalidCommand, c.AccountID)
+		return Account{}, fmt.Errorf("%w: account %s exists", ErrInvalidCommand, c.AccountID)
 	}
 	if err := s.checkCredit("opening balance", c.AccountID, nil, c.Credits); err != nil {
-		return nil, err
+		return Account{}, err
 	}
 	a := s.openAccount(c.AccountID, c.Name, c.Plan, c.Credits, c.Now)
 	s.addKey(c.KeyID, c.AccountID, c.KeyHash, c.KeyHint, c.Now)
@@ -27,20 +27,20 @@ func (s *state) addKey(id, account string, hash [32]byte, hint string, now int64
 	return k
 }
 
-func (s *state) applyCreateKey(c *CreateKey) (any, error) {
+func (s *state) applyCreateKey(c *CreateKey) (Key, error) {
 	if _, ok := s.accounts[c.AccountID]; !ok {
-		return nil, fmt.Errorf("create key for %s: %w", c.AccountID, ErrAccountNotFound)
+		return Key{}, fmt.Errorf("create key for %s: %w", c.AccountID, ErrAccountNotFound)
 	}
 	if _, ok := s.keyByHash[c.KeyHash]; ok {
-		return nil, fmt.Errorf("%w: key hash collision", ErrInvalidCommand)
+		return Key{}, fmt.Errorf("%w: key hash collision", ErrInvalidCommand)
 	}
 	return *s.addKey(c.KeyID, c.AccountID, c.KeyHash, c.KeyHint, c.Now), nil
 }
 
-func (s *state) applyRevokeKey(c *RevokeKey) (any, error) {
+func (s *state) applyRevokeKey(c *RevokeKey) (Key, error) {
 	k, ok := s.keys[c.KeyID]
 	if !ok {
-		return nil, fmt.Errorf("revoke %s: %w", c.KeyID, ErrKeyNotFound)
+		return Key{}, fmt.Errorf("revoke %s: %w", c.KeyID, ErrKeyNotFound)
 	}
 	if k.RevokedAt == 0 { // revoking twice keeps the first time
 		k.RevokedAt = c.Now
@@ -48,36 +48,36 @@ func (s *state) applyRevokeKey(c *RevokeKey) (any, error) {
 	return *k, nil
 }
 
-func (s *state) applyGrantCredits(c *GrantCredits) (any, error) {
+func (s *state) applyGrantCredits(c *GrantCredits) (Account, error) {
 	a, ok := s.accounts[c.AccountID]
 	if !ok {
-		return nil, fmt.Errorf("grant to %s: %w", c.AccountID, ErrAccountNotFound)
+		return Account{}, fmt.Errorf("grant to %s: %w", c.AccountID, ErrAccountNotFound)
 	}
 	if c.Amount <= 0 {
-		return nil, fmt.Errorf("%w: grant must be positive, got %d", ErrInvalidCommand, c.Amount)
+		return Account{}, fmt.Errorf("%w: grant must be positive, got %d", ErrInvalidCommand, c.Amount)
 	}
 	if err := s.checkCredit("grant", a.ID, a, c.Amount); err != nil {
-		return nil, err
+		return Account{}, err
 	}
 	s.move(a, LedgerGrant, c.Amount, "", "", c.Now)
 	return *a, nil
 }
 
-func (s *state) applySetPlan(c *SetPlan) (any, error) {
+func (s *state) applySetPlan(c *SetPlan) (Account, error) {
 	a, ok := s.accounts[c.AccountID]
 	if !ok {
-		return nil, fmt.Errorf("set plan of %s: %w", c.AccountID, ErrAccountNotFound)
+		return Account{}, fmt.Errorf("set plan of %s: %w", c.AccountID, ErrAccountNotFound)
 	}
 	if !ValidPlan(c.Plan) {
-		return nil, fmt.Errorf("%w: unknown plan %q", ErrInvalidCommand, c.Plan)
+		return Account{}, fmt.Errorf("%w: unknown plan %q", ErrInvalidCommand, c.Plan)
 	}
 	a.Plan = c.Plan
 	return *a, nil
 }
 
-func (s *state) applyCreateFolder(c *CreateFolder) (any, error) {
+func (s *state) applyCreateFolder(c *CreateFolder) (Folder, error) {
 	if _, ok := s.accounts[c.AccountID]; !ok {
-		return nil, fmt.Errorf("create folder for %s: %w", c.AccountID, ErrAccountNotFound)
+		return Folder{}, fmt.Errorf("create folder for %s: %w", c.AccountID, ErrAccountNotFound)
 	}
 	f := &Folder{ID: c.FolderID, AccountID: c.AccountID, Name: c.Name, CreatedAt: c.Now}
 	s.folders[f.ID] = f

@@ -45,7 +45,7 @@ type DebitResult struct {
 // MaxDebitKey bounds a debit's idempotency key, like the API's Idempotency-Key.
 const MaxDebitKey = 255
 
-func (s *state) applyAppRows(c *AppRows) (any, error) {
+func (s *state) applyAppRows(c *AppRows) ([]AppRowResult, error) {
 	out := make([]AppRowResult, len(c.Rows))
 	for i := range c.Rows {
 		out[i] = s.applyAppRow(&c.Rows[i])
@@ -113,13 +113,13 @@ func (s *state) appRow(c *AppRow) error {
 	return fmt.Errorf("%w: unknown app table %q", ErrInvalidCommand, c.Table)
 }
 
-func (s *state) applySetAppExport(c *SetAppExport) (any, error) {
+func (s *state) applySetAppExport(c *SetAppExport) (Nothing, error) {
 	if c.On == s.out.on {
-		return nil, nil
+		return Nothing{}, nil
 	}
 	if !c.On {
 		s.out = outbox{index: s.out.index, seq: s.out.seq}
-		return nil, nil
+		return Nothing{}, nil
 	}
 	s.out.on = true
 	ids := make([]string, 0, len(s.accounts))
@@ -138,10 +138,10 @@ func (s *state) applySetAppExport(c *SetAppExport) (any, error) {
 			return true
 		})
 	}
-	return nil, nil
+	return Nothing{}, nil
 }
 
-func (s *state) applyTrimExported(c *TrimExported) (any, error) {
+func (s *state) applyTrimExported(c *TrimExported) (Nothing, error) {
 	s.out.ledger = trimThrough(s.out.ledger, c.Through, func(e LedgerEntry) uint64 { return e.Index })
 	s.out.events = trimThrough(s.out.events, c.Through, func(e VideoEvent) uint64 { return e.Index })
 	i := 0
@@ -149,26 +149,26 @@ func (s *state) applyTrimExported(c *TrimExported) (any, error) {
 		i++
 	}
 	s.in.refused = slices.Delete(s.in.refused, 0, i)
-	return nil, nil
+	return Nothing{}, nil
 }
 
-func (s *state) applyDebitCredits(c *DebitCredits) (any, error) {
+func (s *state) applyDebitCredits(c *DebitCredits) (DebitResult, error) {
 	a, ok := s.accounts[c.AccountID]
 	if !ok {
-		return nil, fmt.Errorf("debit %s: %w", c.AccountID, ErrAccountNotFound)
+		return DebitResult{}, fmt.Errorf("debit %s: %w", c.AccountID, ErrAccountNotFound)
 	}
 	if c.Amount <= 0 || c.Key == "" || len(c.Key) > MaxDebitKey {
-		return nil, fmt.Errorf("%w: a debit needs a positive amount and a key of 1-%d characters", ErrInvalidCommand, MaxDebitKey)
+		return DebitResult{}, fmt.Errorf("%w: a debit needs a positive amount and a key of 1-%d characters", ErrInvalidCommand, MaxDebitKey)
 	}
 	k := idemKey{account: c.AccountID, key: c.Key}
 	if d, ok := s.debits[k]; ok {
 		if d.Amount != c.Amount {
-			return nil, fmt.Errorf("%w: debit key %q was used for %d credits, not %d", ErrDuplicateRequest, c.Key, d.Amount, c.Amount)
+			return DebitResult{}, fmt.Errorf("%w: debit key %q was used for %d credits, not %d", ErrDuplicateRequest, c.Key, d.Amount, c.Amount)
 		}
 		return DebitResult{Debit: *d, Replayed: true}, nil
 	}
 	if a.Credits < c.Amount {
-		return nil, &InsufficientCreditsError{Required: c.Amount, Remaining: a.Credits}
+		return DebitResult{}, &InsufficientCreditsError{Required: c.Amount, Remaining: a.Credits}
 	}
 	s.move(a, LedgerCharge, -c.Amount, "", c.Key, c.Now)
 	d := &Debit{AccountID: c.AccountID, Key: c.Key, Amount: c.Amount, Balance: a.Credits, CreatedAt: c.Now}

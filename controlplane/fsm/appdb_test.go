@@ -14,7 +14,7 @@ func row(xid uint64, seq int64, table string) *fsm.AppRow {
 
 func appRow(t *testing.T, w *world, r *fsm.AppRow) fsm.AppRowResult {
 	t.Helper()
-	return w.must(&fsm.AppRows{Rows: []fsm.AppRow{*r}}).([]fsm.AppRowResult)[0]
+	return must(w, &fsm.AppRows{Rows: []fsm.AppRow{*r}})[0]
 }
 
 // ledgerSums adds up the pending ledger per account.
@@ -175,8 +175,8 @@ func TestLedgerFollowsEveryMovement(t *testing.T) {
 func TestDebitCredits(t *testing.T) {
 	w := newWorld(t, appliers[1])
 	w.account("a", fsm.PlanPro, 10)
-	first := w.must(&fsm.DebitCredits{AccountID: "a", Amount: 4, Key: "k1", Now: t0}).(fsm.DebitResult)
-	again := w.must(&fsm.DebitCredits{AccountID: "a", Amount: 4, Key: "k1", Now: t0 + 1}).(fsm.DebitResult)
+	first := must(w, &fsm.DebitCredits{AccountID: "a", Amount: 4, Key: "k1", Now: t0})
+	again := must(w, &fsm.DebitCredits{AccountID: "a", Amount: 4, Key: "k1", Now: t0 + 1})
 	if first.Replayed || !again.Replayed || again.Balance != 6 || w.balance("a") != 6 {
 		t.Fatalf("first %+v again %+v balance %d: want one debit of 4", first, again, w.balance("a"))
 	}
@@ -203,7 +203,7 @@ func TestDebitCredits(t *testing.T) {
 		})
 	}
 	w.must(&fsm.ExpireIdempotency{Before: t0 + fsm.IdempotencyTTL})
-	if res := w.must(&fsm.DebitCredits{AccountID: "a", Amount: 4, Key: "k1", Now: t0 + fsm.IdempotencyTTL}).(fsm.DebitResult); res.Replayed {
+	if res := must(w, &fsm.DebitCredits{AccountID: "a", Amount: 4, Key: "k1", Now: t0 + fsm.IdempotencyTTL}); res.Replayed {
 		t.Fatal("an expired debit key was replayed")
 	}
 }

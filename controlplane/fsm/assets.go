@@ -62,19 +62,19 @@ func (CreateAsset) Type() MessageType   { return CreateAssetType }
 func (CompleteAsset) Type() MessageType { return CompleteAssetType }
 func (DeleteAsset) Type() MessageType   { return DeleteAssetType }
 
-func (s *state) applyCreateAsset(c *CreateAsset) (any, error) {
+func (s *state) applyCreateAsset(c *CreateAsset) (Asset, error) {
 	as := c.Asset
 	if _, ok := s.accounts[as.AccountID]; !ok {
-		return nil, fmt.Errorf("create asset for %s: %w", as.AccountID, ErrAccountNotFound)
+		return Asset{}, fmt.Errorf("create asset for %s: %w", as.AccountID, ErrAccountNotFound)
 	}
 	if as.ID == "" || as.BlobKey == "" || as.Size <= 0 {
-		return nil, fmt.Errorf("%w: an asset needs an id, a blob key and a positive size", ErrInvalidCommand)
+		return Asset{}, fmt.Errorf("%w: an asset needs an id, a blob key and a positive size", ErrInvalidCommand)
 	}
 	if _, dup := s.assets[as.ID]; dup {
-		return nil, fmt.Errorf("%w: asset %s exists", ErrInvalidCommand, as.ID)
+		return Asset{}, fmt.Errorf("%w: asset %s exists", ErrInvalidCommand, as.ID)
 	}
 	if n := len(s.accountAssets[as.AccountID]); n >= MaxAssetsPerAccount {
-		return nil, &LimitError{What: "assets", Limit: MaxAssetsPerAccount}
+		return Asset{}, &LimitError{What: "assets", Limit: MaxAssetsPerAccount}
 	}
 	as.Status, as.CompletedAt = AssetPending, 0
 	s.assets[as.ID] = &as
@@ -91,33 +91,33 @@ func (s *state) asset(accountID, id string) (*Asset, error) {
 	return as, nil
 }
 
-func (s *state) applyCompleteAsset(c *CompleteAsset) (any, error) {
+func (s *state) applyCompleteAsset(c *CompleteAsset) (Asset, error) {
 	as, err := s.asset(c.AccountID, c.AssetID)
 	if err != nil {
-		return nil, err
+		return Asset{}, err
 	}
 	if as.Status == AssetReady {
 		return *as, nil
 	}
 	if c.StoredSize != as.Size {
-		return nil, &AssetUnusableError{AssetID: as.ID,
+		return Asset{}, &AssetUnusableError{AssetID: as.ID,
 			Reason: fmt.Sprintf("%d bytes were uploaded but %d were declared", c.StoredSize, as.Size)}
 	}
 	if c.ContentType != as.ContentType {
-		return nil, &AssetUnusableError{AssetID: as.ID,
+		return Asset{}, &AssetUnusableError{AssetID: as.ID,
 			Reason: fmt.Sprintf("the uploaded bytes are %s but %s was declared", c.ContentType, as.ContentType)}
 	}
 	as.Status, as.CompletedAt = AssetReady, c.Now
 	return *as, nil
 }
 
-func (s *state) applyDeleteAsset(c *DeleteAsset) (any, error) {
+func (s *state) applyDeleteAsset(c *DeleteAsset) (Asset, error) {
 	as, err := s.asset(c.AccountID, c.AssetID)
 	if err != nil {
-		return nil, err
+		return Asset{}, err
 	}
 	if c.OnlyPending && as.Status != AssetPending {
-		return nil, &AssetUnusableError{AssetID: as.ID, Reason: "completed since it was found pending; kept"}
+		return Asset{}, &AssetUnusableError{AssetID: as.ID, Reason: "completed since it was found pending; kept"}
 	}
 	var users []string
 	for _, id := range s.accountKits[c.AccountID] {
@@ -128,7 +128,7 @@ func (s *state) applyDeleteAsset(c *DeleteAsset) (any, error) {
 	users = append(users, s.unfinishedVideos(c.AccountID, func(sp *Spec) bool { return slices.Contains(sp.FileAssetIDs, as.ID) })...)
 	users = append(users, s.photoAvatarsUsing(c.AccountID, as.ID)...)
 	if len(users) > 0 {
-		return nil, &InUseError{What: "asset", ID: as.ID, UsedBy: users}
+		return Asset{}, &InUseError{What: "asset", ID: as.ID, UsedBy: users}
 	}
 	delete(s.assets, as.ID)
 	s.accountAssets[c.AccountID] = slices.DeleteFunc(s.accountAssets[c.AccountID], func(id string) bool { return id == as.ID })

@@ -23,18 +23,18 @@ const MaxBenchFill = 100_000
 
 func (*BenchFill) Type() MessageType { return BenchFillType }
 
-func (s *state) applyBenchFill(c *BenchFill) (any, error) {
+func (s *state) applyBenchFill(c *BenchFill) (int, error) {
 	if _, ok := s.accounts[c.AccountID]; !ok {
-		return nil, fmt.Errorf("bench fill for %s: %w", c.AccountID, ErrAccountNotFound)
+		return 0, fmt.Errorf("bench fill for %s: %w", c.AccountID, ErrAccountNotFound)
 	}
 	if c.Count < 1 || c.Count > MaxBenchFill || c.First < 0 || c.IDPrefix == "" {
-		return nil, fmt.Errorf("%w: bench fill of %d videos from %d with prefix %q: want 1..%d, a prefix and First ≥ 0",
+		return 0, fmt.Errorf("%w: bench fill of %d videos from %d with prefix %q: want 1..%d, a prefix and First ≥ 0",
 			ErrInvalidCommand, c.Count, c.First, c.IDPrefix, MaxBenchFill)
 	}
 	id := func(i int) string { return fmt.Sprintf("%s%010d", c.IDPrefix, c.First+int64(i)) }
 	for _, i := range []int{0, c.Count - 1} {
 		if _, _, dup := s.lookupVideo(id(i)); dup {
-			return nil, fmt.Errorf("%w: bench fill: video %s exists", ErrInvalidCommand, id(i))
+			return 0, fmt.Errorf("%w: bench fill: video %s exists", ErrInvalidCommand, id(i))
 		}
 	}
 	for i := range c.Count {

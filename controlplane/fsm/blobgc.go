@@ -33,7 +33,7 @@ type garbageRecord struct {
 
 // applyBlobsDeleted removes the listed keys from the garbage list; keys not
 // in it are ignored. It returns how many it removed.
-func (s *state) applyBlobsDeleted(c *BlobsDeleted) (any, error) {
+func (s *state) applyBlobsDeleted(c *BlobsDeleted) (int, error) {
 	gone := make(map[string]bool, len(c.Keys))
 	for _, k := range c.Keys {
 		gone[k] = true

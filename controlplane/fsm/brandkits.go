@@ -44,37 +44,37 @@ type DeleteBrandKit struct {
 func (CreateBrandKit) Type() MessageType { return CreateBrandKitType }
 func (DeleteBrandKit) Type() MessageType { return DeleteBrandKitType }
 
-func (s *state) applyCreateBrandKit(c *CreateBrandKit) (any, error) {
+func (s *state) applyCreateBrandKit(c *CreateBrandKit) (BrandKit, error) {
 	k := c.Kit.Clone()
 	if _, ok := s.accounts[k.AccountID]; !ok {
-		return nil, fmt.Errorf("create brand kit for %s: %w", k.AccountID, ErrAccountNotFound)
+		return BrandKit{}, fmt.Errorf("create brand kit for %s: %w", k.AccountID, ErrAccountNotFound)
 	}
 	if k.ID == "" {
-		return nil, fmt.Errorf("%w: a brand kit needs an id", ErrInvalidCommand)
+		return BrandKit{}, fmt.Errorf("%w: a brand kit needs an id", ErrInvalidCommand)
 	}
 	if _, dup := s.kits[k.ID]; dup {
-		return nil, fmt.Errorf("%w: brand kit %s exists", ErrInvalidCommand, k.ID)
+		return BrandKit{}, fmt.Errorf("%w: brand kit %s exists", ErrInvalidCommand, k.ID)
 	}
 	if k.LogoAssetID != "" {
 		if err := s.usableAsset(k.AccountID, k.LogoAssetID); err != nil {
-			return nil, err
+			return BrandKit{}, err
 		}
 	}
 	if len(s.accountKits[k.AccountID]) >= MaxBrandKitsPerAccount {
-		return nil, &LimitError{What: "brand kits", Limit: MaxBrandKitsPerAccount}
+		return BrandKit{}, &LimitError{What: "brand kits", Limit: MaxBrandKitsPerAccount}
 	}
 	s.kits[k.ID] = &k
 	s.accountKits[k.AccountID] = append(s.accountKits[k.AccountID], k.ID)
 	return k.Clone(), nil
 }
 
-func (s *state) applyDeleteBrandKit(c *DeleteBrandKit) (any, error) {
+func (s *state) applyDeleteBrandKit(c *DeleteBrandKit) (BrandKit, error) {
 	k, ok := s.kits[c.KitID]
 	if !ok || k.AccountID != c.AccountID {
-		return nil, fmt.Errorf("brand kit %s: %w", c.KitID, ErrBrandKitNotFound)
+		return BrandKit{}, fmt.Errorf("brand kit %s: %w", c.KitID, ErrBrandKitNotFound)
 	}
 	if users := s.unfinishedVideos(c.AccountID, func(sp *Spec) bool { return sp.BrandKitID == k.ID }); len(users) > 0 {
-		return nil, &InUseError{What: "brand kit", ID: k.ID, UsedBy: users}
+		return BrandKit{}, &InUseError{What: "brand kit", ID: k.ID, UsedBy: users}
 	}
 	delete(s.kits, k.ID)
 	s.accountKits[c.AccountID] = slices.DeleteFunc(s.accountKits[c.AccountID], func(id string) bool { return id == k.ID })

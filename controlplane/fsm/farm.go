@@ -38,12 +38,12 @@ func timeOf(ns int64) time.Time { return time.Unix(0, ns) }
 
 func leaseDur(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
 
-func (s *state) applyRegisterNode(c *RegisterNode) (any, error) {
+func (s *state) applyRegisterNode(c *RegisterNode) (Node, error) {
 	spec := c.Node
 	spec.ID = c.NodeID
 	// The new node first: a spec the scheduler refuses leaves the old one in place.
 	if err := s.sched.UpsertNode(spec, timeOf(c.Now)); err != nil {
-		return nil, fmt.Errorf("register node %s: %w", c.Name, err)
+		return Node{}, fmt.Errorf("register node %s: %w", c.Name, err)
 	}
 	n := &Node{ID: c.NodeID, Name: c.Name, CredHash: c.CredHash, Virtual: c.Virtual, RegisteredAt: c.Now,
 		Voices: normalizeVoices(c.Voices)}
@@ -67,7 +67,7 @@ func (s *state) applyRegisterNode(c *RegisterNode) (any, error) {
 	slices.Sort(replaced) // removal order decides requeue order: keep it replica-independent
 	for _, id := range replaced {
 		if err := s.removeNode(id, c.Now); err != nil {
-			return nil, err
+			return Node{}, err
 		}
 	}
 	return *n, nil
@@ -88,16 +88,16 @@ func (s *state) removeNode(id string, now int64) error {
 	return nil
 }
 
-func (s *state) applyDeregisterNode(c *DeregisterNode) (any, error) {
-	return nil, s.removeNode(c.NodeID, c.Now)
+func (s *state) applyDeregisterNode(c *DeregisterNode) (Nothing, error) {
+	return Nothing{}, s.removeNode(c.NodeID, c.Now)
 }
 
-func (s *state) applyNodeHeartbeat(c *NodeHeartbeat) (any, error) {
+func (s *state) applyNodeHeartbeat(c *NodeHeartbeat) (scheduler.HeartbeatResult, error) {
 	if _, ok := s.nodes[c.NodeID]; !ok {
-		return nil, fmt.Errorf("heartbeat: %w", scheduler.ErrUnknownNode)
+		return scheduler.HeartbeatResult{}, fmt.Errorf("heartbeat: %w", scheduler.ErrUnknownNode)
 	}
 	if err := s.sched.SetDraining(c.NodeID, c.Draining); err != nil {
-		return nil, fmt.Errorf("heartbeat: %w", err)
+		return scheduler.HeartbeatResult{}, fmt.Errorf("heartbeat: %w", err)
 	}
 	refs := make([]scheduler.LeaseRef, len(c.Held))
 	for i, h := range c.Held {
@@ -105,7 +105,7 @@ func (s *state) applyNodeHeartbeat(c *NodeHeartbeat) (any, error) {
 	}
 	res, err := s.sched.Heartbeat(c.NodeID, refs, timeOf(c.Now), leaseDur(c.LeaseMS))
 	if err != nil {
-		return nil, fmt.Errorf("heartbeat: %w", err)
+		return scheduler.HeartbeatResult{}, fmt.Errorf("heartbeat: %w", err)
 	}
 	for i, h := range c.Held {
 		if !math.IsNaN(h.Percent) && h.Percent >= 0 && h.Percent <= 100 {
@@ -115,16 +115,16 @@ func (s *state) applyNodeHeartbeat(c *NodeHeartbeat) (any, error) {
 	return res, nil
 }
 
-func (s *state) applyLeaseTask(c *LeaseTask) (any, error) {
+func (s *state) applyLeaseTask(c *LeaseTask) (LeaseResult, error) {
 	if _, ok := s.nodes[c.NodeID]; !ok {
-		return nil, fmt.Errorf("lease: %w", scheduler.ErrUnknownNode)
+		return LeaseResult{}, fmt.Errorf("lease: %w", scheduler.ErrUnknownNode)
 	}
 	l, err := s.sched.Place(c.NodeID, timeOf(c.Now), leaseDur(c.LeaseMS))
 	if errors.Is(err, scheduler.ErrNoWork) {
 		return LeaseResult{Why: err.Error()}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("lease: %w", err)
+		return LeaseResult{}, fmt.Errorf("lease: %w", err)
 	}
 	if v, ok := s.videos[l.VideoID]; ok && v.Status == StatusQueued {
 		v.Status = StatusProcessing
@@ -135,12 +135,12 @@ func (s *state) applyLeaseTask(c *LeaseTask) (any, error) {
 	return LeaseResult{Lease: l, Found: true}, nil
 }
 
-func (s *state) applyTaskProgress(c *TaskProgress) (any, error) {
+func (s *state) applyTaskProgress(c *TaskProgress) (Nothing, error) {
 	ref := scheduler.LeaseRef{TaskID: c.TaskID, NodeID: c.NodeID, Token: c.Token}
 	if err := s.sched.Progress(ref, c.Percent); err != nil {
-		return nil, fmt.Errorf("progress of %s: %w", c.TaskID, err)
+		return Nothing{}, fmt.Errorf("progress of %s: %w", c.TaskID, err)
 	}
-	return nil, nil
+	return Nothing{}, nil
 }
 
 // artifactPrefix is where a task's artifacts must live in the blob store.
@@ -148,16 +148,16 @@ func artifactPrefix(videoID, taskName string) string {
 	return "videos/" + videoID + "/" + taskName + "/"
 }
 
-func (s *state) applyCompleteTask(c *CompleteTask) (any, error) {
+func (s *state) applyCompleteTask(c *CompleteTask) (scheduler.Outcome, error) {
 	ref := scheduler.LeaseRef{TaskID: c.TaskID, NodeID: c.NodeID, Token: c.Token}
 	t, ok := s.sched.Task(c.TaskID)
 	if !ok {
-		return nil, fmt.Errorf("complete %s: %w", c.TaskID, scheduler.ErrUnknownTask)
+		return scheduler.Outcome{}, fmt.Errorf("complete %s: %w", c.TaskID, scheduler.ErrUnknownTask)
 	}
 	prefix := artifactPrefix(t.VideoID, t.Name)
 	for file, key := range c.Artifacts {
 		if file == "" || strings.Contains(file, "/") || !strings.HasPrefix(key, prefix) || strings.Contains(key[len(prefix):], "/") {
-			return nil, fmt.Errorf("%w: artifact %q at %q: keys must be %s<file>", ErrInvalidCommand, file, key, prefix)
+			return scheduler.Outcome{}, fmt.Errorf("%w: artifact %q at %q: keys must be %s<file>", ErrInvalidCommand, file, key, prefix)
 		}
 	}
 	out, err := s.sched.Complete(ref, timeOf(c.Now))
@@ -239,11 +239,11 @@ func (s *state) failVideo(v *Video, reason string, now int64) {
 	s.videoChanged(v, now)
 }
 
-func (s *state) applyFailTask(c *FailTask) (any, error) {
+func (s *state) applyFailTask(c *FailTask) (scheduler.Outcome, error) {
 	ref := scheduler.LeaseRef{TaskID: c.TaskID, NodeID: c.NodeID, Token: c.Token}
 	out, err := s.sched.FailWithBackoff(ref, c.Reason, timeOf(c.Now), time.Duration(max(c.BackoffMS, 0))*time.Millisecond)
 	if err != nil {
-		return nil, fmt.Errorf("fail %s: %w", c.TaskID, err)
+		return scheduler.Outcome{}, fmt.Errorf("fail %s: %w", c.TaskID, err)
 	}
 	s.afterOutcome(out, c.Now)
 	return out, nil
@@ -258,7 +258,7 @@ func (s *state) afterOutcome(out scheduler.Outcome, now int64) {
 	}
 }
 
-func (s *state) applyExpireLeases(c *ExpireLeases) (any, error) {
+func (s *state) applyExpireLeases(c *ExpireLeases) (scheduler.ExpireResult, error) {
 	res := s.sched.Expire(timeOf(c.Now))
 	for _, out := range res.Expired {
 		s.afterOutcome(out, c.Now)

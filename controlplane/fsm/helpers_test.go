@@ -2,6 +2,7 @@ package fsm_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"testing"
@@ -73,6 +74,23 @@ func (w *world) must(c fsm.Command) any {
 	return v
 }
 
+// Apply makes the world an fsm.Applier, for fsm.Do.
+func (w *world) Apply(_ context.Context, c fsm.Command) (any, error) {
+	w.t.Helper()
+	return w.apply(c)
+}
+
+// must applies c through fsm.Do and returns its answer; it fails the test on
+// a refusal.
+func must[R any](w *world, c fsm.Typed[R]) R {
+	w.t.Helper()
+	v, err := fsm.Do(context.Background(), w, c)
+	if err != nil {
+		w.t.Fatalf("%s: %v", c.Type(), err)
+	}
+	return v
+}
+
 func keyHash(secret string) [32]byte { return sha256.Sum256([]byte(secret)) }
 
 // account opens an account with key "<id>-key0" (secret "secret-<id>").
@@ -110,7 +128,7 @@ func createVideo(id, account string, price int64, idemKey, body string, now int6
 // video creates a paid video and returns its result.
 func (w *world) video(id, account string, price int64) fsm.CreateVideoResult {
 	w.t.Helper()
-	return w.must(createVideo(id, account, price, "", "", t0)).(fsm.CreateVideoResult)
+	return must(w, createVideo(id, account, price, "", "", t0))
 }
 
 func (w *world) get(account, id string) fsm.QueuedVideo {
@@ -139,7 +157,7 @@ func (w *world) node(id string, cpu int, gpus bool) {
 // lease leases the next task to node; ok is false when there is none.
 func (w *world) lease(node string, now int64) (scheduler.Lease, bool) {
 	w.t.Helper()
-	res := w.must(&fsm.LeaseTask{NodeID: node, LeaseMS: 60_000, Now: now}).(fsm.LeaseResult)
+	res := must(w, &fsm.LeaseTask{NodeID: node, LeaseMS: 60_000, Now: now})
 	return res.Lease, res.Found
 }
 
@@ -154,8 +172,8 @@ func (w *world) complete(l scheduler.Lease, now int64) scheduler.Outcome {
 	for _, f := range []string{"video.mp4", "video_no_captions.mp4", "captions.vtt", "captions.srt", "poster.jpg"} {
 		arts[f] = "videos/" + l.VideoID + "/" + task.Name + "/" + f
 	}
-	return w.must(&fsm.CompleteTask{NodeID: l.NodeID, TaskID: l.TaskID, Token: l.Token, Artifacts: arts, Scenes: 1,
-		DurationSeconds: 6, Now: now}).(scheduler.Outcome)
+	return must(w, &fsm.CompleteTask{NodeID: l.NodeID, TaskID: l.TaskID, Token: l.Token, Artifacts: arts, Scenes: 1,
+		DurationSeconds: 6, Now: now})
 }
 
 // finish runs every task the node is given until the video completes.
@@ -240,5 +258,5 @@ func (w *world) readyAsset(account, id string) fsm.Asset {
 	w.t.Helper()
 	w.must(&fsm.CreateAsset{Asset: fsm.Asset{ID: id, AccountID: account, Filename: id + ".png", ContentType: "image/png",
 		Size: 10, BlobKey: "assets/" + id + ".png", CreatedAt: t0}})
-	return w.must(&fsm.CompleteAsset{AssetID: id, AccountID: account, StoredSize: 10, ContentType: "image/png", Now: t0 + 1}).(fsm.Asset)
+	return must(w, &fsm.CompleteAsset{AssetID: id, AccountID: account, StoredSize: 10, ContentType: "image/png", Now: t0 + 1})
 }

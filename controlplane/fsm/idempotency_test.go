@@ -44,7 +44,7 @@ func TestIdempotencyReplaysTheOriginal(t *testing.T) {
 				w.account("acct", fsm.PlanPro, 30)
 				w.node("n1", 2, true)
 				w.video("v0", "acct", 3) // ahead in the queue
-				first := w.must(createVideo("v1", "acct", 9, "idem-1", `{"a":1}`, t0)).(fsm.CreateVideoResult)
+				first := must(w, createVideo("v1", "acct", 9, "idem-1", `{"a":1}`, t0))
 				if first.Replayed || first.QueuePosition != 2 {
 					t.Fatalf("first create %+v", first)
 				}
@@ -98,17 +98,17 @@ func TestIdempotencyRules(t *testing.T) {
 			w.account("acct", fsm.PlanPro, 30)
 			w.must(createVideo("v1", "acct", 9, "k", "body-1", t0))
 			later := t0 + fsm.IdempotencyTTL
-			res := w.must(createVideo("v2", "acct", 9, "k", "body-1", later)).(fsm.CreateVideoResult)
+			res := must(w, createVideo("v2", "acct", 9, "k", "body-1", later))
 			if res.Replayed || res.Video.ID != "v2" || w.balance("acct") != 12 {
 				t.Fatalf("expired key: %+v, balance %d", res, w.balance("acct"))
 			}
 			// The key now remembers the new video, from its new time.
-			again := w.must(createVideo("v3", "acct", 9, "k", "body-1", later+1)).(fsm.CreateVideoResult)
+			again := must(w, createVideo("v3", "acct", 9, "k", "body-1", later+1))
 			if !again.Replayed || again.Video.ID != "v2" {
 				t.Fatalf("after re-use the key replays %+v", again)
 			}
 			// And another body under an expired record is no duplicate either.
-			res = w.must(createVideo("v4", "acct", 3, "k", "body-2", later+fsm.IdempotencyTTL)).(fsm.CreateVideoResult)
+			res = must(w, createVideo("v4", "acct", 3, "k", "body-2", later+fsm.IdempotencyTTL))
 			if res.Replayed || res.Video.ID != "v4" {
 				t.Fatalf("expired key with another body: %+v", res)
 			}
@@ -124,11 +124,11 @@ func TestIdempotencyRules(t *testing.T) {
 			if n != 1 || w.f.Stats().Idempotency != 2 {
 				t.Fatalf("expired %v, %d left; want 1 expired, 2 left", n, w.f.Stats().Idempotency)
 			}
-			res := w.must(createVideo("v4", "acct", 1, "old", "b", t0+300)).(fsm.CreateVideoResult)
+			res := must(w, createVideo("v4", "acct", 1, "old", "b", t0+300))
 			if res.Replayed || res.Video.ID != "v4" {
 				t.Fatalf("expired key still replays: %+v", res)
 			}
-			res = w.must(createVideo("v5", "acct", 1, "edge", "b", t0+300)).(fsm.CreateVideoResult)
+			res = must(w, createVideo("v5", "acct", 1, "edge", "b", t0+300))
 			if !res.Replayed || res.Video.ID != "v2" {
 				t.Fatalf("record at the boundary was removed: %+v", res)
 			}
@@ -141,8 +141,8 @@ func TestIdempotencyRules(t *testing.T) {
 			w := newWorld(t, a)
 			w.account("a", fsm.PlanPro, 10)
 			w.account("b", fsm.PlanPro, 10)
-			ra := w.must(createVideo("va", "a", 3, "same", "body-a", t0)).(fsm.CreateVideoResult)
-			rb := w.must(createVideo("vb", "b", 3, "same", "body-b", t0)).(fsm.CreateVideoResult)
+			ra := must(w, createVideo("va", "a", 3, "same", "body-a", t0))
+			rb := must(w, createVideo("vb", "b", 3, "same", "body-b", t0))
 			if ra.Replayed || rb.Replayed || rb.Video.ID != "vb" || w.balance("a") != 7 || w.balance("b") != 7 {
 				t.Fatalf("a %+v, b %+v", ra, rb)
 			}
@@ -168,7 +168,7 @@ func TestIdempotencyRules(t *testing.T) {
 				t.Fatal("refusal recorded the key")
 			}
 			w.must(&fsm.GrantCredits{AccountID: "a", Amount: 1, Now: t0})
-			res := w.must(createVideo("v2", "a", 3, "k", "b", t0+1)).(fsm.CreateVideoResult)
+			res := must(w, createVideo("v2", "a", 3, "k", "b", t0+1))
 			if res.Replayed || res.Video.ID != "v2" || w.balance("a") != 0 {
 				t.Fatalf("retry after top-up %+v balance %d", res, w.balance("a"))
 			}
@@ -177,8 +177,8 @@ func TestIdempotencyRules(t *testing.T) {
 		t.Run(a.name+"/a free preview replays, the free limit still holds", func(t *testing.T) {
 			w := newWorld(t, a)
 			w.account("f", fsm.PlanFree, 0)
-			first := w.must(createVideo("p1", "f", 9, "k", "b", t0)).(fsm.CreateVideoResult)
-			again := w.must(createVideo("p2", "f", 9, "k", "b", t0+1)).(fsm.CreateVideoResult)
+			first := must(w, createVideo("p1", "f", 9, "k", "b", t0))
+			again := must(w, createVideo("p2", "f", 9, "k", "b", t0+1))
 			if !again.Replayed || again.Video.ID != "p1" || again.Video.Status != fsm.StatusPreview {
 				t.Fatalf("preview replay %+v (first %+v)", again, first)
 			}

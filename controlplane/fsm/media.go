@@ -89,29 +89,29 @@ type CreateSpeech struct {
 func (CreateAvatar) Type() MessageType { return CreateAvatarType }
 func (CreateSpeech) Type() MessageType { return CreateSpeechType }
 
-func (s *state) applyCreateAvatar(c *CreateAvatar) (any, error) {
+func (s *state) applyCreateAvatar(c *CreateAvatar) (Avatar, error) {
 	a := c.Avatar
 	acct, ok := s.accounts[a.AccountID]
 	switch {
 	case !ok:
-		return nil, fmt.Errorf("create avatar: %w", ErrAccountNotFound)
+		return Avatar{}, fmt.Errorf("create avatar: %w", ErrAccountNotFound)
 	case a.ID == "" || s.avatars[a.ID] != nil:
-		return nil, fmt.Errorf("%w: avatar id %q is empty or taken", ErrInvalidCommand, a.ID)
+		return Avatar{}, fmt.Errorf("%w: avatar id %q is empty or taken", ErrInvalidCommand, a.ID)
 	case a.Kind == AvatarKindPrompt && a.Prompt == "":
-		return nil, fmt.Errorf("%w: a prompt avatar needs a prompt", ErrInvalidCommand)
+		return Avatar{}, fmt.Errorf("%w: a prompt avatar needs a prompt", ErrInvalidCommand)
 	case a.Kind == AvatarKindPhoto && ((a.FileURL == "") == (a.AssetID == "") || !c.Consent):
-		return nil, fmt.Errorf("%w: a photo avatar needs consent and either a file_url or an asset_id", ErrInvalidCommand)
+		return Avatar{}, fmt.Errorf("%w: a photo avatar needs consent and either a file_url or an asset_id", ErrInvalidCommand)
 	case a.Kind != AvatarKindPrompt && a.Kind != AvatarKindPhoto:
-		return nil, fmt.Errorf("%w: avatar kind %q", ErrInvalidCommand, a.Kind)
+		return Avatar{}, fmt.Errorf("%w: avatar kind %q", ErrInvalidCommand, a.Kind)
 	}
 	if a.AssetID != "" {
 		if err := s.checkPhotoAsset(a.AccountID, a.AssetID); err != nil {
-			return nil, err
+			return Avatar{}, err
 		}
 	}
 	g := scheduler.AvatarGraph(scheduler.VideoInfo{ID: a.ID, AccountID: a.AccountID, Priority: priority(acct.Plan)})
 	if err := s.sched.Submit(g, timeOf(c.Now)); err != nil {
-		return nil, fmt.Errorf("submit avatar %s: %w", a.ID, err)
+		return Avatar{}, fmt.Errorf("submit avatar %s: %w", a.ID, err)
 	}
 	if a.Kind == AvatarKindPhoto {
 		a.ConsentAt = c.Now
@@ -123,18 +123,18 @@ func (s *state) applyCreateAvatar(c *CreateAvatar) (any, error) {
 	return a, nil
 }
 
-func (s *state) applyCreateSpeech(c *CreateSpeech) (any, error) {
+func (s *state) applyCreateSpeech(c *CreateSpeech) (Speech, error) {
 	switch {
 	case s.accounts[c.AccountID] == nil:
-		return nil, fmt.Errorf("create speech: %w", ErrAccountNotFound)
+		return Speech{}, fmt.Errorf("create speech: %w", ErrAccountNotFound)
 	case c.SpeechID == "" || s.speech[c.SpeechID] != nil:
-		return nil, fmt.Errorf("%w: speech id %q is empty or taken", ErrInvalidCommand, c.SpeechID)
+		return Speech{}, fmt.Errorf("%w: speech id %q is empty or taken", ErrInvalidCommand, c.SpeechID)
 	case c.Text == "":
-		return nil, fmt.Errorf("%w: speech text is empty", ErrInvalidCommand)
+		return Speech{}, fmt.Errorf("%w: speech text is empty", ErrInvalidCommand)
 	}
 	g := scheduler.SpeechGraph(scheduler.VideoInfo{ID: c.SpeechID, AccountID: c.AccountID, Priority: speechPriority})
 	if err := s.sched.Submit(g, timeOf(c.Now)); err != nil {
-		return nil, fmt.Errorf("submit speech %s: %w", c.SpeechID, err)
+		return Speech{}, fmt.Errorf("submit speech %s: %w", c.SpeechID, err)
 	}
 	sp := &Speech{ID: c.SpeechID, AccountID: c.AccountID, Text: c.Text, VoiceID: c.VoiceID,
 		Status: StatusQueued, CreatedAt: c.Now, UpdatedAt: c.Now}

@@ -41,14 +41,14 @@ type RemoveMember struct {
 func (*SetMember) Type() MessageType    { return SetMemberType }
 func (*RemoveMember) Type() MessageType { return RemoveMemberType }
 
-func (s *state) applySetMember(c *SetMember) (any, error) {
+func (s *state) applySetMember(c *SetMember) (Member, error) {
 	m := c.Member
 	if m.ID == "" || m.RaftAddr == "" {
-		return nil, fmt.Errorf("%w: a member needs an id and a raft address", ErrInvalidCommand)
+		return Member{}, fmt.Errorf("%w: a member needs an id and a raft address", ErrInvalidCommand)
 	}
 	for _, u := range []string{m.PublicURL, m.AdminURL, m.AgentURL} {
 		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-			return nil, fmt.Errorf("%w: member %s: %q is not an http(s) URL", ErrInvalidCommand, m.ID, u)
+			return Member{}, fmt.Errorf("%w: member %s: %q is not an http(s) URL", ErrInvalidCommand, m.ID, u)
 		}
 	}
 	m.Updated = c.Now
@@ -56,7 +56,7 @@ func (s *state) applySetMember(c *SetMember) (any, error) {
 	return m, nil
 }
 
-func (s *state) applyRemoveMember(c *RemoveMember) (any, error) {
+func (s *state) applyRemoveMember(c *RemoveMember) (bool, error) {
 	_, ok := s.members[c.ID]
 	delete(s.members, c.ID)
 	return ok, nil

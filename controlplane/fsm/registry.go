@@ -1,6 +1,10 @@
 package fsm
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/vidfarm/vidfarm/scheduler"
+)
 
 // MessageType is the first byte of every log entry. Values are part of the
 // on-disk format: a number, once in a log, is never reused nor given another
@@ -78,16 +82,37 @@ type entry struct {
 	apply func(*state, Command) (any, error)
 }
 
+// Typed is a payload that answers R: the phantom method answers(R), declared
+// on each payload pointer type below, ties a command to its answer so that
+// the registry (command) and the callers (Do) are checked by the compiler.
+type Typed[R any] interface {
+	Command
+	answers(R)
+}
+
+// Nothing is the answer of a command that has none to give.
+type Nothing struct{}
+
 // command makes the entry of payload type C from its apply function, so the
-// payload and the function that applies it are named once, together.
+// payload and the function that applies it are named once, together. R, the
+// apply function's answer, must be the one the payload declares (Typed).
+//
+// A refusal answers nil in the log's untyped answer, whatever the apply
+// function returned with the error: callers get the zero R from Do.
 func command[C any, PC interface {
 	*C
-	Command
-}](name string, apply func(*state, PC) (any, error)) entry {
+	Typed[R]
+}, R any](name string, apply func(*state, PC) (R, error)) entry {
 	return entry{
-		name:  name,
-		new:   func() Command { return PC(new(C)) },
-		apply: func(s *state, c Command) (any, error) { return apply(s, c.(PC)) },
+		name: name,
+		new:  func() Command { return PC(new(C)) },
+		apply: func(s *state, c Command) (any, error) {
+			r, err := apply(s, c.(PC))
+			if err != nil {
+				return nil, err
+			}
+			return r, nil
+		},
 	}
 }
 
@@ -136,6 +161,50 @@ var registry = [256]entry{
 	SweepIntermediatesType: command("sweep_intermediates", (*state).applySweepIntermediates),
 	BenchFillType:          command("bench_fill", (*state).applyBenchFill),
 }
+
+// What each command answers, in type order: the R of its apply function and
+// of Do. Counts are how many records the command removed or added; a bool is
+// whether it found what it was to change.
+func (*CreateAccount) answers(Account)                   {}
+func (*CreateKey) answers(Key)                           {}
+func (*RevokeKey) answers(Key)                           {}
+func (*GrantCredits) answers(Account)                    {}
+func (*SetPlan) answers(Account)                         {}
+func (*CreateFolder) answers(Folder)                     {}
+func (*CreateVideo) answers(CreateVideoResult)           {}
+func (*RenderPreview) answers(CreateVideoResult)         {}
+func (*FailVideo) answers(Video)                         {}
+func (*ExpireIdempotency) answers(int)                   {}
+func (*RegisterNode) answers(Node)                       {}
+func (*NodeHeartbeat) answers(scheduler.HeartbeatResult) {}
+func (*LeaseTask) answers(LeaseResult)                   {}
+func (*TaskProgress) answers(Nothing)                    {}
+func (*CompleteTask) answers(scheduler.Outcome)          {}
+func (*FailTask) answers(scheduler.Outcome)              {}
+func (*ExpireLeases) answers(scheduler.ExpireResult)     {}
+func (*DeregisterNode) answers(Nothing)                  {}
+func (*CreateWebhook) answers(Webhook)                   {}
+func (*DeleteWebhook) answers(Webhook)                   {}
+func (*RecordDelivery) answers(Delivery)                 {}
+func (*PruneDeliveries) answers(int)                     {}
+func (*CreateAsset) answers(Asset)                       {}
+func (*CompleteAsset) answers(Asset)                     {}
+func (*DeleteAsset) answers(Asset)                       {}
+func (*CreateBrandKit) answers(BrandKit)                 {}
+func (*DeleteBrandKit) answers(BrandKit)                 {}
+func (*CreateAvatar) answers(Avatar)                     {}
+func (*CreateSpeech) answers(Speech)                     {}
+func (*AppRows) answers([]AppRowResult)                  {}
+func (*SetAppExport) answers(Nothing)                    {}
+func (*TrimExported) answers(Nothing)                    {}
+func (*DebitCredits) answers(DebitResult)                {}
+func (*SetMember) answers(Member)                        {}
+func (*RemoveMember) answers(bool)                       {}
+func (*BlobsDeleted) answers(int)                        {}
+func (*ExpireSpeech) answers(int)                        {}
+func (*ResealWebhook) answers(bool)                      {}
+func (*SweepIntermediates) answers(int)                  {}
+func (*BenchFill) answers(int)                           {}
 
 func (t MessageType) String() string {
 	if e := registry[t]; e.name != "" {

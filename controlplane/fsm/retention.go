@@ -28,9 +28,9 @@ func speechExpired(sp *Speech, before int64) bool {
 
 // applyExpireSpeech returns how many samples it forgot. Accounts are
 // visited in id order, so every replica lists the audio in the same order.
-func (s *state) applyExpireSpeech(c *ExpireSpeech) (any, error) {
+func (s *state) applyExpireSpeech(c *ExpireSpeech) (int, error) {
 	if c.Before <= 0 {
-		return nil, fmt.Errorf("%w: expire speech needs a time", ErrInvalidCommand)
+		return 0, fmt.Errorf("%w: expire speech needs a time", ErrInvalidCommand)
 	}
 	n := 0
 	for _, acct := range slices.Sorted(maps.Keys(s.accountSpeech)) {

@@ -47,7 +47,7 @@ func (v *Video) leftovers() bool {
 
 // applySweepIntermediates returns how many keys it listed. Videos are
 // visited in id order, so every replica appends the same list.
-func (s *state) applySweepIntermediates(*SweepIntermediates) (any, error) {
+func (s *state) applySweepIntermediates(*SweepIntermediates) (int, error) {
 	before := len(s.garbage)
 	// In id order, whichever tier each video is in, so every replica lists
 	// the same keys in the same order.

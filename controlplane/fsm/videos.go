@@ -9,16 +9,16 @@ type CreateVideoResult struct {
 	Replayed bool
 }
 
-func (s *state) applyCreateVideo(c *CreateVideo) (any, error) {
+func (s *state) applyCreateVideo(c *CreateVideo) (CreateVideoResult, error) {
 	a, ok := s.accounts[c.AccountID]
 	if !ok {
-		return nil, fmt.Errorf("create video for %s: %w", c.AccountID, ErrAccountNotFound)
+		return CreateVideoResult{}, fmt.Errorf("create video for %s: %w", c.AccountID, ErrAccountNotFound)
 	}
 	ik := idemKey{account: c.AccountID, key: c.IdempotencyKey}
 	if c.IdempotencyKey != "" {
 		if rec, ok := s.idem[ik]; ok && rec.CreatedAt+IdempotencyTTL > c.Now {
 			if rec.BodyHash != c.BodyHash {
-				return nil, &DuplicateRequestError{ExistingVideoID: rec.VideoID}
+				return CreateVideoResult{}, &DuplicateRequestError{ExistingVideoID: rec.VideoID}
 			}
 			return CreateVideoResult{QueuedVideo: QueuedVideo{Video: rec.Original.Clone(), QueuePosition: rec.QueuePosition,
 				WaitReason: rec.WaitReason, WaitMessage: rec.WaitMessage}, Replayed: true}, nil
@@ -26,14 +26,14 @@ func (s *state) applyCreateVideo(c *CreateVideo) (any, error) {
 	}
 	if f := c.Spec.FolderID; f != "" {
 		if fo, ok := s.folders[f]; !ok || fo.AccountID != c.AccountID {
-			return nil, fmt.Errorf("folder %s: %w", f, ErrFolderNotFound)
+			return CreateVideoResult{}, fmt.Errorf("folder %s: %w", f, ErrFolderNotFound)
 		}
 	}
 	if c.Price < 0 {
-		return nil, fmt.Errorf("%w: negative price", ErrInvalidCommand)
+		return CreateVideoResult{}, fmt.Errorf("%w: negative price", ErrInvalidCommand)
 	}
 	if err := s.checkVideoAssets(c.AccountID, &c.Spec); err != nil {
-		return nil, err
+		return CreateVideoResult{}, err
 	}
 	v := &Video{
 		ID: c.VideoID, AccountID: c.AccountID, Spec: c.Spec.Clone(), Price: c.Price,
@@ -41,17 +41,17 @@ func (s *state) applyCreateVideo(c *CreateVideo) (any, error) {
 	}
 	if Premium(a.Plan) {
 		if a.Credits < c.Price {
-			return nil, &InsufficientCreditsError{Required: c.Price, Remaining: a.Credits}
+			return CreateVideoResult{}, &InsufficientCreditsError{Required: c.Price, Remaining: a.Credits}
 		}
 		v.Status = StatusQueued
 		if err := s.submit(v, a.Plan, c.Now); err != nil {
-			return nil, err
+			return CreateVideoResult{}, err
 		}
 		s.move(a, LedgerCharge, -c.Price, v.ID, "", c.Now)
 		v.CreditsCharged = c.Price
 	} else {
 		if a.FreeVideoUsed {
-			return nil, ErrFreeLimitReached
+			return CreateVideoResult{}, ErrFreeLimitReached
 		}
 		a.FreeVideoUsed = true
 		a.PreviewVideoID = v.ID
@@ -70,22 +70,22 @@ func (s *state) applyCreateVideo(c *CreateVideo) (any, error) {
 	return res, nil
 }
 
-func (s *state) applyRenderPreview(c *RenderPreview) (any, error) {
+func (s *state) applyRenderPreview(c *RenderPreview) (CreateVideoResult, error) {
 	v, _, ok := s.lookupVideo(c.VideoID)
 	if !ok || v.AccountID != c.AccountID {
-		return nil, fmt.Errorf("render %s: %w", c.VideoID, ErrVideoNotFound)
+		return CreateVideoResult{}, fmt.Errorf("render %s: %w", c.VideoID, ErrVideoNotFound)
 	}
 	if v.RenderedFromPreview {
 		return CreateVideoResult{QueuedVideo: s.queued(v)}, nil
 	}
 	if v.Status != StatusPreview {
-		return nil, fmt.Errorf("render %s (status %s): %w", v.ID, v.Status, ErrNotPreview)
+		return CreateVideoResult{}, fmt.Errorf("render %s (status %s): %w", v.ID, v.Status, ErrNotPreview)
 	}
 	if a := s.accounts[v.AccountID]; a == nil || !Premium(a.Plan) {
-		return nil, fmt.Errorf("render %s: %w", v.ID, ErrUpgradeRequired)
+		return CreateVideoResult{}, fmt.Errorf("render %s: %w", v.ID, ErrUpgradeRequired)
 	}
 	if err := s.submit(v, s.accounts[v.AccountID].Plan, c.Now); err != nil {
-		return nil, err
+		return CreateVideoResult{}, err
 	}
 	v.RenderedFromPreview = true
 	v.Status = StatusQueued
@@ -102,19 +102,19 @@ func (s *state) video(id string) (*Video, error) {
 	return v, nil
 }
 
-func (s *state) applyFailVideo(c *FailVideo) (any, error) {
+func (s *state) applyFailVideo(c *FailVideo) (Video, error) {
 	v, err := s.video(c.VideoID)
 	if err != nil {
-		return nil, err
+		return Video{}, err
 	}
 	if v.Status != StatusQueued && v.Status != StatusProcessing {
-		return nil, &TransitionError{VideoID: v.ID, From: v.Status, To: StatusFailed}
+		return Video{}, &TransitionError{VideoID: v.ID, From: v.Status, To: StatusFailed}
 	}
 	s.failVideo(v, c.Reason, c.Now)
 	return v.Clone(), nil
 }
 
-func (s *state) applyExpireIdempotency(c *ExpireIdempotency) (any, error) {
+func (s *state) applyExpireIdempotency(c *ExpireIdempotency) (int, error) {
 	n := 0
 	for k, rec := range s.idem {
 		if rec.CreatedAt < c.Before {

@@ -160,7 +160,7 @@ func TestRenderPreview(t *testing.T) {
 			}
 
 			w.must(&fsm.SetPlan{AccountID: "free", Plan: fsm.PlanPro, Now: t0})
-			first := w.must(&fsm.RenderPreview{VideoID: "prev", AccountID: "free", Now: t0 + 10}).(fsm.CreateVideoResult)
+			first := must(w, &fsm.RenderPreview{VideoID: "prev", AccountID: "free", Now: t0 + 10})
 			if first.Status != fsm.StatusQueued || first.CreditsCharged != 0 || !first.RenderedFromPreview ||
 				first.QueuePosition < 1 || first.UpdatedAt != t0+10 {
 				t.Fatalf("rendered preview %+v", first)
@@ -168,7 +168,7 @@ func TestRenderPreview(t *testing.T) {
 			if w.balance("free") != 0 {
 				t.Fatalf("rendering the preview charged %d", -w.balance("free"))
 			}
-			again := w.must(&fsm.RenderPreview{VideoID: "prev", AccountID: "free", Now: t0 + 20}).(fsm.CreateVideoResult)
+			again := must(w, &fsm.RenderPreview{VideoID: "prev", AccountID: "free", Now: t0 + 20})
 			if !reflect.DeepEqual(again, first) {
 				t.Fatalf("second render changed the video:\n%+v\nfirst\n%+v", again, first)
 			}
@@ -181,7 +181,7 @@ func TestRenderPreview(t *testing.T) {
 			if l, ok := w.lease("n1", t0+30); !ok || l.VideoID != "prev" {
 				t.Fatalf("lease %+v %v, want the preview's first task", l, ok)
 			}
-			later := w.must(&fsm.RenderPreview{VideoID: "prev", AccountID: "free", Now: t0 + 40}).(fsm.CreateVideoResult)
+			later := must(w, &fsm.RenderPreview{VideoID: "prev", AccountID: "free", Now: t0 + 40})
 			if later.Status != fsm.StatusProcessing || later.QueuePosition != 0 {
 				t.Fatalf("render after start: %+v", later)
 			}
@@ -332,7 +332,7 @@ func TestVideoLifecycle(t *testing.T) {
 			if w.balance("acct") != 97 {
 				t.Fatalf("completion changed the balance to %d", w.balance("acct"))
 			}
-			if res := w.must(&fsm.LeaseTask{NodeID: "n1", LeaseMS: 1000, Now: t0 + 10}).(fsm.LeaseResult); res.Found || res.Why == "" {
+			if res := must(w, &fsm.LeaseTask{NodeID: "n1", LeaseMS: 1000, Now: t0 + 10}); res.Found || res.Why == "" {
 				t.Fatalf("lease with no work: %+v", res)
 			}
 		})
@@ -375,7 +375,7 @@ func TestQueuePositions(t *testing.T) {
 			if res := w.video("v6", "a", 3); res.QueuePosition != 4 {
 				t.Fatalf("new video at %d, want 4", res.QueuePosition)
 			}
-			if res := w.must(&fsm.RenderPreview{VideoID: "prev", AccountID: "a", Now: t0}).(fsm.CreateVideoResult); res.QueuePosition != 5 {
+			if res := must(w, &fsm.RenderPreview{VideoID: "prev", AccountID: "a", Now: t0}); res.QueuePosition != 5 {
 				t.Fatalf("rendered preview at %d, want 5", res.QueuePosition)
 			}
 			w.must(&fsm.FailVideo{VideoID: "v2", Now: t0}) // the head fails

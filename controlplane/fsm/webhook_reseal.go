@@ -26,9 +26,9 @@ type ResealWebhook struct {
 func (*ResealWebhook) Type() MessageType { return ResealWebhookType }
 
 // applyResealWebhook reports whether it replaced the secret.
-func (s *state) applyResealWebhook(c *ResealWebhook) (any, error) {
+func (s *state) applyResealWebhook(c *ResealWebhook) (bool, error) {
 	if c.New == "" {
-		return nil, fmt.Errorf("%w: reseal webhook %s without a secret", ErrInvalidCommand, c.WebhookID)
+		return false, fmt.Errorf("%w: reseal webhook %s without a secret", ErrInvalidCommand, c.WebhookID)
 	}
 	w, ok := s.webhooks[c.WebhookID]
 	if !ok || w.Secret != c.Old {

@@ -99,23 +99,23 @@ func (d Delivery) clone() Delivery {
 	return d
 }
 
-func (s *state) applyCreateWebhook(c *CreateWebhook) (any, error) {
+func (s *state) applyCreateWebhook(c *CreateWebhook) (Webhook, error) {
 	if _, ok := s.accounts[c.AccountID]; !ok {
-		return nil, fmt.Errorf("create webhook for %s: %w", c.AccountID, ErrAccountNotFound)
+		return Webhook{}, fmt.Errorf("create webhook for %s: %w", c.AccountID, ErrAccountNotFound)
 	}
 	if _, dup := s.webhooks[c.WebhookID]; dup || c.WebhookID == "" || c.URL == "" || c.Secret == "" {
-		return nil, fmt.Errorf("%w: webhook needs a new id, a url and a secret", ErrInvalidCommand)
+		return Webhook{}, fmt.Errorf("%w: webhook needs a new id, a url and a secret", ErrInvalidCommand)
 	}
 	if len(c.Events) == 0 {
-		return nil, fmt.Errorf("%w: webhook subscribes to no event", ErrInvalidCommand)
+		return Webhook{}, fmt.Errorf("%w: webhook subscribes to no event", ErrInvalidCommand)
 	}
 	for i, e := range c.Events {
 		if !slices.Contains(EventTypes, e) || slices.Contains(c.Events[:i], e) {
-			return nil, fmt.Errorf("%w: event %q unknown or repeated", ErrInvalidCommand, e)
+			return Webhook{}, fmt.Errorf("%w: event %q unknown or repeated", ErrInvalidCommand, e)
 		}
 	}
 	if len(s.accountWebhooks[c.AccountID]) >= MaxWebhooksPerAccount {
-		return nil, ErrWebhookLimitReached
+		return Webhook{}, ErrWebhookLimitReached
 	}
 	w := &Webhook{ID: c.WebhookID, AccountID: c.AccountID, URL: c.URL, Events: cloneStrings(c.Events),
 		Secret: c.Secret, CreatedAt: c.Now}
@@ -124,10 +124,10 @@ func (s *state) applyCreateWebhook(c *CreateWebhook) (any, error) {
 	return w.clone(), nil
 }
 
-func (s *state) applyDeleteWebhook(c *DeleteWebhook) (any, error) {
+func (s *state) applyDeleteWebhook(c *DeleteWebhook) (Webhook, error) {
 	w, ok := s.webhooks[c.WebhookID]
 	if !ok || w.AccountID != c.AccountID {
-		return nil, fmt.Errorf("delete webhook %s: %w", c.WebhookID, ErrWebhookNotFound)
+		return Webhook{}, fmt.Errorf("delete webhook %s: %w", c.WebhookID, ErrWebhookNotFound)
 	}
 	delete(s.webhooks, w.ID)
 	s.accountWebhooks[w.AccountID] = slices.DeleteFunc(s.accountWebhooks[w.AccountID], func(id string) bool { return id == w.ID })
@@ -147,13 +147,13 @@ func (s *state) finishDelivery(d *Delivery, st string, at int64) {
 	delete(s.pending, d.ID())
 }
 
-func (s *state) applyRecordDelivery(c *RecordDelivery) (any, error) {
+func (s *state) applyRecordDelivery(c *RecordDelivery) (Delivery, error) {
 	d, ok := s.deliveries[deliveryKey(c.EventID, c.WebhookID)]
 	if !ok {
-		return nil, fmt.Errorf("delivery of %s to %s: %w", c.EventID, c.WebhookID, ErrDeliveryNotFound)
+		return Delivery{}, fmt.Errorf("delivery of %s to %s: %w", c.EventID, c.WebhookID, ErrDeliveryNotFound)
 	}
 	if d.State != DeliveryPending {
-		return d.clone(), fmt.Errorf("delivery %s is %s: %w", d.ID(), d.State, ErrDeliveryFinished)
+		return Delivery{}, fmt.Errorf("delivery %s is %s: %w", d.ID(), d.State, ErrDeliveryFinished)
 	}
 	a := Attempt{At: c.At, Status: c.Status, Error: c.Error, LatencyMS: c.LatencyMS}
 	if len(a.Error) > MaxAttemptError {
@@ -171,7 +171,7 @@ func (s *state) applyRecordDelivery(c *RecordDelivery) (any, error) {
 	return d.clone(), nil
 }
 
-func (s *state) applyPruneDeliveries(c *PruneDeliveries) (any, error) {
+func (s *state) applyPruneDeliveries(c *PruneDeliveries) (int, error) {
 	left := map[string]bool{} // events that keep a delivery
 	n := 0
 	for key, d := range s.deliveries {

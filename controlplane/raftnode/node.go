@@ -279,9 +279,12 @@ func (n *Node) wait(ctx context.Context, what string, followerReady func() bool)
 	}
 }
 
+var _ fsm.Applier = (*Node)(nil)
+
 // Apply proposes cmd, waits until it is applied and returns the FSM's value, or its
-// domain refusal as the error. Not being the leader is ErrNotLeader; a type some
-// member cannot apply yet is ErrNotUnderstood, and nothing is proposed (gate.go).
+// domain refusal as the error (fsm.Do gives the value its command's type). Not
+// being the leader is ErrNotLeader; a type some member cannot apply yet is
+// ErrNotUnderstood, and nothing is proposed (gate.go).
 func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (any, error) {
 	if err := n.CheckUnderstood(cmd.Type()); err != nil {
 		return nil, err

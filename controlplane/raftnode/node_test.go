@@ -63,11 +63,11 @@ func closeNode(t *testing.T, n *raftnode.Node) {
 	}
 }
 
-func apply(t *testing.T, n *raftnode.Node, c fsm.Command) any {
+func apply[R any](t *testing.T, n *raftnode.Node, c fsm.Typed[R]) R {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	v, err := n.Apply(ctx, c)
+	v, err := fsm.Do(ctx, n, c)
 	if err != nil {
 		t.Fatalf("apply %s: %v", c.Type(), err)
 	}
@@ -101,11 +101,10 @@ func TestBootstrapLeadAndApply(t *testing.T) {
 	if !n.IsLeader() || n.RaftAddr() == "" || n.Stats()["state"] != "Leader" {
 		t.Fatalf("leader %v addr %q stats %v", n.IsLeader(), n.RaftAddr(), n.Stats()["state"])
 	}
-	got := apply(t, n, account("acct", 10))
-	if a, ok := got.(fsm.Account); !ok || a.ID != "acct" || a.Credits != 10 {
-		t.Fatalf("apply answered %#v", got)
+	if a := apply(t, n, account("acct", 10)); a.ID != "acct" || a.Credits != 10 {
+		t.Fatalf("apply answered %#v", a)
 	}
-	res := apply(t, n, video("v1", "acct", 4, "")).(fsm.CreateVideoResult)
+	res := apply(t, n, video("v1", "acct", 4, ""))
 	if res.Video.CreditsCharged != 4 || res.QueuePosition != 1 {
 		t.Fatalf("create answered %+v", res)
 	}
@@ -246,7 +245,7 @@ func equalState(a, b state) bool {
 // replay asks the node for the idempotent replay of "idem-1" on acct "a".
 func replay(t *testing.T, n *raftnode.Node) fsm.CreateVideoResult {
 	t.Helper()
-	res := apply(t, n, video("v-retry", "a", 2, "idem-1")).(fsm.CreateVideoResult)
+	res := apply(t, n, video("v-retry", "a", 2, "idem-1"))
 	if !res.Replayed {
 		t.Fatalf("idempotency record lost: the retry created %s", res.Video.ID)
 	}
@@ -303,7 +302,7 @@ func TestReopenRestoresSnapshotThenReplays(t *testing.T) {
 	apply(t, n, account("c", 1))
 	// The farm's state lives in the log too: a node takes v1's first task.
 	apply(t, n, &fsm.RegisterNode{NodeID: "n1", Name: "n1", CredHash: [32]byte{9}, Node: scheduler.Node{CPUSlots: 1}, Now: t0})
-	if l := apply(t, n, &fsm.LeaseTask{NodeID: "n1", LeaseMS: 3_600_000, Now: t0}).(fsm.LeaseResult); !l.Found || l.Lease.VideoID != "v1" {
+	if l := apply(t, n, &fsm.LeaseTask{NodeID: "n1", LeaseMS: 3_600_000, Now: t0}); !l.Found || l.Lease.VideoID != "v1" {
 		t.Fatalf("lease %+v", l)
 	}
 	apply(t, n, &fsm.FailVideo{VideoID: "v2", Reason: "x", Now: t0})

@@ -26,7 +26,7 @@ func (s *Server) expireSpeech(ctx context.Context) {
 	}
 	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	n, err := s.Node.Apply(actx, &fsm.ExpireSpeech{Before: before, Now: time.Now().UnixNano()})
+	n, err := fsm.Do(actx, s.Node, &fsm.ExpireSpeech{Before: before, Now: time.Now().UnixNano()})
 	if err != nil {
 		if ctx.Err() == nil && !s.gated("expire_speech", err) {
 			s.log.Warn("expire speech samples", "err", err)
@@ -46,7 +46,7 @@ func (s *Server) sweepIntermediates(ctx context.Context) {
 	}
 	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	n, err := s.Node.Apply(actx, &fsm.SweepIntermediates{Now: time.Now().UnixNano()})
+	n, err := fsm.Do(actx, s.Node, &fsm.SweepIntermediates{Now: time.Now().UnixNano()})
 	if err != nil {
 		if ctx.Err() == nil && !s.gated("sweep_intermediates", err) {
 			s.log.Warn("sweep the intermediates of videos finished before the garbage list", "err", err)

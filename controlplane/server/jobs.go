@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
-	"github.com/vidfarm/vidfarm/scheduler"
 )
 
 // DefaultRetryBackoff is the base wait before a task that failed on every
@@ -90,9 +89,9 @@ func (s *Server) expireIdempotency(ctx context.Context) {
 	before := time.Now().Add(-time.Duration(fsm.IdempotencyTTL)).UnixNano()
 	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if n, err := s.Node.Apply(actx, &fsm.ExpireIdempotency{Before: before}); err != nil {
+	if n, err := fsm.Do(actx, s.Node, &fsm.ExpireIdempotency{Before: before}); err != nil {
 		s.log.Warn("expire idempotency keys", "err", err)
-	} else if n.(int) > 0 {
+	} else if n > 0 {
 		s.log.Info("expired idempotency keys", "count", n)
 	}
 }
@@ -108,14 +107,13 @@ func (s *Server) expireLeases(ctx context.Context) {
 	}
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	out, err := s.Node.Apply(actx, &fsm.ExpireLeases{Now: now})
+	res, err := fsm.Do(actx, s.Node, &fsm.ExpireLeases{Now: now})
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Warn("expire leases", "err", err)
 		}
 		return
 	}
-	res, _ := out.(scheduler.ExpireResult)
 	for i, l := range res.Leases {
 		o := res.Expired[i]
 		s.log.Warn("lease expired", "node_id", l.NodeID, "task_id", l.TaskID, "video_id", l.VideoID,

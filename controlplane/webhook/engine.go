@@ -207,14 +207,14 @@ func (e *Engine) sendAll(ctx context.Context, due []fsm.DueDelivery) bool {
 func (e *Engine) prune(ctx context.Context, now time.Time) {
 	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	n, err := e.cfg.Store.Apply(actx, &fsm.PruneDeliveries{Before: now.Add(-e.cfg.Retention).UnixNano()})
+	n, err := fsm.Do(actx, e.cfg.Store, &fsm.PruneDeliveries{Before: now.Add(-e.cfg.Retention).UnixNano()})
 	if err != nil {
 		if ctx.Err() == nil {
 			e.cfg.Logger.Warn("prune webhook deliveries", "err", err)
 		}
 		return
 	}
-	if n, _ := n.(int); n > 0 {
+	if n > 0 {
 		e.cfg.Logger.Info("pruned finished webhook deliveries", "count", n, "retention", e.cfg.Retention)
 	}
 }
@@ -264,7 +264,7 @@ func (e *Engine) attempt(ctx context.Context, d fsm.DueDelivery) error {
 		Error: failure, LatencyMS: latency.Milliseconds()}
 	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	out, err := e.cfg.Store.Apply(actx, cmd)
+	rec, err := fsm.Do(actx, e.cfg.Store, cmd)
 	if errors.Is(err, fsm.ErrDeliveryFinished) || errors.Is(err, fsm.ErrDeliveryNotFound) {
 		log.Info("webhook delivery ended while it was attempted (endpoint deleted)", "err", err)
 		return nil
@@ -273,7 +273,6 @@ func (e *Engine) attempt(ctx context.Context, d fsm.DueDelivery) error {
 		log.Warn("record webhook attempt", "err", err)
 		return err
 	}
-	rec, _ := out.(fsm.Delivery)
 	e.cfg.Metrics.finished(rec.State)
 	switch rec.State {
 	case fsm.DeliveryDelivered:
