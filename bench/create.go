@@ -82,24 +82,31 @@ func RunCreate(ctx context.Context, cfg CreateConfig) (CreateReport, error) {
 	if client == nil {
 		client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency, MaxConnsPerHost: cfg.Concurrency}}
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
-	defer cancel()
 	url := strings.TrimRight(cfg.BaseURL, "/") + "/v1/videos"
+	return closedLoop(ctx, cfg.Concurrency, cfg.Duration, cfg.Progress, func(ctx context.Context, w int) (string, error) {
+		return createOnce(ctx, client, url, cfg.APIKeys[w%len(cfg.APIKeys)], body)
+	}), nil
+}
 
+// closedLoop runs op from concurrency workers, each issuing the next as soon
+// as the last answered, for d or until ctx ends. op answers "" for success,
+// a code for a refusal, or a transport error.
+func closedLoop(ctx context.Context, concurrency int, d time.Duration, progress func(int64, time.Duration), op func(ctx context.Context, worker int) (string, error)) CreateReport {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
 	var created, requests atomic.Int64
-	lat := make([][]time.Duration, cfg.Concurrency)
-	fails := make([]map[string]int64, cfg.Concurrency)
+	lat := make([][]time.Duration, concurrency)
+	fails := make([]map[string]int64, concurrency)
 	start := time.Now()
 	var wg sync.WaitGroup
-	for w := 0; w < cfg.Concurrency; w++ {
+	for w := 0; w < concurrency; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			key := cfg.APIKeys[w%len(cfg.APIKeys)]
 			fails[w] = map[string]int64{}
 			for ctx.Err() == nil {
 				t0 := time.Now()
-				code, err := createOnce(ctx, client, url, key, body)
+				code, err := op(ctx, w)
 				if ctx.Err() != nil {
 					return // the request was cut by the end of the run; don't count it
 				}
@@ -116,7 +123,7 @@ func RunCreate(ctx context.Context, cfg CreateConfig) (CreateReport, error) {
 			}
 		}(w)
 	}
-	if cfg.Progress != nil {
+	if progress != nil {
 		done := make(chan struct{})
 		go func() { wg.Wait(); close(done) }()
 		t := time.NewTicker(time.Second)
@@ -126,7 +133,7 @@ func RunCreate(ctx context.Context, cfg CreateConfig) (CreateReport, error) {
 			case <-done:
 				break loop
 			case <-t.C:
-				cfg.Progress(created.Load(), time.Since(start))
+				progress(created.Load(), time.Since(start))
 			}
 		}
 		t.Stop()
@@ -134,7 +141,7 @@ func RunCreate(ctx context.Context, cfg CreateConfig) (CreateReport, error) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	var all []time.Duration
-	rep := CreateReport{Concurrency: cfg.Concurrency, Elapsed: elapsed, Requests: requests.Load(), Created: created.Load(), Failures: map[string]int64{}}
+	rep := CreateReport{Concurrency: concurrency, Elapsed: elapsed, Requests: requests.Load(), Created: created.Load(), Failures: map[string]int64{}}
 	for w := range lat {
 		all = append(all, lat[w]...)
 		for c, n := range fails[w] {
@@ -147,7 +154,7 @@ func RunCreate(ctx context.Context, cfg CreateConfig) (CreateReport, error) {
 	if len(all) > 0 {
 		rep.Max = all[len(all)-1]
 	}
-	return rep, nil
+	return rep
 }
 
 // percentile reads the q-quantile of sorted durations (nearest rank).

@@ -131,3 +131,7 @@ echo "exported rows: $(metric vidfarm_appdb_rows_exported_total)"
 echo
 echo "== the state at scale: ${STATE_VIDEOS:-10000000} finished videos (scripts/bench-state.sh)"
 ./scripts/bench-state.sh
+
+echo
+echo "== creates beside etcd (scripts/bench-anchors.sh)"
+./scripts/bench-anchors.sh

@@ -16,6 +16,7 @@ import (
 const benchUsage = `usage: vidfarm bench <command>
 
   create   closed-loop POST /v1/videos load against a live control plane
+  etcd     the same closed loop of 1 KB puts against etcd, the anchor creates are compared with
   load     open-loop create-and-poll load against a live farm
   sim      discrete-event simulation of a farm on the real scheduler (-sweep: size a node group)
 `
@@ -28,6 +29,8 @@ func runBench(args []string) error {
 	switch args[0] {
 	case "create":
 		return runBenchCreate(args[1:])
+	case "etcd":
+		return runBenchEtcd(args[1:])
 	case "load":
 		return runBenchLoad(args[1:])
 	case "sim":
@@ -67,6 +70,35 @@ func runBenchCreate(args []string) error {
 			fmt.Fprintf(os.Stderr, "\r  %5.1fs / %s  %8d created  %6.0f/s", el.Seconds(), *duration, done, float64(done)/el.Seconds())
 		},
 	})
+	fmt.Fprintln(os.Stderr)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(os.Stdout).Encode(rep)
+	}
+	fmt.Print(rep.String())
+	return nil
+}
+
+func runBenchEtcd(args []string) error {
+	fs := flag.NewFlagSet("bench etcd", flag.ExitOnError)
+	var cfg bench.EtcdConfig
+	fs.StringVar(&cfg.Endpoint, "endpoint", "http://127.0.0.1:2379", "etcd client URL")
+	fs.IntVar(&cfg.Concurrency, "concurrency", 64, "concurrent clients")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long to run")
+	fs.IntVar(&cfg.ValueBytes, "value-bytes", 1024, "size of each put's value")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	fmt.Fprintf(os.Stderr, "bench etcd: %d clients putting %d bytes for %s against %s\n", cfg.Concurrency, cfg.ValueBytes, cfg.Duration, cfg.Endpoint)
+	cfg.Progress = func(done int64, el time.Duration) {
+		fmt.Fprintf(os.Stderr, "\r  %5.1fs / %s  %8d puts  %6.0f/s", el.Seconds(), cfg.Duration, done, float64(done)/el.Seconds())
+	}
+	rep, err := bench.RunEtcdPut(ctx, cfg)
 	fmt.Fprintln(os.Stderr)
 	if err != nil {
 		return err
