@@ -4,8 +4,10 @@
 # million) made by the bench-only fill command, stored as rendered videos are.
 # Prints: the memory the server owns (RssAnon), the state file's size, restart
 # to the first successful create, GET /v1/videos?limit=100 for the big account,
-# and the slowest create of 64 clients with and without a snapshot taken
-# during the run. Run by make bench (scripts/bench.sh) or alone.
+# a second node joining behind a compacted log (so it is sent the snapshot,
+# streamed from the state file) until it has caught up, and the slowest create
+# of 64 clients with and without a snapshot taken during the run. Run by make
+# bench (scripts/bench.sh) or alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=./bin/vidfarm
@@ -17,11 +19,15 @@ token=bench-$RANDOM$RANDOM
 pub=http://127.0.0.1:18280
 adm=http://127.0.0.1:18281
 pid=
-trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
+pid2=
+trap 'kill $pid $pid2 2>/dev/null || true; wait $pid $pid2 2>/dev/null || true; rm -rf "$dir" "$dir.n2"' EXIT
+secret=00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff
 
+# A short log behind each snapshot, so a node that joins later is sent one.
 start() {
-  $bin server --data-dir "$dir" --listen 127.0.0.1:18280 --admin-listen 127.0.0.1:18281 \
-    --raft-listen 127.0.0.1:17200 --admin-token "$token" --rate-limits=false --bench-fill \
+  $bin server --node-id n1 --data-dir "$dir" --listen 127.0.0.1:18280 --admin-listen 127.0.0.1:18281 \
+    --agent-listen 127.0.0.1:18282 --raft-listen 127.0.0.1:17200 --admin-token "$token" --agent-token "$token" \
+    --blob-secret $secret --rate-limits=false --bench-fill --raft-trailing-logs 1 \
     --log-level warn 2>>"$dir/server.log" &
   pid=$!
 }
@@ -66,6 +72,28 @@ echo "== GET /v1/videos?limit=100 for the account with $big videos (ms: median, 
 for _ in $(seq 200); do
   curl -fsS -o /dev/null -w '%{time_total}\n' -H "Authorization: Bearer $key" "$pub/v1/videos?limit=100"
 done | sort -n | awk '{a[NR]=$1*1000} END {printf "median %.1f ms, p99 %.1f ms\n", a[int(NR/2)], a[int(NR*0.99)]}'
+
+echo
+echo "== a second node joins; the leader's log is compacted, so it is sent the snapshot"
+applied() { curl -fsS -H "Authorization: Bearer $token" "$1/metrics" | awk '$1 == "vidfarm_raft_index{index=\"applied_index\"}" {printf "%d", $2}'; }
+api -X POST "$adm/admin/v1/snapshot" >/dev/null
+s=$(date +%s%N)
+$bin server --node-id n2 --data-dir "$dir.n2" --listen 127.0.0.1:18290 --admin-listen 127.0.0.1:18291 \
+  --agent-listen 127.0.0.1:18292 --raft-listen 127.0.0.1:17210 --admin-token "$token" --agent-token "$token" \
+  --blob-secret $secret --rate-limits=false --join "$adm" --log-level warn 2>"$dir/n2.log" &
+pid2=$!
+want=$(applied "$adm")
+until [ "$(applied http://127.0.0.1:18291 2>/dev/null || echo 0)" -ge "$want" ] 2>/dev/null; do
+  kill -0 $pid2 || { echo "n2 exited:"; tail -5 "$dir/n2.log"; exit 1; }
+  sleep 0.5
+done
+echo "caught up in $((($(date +%s%N) - s) / 1000000)) ms: state file $(du -m "$dir.n2/state.db" | cut -f1) MB, n2 RssAnon $(awk '/RssAnon/ {printf "%.0f MB", $2/1024}' /proc/$pid2/status), leader RssAnon $(rss) (load $(cut -d' ' -f1 /proc/loadavg))"
+curl -fsS -H "Authorization: Bearer $token" http://127.0.0.1:18291/metrics | grep '^vidfarm_state_videos'
+# Back to one node for the create rounds.
+api -X POST "$adm/admin/v1/cluster/remove" -d '{"id":"n2"}' >/dev/null
+kill $pid2
+wait $pid2 2>/dev/null || true
+rm -rf "$dir.n2"
 
 echo
 echo "== slowest create, 64 clients, 20 s: without and with a snapshot during the run (alternating)"

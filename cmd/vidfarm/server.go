@@ -71,6 +71,8 @@ func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
 	fs.DurationVar(&sf.cfg.RaftTiming.Heartbeat, "raft-heartbeat-timeout", raftnode.DefaultTiming.Heartbeat, "how long a follower hears nothing from the leader (randomised up to twice this) before it asks for an election")
 	fs.DurationVar(&sf.cfg.RaftTiming.Election, "raft-election-timeout", raftnode.DefaultTiming.Election, "how long a candidate waits for votes (randomised up to twice this) before it tries again")
 	fs.DurationVar(&sf.cfg.RaftTiming.LeaderLease, "raft-leader-lease", raftnode.DefaultTiming.LeaderLease, "how long a leader that cannot reach a majority keeps leading; at most --raft-heartbeat-timeout")
+	fs.Uint64Var(&sf.cfg.RaftSnapshotThreshold, "raft-snapshot-threshold", 8192, "new log entries that trigger a snapshot: a checkpoint of the state file")
+	fs.Uint64Var(&sf.cfg.RaftTrailingLogs, "raft-trailing-logs", 10240, "log entries kept behind a snapshot; a follower further behind is sent the snapshot")
 	fs.StringVar(&sf.cfg.AppDB, "app-db", "", "the service's app database, postgres://… (add ?search_path=SCHEMA for another schema); empty runs alone")
 	bindHTTPLimitFlags(fs, sf)
 }

@@ -137,6 +137,11 @@ type Config struct {
 	// RaftTiming is Raft's failure detection; the zero value is
 	// raftnode.DefaultTiming, chosen for a busy machine.
 	RaftTiming raftnode.Timing
+	// RaftSnapshotThreshold and RaftTrailingLogs: new log entries that trigger
+	// a snapshot (a checkpoint of the state file) and entries kept behind one;
+	// 0 keeps raftnode's defaults (8192, 10240).
+	RaftSnapshotThreshold uint64
+	RaftTrailingLogs      uint64
 	// HTTP bounds slow and greedy clients: per-route read and write deadlines
 	// on every listener, connections per address on the public one.
 	HTTP HTTPLimits
@@ -285,6 +290,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		DataDir: filepath.Join(cfg.DataDir, "raft"), NodeID: cfg.NodeID, RaftAddr: cfg.RaftListen,
 		Logger: cfg.Logger, NoSync: cfg.NoSync, Join: cfg.Join != "", Advertise: cfg.RaftAdvertise,
 		TLS: tlsSet.raft, Timing: cfg.RaftTiming,
+		SnapshotThreshold: cfg.RaftSnapshotThreshold, TrailingLogs: cfg.RaftTrailingLogs,
 	}, f)
 	if err != nil {
 		f.Close()
