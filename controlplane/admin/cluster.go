@@ -27,6 +27,7 @@ type Cluster interface {
 	// (raftnode.Node.Levels).
 	Levels() ([]fsm.ServerLevel, error)
 	AddVoter(ctx context.Context, id, addr string) error
+	AddNonvoter(ctx context.Context, id, addr string) error
 	RemoveServer(ctx context.Context, id string) error
 	Restore(ctx context.Context, r io.Reader, size int64) error
 }
@@ -72,7 +73,8 @@ func (s *server) tooOld(req cluster.JoinRequest) *apierr.Error {
 		With("understands", uint8(joining)).With("members_understand", uint8(low))
 }
 
-// clusterJoin adds a node as a voter and records its addresses and level. It
+// clusterJoin adds a node, as a nonvoter or a voter (its request's stage;
+// see raftnode.Node.AddNonvoter), and records its addresses and level. It
 // runs on the leader (followers forward it); adding a node that is already a
 // member with the same address is a no-op for Raft, so a joining node may
 // retry freely. A node older than every member is refused (tooOld).
@@ -90,9 +92,18 @@ func (s *server) clusterJoin(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, e)
 		return
 	}
+	add := s.cfg.Cluster.AddVoter
+	switch req.Stage {
+	case cluster.StageNonvoter:
+		add = s.cfg.Cluster.AddNonvoter
+	case "", cluster.StageVoter:
+	default:
+		apierr.Write(w, r, apierr.Invalid("stage", fmt.Sprintf("stage %q: want %q (receive the log first) or %q (count for a majority)", req.Stage, cluster.StageNonvoter, cluster.StageVoter)))
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 	defer cancel()
-	if err := s.cfg.Cluster.AddVoter(ctx, req.ID, req.RaftAddr); err != nil {
+	if err := add(ctx, req.ID, req.RaftAddr); err != nil {
 		s.cfg.Logger.Warn("add voter failed", "node_id", req.ID, "raft_addr", req.RaftAddr, "err", err)
 		if errors.Is(err, raftnode.ErrPeerRefused) {
 			apierr.Write(w, r, apierr.Invalid("raft_addr", "the cluster cannot talk Raft to "+req.RaftAddr+": "+err.Error()+
@@ -106,8 +117,12 @@ func (s *server) clusterJoin(w http.ResponseWriter, r *http.Request) {
 	if _, ok := apply(s, w, r, &fsm.SetMember{Member: m, Now: s.cfg.Now().UnixNano()}); !ok {
 		return
 	}
-	s.cfg.Logger.Info("node joined the cluster", "node_id", req.ID, "raft_addr", req.RaftAddr, "understands", uint8(m.Level()))
-	apierr.WriteJSON(w, http.StatusOK, map[string]any{"joined": req.ID})
+	stage := req.Stage
+	if stage == "" {
+		stage = cluster.StageVoter
+	}
+	s.cfg.Logger.Info("node joined the cluster", "node_id", req.ID, "raft_addr", req.RaftAddr, "stage", stage, "understands", uint8(m.Level()))
+	apierr.WriteJSON(w, http.StatusOK, map[string]any{"joined": req.ID, "stage": stage})
 }
 
 // clusterReport records what a member says of itself when the state holds

@@ -26,7 +26,18 @@ type JoinRequest struct {
 	// (fsm.Understood); absent, the cluster takes it for a binary of the
 	// release before levels were recorded (fsm.Baseline).
 	Understands uint8 `json:"understands,omitempty"`
+	// Stage is StageNonvoter for the first step of a join (the node receives
+	// the log without counting for a majority) or StageVoter for the second,
+	// once it has caught up; empty adds a voter at once (nodes from before
+	// staged joins).
+	Stage string `json:"stage,omitempty"`
 }
+
+// Join stages.
+const (
+	StageNonvoter = "nonvoter"
+	StageVoter    = "voter"
+)
 
 // JoinPath is the admin endpoint a joining node calls on any member.
 const JoinPath = "/admin/v1/cluster/join"
@@ -36,7 +47,7 @@ const JoinPath = "/admin/v1/cluster/join"
 const MemberPath = "/admin/v1/cluster/members/"
 
 // Join asks the cluster behind adminURL (any member: followers forward to the
-// leader) to add this node as a voter, retrying with backoff while the cluster
+// leader) to add this node at req.Stage, retrying with backoff while the cluster
 // is unreachable or electing, until ctx ends. A refusal (4xx) is final.
 // tlsCfg checks the member's certificate when adminURL is https (nil: the
 // system's CAs).

@@ -65,6 +65,23 @@ func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
 	})
 }
 
+// AddNonvoter adds a member that receives the log but does not count for a
+// majority: a new node starts so, and is promoted with AddVoter once it has
+// caught up. Added as a voter at once, a node that must first be sent a large
+// snapshot would be part of every majority before it can acknowledge
+// anything (in a cluster of one, two of two), and writes would stop until it
+// had it. With mutual TLS the address is checked first, as for AddVoter.
+func (n *Node) AddNonvoter(ctx context.Context, id, addr string) error {
+	if n.tls != nil {
+		if err := n.tls.probe(ctx, addr); err != nil {
+			return fmt.Errorf("add nonvoter %s: %w: %w", id, ErrPeerRefused, err)
+		}
+	}
+	return n.membership(ctx, "add nonvoter "+id, func(timeout time.Duration) raft.IndexFuture {
+		return n.Raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), 0, timeout)
+	})
+}
+
 // RemoveServer removes a member from the cluster. Only the leader can.
 func (n *Node) RemoveServer(ctx context.Context, id string) error {
 	return n.membership(ctx, "remove server "+id, func(timeout time.Duration) raft.IndexFuture {

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -385,10 +386,14 @@ func (s *Server) joinOrWait(ctx context.Context) error {
 			return err
 		}
 		s.serveAll()
-		return nil
+		return s.promoteIfNonvoter(ctx)
 	}
 	s.serveAll()
-	if err := cluster.Join(ctx, s.cfg.Join, s.cfg.AdminToken, joinRequest(s.self()), s.tls.client, s.log); err != nil {
+	// Two steps: first receive the log (and, far behind, the snapshot) without
+	// counting for a majority; then, caught up, become a voter.
+	req := joinRequest(s.self())
+	req.Stage = cluster.StageNonvoter
+	if err := cluster.Join(ctx, s.cfg.Join, s.cfg.AdminToken, req, s.tls.client, s.log); err != nil {
 		return err
 	}
 	// The join is acknowledged once committed on the leader; wait until this
@@ -397,7 +402,7 @@ func (s *Server) joinOrWait(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		if _, ok := s.Node.FSM.Member(s.cfg.NodeID); ok {
-			return s.Node.WaitReady(ctx)
+			break
 		}
 		select {
 		case <-ctx.Done():
@@ -405,6 +410,31 @@ func (s *Server) joinOrWait(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+	if err := s.Node.WaitReady(ctx); err != nil {
+		return err
+	}
+	req.Stage = cluster.StageVoter
+	return cluster.Join(ctx, s.cfg.Join, s.cfg.AdminToken, req, s.tls.client, s.log)
+}
+
+// promoteIfNonvoter finishes a staged join that a restart interrupted: a
+// node still a nonvoter asks again to become a voter.
+func (s *Server) promoteIfNonvoter(ctx context.Context) error {
+	if s.cfg.Join == "" {
+		return nil
+	}
+	servers, err := s.Node.Servers()
+	if err != nil {
+		return err
+	}
+	for _, sv := range servers {
+		if sv.ID == s.cfg.NodeID && sv.Suffrage == raft.Nonvoter.String() {
+			req := joinRequest(s.self())
+			req.Stage = cluster.StageVoter
+			return cluster.Join(ctx, s.cfg.Join, s.cfg.AdminToken, req, s.tls.client, s.log)
+		}
+	}
+	return nil
 }
 
 func (s *Server) serveAll() {

@@ -129,6 +129,11 @@ func TestMembersRecordWhatTheyUnderstand(t *testing.T) {
 			r.ID, r.RaftAddr, r.Understands = "n9", "127.0.0.1:1", uint8(fsm.ExpireSpeechType)
 			return r
 		}(), http.StatusBadRequest, apierr.CodeInvalidRequest},
+		{"a join at an unknown stage", http.MethodPost, cluster.JoinPath, func() cluster.JoinRequest {
+			r := report
+			r.ID, r.RaftAddr, r.Stage = "n9", "127.0.0.1:1", "observer"
+			return r
+		}(), http.StatusBadRequest, apierr.CodeInvalidRequest},
 	}
 	for _, tc := range refusals {
 		_, err := follower.admin.Do(ctx, tc.method, tc.path, tc.body) // through the follower: forwarded
