@@ -80,7 +80,7 @@ api -X POST "$adm/admin/v1/snapshot" >/dev/null
 s=$(date +%s%N)
 $bin server --node-id n2 --data-dir "$dir.n2" --listen 127.0.0.1:18290 --admin-listen 127.0.0.1:18291 \
   --agent-listen 127.0.0.1:18292 --raft-listen 127.0.0.1:17210 --admin-token "$token" --agent-token "$token" \
-  --blob-secret $secret --rate-limits=false --join "$adm" --log-level warn 2>"$dir/n2.log" &
+  --blob-secret $secret --rate-limits=false --join "$adm" --start-timeout 60m --log-level info 2>"$dir/n2.log" &
 pid2=$!
 want=$(applied "$adm")
 until [ "$(applied http://127.0.0.1:18291 2>/dev/null || echo 0)" -ge "$want" ] 2>/dev/null; do

@@ -57,7 +57,7 @@ func runDev(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	startCtx, cancel := context.WithTimeout(ctx, sf.startTimeout)
 	defer cancel()
 	s, err := server.Start(startCtx, cfg)
 	if err != nil {

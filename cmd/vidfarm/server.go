@@ -23,6 +23,9 @@ type serverFlags struct {
 	rateLimits bool
 	s3         blob.S3Config
 	connExempt string
+	// startTimeout bounds the wait for a leader and the log (and, joining,
+	// for the catch-up) before the node serves.
+	startTimeout time.Duration
 }
 
 func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
@@ -71,6 +74,7 @@ func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
 	fs.DurationVar(&sf.cfg.RaftTiming.Heartbeat, "raft-heartbeat-timeout", raftnode.DefaultTiming.Heartbeat, "how long a follower hears nothing from the leader (randomised up to twice this) before it asks for an election")
 	fs.DurationVar(&sf.cfg.RaftTiming.Election, "raft-election-timeout", raftnode.DefaultTiming.Election, "how long a candidate waits for votes (randomised up to twice this) before it tries again")
 	fs.DurationVar(&sf.cfg.RaftTiming.LeaderLease, "raft-leader-lease", raftnode.DefaultTiming.LeaderLease, "how long a leader that cannot reach a majority keeps leading; at most --raft-heartbeat-timeout")
+	fs.DurationVar(&sf.startTimeout, "start-timeout", time.Minute, "how long a starting node waits for a leader and to catch up with the log before it gives up; a node joining a state of millions of videos needs minutes")
 	fs.Uint64Var(&sf.cfg.RaftSnapshotThreshold, "raft-snapshot-threshold", 8192, "new log entries that trigger a snapshot: a checkpoint of the state file")
 	fs.Uint64Var(&sf.cfg.RaftTrailingLogs, "raft-trailing-logs", 10240, "log entries kept behind a snapshot; a follower further behind is sent the snapshot")
 	fs.StringVar(&sf.cfg.AppDB, "app-db", "", "the service's app database, postgres://… (add ?search_path=SCHEMA for another schema); empty runs alone")
@@ -150,7 +154,7 @@ func runServer(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	startCtx, cancel := context.WithTimeout(ctx, sf.startTimeout)
 	defer cancel()
 	s, err := server.Start(startCtx, cfg)
 	if err != nil {

@@ -397,17 +397,26 @@ func (s *Server) joinOrWait(ctx context.Context) error {
 		return err
 	}
 	// The join is acknowledged once committed on the leader; wait until this
-	// node's own log has caught up to it too.
+	// node's own log has caught up to it too (far behind, the snapshot comes
+	// first: minutes at millions of videos), saying so every ten seconds.
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
+	began, told := time.Now(), time.Now()
 	for {
 		if _, ok := s.Node.FSM.Member(s.cfg.NodeID); ok {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("wait for this node's membership to replicate: %w", ctx.Err())
+			return fmt.Errorf("wait for this node's membership to replicate (still catching up after %s; a node joining a large state may need a longer --start-timeout): %w",
+				time.Since(began).Round(time.Second), ctx.Err())
 		case <-t.C:
+		}
+		if time.Since(told) >= 10*time.Second {
+			told = time.Now()
+			st := s.Node.Stats()
+			s.log.Info("catching up with the cluster", "applied_index", st["applied_index"], "commit_index", st["commit_index"],
+				"last_snapshot_index", st["last_snapshot_index"], "waited", time.Since(began).Round(time.Second).String())
 		}
 	}
 	if err := s.Node.WaitReady(ctx); err != nil {
