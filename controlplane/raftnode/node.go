@@ -173,7 +173,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		store.Close()
 		return nil, fmt.Errorf("open snapshot store: %w", err)
 	}
-	snaps := newCheckpointSnapshots(files, f, cfg.DataDir)
+	snaps := newCheckpointSnapshots(files, f, cfg.DataDir, cfg.Logger)
 	var adv net.Addr
 	if cfg.Advertise != "" {
 		if adv, err = net.ResolveTCPAddr("tcp", cfg.Advertise); err != nil {

@@ -5,8 +5,11 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -23,18 +26,19 @@ type checkpointSnapshots struct {
 	*raft.FileSnapshotStore
 	fsm *fsm.FSM
 	dir string
+	log *slog.Logger
 }
 
 const checkpointStreamGlob = "checkpoint-*.stream"
 
-func newCheckpointSnapshots(files *raft.FileSnapshotStore, f *fsm.FSM, dir string) *checkpointSnapshots {
+func newCheckpointSnapshots(files *raft.FileSnapshotStore, f *fsm.FSM, dir string, log *slog.Logger) *checkpointSnapshots {
 	// Streams left by a node that stopped while sending one.
 	if old, err := filepath.Glob(filepath.Join(dir, checkpointStreamGlob)); err == nil {
 		for _, p := range old {
 			_ = os.Remove(p)
 		}
 	}
-	return &checkpointSnapshots{FileSnapshotStore: files, fsm: f, dir: dir}
+	return &checkpointSnapshots{FileSnapshotStore: files, fsm: f, dir: dir, log: log}
 }
 
 func (c *checkpointSnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
@@ -63,13 +67,33 @@ func (c *checkpointSnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser
 		os.Remove(tmp.Name())
 		return nil, nil, fmt.Errorf("stream checkpoint %d: %w", index, err)
 	}
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	if err := c.fsm.WriteCheckpoint(bw, index); err != nil {
+	// Minutes at millions of videos: say how far it is every ten seconds.
+	cw := &countingWriter{w: tmp}
+	bw := bufio.NewWriterSize(cw, 1<<20)
+	began := time.Now()
+	c.log.Info("streaming a checkpoint for a snapshot", "index", index)
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				c.log.Info("streaming a checkpoint for a snapshot", "index", index, "bytes", cw.n.Load(), "elapsed", time.Since(began).Round(time.Second).String())
+			}
+		}
+	}()
+	err = c.fsm.WriteCheckpoint(bw, index)
+	if err == nil {
+		err = bw.Flush()
+	}
+	close(done)
+	if err != nil {
 		return fail(err)
 	}
-	if err := bw.Flush(); err != nil {
-		return fail(err)
-	}
+	c.log.Info("checkpoint streamed; sending the snapshot", "index", index, "bytes", cw.n.Load(), "took", time.Since(began).Round(time.Millisecond).String())
 	size, err := tmp.Seek(0, io.SeekCurrent)
 	if err != nil {
 		return fail(err)
@@ -91,4 +115,16 @@ func (r *removeOnClose) Close() error {
 		err = rerr
 	}
 	return err
+}
+
+// countingWriter counts what passes through it; read from another goroutine.
+type countingWriter struct {
+	w io.Writer
+	n atomic.Int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n.Add(int64(n))
+	return n, err
 }
