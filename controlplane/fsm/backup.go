@@ -26,16 +26,24 @@ func (f *FSM) WriteBackup(w io.Writer) error {
 	// The read transaction begins under the lock, so it and the copy show
 	// the same state: a checkpoint commit waits for nothing, but a video it
 	// writes is then in both, and the merge takes it once.
-	for id := range f.s.listedOnDisk {
-		v := f.s.videos[id]
-		for i := range records {
-			if av, ok := records[i].v.(accountVideos); ok && av.account == v.AccountID {
-				if av.changed == nil {
-					av.changed = map[string]Video{}
-				}
-				av.changed[id] = v.Clone()
-				records[i].v = av
+	// Videos on disk changed in memory since (a sweep) go with their
+	// account's record, to be written instead of the disk's copy.
+	if len(f.s.listedOnDisk) > 0 {
+		at := map[string]int{}
+		for i, r := range records {
+			if av, ok := r.v.(accountVideos); ok {
+				at[av.account] = i
 			}
+		}
+		for id := range f.s.listedOnDisk {
+			v := f.s.videos[id]
+			i := at[v.AccountID]
+			av := records[i].v.(accountVideos)
+			if av.changed == nil {
+				av.changed = map[string]Video{}
+			}
+			av.changed[id] = v.Clone()
+			records[i].v = av
 		}
 	}
 	tx, err := disk.db.Begin(false)

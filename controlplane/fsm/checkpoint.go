@@ -66,15 +66,8 @@ func (f *FSM) WriteCheckpoint(w io.Writer, index uint64) error {
 // account's videos in memory gathered into an accountVideos record to merge
 // with its videos on disk, and writes the whole.
 func streamCheckpoint(tx *bbolt.Tx, w io.Writer) error {
-	var extra storeExtra
-	if err := msgpack.Unmarshal(tx.Bucket([]byte(bucketMeta)).Get([]byte(metaExtra)), &extra); err != nil {
-		return fmt.Errorf("decode store extra: %w", err)
-	}
-	var chunks [][]byte
-	if err := tx.Bucket([]byte(bucketHot)).ForEach(func(_, v []byte) error {
-		chunks = append(chunks, v)
-		return nil
-	}); err != nil {
+	hot, extra, err := readHot(tx)
+	if err != nil {
 		return err
 	}
 	var (
@@ -89,7 +82,7 @@ func streamCheckpoint(tx *bbolt.Tx, w io.Writer) error {
 		}
 		header = false
 	}
-	err := eachRecord(io.MultiReader(bytesReaders(chunks)...), func(t recordType, body []byte) error {
+	err = eachRecord(hot, func(t recordType, body []byte) error {
 		switch {
 		case t == recAccount:
 			flush()

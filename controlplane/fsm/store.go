@@ -148,6 +148,9 @@ type diskVideo struct {
 	// listed is whether the video is already in the lists and counts (a video
 	// read back from disk to be changed).
 	listed bool
+	// orig is the video in memory v was copied from at a checkpoint: it is
+	// dropped from memory once written, unless something replaced it meanwhile.
+	orig *Video
 }
 
 func encodeDiskVideo(v *Video, seq uint64) ([]byte, error) {
@@ -259,20 +262,12 @@ func (st *store) load() (*state, uint64, error) {
 			return nil
 		}
 		index = binary.BigEndian.Uint64(b)
-		var chunks [][]byte
-		if err := tx.Bucket([]byte(bucketHot)).ForEach(func(_, v []byte) error {
-			chunks = append(chunks, v)
-			return nil
-		}); err != nil {
+		hot, extra, err := readHot(tx)
+		if err != nil {
 			return err
 		}
-		var err error
-		if s, err = readSnapshot(io.MultiReader(bytesReaders(chunks)...), nil); err != nil {
+		if s, err = readSnapshot(hot, nil); err != nil {
 			return fmt.Errorf("hot state: %w", err)
-		}
-		var extra storeExtra
-		if err := msgpack.Unmarshal(meta.Get([]byte(metaExtra)), &extra); err != nil {
-			return fmt.Errorf("decode store extra: %w", err)
 		}
 		s.videoSeq = extra.VideoSeq
 		for id := range s.videos {
@@ -300,12 +295,18 @@ func (st *store) load() (*state, uint64, error) {
 	return s, index, nil
 }
 
-func bytesReaders(chunks [][]byte) []io.Reader {
-	out := make([]io.Reader, len(chunks))
-	for i, c := range chunks {
-		out[i] = bytes.NewReader(c)
+// readHot returns the hot snapshot stream and the extra that tx holds.
+func readHot(tx *bbolt.Tx) (io.Reader, storeExtra, error) {
+	var extra storeExtra
+	if err := msgpack.Unmarshal(tx.Bucket([]byte(bucketMeta)).Get([]byte(metaExtra)), &extra); err != nil {
+		return nil, extra, fmt.Errorf("decode store extra: %w", err)
 	}
-	return out
+	var chunks []io.Reader
+	err := tx.Bucket([]byte(bucketHot)).ForEach(func(_, v []byte) error {
+		chunks = append(chunks, bytes.NewReader(v))
+		return nil
+	})
+	return io.MultiReader(chunks...), extra, err
 }
 
 // video reads one video from disk.
@@ -334,7 +335,7 @@ func (st *store) video(id string) (*Video, uint64, bool) {
 	return v, seq, v != nil
 }
 
-// removeStore deletes a state file and what bbolt keeps beside it.
+// removeStore deletes a state file; one that is not there is no error.
 func removeStore(path string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 
 	"go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
@@ -56,9 +57,20 @@ func (s *state) keepVideo(v *Video, seq uint64) {
 	s.listedOnDisk[v.ID] = struct{}{}
 }
 
-// matches reports whether v is listed or counted under tag.
+// matches reports whether v is listed or counted under tag (countTags),
+// without building the list: it runs for every video in memory on a listing.
 func matches(v *Video, tag string) bool {
-	return slices.Contains(countTags(v), tag)
+	if tag == "" {
+		return true
+	}
+	if st, ok := strings.CutPrefix(tag, "s:"); ok {
+		return v.Status == st
+	}
+	if fo, ok := strings.CutPrefix(tag, "f:"); ok {
+		return v.Spec.FolderID == fo
+	}
+	fs, ok := strings.CutPrefix(tag, "fs:")
+	return ok && v.Spec.FolderID != "" && fs == v.Spec.FolderID+"|"+v.Status
 }
 
 // eachVideo calls fn with the account's videos under tag (listTags), newest
@@ -202,8 +214,8 @@ func (s *state) videosByStatus() map[string]int {
 	}
 	for _, c := range s.diskCounts {
 		for tag, n := range c {
-			if len(tag) > 2 && tag[:2] == "s:" {
-				out[tag[2:]] += n
+			if st, ok := strings.CutPrefix(tag, "s:"); ok {
+				out[st] += n
 			}
 		}
 	}
@@ -214,9 +226,6 @@ func (s *state) videosByStatus() map[string]int {
 type checkpoint struct {
 	index  uint64
 	videos []diskVideo
-	// orig are the pointers the videos were copied from, to drop from memory
-	// once written unless something changed them meanwhile.
-	orig   []*Video
 	counts map[string]videoCounts
 	extra  storeExtra
 }
@@ -237,8 +246,7 @@ func (s *state) takeCheckpoint(index uint64) *checkpoint {
 		}
 		_, listed := s.listedOnDisk[id]
 		c := v.Clone()
-		cp.videos = append(cp.videos, diskVideo{v: &c, seq: s.seqOf[id], listed: listed})
-		cp.orig = append(cp.orig, v)
+		cp.videos = append(cp.videos, diskVideo{v: &c, seq: s.seqOf[id], listed: listed, orig: v})
 		if v.leftovers() {
 			leftovers[id] = struct{}{}
 		} else {
@@ -246,16 +254,7 @@ func (s *state) takeCheckpoint(index uint64) *checkpoint {
 		}
 	}
 	// In creation order: the lists grow at their ends, bbolt's cheapest write.
-	order := make([]int, len(cp.videos))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(cp.videos[a].seq, cp.videos[b].seq) })
-	videos, orig := make([]diskVideo, len(order)), make([]*Video, len(order))
-	for i, j := range order {
-		videos[i], orig[i] = cp.videos[j], cp.orig[j]
-	}
-	cp.videos, cp.orig = videos, orig
+	slices.SortFunc(cp.videos, func(a, b diskVideo) int { return cmp.Compare(a.seq, b.seq) })
 	cp.extra.Leftovers = slices.Sorted(maps.Keys(leftovers))
 	return cp
 }
@@ -265,11 +264,11 @@ func (s *state) takeCheckpoint(index uint64) *checkpoint {
 func (s *state) dropWritten(cp *checkpoint) {
 	gone := make(map[string]bool, len(cp.videos))
 	accounts := map[string]bool{}
-	for i, d := range cp.videos {
+	for _, d := range cp.videos {
 		id := d.v.ID
 		gone[id] = true
 		accounts[d.v.AccountID] = true
-		if s.videos[id] == cp.orig[i] {
+		if s.videos[id] == d.orig {
 			delete(s.videos, id)
 			delete(s.seqOf, id)
 			delete(s.listedOnDisk, id)
