@@ -74,11 +74,7 @@ func runBenchCreate(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		return json.NewEncoder(os.Stdout).Encode(rep)
-	}
-	fmt.Print(rep.String())
-	return nil
+	return printReport(rep, *asJSON)
 }
 
 func runBenchEtcd(args []string) error {
@@ -103,7 +99,12 @@ func runBenchEtcd(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	return printReport(rep, *asJSON)
+}
+
+// printReport prints a closed-loop report as JSON or as a table.
+func printReport(rep bench.CreateReport, asJSON bool) error {
+	if asJSON {
 		return json.NewEncoder(os.Stdout).Encode(rep)
 	}
 	fmt.Print(rep.String())

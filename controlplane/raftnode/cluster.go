@@ -50,17 +50,10 @@ func (n *Node) Servers() ([]Server, error) {
 // address it gave).
 var ErrPeerRefused = errors.New("raft peer refused")
 
-// AddVoter adds (or re-addresses) a voting member. Only the leader can. With
-// mutual TLS the new member's Raft address is checked first, so a node whose
-// certificate the cluster does not trust is refused instead of becoming a
-// voter nobody can reach.
+// AddVoter adds (or re-addresses, or promotes) a voting member. Only the
+// leader can.
 func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
-	if n.tls != nil {
-		if err := n.tls.probe(ctx, addr); err != nil {
-			return fmt.Errorf("add voter %s: %w: %w", id, ErrPeerRefused, err)
-		}
-	}
-	return n.membership(ctx, "add voter "+id, func(timeout time.Duration) raft.IndexFuture {
+	return n.addServer(ctx, "add voter "+id, addr, func(timeout time.Duration) raft.IndexFuture {
 		return n.Raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, timeout)
 	})
 }
@@ -70,16 +63,23 @@ func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
 // caught up. Added as a voter at once, a node that must first be sent a large
 // snapshot would be part of every majority before it can acknowledge
 // anything (in a cluster of one, two of two), and writes would stop until it
-// had it. With mutual TLS the address is checked first, as for AddVoter.
+// had it.
 func (n *Node) AddNonvoter(ctx context.Context, id, addr string) error {
-	if n.tls != nil {
-		if err := n.tls.probe(ctx, addr); err != nil {
-			return fmt.Errorf("add nonvoter %s: %w: %w", id, ErrPeerRefused, err)
-		}
-	}
-	return n.membership(ctx, "add nonvoter "+id, func(timeout time.Duration) raft.IndexFuture {
+	return n.addServer(ctx, "add nonvoter "+id, addr, func(timeout time.Duration) raft.IndexFuture {
 		return n.Raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), 0, timeout)
 	})
+}
+
+// addServer changes the configuration to include addr. With mutual TLS the
+// address is checked first, so a node whose certificate the cluster does not
+// trust is refused instead of becoming a member nobody can reach.
+func (n *Node) addServer(ctx context.Context, what, addr string, do func(time.Duration) raft.IndexFuture) error {
+	if n.tls != nil {
+		if err := n.tls.probe(ctx, addr); err != nil {
+			return fmt.Errorf("%s: %w: %w", what, ErrPeerRefused, err)
+		}
+	}
+	return n.membership(ctx, what, do)
 }
 
 // RemoveServer removes a member from the cluster. Only the leader can.
