@@ -243,58 +243,35 @@ func TestCheckpointWhileApplying(t *testing.T) {
 	w := &world{t: t, f: f, a: appliers[1]}
 	w.must(&fsm.CreateAccount{AccountID: "a", Name: "a", Plan: fsm.PlanMax, Credits: 1 << 30, KeyID: "k", KeyHash: keyHash("k"), KeyHint: "k", Now: t0})
 	done := make(chan struct{})
-	errs := make(chan error, 2)
-	go func() { // checkpoints
-		defer func() { errs <- nil }()
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			snap, err := f.Snapshot()
-			if err != nil {
-				errs <- err
-				return
-			}
-			if err := snap.Persist(&memSink{}); err != nil {
-				errs <- err
-				return
+	checkpoints := untilDone(done, func() error {
+		snap, err := f.Snapshot()
+		if err != nil {
+			return err
+		}
+		return snap.Persist(&memSink{})
+	})
+	readers := untilDone(done, func() error {
+		page, err := f.ListVideos("a", fsm.VideoFilter{Limit: n})
+		if err != nil {
+			return err
+		}
+		if len(page.Videos) != page.Total {
+			return fmt.Errorf("listing shows %d videos, total says %d", len(page.Videos), page.Total)
+		}
+		for i := 1; i < len(page.Videos); i++ {
+			if page.Videos[i-1].ID <= page.Videos[i].ID {
+				return fmt.Errorf("listing out of order or repeated at %d: %s then %s", i, page.Videos[i-1].ID, page.Videos[i].ID)
 			}
 		}
-	}()
-	go func() { // readers
-		defer func() { errs <- nil }()
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			page, err := f.ListVideos("a", fsm.VideoFilter{Limit: n})
-			if err != nil {
-				errs <- err
-				return
-			}
-			if len(page.Videos) != page.Total {
-				errs <- fmt.Errorf("listing shows %d videos, total says %d", len(page.Videos), page.Total)
-				return
-			}
-			for i := 1; i < len(page.Videos); i++ {
-				if page.Videos[i-1].ID <= page.Videos[i].ID {
-					errs <- fmt.Errorf("listing out of order or repeated at %d: %s then %s", i, page.Videos[i-1].ID, page.Videos[i].ID)
-					return
-				}
-			}
-		}
-	}()
+		return nil
+	})
 	for i := range n {
 		id := fmt.Sprintf("v%05d", i)
 		w.must(createVideo(id, "a", 1, "", "", t0+int64(i)))
 		w.must(&fsm.FailVideo{VideoID: id, Reason: "r", Now: t0 + int64(i)})
 	}
 	close(done)
-	for range 2 {
+	for _, errs := range []<-chan error{checkpoints, readers} {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
@@ -348,4 +325,25 @@ func TestBenchFill(t *testing.T) {
 	if a, _ := f.Account("a"); a.Credits != 10 {
 		t.Fatalf("bench fill charged: balance %d", a.Credits)
 	}
+}
+
+// untilDone runs step in a goroutine again and again until done is closed or
+// step fails; the channel gets the first error, or nil.
+func untilDone(done <-chan struct{}, step func() error) <-chan error {
+	out := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-done:
+				out <- nil
+				return
+			default:
+			}
+			if err := step(); err != nil {
+				out <- err
+				return
+			}
+		}
+	}()
+	return out
 }
