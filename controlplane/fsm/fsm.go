@@ -250,7 +250,8 @@ func (sn *snapshot) Persist(sink raft.SnapshotSink) error {
 func (sn *snapshot) Release() {}
 
 // checkpoint writes sn's checkpoint in one transaction and drops what it
-// wrote from memory. It returns the bytes it wrote.
+// wrote from memory. It returns the bytes it wrote: the hot stream and the
+// newly finished videos.
 func (f *FSM) checkpoint(sn *snapshot) (int64, error) {
 	f.ckMu.Lock()
 	defer f.ckMu.Unlock()
@@ -258,12 +259,13 @@ func (f *FSM) checkpoint(sn *snapshot) (int64, error) {
 	if err := writeSnapshot(&hot, sn.records, memoryVideos); err != nil {
 		return 0, fmt.Errorf("checkpoint: hot state: %w", err)
 	}
-	var size int64
+	size := int64(hot.Len())
 	err := sn.s.disk.db.Update(func(tx *bbolt.Tx) error {
-		if err := putVideos(tx, sn.cp.videos, sn.cp.counts); err != nil {
+		n, err := putVideos(tx, sn.cp.videos, sn.cp.counts)
+		size += n
+		if err != nil {
 			return err
 		}
-		size = tx.Size()
 		return putHot(tx, sn.cp.index, hot.Bytes(), sn.cp.extra)
 	})
 	if err != nil {

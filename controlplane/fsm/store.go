@@ -174,27 +174,29 @@ func decodeDiskVideo(b []byte) (*Video, uint64, error) {
 }
 
 // putVideos writes videos, their list entries and counts in tx; counts is
-// updated in place.
-func putVideos(tx *bbolt.Tx, videos []diskVideo, counts map[string]videoCounts) error {
+// updated in place. It returns the bytes of the video records.
+func putVideos(tx *bbolt.Tx, videos []diskVideo, counts map[string]videoCounts) (int64, error) {
 	vb, lb := tx.Bucket([]byte(bucketVideos)), tx.Bucket([]byte(bucketList))
 	// Lists grow at the end of each account's range: pages split full, not
 	// in half (bbolt's default suits random keys, as video ids are).
 	lb.FillPercent = 0.9
 	touched := map[string]bool{}
+	var written int64
 	for _, d := range videos {
 		body, err := encodeDiskVideo(d.v, d.seq)
 		if err != nil {
-			return err
+			return 0, err
 		}
+		written += int64(len(body))
 		if err := vb.Put([]byte(d.v.ID), body); err != nil {
-			return fmt.Errorf("store video %s: %w", d.v.ID, err)
+			return 0, fmt.Errorf("store video %s: %w", d.v.ID, err)
 		}
 		if d.listed {
 			continue
 		}
 		for _, tag := range listTags(d.v) {
 			if err := lb.Put(listKey(d.v.AccountID, tag, d.seq), []byte(d.v.ID)); err != nil {
-				return fmt.Errorf("list video %s: %w", d.v.ID, err)
+				return 0, fmt.Errorf("list video %s: %w", d.v.ID, err)
 			}
 		}
 		c := counts[d.v.AccountID]
@@ -211,13 +213,13 @@ func putVideos(tx *bbolt.Tx, videos []diskVideo, counts map[string]videoCounts) 
 	for account := range touched {
 		b, err := msgpack.Marshal(counts[account])
 		if err != nil {
-			return fmt.Errorf("encode counts of %s: %w", account, err)
+			return 0, fmt.Errorf("encode counts of %s: %w", account, err)
 		}
 		if err := cb.Put([]byte(account), b); err != nil {
-			return fmt.Errorf("store counts of %s: %w", account, err)
+			return 0, fmt.Errorf("store counts of %s: %w", account, err)
 		}
 	}
-	return nil
+	return written, nil
 }
 
 // putHot replaces the hot stream, the extra and the index: the end of a

@@ -360,7 +360,10 @@ func (r *restoreSink) flush() error {
 	if len(r.pending) == 0 {
 		return nil
 	}
-	err := r.st.db.Update(func(tx *bbolt.Tx) error { return putVideos(tx, r.pending, r.counts) })
+	err := r.st.db.Update(func(tx *bbolt.Tx) error {
+		_, err := putVideos(tx, r.pending, r.counts)
+		return err
+	})
 	r.pending = r.pending[:0]
 	return err
 }

@@ -26,7 +26,7 @@ func fsmObserver(reg prometheus.Registerer) fsm.Observer {
 	}, []string{"phase"})
 	size := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "vidfarm_fsm_snapshot_bytes",
-		Help: "Size of the last snapshot this node persisted.",
+		Help: "Bytes the last snapshot wrote: the whole state without a state file; with one, the checkpoint's hot state and newly finished videos.",
 	})
 	reg.MustRegister(apply, snap, size)
 	return fsm.Observer{
