@@ -161,3 +161,27 @@ func TestBenchFarmShape(t *testing.T) {
 	}
 	must(t, checkInvariants(f.s))
 }
+
+// BenchmarkVideoStatusDeepQueue measures VideoStatus of one account's
+// newest video behind that account's own deep queue: the control plane
+// asks it after every create and on every GET, so it must not grow with
+// the queue (position ranks the task among the account's ready tasks).
+func BenchmarkVideoStatusDeepQueue(b *testing.B) {
+	for _, depth := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("depth=%d", depth), func(b *testing.B) {
+			s := newState(b, DefaultConfig())
+			req := gpuReq("m", 1, 24)
+			for i := range depth {
+				submitManual(b, s, fmt.Sprintf("v%07d", i), "bulk", 0, req, t0)
+			}
+			last := fmt.Sprintf("v%07d", depth-1)
+			b.ReportAllocs()
+			for b.Loop() {
+				st, err := s.VideoStatus(last)
+				if err != nil || st.QueuePosition != depth {
+					b.Fatalf("status %+v, %v", st, err)
+				}
+			}
+		})
+	}
+}

@@ -121,7 +121,7 @@ func checkInvariants(s *State) error {
 			return fmt.Errorf("account %s: running %d, leases %d", id, a.running, running[a])
 		}
 		for i, aq := range a.queues {
-			if aq.aIdx != i || aq.acct != a || aq.b.heap[aq.bIdx].aq != aq || len(aq.tasks) == 0 || a.queue(aq.lvl.prio, aq.cls.idx) != aq {
+			if aq.aIdx != i || aq.acct != a || aq.b.heap[aq.bIdx].aq != aq || aq.tasks.Len() == 0 || a.queue(aq.lvl.prio, aq.cls.idx) != aq {
 				return fmt.Errorf("account %s queue %d broken", id, i)
 			}
 		}
@@ -145,25 +145,31 @@ func checkInvariants(s *State) error {
 				if aq.bIdx != i || aq.lvl != l || aq.cls.idx != ci || b.lvl != l || b.ci != ci {
 					return fmt.Errorf("bucket (%d,%d) entry %d broken", p, ci, i)
 				}
-				if e.head != aq.tasks[0] {
+				btBefore := bt
+				if e.head != aq.head() {
 					return fmt.Errorf("bucket (%d,%d): stale head copy for %s", p, ci, aq.acct.id)
 				}
 				if e.key != keyOf(aq.acct) {
 					return fmt.Errorf("bucket (%d,%d): stale key copy for %s", p, ci, aq.acct.id)
 				}
-				if i == 0 && l.tops[ci] != (topEntry{key: e.key, head: aq.tasks[0]}) {
+				if i == 0 && l.tops[ci] != (topEntry{key: e.key, head: aq.head()}) {
 					return fmt.Errorf("bucket (%d,%d): stale top entry", p, ci)
 				}
 				if i > 0 && b.less(i, (i-1)/2) {
 					return fmt.Errorf("bucket (%d,%d) heap order broken", p, ci)
 				}
-				for j, t := range aq.tasks {
-					if t.aq != aq || t.qIdx != j || t.state != TaskReady || t.v.prio != p || t.cls != aq.cls || t.v.acct != aq.acct {
+				var prev *task
+				for _, t := range aq.tasks.Items() {
+					if t.aq != aq || t.state != TaskReady || t.v.prio != p || t.cls != aq.cls || t.v.acct != aq.acct {
 						return fmt.Errorf("ready task %s misfiled", t.id)
 					}
-					if j > 0 && t.older(aq.tasks[(j-1)/2]) {
-						return fmt.Errorf("task heap order broken at %s", t.id)
+					if prev != nil && !prev.older(t) {
+						return fmt.Errorf("task order broken at %s", t.id)
 					}
+					if r := aq.rank(t); r != bt-btBefore {
+						return fmt.Errorf("task %s ranked %d, is %d", t.id, r, bt-btBefore)
+					}
+					prev = t
 					bt++
 				}
 			}

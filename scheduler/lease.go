@@ -73,6 +73,7 @@ func leaseMS(d time.Duration) (int64, error) {
 
 // grant leases ready task t to node n. The caller has checked that t fits.
 func (s *State) grant(t *task, n *node, now, dur int64) {
+	s.changed(t.v)
 	s.unready(t)
 	s.served(t.v.acct)
 	s.nextToken++
@@ -114,6 +115,7 @@ func (s *State) gpuIDRoom(n int) []string {
 // releaseLease ends t's lease: frees the node's resources and the
 // account's running slot. The caller sets t's next state.
 func (s *State) releaseLease(t *task) {
+	s.changed(t.v)
 	l := t.lease
 	n := l.node
 	if len(l.gpus) > 0 {
@@ -165,6 +167,7 @@ func (s *State) Renew(ref LeaseRef, now time.Time, dur time.Duration) (Lease, er
 	if dl := ms(now) + d; dl > t.lease.deadline {
 		t.lease.deadline = dl
 		s.fixLease(t)
+		s.changed(t.v)
 	}
 	return t.leaseInfo(), nil
 }
@@ -213,6 +216,7 @@ func (s *State) Progress(ref LeaseRef, percent float64) error {
 		return err
 	}
 	t.percent = percent
+	s.changed(t.v)
 	return nil
 }
 

@@ -60,6 +60,9 @@ type machine struct {
 	dead      []LeaseRef // leases that ended without completing
 	completed []LeaseRef
 	maxToken  uint64
+	// mirror is s's video records rebuilt from TakeChanged alone, as a
+	// control plane writing only what changed keeps them on disk.
+	mirror map[string]VideoRecord
 }
 
 func (m *machine) both(t *rapid.T, name string, f func(s *State) any) any {
@@ -349,8 +352,36 @@ func (m *machine) check(t *rapid.T) {
 	if err := checkInvariants(m.twin); err != nil {
 		t.Fatal("twin: ", err)
 	}
-	if !reflect.DeepEqual(m.s.Snapshot(), m.twin.Snapshot()) {
+	full := m.s.Snapshot()
+	if !reflect.DeepEqual(full, m.twin.Snapshot()) {
 		t.Fatal("state and twin snapshots differ")
+	}
+	m.checkChanges(t, full)
+}
+
+// checkChanges applies the changed records to the mirror and compares the
+// header and the mirror with the full snapshot.
+func (m *machine) checkChanges(t *rapid.T, full Snapshot) {
+	for _, id := range m.s.TakeChanged() {
+		if r, ok := m.s.VideoRecord(id); ok {
+			m.mirror[id] = r
+		} else {
+			delete(m.mirror, id)
+		}
+	}
+	head := m.s.SnapshotHeader()
+	videos := full.Videos
+	full.Videos = nil
+	if !reflect.DeepEqual(head, full) {
+		t.Fatalf("header differs from the snapshot:\n%#v\n%#v", head, full)
+	}
+	if len(m.mirror) != len(videos) {
+		t.Fatalf("changes rebuild %d videos, the snapshot holds %d", len(m.mirror), len(videos))
+	}
+	for _, r := range videos {
+		if got := m.mirror[r.Video.ID]; !reflect.DeepEqual(got, r) {
+			t.Fatalf("video %s rebuilt from changes:\n%#v\nin the snapshot:\n%#v", r.Video.ID, got, r)
+		}
 	}
 }
 
@@ -363,7 +394,8 @@ func (m *machine) check(t *rapid.T) {
 func TestPropertyScheduler(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := newState(t, Config{WarmWindow: 20 * time.Second, NodeTimeout: 2 * time.Minute})
-		m := &machine{s: s, twin: s.Clone(), now: t0}
+		s.TrackChanges()
+		m := &machine{s: s, twin: s.Clone(), now: t0, mirror: map[string]VideoRecord{}}
 		actions := map[string]func(*rapid.T){
 			"upsertNode": m.upsertNode,
 			"removeNode": func(t *rapid.T) {

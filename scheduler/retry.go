@@ -82,6 +82,7 @@ func (s *State) requeue(t *task, message string, now, base int64) {
 
 // hold puts t in TaskRetrying until at.
 func (s *State) hold(t *task, at int64, message string) {
+	s.changed(t.v)
 	t.state = TaskRetrying
 	t.retryAt = at
 	t.lastFailure = message

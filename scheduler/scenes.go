@@ -53,7 +53,6 @@ func PrepareScenes(videoID string, n int, req Requirements) (*PreparedScenes, er
 			kind:   KindScene,
 			weight: float64(KindScene.Weight()) / float64(n),
 			state:  TaskBlocked,
-			qIdx:   -1,
 			lIdx:   -1,
 			nIdx:   -1,
 		}
@@ -92,6 +91,7 @@ func (s *State) AddPreparedScenes(ps *PreparedScenes, now time.Time) error {
 		return err
 	}
 	ps.added = true
+	s.changed(v)
 	n := len(ps.tasks)
 	at := ms(now)
 	v.sceneBase = len(v.tasks)

@@ -87,7 +87,9 @@ type LeaseRecord struct {
 }
 
 // Snapshot copies the state out as plain data.
-func (s *State) Snapshot() Snapshot {
+func (s *State) Snapshot() Snapshot { return s.snapshot(true) }
+
+func (s *State) snapshot(withVideos bool) Snapshot {
 	snap := Snapshot{
 		Version:   SnapshotVersion,
 		Config:    s.cfg,
@@ -103,6 +105,9 @@ func (s *State) Snapshot() Snapshot {
 		snap.Nodes = append(snap.Nodes, NodeRecord{Node: n.info().Node, Down: n.down})
 	}
 	slices.SortFunc(snap.Nodes, func(a, b NodeRecord) int { return cmp.Compare(a.Node.ID, b.Node.ID) })
+	if !withVideos {
+		return snap
+	}
 	videos := make([]*video, 0, len(s.videos))
 	for _, v := range s.videos {
 		videos = append(videos, v)

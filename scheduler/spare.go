@@ -40,18 +40,19 @@ func (s *State) spareLevel(l *level) {
 func (s *State) newQueue(a *account, l *level, c *class, b *bucket) *acctQueue {
 	n := len(s.spareQueues)
 	if n == 0 {
-		return &acctQueue{acct: a, lvl: l, cls: c, b: b}
+		return &acctQueue{acct: a, lvl: l, cls: c, b: b, tasks: newTaskTree()}
 	}
 	aq := s.spareQueues[n-1]
 	s.spareQueues[n-1] = nil
 	s.spareQueues = s.spareQueues[:n-1]
-	*aq = acctQueue{acct: a, lvl: l, cls: c, b: b, tasks: aq.tasks[:0]}
+	*aq = acctQueue{acct: a, lvl: l, cls: c, b: b, tasks: aq.tasks}
 	return aq
 }
 
 func (s *State) spareQueue(aq *acctQueue) {
 	if len(s.spareQueues) < maxSpareQueues {
-		*aq = acctQueue{tasks: aq.tasks[:0]} // drop references
+		aq.tasks.Clear()
+		*aq = acctQueue{tasks: aq.tasks} // drop references
 		s.spareQueues = append(s.spareQueues, aq)
 	}
 }

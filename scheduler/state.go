@@ -38,6 +38,8 @@ type State struct {
 	retrying  retryHeap    // tasks waiting to be retried (retry.go)
 
 	gpuIDs []string // the block gpuIDRoom carves lease GPU id slices from
+
+	changedVideos map[string]struct{} // nil unless TrackChanges (changes.go)
 }
 
 // New returns an empty State with cfg (zero fields take defaults).

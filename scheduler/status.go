@@ -151,12 +151,7 @@ func (s *State) position(t *task) int {
 			pos += b.tasks
 		}
 	}
-	rank := 0 // the account's own tasks ahead of t
-	for _, u := range aq.tasks {
-		if u.older(t) {
-			rank++
-		}
-	}
+	rank := aq.rank(t) // the account's own tasks ahead of t
 	// Round robin by levels: with no task finishing, an account starting
 	// at r running tasks is served once at each level r, r+1, ... until
 	// its queue is empty. Within a level, accounts that start there go
@@ -172,9 +167,9 @@ func (s *State) position(t *task) int {
 			continue
 		}
 		o := other.acct
-		below := min(max(level-o.running, 0), len(other.tasks)) // its services at lower levels
+		below := min(max(level-o.running, 0), other.tasks.Len()) // its services at lower levels
 		pos += below
-		active := o.running <= level && level < o.running+len(other.tasks)
+		active := o.running <= level && level < o.running+other.tasks.Len()
 		if active && (o.running > a.running || (o.running == a.running && (o.lastServed < a.lastServed ||
 			(o.lastServed == a.lastServed && o.id < a.id)))) {
 			pos++ // served before t at t's own level

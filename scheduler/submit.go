@@ -51,7 +51,6 @@ func PrepareSubmit(g Graph) (*Prepared, error) {
 			kind:   ts.Kind,
 			weight: float64(ts.Kind.Weight()),
 			state:  TaskBlocked,
-			qIdx:   -1,
 			lIdx:   -1,
 			nIdx:   -1,
 		}
@@ -96,6 +95,7 @@ func (s *State) SubmitPrepared(p *Prepared, now time.Time) error {
 	}
 	s.ntasks += len(v.tasks)
 	s.videos[v.id] = v
+	s.changed(v)
 	for _, t := range v.tasks {
 		if t.pending == 0 {
 			s.makeReady(t, at)

@@ -113,8 +113,7 @@ type task struct {
 	lastFailure string
 
 	// queue position while ready
-	aq   *acctQueue
-	qIdx int
+	aq *acctQueue
 
 	// lease while leased
 	lease    *lease // &leaseRec while leased, else nil

@@ -90,7 +90,6 @@ func (s *State) newTask(v *video, id, name string, kind Kind, req Requirements) 
 		kind:  kind,
 		cls:   cls,
 		state: TaskBlocked,
-		qIdx:  -1,
 		lIdx:  -1,
 		nIdx:  -1,
 	}
@@ -128,6 +127,7 @@ func link(dep, after *task) {
 // finishTask marks t done and unblocks its dependents.
 func (s *State) finishTask(t *task, now int64, out *Outcome) {
 	v := t.v
+	s.changed(v)
 	t.state = TaskDone
 	t.percent = 100
 	v.done++
@@ -149,6 +149,7 @@ func (s *State) finishTask(t *task, now int64, out *Outcome) {
 // endVideo moves v to a terminal state and cancels every unfinished task,
 // revoking leases.
 func (s *State) endVideo(v *video, state VideoState, out *Outcome) {
+	s.changed(v)
 	v.state = state
 	for _, t := range v.tasks {
 		switch t.state {
@@ -193,5 +194,6 @@ func (s *State) Forget(videoID string) error {
 	}
 	s.ntasks -= len(v.tasks)
 	delete(s.videos, videoID)
+	s.changed(v)
 	return nil
 }

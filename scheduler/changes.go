@@ -1,0 +1,65 @@
+package scheduler
+
+import (
+	"slices"
+)
+
+// A control plane that keeps the scheduler's state in a file writes, at each
+// checkpoint, only the videos whose record changed since the last one, so a
+// checkpoint costs what changed rather than the whole queue. TrackChanges
+// turns that bookkeeping on; every change to a video or its tasks goes
+// through one of the few functions that call changed (submit, the queue,
+// leases, progress, retries, completion, cancel, forget), and the property
+// test rebuilds the video records from the changes alone and compares them
+// with a full Snapshot after every command.
+//
+// The set is off by default: the simulator and a state that never writes a
+// file would only grow it.
+
+// TrackChanges starts recording which videos change. It is idempotent;
+// a State made by New, Restore or Clone does not track.
+func (s *State) TrackChanges() {
+	if s.changedVideos == nil {
+		s.changedVideos = map[string]struct{}{}
+	}
+}
+
+// TakeChanged returns, sorted, the ids of the videos whose record changed
+// since the last call (or since TrackChanges), and forgets them. A video
+// that was forgotten meanwhile is among them: VideoRecord then reports it
+// gone.
+func (s *State) TakeChanged() []string {
+	if len(s.changedVideos) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(s.changedVideos))
+	for id := range s.changedVideos {
+		ids = append(ids, id)
+	}
+	clear(s.changedVideos)
+	slices.Sort(ids)
+	return ids
+}
+
+// VideoRecord returns the snapshot record of one video, as Snapshot would
+// write it, and false if the video is not (or no longer) in the state.
+func (s *State) VideoRecord(id string) (VideoRecord, bool) {
+	v, ok := s.videos[id]
+	if !ok {
+		return VideoRecord{}, false
+	}
+	return v.record(), true
+}
+
+// SnapshotHeader is Snapshot without its videos: what is small and changes
+// with every command (counters, accounts, nodes). With the records of every
+// video, sorted by Seq, in Videos, it is the Snapshot.
+func (s *State) SnapshotHeader() Snapshot {
+	return s.snapshot(false)
+}
+
+func (s *State) changed(v *video) {
+	if s.changedVideos != nil {
+		s.changedVideos[v.id] = struct{}{}
+	}
+}
