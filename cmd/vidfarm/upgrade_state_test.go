@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/vidfarm/vidfarm/controlplane/admin"
 )
 
 // preStateFileRelease is the last commit whose server kept the whole state in
@@ -73,14 +75,7 @@ func TestUpgradeToStateFile(t *testing.T) {
 	}
 	ctx := context.Background()
 	dataDir := t.TempDir()
-	p := startServerBin(t, releaseBinary(t, preStateFileRelease), dataDir)
-	f := &farm{keys: map[string]string{}, accounts: map[string][2]string{}, videos: map[string]string{}}
-	a, err := p.admin.CreateAccount(ctx, "pro", "pro", 200)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.accounts["pro"] = [2]string{a.AccountID, a.APIKey}
-	f.keys["pro/first"] = a.APIKey
+	p, f, a := startRelease(t, preStateFileRelease, dataDir)
 	done := f.create(t, p, a.APIKey, "before-1", `{"mode":"auto","prompt":"finished before","duration_seconds":5}`)
 	if _, err := p.admin.FailVideo(ctx, done, "operator"); err != nil {
 		t.Fatal(err)
@@ -126,4 +121,69 @@ func TestUpgradeToStateFile(t *testing.T) {
 		t.Fatalf("videos on disk: %v, want the two failed ones", m)
 	}
 	p.kill()
+}
+
+// firstStateFileRelease is the last commit whose state file kept the queue
+// (unfinished videos, task graphs, idempotency records) inside one hot
+// stream rewritten whole at every checkpoint: format vidfarm-state-v1.
+const firstStateFileRelease = "3856e2f"
+
+// TestUpgradeStateFileV1 starts this binary on a data directory whose state
+// file an earlier release wrote in format v1, with videos queued and
+// finished on both sides of its last checkpoint: it resumes from the file,
+// shows the same state and replays the same idempotent answers, and after
+// its own checkpoint (format v2, the queue one record per key) it resumes
+// again to the same state.
+func TestUpgradeStateFileV1(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	ctx := context.Background()
+	dataDir := t.TempDir()
+	p, f, a := startRelease(t, firstStateFileRelease, dataDir)
+	failed := f.create(t, p, a.APIKey, "v1-done", `{"mode":"auto","prompt":"finished in v1","duration_seconds":5}`)
+	if _, err := p.admin.FailVideo(ctx, failed, "operator"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		f.create(t, p, a.APIKey, fmt.Sprintf("v1-queued-%d", i), `{"mode":"manual","prompt":"queued in v1","model":"wan-2.2-a14b","duration_seconds":5}`)
+	}
+	if _, err := p.admin.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.create(t, p, a.APIKey, "v1-after", `{"mode":"auto","prompt":"after the v1 checkpoint","duration_seconds":5}`)
+	before := observe(t, p, f)
+	list := p.must(http.StatusOK, http.MethodGet, "/v1/videos?limit=10", a.APIKey, "").body
+	p.terminate()
+
+	for round := range 2 {
+		p = startServer(t, dataDir)
+		if !strings.Contains(p.stderr.String(), "resuming from state file") {
+			t.Fatalf("start %d after the upgrade did not resume from the state file:\n%s", round+1, p.stderr.String())
+		}
+		sameObserved(t, observe(t, p, f), before)
+		replays(t, p, f)
+		if got := p.must(http.StatusOK, http.MethodGet, "/v1/videos?limit=10", a.APIKey, "").body; string(got) != string(list) {
+			t.Fatalf("listing after the upgrade (start %d):\n%s\nwant\n%s", round+1, got, list)
+		}
+		if _, err := p.admin.Snapshot(ctx); err != nil {
+			t.Fatal(err)
+		}
+		p.terminate()
+	}
+}
+
+// startRelease starts the server of an earlier commit on dataDir, with one
+// pro account the farm knows.
+func startRelease(t *testing.T, commit, dataDir string) (*proc, *farm, admin.CreatedAccount) {
+	t.Helper()
+	p := startServerBin(t, releaseBinary(t, commit), dataDir)
+	f := &farm{keys: map[string]string{}, accounts: map[string][2]string{}, videos: map[string]string{}}
+	a, err := p.admin.CreateAccount(context.Background(), "pro", "pro", 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.accounts["pro"] = [2]string{a.AccountID, a.APIKey}
+	f.keys["pro/first"] = a.APIKey
+	return p, f, a
 }

@@ -134,7 +134,7 @@ func (s *state) applySetAppExport(c *SetAppExport) (Nothing, error) {
 				Kind: LedgerOpening, Amount: a.Credits, Balance: a.Credits, At: c.Now})
 		}
 		s.eachVideo(id, "", false, 0, func(v *Video, _ uint64) bool {
-			s.videoChanged(v, c.Now)
+			s.videoEvent(v, c.Now) // the export starts with every video's state; none changes
 			return true
 		})
 	}

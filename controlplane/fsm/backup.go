@@ -17,7 +17,7 @@ type BackupInfo struct {
 // it is restored and restored through Raft like any snapshot.
 func (f *FSM) WriteBackup(w io.Writer) error {
 	f.mu.RLock()
-	records := f.s.records(true)
+	records := f.s.records(false)
 	disk := f.s.disk
 	if disk == nil {
 		f.mu.RUnlock()
@@ -60,7 +60,7 @@ func (f *FSM) WriteBackup(w io.Writer) error {
 func CheckBackup(r io.Reader) (BackupInfo, error) {
 	// Finished videos are counted, not kept: a backup may hold millions.
 	sink := &restoreSink{}
-	s, err := readSnapshot(r, sink)
+	s, err := readSnapshot(r, readOpts{sink: sink})
 	if err != nil {
 		return BackupInfo{}, fmt.Errorf("check backup: %w", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/vmihailenco/msgpack/v5"
 	"go.etcd.io/bbolt"
 )
 
@@ -62,57 +61,18 @@ func (f *FSM) WriteCheckpoint(w io.Writer, index uint64) error {
 	return streamCheckpoint(tx, w)
 }
 
-// streamCheckpoint turns the hot stream tx holds back into records, each
-// account's videos in memory gathered into an accountVideos record to merge
-// with its videos on disk, and writes the whole.
+// streamCheckpoint loads the hot part tx holds (the hot stream and the
+// records kept one per key) into a state of its own and writes the whole,
+// merging each account's unfinished videos with its finished ones on disk.
+// The copy costs the hot part's memory once more while a follower is sent
+// its snapshot; the finished videos go one at a time.
 func streamCheckpoint(tx *bbolt.Tx, w io.Writer) error {
-	hot, extra, err := readHot(tx)
-	if err != nil {
-		return err
-	}
-	var (
-		recs    []record
-		pending *accountVideos // of the account whose records are being read
-		header  bool           // its keys and folders, before its videos
-	)
-	flush := func() {
-		if pending != nil {
-			recs = append(recs, record{recAccountVideos, *pending})
-			pending = nil
-		}
-		header = false
-	}
-	err = eachRecord(hot, func(t recordType, body []byte) error {
-		switch {
-		case t == recAccount:
-			flush()
-			var a Account
-			if err := msgpack.Unmarshal(body, &a); err != nil {
-				return fmt.Errorf("decode account: %w", err)
-			}
-			pending, header = &accountVideos{account: a.ID}, true
-		case pending != nil && t == recVideo:
-			var v Video
-			if err := msgpack.Unmarshal(body, &v); err != nil {
-				return fmt.Errorf("decode video: %w", err)
-			}
-			seq, ok := extra.Seqs[v.ID]
-			if !ok {
-				return fmt.Errorf("video %s has no sequence number", v.ID)
-			}
-			pending.mem = append(pending.mem, seqVideo{v, seq})
-			header = false
-			return nil
-		case header && (t == recKey || t == recFolder):
-		default:
-			flush()
-		}
-		recs = append(recs, record{t, rawBody(body)})
-		return nil
-	})
+	s, _, err := loadState(tx, false)
 	if err != nil {
 		return fmt.Errorf("hot state: %w", err)
 	}
-	flush()
-	return writeSnapshot(w, recs, diskVideos(tx))
+	if s == nil {
+		return errors.New("the state file holds no checkpoint")
+	}
+	return writeSnapshot(w, s.records(false), diskVideos(tx))
 }

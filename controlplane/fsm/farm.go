@@ -178,6 +178,7 @@ func (s *state) applyCompleteTask(c *CompleteTask) (scheduler.Outcome, error) {
 		v.Artifacts[t.Name+"/"+file] = key
 	}
 	v.UpdatedAt = c.Now
+	s.touch(v)
 	if out.NeedsScenes {
 		if err := s.addScenes(v, c.Scenes, c.Now); err != nil {
 			s.failVideo(v, "planning failed: "+err.Error(), c.Now)

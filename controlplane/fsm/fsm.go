@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -61,7 +62,7 @@ func Open(path string) (*FSM, error) {
 	if s == nil {
 		s = newState()
 	}
-	s.disk = st
+	s.attach(st)
 	return &FSM{s: s, applied: index, replayThrough: index, path: path}, nil
 }
 
@@ -96,7 +97,7 @@ func (f *FSM) Reset() error {
 		return err
 	}
 	f.s = newState()
-	f.s.disk = st
+	f.s.attach(st)
 	f.applied, f.replayThrough = 0, 0
 	return nil
 }
@@ -199,9 +200,13 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	start := time.Now()
 	sn := &snapshot{f: f, s: f.s, obs: f.obs}
 	if f.s.disk != nil {
-		sn.cp = f.s.takeCheckpoint(f.applied)
+		cp, err := f.s.takeCheckpoint(f.applied)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: %w", err)
+		}
+		sn.cp = cp
 	}
-	sn.records = f.s.records(f.s.disk == nil)
+	sn.records = f.s.records(f.s.disk != nil)
 	f.obs.snapshot("copy", start, 0)
 	return sn, nil
 }
@@ -255,27 +260,48 @@ func (sn *snapshot) Release() {}
 func (f *FSM) checkpoint(sn *snapshot) (int64, error) {
 	f.ckMu.Lock()
 	defer f.ckMu.Unlock()
+	size, err := writeCheckpoint(sn.s.disk, sn.cp, sn.records)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err != nil {
+		return 0, err // what it would have written stays dirty
+	}
+	if f.s == sn.s { // not replaced by a restore meanwhile
+		f.s.dropWritten(sn.cp)
+	}
+	return size, nil
+}
+
+// writeCheckpoint commits cp in one transaction: the newly finished videos,
+// the changed records kept one per key, the hot stream of the rest, and the
+// index. It returns the bytes it wrote.
+func writeCheckpoint(st *store, cp *checkpoint, records []record) (int64, error) {
 	var hot bytes.Buffer
-	if err := writeSnapshot(&hot, sn.records, memoryVideos); err != nil {
+	if err := writeSnapshot(&hot, records, memoryVideos); err != nil {
 		return 0, fmt.Errorf("checkpoint: hot state: %w", err)
 	}
 	size := int64(hot.Len())
-	err := sn.s.disk.db.Update(func(tx *bbolt.Tx) error {
-		n, err := putVideos(tx, sn.cp.videos, sn.cp.counts)
+	err := st.db.Update(func(tx *bbolt.Tx) error {
+		// Two snapshots taken before either is persisted write in turn; the
+		// older must not overwrite what the newer wrote.
+		if b := tx.Bucket([]byte(bucketMeta)).Get([]byte(metaIndex)); len(b) == 8 && binary.BigEndian.Uint64(b) > cp.index {
+			return fmt.Errorf("%w: it holds %d", ErrCheckpointGone, binary.BigEndian.Uint64(b))
+		}
+		n, err := putVideos(tx, cp.videos, cp.counts)
 		size += n
 		if err != nil {
 			return err
 		}
-		return putHot(tx, sn.cp.index, hot.Bytes(), sn.cp.extra)
+		n, err = putHotRecords(tx, cp.hot)
+		size += n
+		if err != nil {
+			return err
+		}
+		return putHot(tx, cp.index, hot.Bytes(), cp.extra)
 	})
 	if err != nil {
-		return 0, fmt.Errorf("checkpoint at index %d: %w", sn.cp.index, err)
+		return 0, fmt.Errorf("checkpoint at index %d: %w", cp.index, err)
 	}
-	f.mu.Lock()
-	if f.s == sn.s { // not replaced by a restore meanwhile
-		f.s.dropWritten(sn.cp)
-	}
-	f.mu.Unlock()
 	return size, nil
 }
 
@@ -288,7 +314,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	old := f.s.disk
 	f.mu.RUnlock()
 	if old == nil {
-		s, err := readSnapshot(rc, nil)
+		s, err := readSnapshot(rc, readOpts{})
 		if err != nil {
 			return fmt.Errorf("restore snapshot: %w", err)
 		}
@@ -324,7 +350,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		// cannot serve, and must not pretend to.
 		panic(fmt.Sprintf("fsm: reopen state store after restore: %v", err))
 	}
-	s.disk = st
+	s.attach(st)
 	f.s = s
 	// The state is the snapshot's, at its index: the file says the same.
 	if s.out.index > 0 {
@@ -354,7 +380,7 @@ func (f *FSM) restoreToStore(r io.Reader) (*state, error) {
 		return nil, err
 	}
 	sink := &restoreSink{st: st}
-	s, err := readSnapshot(r, sink)
+	s, err := readSnapshot(r, readOpts{sink: sink, track: true})
 	if err != nil {
 		return fail(err)
 	}
@@ -364,15 +390,17 @@ func (f *FSM) restoreToStore(r io.Reader) (*state, error) {
 	if sink.counts != nil {
 		s.diskCounts, s.diskLeftovers = sink.counts, sink.leftovers
 	}
-	s.disk = st
-	cp := s.takeCheckpoint(s.out.index)
-	var hot bytes.Buffer
-	if err := writeSnapshot(&hot, s.records(true), memoryVideos); err != nil {
+	s.attach(st)
+	// Everything the stream held in memory is dirty: the first checkpoint
+	// writes it, and no finished video is in memory to move.
+	cp, err := s.takeCheckpoint(s.out.index)
+	if err != nil {
 		return fail(err)
 	}
-	if err := st.db.Update(func(tx *bbolt.Tx) error { return putHot(tx, cp.index, hot.Bytes(), cp.extra) }); err != nil {
+	if _, err := writeCheckpoint(st, cp, s.records(true)); err != nil {
 		return fail(fmt.Errorf("checkpoint restored state: %w", err))
 	}
+	s.dirty.clean(cp.gen)
 	st.db.NoSync = false
 	if err := st.db.Sync(); err != nil {
 		return fail(fmt.Errorf("sync restored state: %w", err))

@@ -82,6 +82,12 @@ func (s *state) move(a *Account, kind string, amount int64, videoID, ref string,
 
 // videoChanged records v's state after a change of status.
 func (s *state) videoChanged(v *Video, now int64) {
+	s.touch(v)
+	s.videoEvent(v, now)
+}
+
+// videoEvent puts v's state in the outbox, when exporting.
+func (s *state) videoEvent(v *Video, now int64) {
 	if !s.out.on {
 		return
 	}

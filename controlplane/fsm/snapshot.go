@@ -98,11 +98,15 @@ type seqVideo struct {
 }
 
 // records copies the state into a list of records; the caller holds the read
-// lock. Without finished, the finished videos in memory are left out: a
-// checkpoint writes them to disk, where the snapshot reads them.
-func (s *state) records(finishedToo bool) []record {
+// lock. With hotOnly, the records a checkpoint writes one per key (hot.go)
+// are left out: videos, idempotency records and the scheduler's task graphs.
+func (s *state) records(hotOnly bool) []record {
 	out := make([]record, 0, 1+len(s.nodes)+len(s.accounts)+len(s.keys)+len(s.folders)+len(s.accounts)+len(s.idem)+len(s.assets)+len(s.kits))
-	out = append(out, record{recScheduler, s.sched.Snapshot()})
+	if hotOnly {
+		out = append(out, record{recScheduler, s.sched.SnapshotHeader()})
+	} else {
+		out = append(out, record{recScheduler, s.sched.Snapshot()})
+	}
 	for _, m := range s.memberList() {
 		out = append(out, record{recMember, m})
 	}
@@ -124,7 +128,7 @@ func (s *state) records(finishedToo bool) []record {
 		keysByAccount[k.AccountID] = append(keysByAccount[k.AccountID], k)
 	}
 	idemByAccount := map[string][]*Idempotency{}
-	for _, r := range s.idem {
+	for _, r := range s.idemUnlessHot(hotOnly) {
 		idemByAccount[r.AccountID] = append(idemByAccount[r.AccountID], r)
 	}
 	for _, id := range ids {
@@ -137,13 +141,13 @@ func (s *state) records(finishedToo bool) []record {
 		for _, fid := range s.accountFolders[id] {
 			out = append(out, record{recFolder, *s.folders[fid]})
 		}
-		av := accountVideos{account: id}
-		for _, vid := range s.accountVideos[id] {
-			if v := s.videos[vid]; finishedToo || !finished(v) {
-				av.mem = append(av.mem, seqVideo{v.Clone(), s.seqOf[vid]})
+		if !hotOnly {
+			av := accountVideos{account: id}
+			for _, vid := range s.accountVideos[id] {
+				av.mem = append(av.mem, seqVideo{s.videos[vid].Clone(), s.seqOf[vid]})
 			}
+			out = append(out, record{recAccountVideos, av})
 		}
-		out = append(out, record{recAccountVideos, av})
 		for _, aid := range s.accountAvatars[id] {
 			out = append(out, record{recAvatar, *s.avatars[aid]})
 		}
@@ -166,6 +170,13 @@ func (s *state) records(finishedToo bool) []record {
 		}
 	}
 	return append(out, s.outboxRecords()...)
+}
+
+func (s *state) idemUnlessHot(hotOnly bool) map[idemKey]*Idempotency {
+	if hotOnly {
+		return nil
+	}
+	return s.idem
 }
 
 // outboxRecords copies the webhook outbox: events, then deliveries, by id.
@@ -276,12 +287,28 @@ func (c *checksumReader) ReadByte() (byte, error) {
 // maxRecord bounds one record so a corrupt length cannot allocate the machine away.
 const maxRecord = 64 << 20
 
-// readSnapshot reads a snapshot stream into a new state. With a sink, the
-// finished videos go to it (the disk tier being built) instead of memory.
-func readSnapshot(r io.Reader, sink *restoreSink) (*state, error) {
+// readOpts says how readSnapshot builds a state.
+type readOpts struct {
+	// sink takes the finished videos (the disk tier being built) instead of
+	// memory.
+	sink *restoreSink
+	// track makes the state keep dirty sets (hot.go), with every record the
+	// stream holds in them: a state with a file writes them at its next
+	// checkpoint.
+	track bool
+	// sched are task graphs kept one per key, joined to the stream's
+	// scheduler record.
+	sched []scheduler.VideoRecord
+}
+
+// readSnapshot reads a snapshot stream into a new state.
+func readSnapshot(r io.Reader, opts readOpts) (*state, error) {
 	s := newState()
-	s.restoreTo = sink
-	defer func() { s.restoreTo = nil }()
+	if opts.track {
+		s.dirty = newDirty()
+	}
+	s.restoreTo, s.schedJoin = opts.sink, opts.sched
+	defer func() { s.restoreTo, s.schedJoin = nil, nil }()
 	if err := eachRecord(r, s.restoreRecord); err != nil {
 		return nil, err
 	}
@@ -354,6 +381,15 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 		if err := msgpack.Unmarshal(body, &snap); err != nil {
 			return fmt.Errorf("decode scheduler: %w", err)
 		}
+		if s.dirty.tracking() {
+			for _, v := range snap.Videos {
+				s.dirty.sched[v.Video.ID] = s.dirty.gen
+			}
+		}
+		if len(s.schedJoin) > 0 {
+			snap.Videos = append(snap.Videos, s.schedJoin...)
+			slices.SortFunc(snap.Videos, func(a, b scheduler.VideoRecord) int { return cmp.Compare(a.Seq, b.Seq) })
+		}
 		sched, err := scheduler.Restore(snap)
 		if err != nil {
 			return fmt.Errorf("restore scheduler: %w", err)
@@ -405,12 +441,13 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 		s.videos[v.ID] = &v
 		s.seqOf[v.ID] = s.videoSeq
 		s.accountVideos[v.AccountID] = append(s.accountVideos[v.AccountID], v.ID)
+		s.touch(&v)
 	case recIdempotency:
 		var r Idempotency
 		if err := msgpack.Unmarshal(body, &r); err != nil {
 			return fmt.Errorf("decode idempotency record: %w", err)
 		}
-		s.idem[idemKey{account: r.AccountID, key: r.Key}] = &r
+		s.putIdem(&r)
 	case recAvatar:
 		var a Avatar
 		if err := msgpack.Unmarshal(body, &a); err != nil {

@@ -35,6 +35,9 @@ type cmdGen struct {
 	kits      map[string][]string // by account
 	now       int64
 	seq       int
+	// farm makes most commands the render farm's (create, lease, progress,
+	// complete, fail, heartbeat), so that tasks run far.
+	farm bool
 }
 
 type idemUse struct {
@@ -131,6 +134,12 @@ func (g *cmdGen) next(t *rapid.T) fsm.Command {
 		return g.appCommand(t)
 	}
 	kind := rapid.IntRange(0, 29).Draw(t, "kind")
+	if g.farm {
+		kind = rapid.SampledFrom([]int{6, 7, 10, 12, 12, 12, 13, 13, 14, 14, 14, 15, 16, 17}).Draw(t, "farm_kind")
+		if len(g.nodes) < 2 {
+			kind = 11
+		}
+	}
 	switch {
 	case len(g.accounts) == 0:
 		kind = 0

@@ -34,10 +34,14 @@ type state struct {
 	disk          *store
 	diskCounts    map[string]videoCounts
 	diskLeftovers map[string]struct{} // videos on disk holding intermediates
-	// restoreTo takes finished videos while a snapshot is read into a store.
+	// restoreTo takes finished videos while a snapshot is read into a store,
+	// and schedJoin are task graphs read from it (readOpts).
 	restoreTo *restoreSink
+	schedJoin []scheduler.VideoRecord
 
 	idem map[idemKey]*Idempotency
+	// dirty lists the records changed since the last checkpoint (hot.go).
+	dirty dirty
 
 	avatars        map[string]*Avatar
 	accountAvatars map[string][]string // avatar ids in creation order

@@ -35,8 +35,12 @@ const (
 	metaExtra  = "extra"
 	metaFormat = "format"
 	// storeFormat changes when the file's layout does; a file of another
-	// format is refused rather than misread.
-	storeFormat = "vidfarm-state-v1"
+	// format is refused rather than misread. v2 keeps unfinished videos,
+	// task graphs and idempotency records one per key (hot.go); v1 kept them
+	// in the hot stream, which v2 still reads, so a v1 file is loaded and
+	// becomes v2 at its first checkpoint. A v1 binary refuses a v2 file.
+	storeFormat   = "vidfarm-state-v2"
+	storeFormatV1 = "vidfarm-state-v1"
 
 	hotChunk = 1 << 20
 )
@@ -87,13 +91,13 @@ func listKey(account, tag string, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(listPrefix(account, tag), seq)
 }
 
-// storeExtra is what the hot snapshot stream does not say: the sequence
-// numbers that order each account's videos across the two tiers, and which
-// videos on disk still hold intermediate blobs (from a snapshot older than
-// command type 48; see sweep.go).
+// storeExtra is what the hot snapshot stream does not say: the last video
+// sequence number, and which videos on disk still hold intermediate blobs
+// (from a snapshot older than command type 48; see sweep.go). Seqs numbered
+// the videos in the hot stream of a v1 file.
 type storeExtra struct {
 	VideoSeq  uint64            `msgpack:"video_seq"`
-	Seqs      map[string]uint64 `msgpack:"seqs"`
+	Seqs      map[string]uint64 `msgpack:"seqs,omitempty"`
 	Leftovers []string          `msgpack:"leftovers"`
 }
 
@@ -118,7 +122,7 @@ func openStore(path string) (*store, error) {
 		return nil, fmt.Errorf("open state store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range []string{bucketMeta, bucketVideos, bucketList, bucketCounts, bucketHot} {
+		for _, b := range []string{bucketMeta, bucketVideos, bucketList, bucketCounts, bucketHot, bucketHotVideos, bucketHotSched, bucketHotIdem} {
 			if _, err := tx.CreateBucketIfNotExists([]byte(b)); err != nil {
 				return err
 			}
@@ -127,7 +131,7 @@ func openStore(path string) (*store, error) {
 		switch f := meta.Get([]byte(metaFormat)); {
 		case f == nil:
 			return meta.Put([]byte(metaFormat), []byte(storeFormat))
-		case string(f) != storeFormat:
+		case string(f) != storeFormat && string(f) != storeFormatV1:
 			return fmt.Errorf("state store %s has format %q; this binary reads %q", path, f, storeFormat)
 		}
 		return nil
@@ -247,6 +251,11 @@ func putHot(tx *bbolt.Tx, index uint64, hot []byte, extra storeExtra) error {
 	if err := meta.Put([]byte(metaExtra), eb); err != nil {
 		return err
 	}
+	// A v1 file's hot records have all been written one per key by now: the
+	// first state loaded from it held them all dirty.
+	if err := meta.Put([]byte(metaFormat), []byte(storeFormat)); err != nil {
+		return err
+	}
 	return meta.Put([]byte(metaIndex), binary.BigEndian.AppendUint64(nil, index))
 }
 
@@ -258,43 +267,61 @@ func (st *store) load() (*state, uint64, error) {
 		index uint64
 	)
 	err := st.db.View(func(tx *bbolt.Tx) error {
-		meta := tx.Bucket([]byte(bucketMeta))
-		b := meta.Get([]byte(metaIndex))
-		if len(b) != 8 {
-			return nil
-		}
-		index = binary.BigEndian.Uint64(b)
-		hot, extra, err := readHot(tx)
-		if err != nil {
-			return err
-		}
-		if s, err = readSnapshot(hot, nil); err != nil {
-			return fmt.Errorf("hot state: %w", err)
-		}
-		s.videoSeq = extra.VideoSeq
-		for id := range s.videos {
-			seq, ok := extra.Seqs[id]
-			if !ok {
-				return fmt.Errorf("video %s has no sequence number", id)
-			}
-			s.seqOf[id] = seq
-		}
-		for _, id := range extra.Leftovers {
-			s.diskLeftovers[id] = struct{}{}
-		}
-		return tx.Bucket([]byte(bucketCounts)).ForEach(func(k, v []byte) error {
-			var c videoCounts
-			if err := msgpack.Unmarshal(v, &c); err != nil {
-				return fmt.Errorf("decode counts of %s: %w", k, err)
-			}
-			s.diskCounts[string(k)] = c
-			return nil
-		})
+		var err error
+		s, index, err = loadState(tx, true)
+		return err
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("load state from %s: %w", st.path, err)
 	}
 	return s, index, nil
+}
+
+// loadState reads the hot part of the state tx holds, and its index; nil and
+// 0 for a file that holds none yet. With track the state keeps dirty sets,
+// holding whatever a v1 file kept in its hot stream.
+func loadState(tx *bbolt.Tx, track bool) (*state, uint64, error) {
+	meta := tx.Bucket([]byte(bucketMeta))
+	b := meta.Get([]byte(metaIndex))
+	if len(b) != 8 {
+		return nil, 0, nil
+	}
+	index := binary.BigEndian.Uint64(b)
+	hot, extra, err := readHot(tx)
+	if err != nil {
+		return nil, 0, err
+	}
+	sched, err := loadSchedRecords(tx)
+	if err != nil {
+		return nil, 0, err
+	}
+	s, err := readSnapshot(hot, readOpts{track: track, sched: sched})
+	if err != nil {
+		return nil, 0, fmt.Errorf("hot state: %w", err)
+	}
+	s.videoSeq = extra.VideoSeq
+	for id := range s.videos { // a v1 file's, from its hot stream
+		seq, ok := extra.Seqs[id]
+		if !ok {
+			return nil, 0, fmt.Errorf("video %s has no sequence number", id)
+		}
+		s.seqOf[id] = seq
+	}
+	if err := loadHotRecords(tx, s); err != nil {
+		return nil, 0, err
+	}
+	for _, id := range extra.Leftovers {
+		s.diskLeftovers[id] = struct{}{}
+	}
+	err = tx.Bucket([]byte(bucketCounts)).ForEach(func(k, v []byte) error {
+		var c videoCounts
+		if err := msgpack.Unmarshal(v, &c); err != nil {
+			return fmt.Errorf("decode counts of %s: %w", k, err)
+		}
+		s.diskCounts[string(k)] = c
+		return nil
+	})
+	return s, index, err
 }
 
 // readHot returns the hot snapshot stream and the extra that tx holds.

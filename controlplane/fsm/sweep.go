@@ -68,6 +68,7 @@ func (s *state) applySweepIntermediates(*SweepIntermediates) (int, error) {
 		s.collectIntermediates(&c, c.deliveries()...)
 		if _, inMem := s.videos[id]; inMem {
 			s.videos[id] = &c
+			s.touch(&c)
 		} else {
 			s.keepVideo(&c, seq)
 		}

@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"errors"
 	"maps"
@@ -35,6 +34,7 @@ func (s *state) addVideo(v *Video) {
 	s.videos[v.ID] = v
 	s.seqOf[v.ID] = s.videoSeq
 	s.accountVideos[v.AccountID] = append(s.accountVideos[v.AccountID], v.ID)
+	s.touch(v)
 }
 
 // lookupVideo finds a video in either tier. A video read from disk is a copy
@@ -55,6 +55,7 @@ func (s *state) keepVideo(v *Video, seq uint64) {
 	s.videos[v.ID] = v
 	s.seqOf[v.ID] = seq
 	s.listedOnDisk[v.ID] = struct{}{}
+	s.touch(v)
 }
 
 // matches reports whether v is listed or counted under tag (countTags),
@@ -222,53 +223,45 @@ func (s *state) videosByStatus() map[string]int {
 	return out
 }
 
-// checkpoint is what one checkpoint moves to disk, copied under the lock.
+// checkpoint is what one checkpoint writes, copied under the lock.
 type checkpoint struct {
-	index  uint64
+	index uint64
+	// videos are the finished videos that go to the disk tier.
 	videos []diskVideo
 	counts map[string]videoCounts
 	extra  storeExtra
+	// hot are the changed records kept one per key (hot.go), as of
+	// generation gen of the dirty sets.
+	hot []hotWrite
+	gen uint64
 }
 
-// takeCheckpoint copies what goes to disk: the finished videos in memory, and
-// what the hot stream does not say. The caller holds the lock.
-func (s *state) takeCheckpoint(index uint64) *checkpoint {
+// takeCheckpoint copies what changed since the last checkpoint, and what
+// the hot stream does not say. The caller holds the lock.
+func (s *state) takeCheckpoint(index uint64) (*checkpoint, error) {
 	cp := &checkpoint{index: index, counts: make(map[string]videoCounts, len(s.diskCounts)),
-		extra: storeExtra{VideoSeq: s.videoSeq, Seqs: map[string]uint64{}}}
+		extra: storeExtra{VideoSeq: s.videoSeq}}
 	for a, c := range s.diskCounts {
 		cp.counts[a] = maps.Clone(c)
 	}
-	leftovers := maps.Clone(s.diskLeftovers)
-	for id, v := range s.videos {
-		if !finished(v) {
-			cp.extra.Seqs[id] = s.seqOf[id]
-			continue
-		}
-		_, listed := s.listedOnDisk[id]
-		c := v.Clone()
-		cp.videos = append(cp.videos, diskVideo{v: &c, seq: s.seqOf[id], listed: listed, orig: v})
-		if v.leftovers() {
-			leftovers[id] = struct{}{}
-		} else {
-			delete(leftovers, id)
-		}
+	if err := s.takeHot(cp); err != nil {
+		return nil, err
 	}
-	// In creation order: the lists grow at their ends, bbolt's cheapest write.
-	slices.SortFunc(cp.videos, func(a, b diskVideo) int { return cmp.Compare(a.seq, b.seq) })
-	cp.extra.Leftovers = slices.Sorted(maps.Keys(leftovers))
-	return cp
+	return cp, nil
 }
 
-// dropWritten forgets in memory what cp wrote to disk. A video changed since
-// cp was taken (by a sweep) stays in memory to be written again.
+// dropWritten forgets in memory the finished videos cp wrote to disk. A
+// video changed since cp was taken (by a sweep) stays in memory to be
+// written again.
 func (s *state) dropWritten(cp *checkpoint) {
+	s.dirty.clean(cp.gen)
 	gone := make(map[string]bool, len(cp.videos))
 	accounts := map[string]bool{}
 	for _, d := range cp.videos {
 		id := d.v.ID
 		gone[id] = true
 		accounts[d.v.AccountID] = true
-		if s.videos[id] == d.orig {
+		if _, again := s.dirty.videos[id]; !again && s.videos[id] == d.orig {
 			delete(s.videos, id)
 			delete(s.seqOf, id)
 			delete(s.listedOnDisk, id)

@@ -61,11 +61,11 @@ func (s *state) applyCreateVideo(c *CreateVideo) (CreateVideoResult, error) {
 	s.videoChanged(v, c.Now)
 	res := CreateVideoResult{QueuedVideo: s.queued(v)}
 	if c.IdempotencyKey != "" {
-		s.idem[ik] = &Idempotency{
+		s.putIdem(&Idempotency{
 			AccountID: c.AccountID, Key: c.IdempotencyKey, BodyHash: c.BodyHash, VideoID: v.ID,
 			Original: res.Video.Clone(), QueuePosition: res.QueuePosition, WaitReason: res.WaitReason,
 			WaitMessage: res.WaitMessage, CreatedAt: c.Now,
-		}
+		})
 	}
 	return res, nil
 }
@@ -118,7 +118,7 @@ func (s *state) applyExpireIdempotency(c *ExpireIdempotency) (int, error) {
 	n := 0
 	for k, rec := range s.idem {
 		if rec.CreatedAt < c.Before {
-			delete(s.idem, k)
+			s.dropIdem(k)
 			n++
 		}
 	}

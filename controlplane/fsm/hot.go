@@ -1,0 +1,249 @@
+package fsm
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/vidfarm/vidfarm/scheduler"
+	"github.com/vmihailenco/msgpack/v5"
+	"go.etcd.io/bbolt"
+)
+
+// The hot part of the state grows with the queue, not with history, but a
+// queue can hold hundreds of thousands of videos, and a checkpoint that
+// copied all of them under the lock would stop every write for seconds. So
+// the three kinds that grow with the queue are kept in the state file one
+// record per key, and a checkpoint copies and writes only those that changed
+// since the last one:
+//
+//   - unfinished videos (bucketHotVideos, keyed by account and sequence
+//     number, so an account's are read in creation order);
+//   - the scheduler's task graphs (bucketHotSched, by video id; the
+//     scheduler says which changed, scheduler.State.TakeChanged);
+//   - idempotency records (bucketHotIdem, by account and key).
+//
+// Everything else hot (accounts, keys, folders, nodes, webhooks, outboxes,
+// the scheduler's counters and nodes) is small and still goes whole into the
+// hot stream at every checkpoint.
+//
+// A state that keeps a file tracks what changed in the dirty sets below;
+// every change to a video in memory calls touch, every change to an
+// idempotency record goes through putIdem or dropIdem. A change that skipped
+// them would be lost at the next restart: TestStoreMatchesMemory restarts from
+// the file at random moments and compares every byte with a state that never
+// left memory.
+const (
+	bucketHotVideos = "hot_videos" // account, 0, seq (8 bytes) → msgpack video
+	bucketHotSched  = "hot_sched"  // video id → msgpack scheduler.VideoRecord
+	bucketHotIdem   = "hot_idem"   // account, 0, key → msgpack idempotency record
+)
+
+// dirty is what changed and is not yet on disk among the records written
+// one by one, each with the generation of its last change. A checkpoint
+// writes every entry and starts a new generation; only once its write
+// succeeded are the entries of its generation or older dropped. So a
+// checkpoint that fails, or a snapshot Raft never persists, loses nothing,
+// and what changed while a checkpoint was being written stays for the
+// next. The maps are nil in a state without a file (New): nothing would
+// ever empty them.
+type dirty struct {
+	gen    uint64 // the generation changes now belong to
+	videos map[string]uint64
+	idem   map[idemKey]uint64
+	// sched holds the videos whose task graph changed, as taken from the
+	// scheduler (scheduler.State.TakeChanged) at each checkpoint.
+	sched map[string]uint64
+}
+
+func newDirty() dirty {
+	return dirty{gen: 1, videos: map[string]uint64{}, idem: map[idemKey]uint64{}, sched: map[string]uint64{}}
+}
+
+func (d dirty) tracking() bool { return d.videos != nil }
+
+// clean drops the entries a checkpoint of generation gen wrote and that did
+// not change since.
+func (d dirty) clean(gen uint64) {
+	maps.DeleteFunc(d.videos, func(_ string, g uint64) bool { return g <= gen })
+	maps.DeleteFunc(d.idem, func(_ idemKey, g uint64) bool { return g <= gen })
+	maps.DeleteFunc(d.sched, func(_ string, g uint64) bool { return g <= gen })
+}
+
+// attach gives s its state file: from now on it tracks what changed, for the
+// checkpoints that write it there. What it already tracked (a state read
+// from a v1 file or a snapshot stream, all dirty) stays to be written.
+func (s *state) attach(st *store) {
+	s.disk = st
+	if !s.dirty.tracking() {
+		s.dirty = newDirty()
+	}
+	s.sched.TrackChanges()
+}
+
+// touch records that v, in memory, changed.
+func (s *state) touch(v *Video) {
+	if s.dirty.tracking() {
+		s.dirty.videos[v.ID] = s.dirty.gen
+	}
+}
+
+func (s *state) putIdem(r *Idempotency) {
+	k := idemKey{account: r.AccountID, key: r.Key}
+	s.idem[k] = r
+	if s.dirty.tracking() {
+		s.dirty.idem[k] = s.dirty.gen
+	}
+}
+
+func (s *state) dropIdem(k idemKey) {
+	delete(s.idem, k)
+	if s.dirty.tracking() {
+		s.dirty.idem[k] = s.dirty.gen
+	}
+}
+
+func hotVideoKey(account string, seq uint64) []byte {
+	k := append([]byte(account), 0)
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+func hotIdemKey(k idemKey) []byte {
+	return append(append([]byte(k.account), 0), k.key...)
+}
+
+// hotWrite is one record of a checkpoint: put body at key, or delete the key
+// when body is nil.
+type hotWrite struct {
+	bucket string
+	key    []byte
+	body   []byte
+}
+
+// takeHot encodes the changed records for cp, which writes generation
+// cp.gen; the finished videos among them go to cp.videos, for the disk tier.
+// The caller holds the lock.
+func (s *state) takeHot(cp *checkpoint) error {
+	for _, id := range s.sched.TakeChanged() {
+		s.dirty.sched[id] = s.dirty.gen
+	}
+	cp.gen = s.dirty.gen
+	s.dirty.gen++
+	leftovers := maps.Clone(s.diskLeftovers)
+	for id := range s.dirty.videos {
+		v, ok := s.videos[id]
+		if !ok { // cannot happen: a dirty video stays in memory (dropWritten)
+			return fmt.Errorf("video %s changed but is not in memory", id)
+		}
+		seq := s.seqOf[id]
+		if !finished(v) {
+			body, err := msgpack.Marshal(v)
+			if err != nil {
+				return fmt.Errorf("encode video %s: %w", id, err)
+			}
+			cp.hot = append(cp.hot, hotWrite{bucketHotVideos, hotVideoKey(v.AccountID, seq), body})
+			continue
+		}
+		// It may have been hot at the last checkpoint.
+		cp.hot = append(cp.hot, hotWrite{bucketHotVideos, hotVideoKey(v.AccountID, seq), nil})
+		_, listed := s.listedOnDisk[id]
+		c := v.Clone()
+		cp.videos = append(cp.videos, diskVideo{v: &c, seq: seq, listed: listed, orig: v})
+		if v.leftovers() {
+			leftovers[id] = struct{}{}
+		} else {
+			delete(leftovers, id)
+		}
+	}
+	// In creation order: the lists grow at their ends, bbolt's cheapest write.
+	slices.SortFunc(cp.videos, func(a, b diskVideo) int { return cmp.Compare(a.seq, b.seq) })
+	cp.extra.Leftovers = slices.Sorted(maps.Keys(leftovers))
+	for k := range s.dirty.idem {
+		var body []byte
+		if r, ok := s.idem[k]; ok {
+			var err error
+			if body, err = msgpack.Marshal(r); err != nil {
+				return fmt.Errorf("encode idempotency record: %w", err)
+			}
+		}
+		cp.hot = append(cp.hot, hotWrite{bucketHotIdem, hotIdemKey(k), body})
+	}
+	for id := range s.dirty.sched {
+		var body []byte
+		if r, ok := s.sched.VideoRecord(id); ok {
+			var err error
+			if body, err = msgpack.Marshal(r); err != nil {
+				return fmt.Errorf("encode task graph of %s: %w", id, err)
+			}
+		}
+		cp.hot = append(cp.hot, hotWrite{bucketHotSched, []byte(id), body})
+	}
+	return nil
+}
+
+func putHotRecords(tx *bbolt.Tx, writes []hotWrite) (int64, error) {
+	var n int64
+	for _, w := range writes {
+		b := tx.Bucket([]byte(w.bucket))
+		if w.body == nil {
+			if err := b.Delete(w.key); err != nil {
+				return n, fmt.Errorf("delete %s record %q: %w", w.bucket, w.key, err)
+			}
+			continue
+		}
+		n += int64(len(w.body))
+		if err := b.Put(w.key, w.body); err != nil {
+			return n, fmt.Errorf("store %s record %q: %w", w.bucket, w.key, err)
+		}
+	}
+	return n, nil
+}
+
+// loadHotRecords reads the records kept one per key into s: unfinished
+// videos and idempotency records. The scheduler's are read by
+// loadSchedRecords, before the scheduler is restored.
+func loadHotRecords(tx *bbolt.Tx, s *state) error {
+	err := tx.Bucket([]byte(bucketHotVideos)).ForEach(func(k, b []byte) error {
+		if len(k) < 9 {
+			return fmt.Errorf("hot video key %q too short", k)
+		}
+		var v Video
+		if err := msgpack.Unmarshal(b, &v); err != nil {
+			return fmt.Errorf("decode video %q: %w", k, err)
+		}
+		seq := binary.BigEndian.Uint64(k[len(k)-8:])
+		s.videos[v.ID] = &v
+		s.seqOf[v.ID] = seq
+		// Keys sort by account, then sequence number: creation order.
+		s.accountVideos[v.AccountID] = append(s.accountVideos[v.AccountID], v.ID)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return tx.Bucket([]byte(bucketHotIdem)).ForEach(func(_, b []byte) error {
+		var r Idempotency
+		if err := msgpack.Unmarshal(b, &r); err != nil {
+			return fmt.Errorf("decode idempotency record: %w", err)
+		}
+		s.idem[idemKey{account: r.AccountID, key: r.Key}] = &r
+		return nil
+	})
+}
+
+// loadSchedRecords reads the scheduler's task graphs, in submission order.
+func loadSchedRecords(tx *bbolt.Tx) ([]scheduler.VideoRecord, error) {
+	var out []scheduler.VideoRecord
+	err := tx.Bucket([]byte(bucketHotSched)).ForEach(func(k, b []byte) error {
+		var r scheduler.VideoRecord
+		if err := msgpack.Unmarshal(b, &r); err != nil {
+			return fmt.Errorf("decode task graph of %s: %w", k, err)
+		}
+		out = append(out, r)
+		return nil
+	})
+	slices.SortFunc(out, func(a, b scheduler.VideoRecord) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out, err
+}
