@@ -33,7 +33,7 @@ func TestSimOutputsAndTimeline(t *testing.T) {
 	if !bytes.Equal(csv1, csv2) || !bytes.Equal(svg1, svg2) {
 		t.Fatal("same seed, different CSV or SVG")
 	}
-	checkSVG(t, svg1, "GPU wait p95 (s)", "GPU utilisation", "CPU utilisation")
+	checkSVG(t, svg1, "GPU wait p95", "GPU utilisation", "CPU utilisation")
 
 	// SLOs: a turnaround of 1 s is never met; a wait of 11 days always is.
 	all := rep.Overall.SLOs
