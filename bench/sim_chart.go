@@ -10,8 +10,9 @@ import (
 )
 
 // Charts are drawn with go-chart: line series on two y axes, SVG out, no
-// cgo and no browser. Its one weakness here (no axis titles beside the
-// secondary axis) is met by naming the unit in every series.
+// cgo and no browser. Waits go on the left axis (go-chart's secondary), in
+// seconds, minutes or hours by their range; utilisation dashed on the
+// right; the legend right of everything (sim_chart_layout.go).
 
 var (
 	colP50  = drawing.ColorFromHex("4c78a8")
@@ -22,127 +23,151 @@ var (
 	colGoal = drawing.ColorFromHex("222222")
 )
 
-func line(name string, c drawing.Color, secondary bool, xs, ys []float64) chart.ContinuousSeries {
-	s := chart.ContinuousSeries{Name: name, XValues: xs, YValues: ys, Style: chart.Style{StrokeColor: c, StrokeWidth: 2}}
-	if secondary {
-		s.YAxis = chart.YAxisSecondary
-		s.Style.StrokeDashArray = []float64{5, 3}
+// dashUtilisation and dashTarget tell utilisation (a fraction, right axis)
+// and the SLO target apart from the waits at a glance.
+var (
+	dashUtilisation = []float64{5, 3}
+	dashTarget      = []float64{10, 4}
+)
+
+func line(name string, c drawing.Color, dash []float64, axis chart.YAxisType, xs, ys []float64) chart.ContinuousSeries {
+	return chart.ContinuousSeries{Name: name, XValues: xs, YValues: ys, YAxis: axis,
+		Style: chart.Style{StrokeColor: c, StrokeWidth: 2, StrokeDashArray: dash}}
+}
+
+// farmName is the farm as the titles call it.
+func farmName(name string) string {
+	if name == "" {
+		return "farm"
 	}
-	return s
+	return name
 }
 
-func fmtFloat(format string) func(any) string {
-	return func(v any) string { return fmt.Sprintf(format, v.(float64)) }
-}
+func fmtHours(h float64) string { return strconv.FormatFloat(h, 'f', -1, 64) + " h" }
 
-func percentAxis() chart.YAxis {
-	return chart.YAxis{
-		Name:           "utilisation",
-		Range:          &chart.ContinuousRange{Min: 0, Max: 1},
-		ValueFormatter: func(v any) string { return fmt.Sprintf("%.0f%%", 100*v.(float64)) },
-	}
-}
-
-// WriteSVG draws the report's timeline: GPU-wait p50/p95/p99 (right axis,
-// seconds) and GPU and CPU utilisation (left axis, dashed) over simulated
-// hours.
+// WriteSVG draws the report's timeline: GPU-wait p50/p95/p99 (left axis)
+// and GPU and CPU utilisation (right axis, dashed) over simulated hours.
 func (r SimReport) WriteSVG(w io.Writer) error {
 	n := len(r.Timeline)
 	if n == 0 {
 		return fmt.Errorf("bench: the report has no timeline to chart")
 	}
+	top := 0.0
+	for _, p := range r.Timeline {
+		top = max(top, p.GPUWaitP99)
+	}
+	waitY, unit, _ := waitAxis("GPU wait", top)
 	xs := make([]float64, n)
 	p50, p95, p99 := make([]float64, n), make([]float64, n), make([]float64, n)
 	gpu, cpu := make([]float64, n), make([]float64, n)
 	for i, p := range r.Timeline {
 		xs[i] = p.StartHours + p.Hours/2
-		p50[i], p95[i], p99[i] = p.GPUWaitP50, p.GPUWaitP95, p.GPUWaitP99
+		p50[i], p95[i], p99[i] = p.GPUWaitP50/unit.seconds, p.GPUWaitP95/unit.seconds, p.GPUWaitP99/unit.seconds
 		gpu[i], cpu[i] = p.GPUUtilisation, p.CPUUtilisation
 	}
-	c := chart.Chart{
-		Width:      1100,
-		Height:     500,
-		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 20, Bottom: 20}},
-		XAxis: chart.XAxis{
-			Name:  fmt.Sprintf("simulated hours (%d GPUs, seed %d)", r.GPUs, r.Seed),
-			Ticks: hourTicks(r.Hours),
-		},
-		YAxis:          chart.YAxis{Name: "GPU wait, seconds", ValueFormatter: fmtFloat("%.0f")},
-		YAxisSecondary: percentAxis(),
-		Series: []chart.Series{
-			line("GPU wait p50 (s)", colP50, false, xs, p50),
-			line("GPU wait p95 (s)", colP95, false, xs, p95),
-			line("GPU wait p99 (s)", colP99, false, xs, p99),
-			line("GPU utilisation", colGPU, true, xs, gpu),
-			line("CPU utilisation", colCPU, true, xs, cpu),
-		},
+	series := []chart.Series{
+		line("GPU wait p50", colP50, nil, chart.YAxisSecondary, xs, p50),
+		line("GPU wait p95", colP95, nil, chart.YAxisSecondary, xs, p95),
+		line("GPU wait p99", colP99, nil, chart.YAxisSecondary, xs, p99),
+		line("GPU utilisation", colGPU, dashUtilisation, chart.YAxisPrimary, xs, gpu),
+		line("CPU utilisation", colCPU, dashUtilisation, chart.YAxisPrimary, xs, cpu),
 	}
-	c.Elements = []chart.Renderable{chart.LegendThin(&c)}
-	return c.Render(chart.SVG, w)
+	lg, err := newLegend(series)
+	if err != nil {
+		return err
+	}
+	c := chart.Chart{
+		Width:          1200,
+		Height:         560,
+		Background:     chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: lg.reserve(), Bottom: 20}},
+		XAxis:          chart.XAxis{Name: "simulated time", Range: newTickedRange(0, r.Hours, hourTicks(r.Hours))},
+		YAxis:          percentAxis(),
+		YAxisSecondary: waitY,
+		Series:         series,
+	}
+	title := fmt.Sprintf("%s: GPU wait and utilisation, %s simulated, seed %d", farmName(r.Farm)+fmt.Sprintf(" (%d GPUs)", r.GPUs), fmtHours(r.Hours), r.Seed)
+	return renderWithLegend(w, c, title, lg, nil)
 }
 
-// hourTicks labels the time axis every 1, 2, 3, 6, 12 or 24 h (or whole
-// days beyond), at most 16 ticks.
-func hourTicks(hours float64) []chart.Tick {
-	step := 24.0
-	for _, s := range []float64{1, 2, 3, 6, 12, 24} {
-		if hours/s <= 16 {
-			step = s
-			break
-		}
-	}
-	for hours/step > 16 {
-		step += 24
-	}
-	var ticks []chart.Tick
-	for h := 0.0; h <= hours+1e-9; h += step {
-		ticks = append(ticks, chart.Tick{Value: h, Label: fmt.Sprintf("%.0f h", h)})
-	}
-	return ticks
-}
+// metricLabel names a sweep metric in words.
+var metricLabel = map[string]string{MetricWait: "wait", MetricGPUWait: "GPU wait", MetricTurnaround: "turnaround"}
 
 // sweepChartSpan is how many times the target the sweep chart's wait axis
-// shows: an undersized fleet's p95 can be hours, and drawn to scale it
-// would flatten the region around the target, so larger values are drawn
-// at the top.
+// shows at least: an undersized fleet's p95 can be hours, and drawn to
+// scale it would flatten the region around the target, so larger values
+// are drawn at the axis' top.
 const sweepChartSpan = 5
 
-// WriteSVG draws the sweep: p95 of the metric (right axis) and GPU
-// utilisation (left axis, dashed) against the group's size, with the
-// target as a flat line.
+// WriteSVG draws the sweep: p95 of the metric (left axis) and GPU
+// utilisation (right axis, dashed) against the group's size, with the
+// target as a dashed line.
 func (r SweepResult) WriteSVG(w io.Writer) error {
 	n := len(r.Points)
 	if n < 2 {
 		return fmt.Errorf("bench: a sweep chart needs at least two sizes, got %d", n)
 	}
-	top := sweepChartSpan * r.TargetP95
-	xs, p95, goal, gpu := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
-	var ticks []chart.Tick
-	every := (n + 15) / 16
+	metric := metricLabel[r.Metric]
+	waitY, unit, top := waitAxis("p95 "+metric, sweepChartSpan*r.TargetP95)
+	target := r.TargetP95 / unit.seconds
+	xs, p95, gpu := make([]float64, n), make([]float64, n), make([]float64, n)
+	name := "p95 " + metric
 	for i, p := range r.Points {
-		xs[i], p95[i], goal[i], gpu[i] = float64(p.Count), min(p.P95, top), r.TargetP95, p.GPUUtilisation
-		if i%every == 0 || i == n-1 {
-			ticks = append(ticks, chart.Tick{Value: xs[i], Label: strconv.Itoa(p.Count)})
+		xs[i], p95[i], gpu[i] = float64(p.Count), min(p.P95/unit.seconds, top), p.GPUUtilisation
+		if p.P95/unit.seconds > top {
+			name = fmt.Sprintf("p95 %s, clipped at %s", metric, fmtWait(top*unit.seconds))
 		}
 	}
-	answer := fmt.Sprintf("no size tried meets %.0f s", r.TargetP95)
+	first, last := xs[0], xs[n-1]
+	goal := fmt.Sprintf("target: p95 ≤ %s", fmtWait(r.TargetP95))
+	series := []chart.Series{
+		line(name, colP95, nil, chart.YAxisSecondary, xs, p95),
+		line(goal, colGoal, dashTarget, chart.YAxisSecondary, []float64{first, last}, []float64{target, target}),
+		line("GPU utilisation", colGPU, dashUtilisation, chart.YAxisPrimary, xs, gpu),
+	}
+	lg, err := newLegend(series)
+	if err != nil {
+		return err
+	}
+	answer := fmt.Sprintf("no size tried meets %s", fmtWait(r.TargetP95))
 	if r.Found {
-		answer = fmt.Sprintf("smallest meeting %.0f s: %d", r.TargetP95, r.Smallest)
+		answer = fmt.Sprintf("smallest meeting %s: %d", fmtWait(r.TargetP95), r.Smallest)
 	}
 	c := chart.Chart{
-		Width:      900,
-		Height:     480,
-		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: 20, Bottom: 20}},
-		XAxis:      chart.XAxis{Name: fmt.Sprintf("nodes in group %s (%s)", r.Group, answer), Ticks: ticks},
-		YAxis: chart.YAxis{Name: fmt.Sprintf("p95 %s, seconds", r.Metric), ValueFormatter: fmtFloat("%.0f"),
-			Range: &chart.ContinuousRange{Min: 0, Max: top}},
-		YAxisSecondary: percentAxis(),
-		Series: []chart.Series{
-			line(fmt.Sprintf("p95 %s (s, drawn at most %.0f)", r.Metric, top), colP95, false, xs, p95),
-			line("target (s)", colGoal, false, xs, goal),
-			line("GPU utilisation", colGPU, true, xs, gpu),
-		},
+		Width:      1100,
+		Height:     560,
+		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: lg.reserve(), Bottom: 20}},
+		XAxis: chart.XAxis{Name: xmlEscape(fmt.Sprintf("nodes in group %s (%s)", r.Group, answer)),
+			Range: newTickedRange(first, last, countTicks(r.Points))},
+		YAxis:          percentAxis(),
+		YAxisSecondary: waitY,
+		Series:         series,
 	}
-	c.Elements = []chart.Renderable{chart.LegendThin(&c)}
-	return c.Render(chart.SVG, w)
+	// The target line is named on the plot too, at its right end where an
+	// adequate fleet's p95 lies far below it.
+	label := func(plot chart.Box) string {
+		y := plot.Bottom - int(target/top*float64(plot.Height()))
+		return fmt.Sprintf(`<text x="%d" y="%d" text-anchor="end" %s fill="%s">SLO target %s</text>`,
+			plot.Right-6, y-6, fontAttrs(legendFontPoints), colGoal.String(), xmlEscape(fmtWait(r.TargetP95)))
+	}
+	title := fmt.Sprintf("%s: p95 %s against %s nodes, %s simulated, seed %d",
+		farmName(r.Farm), metric, r.Group, fmtHours(r.Hours), r.Seed)
+	return renderWithLegend(w, c, title, lg, label)
+}
+
+// countTicks labels every size tried when there are few; otherwise round
+// counts (multiples of a 1-2-5 step) within the range.
+func countTicks(points []SweepPoint) []chart.Tick {
+	var ticks []chart.Tick
+	if len(points) <= 13 {
+		for _, p := range points {
+			ticks = append(ticks, chart.Tick{Value: float64(p.Count), Label: strconv.Itoa(p.Count)})
+		}
+		return ticks
+	}
+	lo, hi := points[0].Count, points[len(points)-1].Count
+	step := max(1, int(niceStep(float64(hi-lo), 12)))
+	for c := (lo + step - 1) / step * step; c <= hi; c += step {
+		ticks = append(ticks, chart.Tick{Value: float64(c), Label: strconv.Itoa(c)})
+	}
+	return ticks
 }

@@ -25,6 +25,9 @@ const ReferenceGPU = "H100"
 
 // Fleet is the farm the simulator runs: groups of identical nodes.
 type Fleet struct {
+	// Name is what the charts' titles call the farm (optional; the
+	// command line uses the file's name when it is empty).
+	Name string `json:"name,omitempty"`
 	// GPUSpeed maps a GPU kind to its speed relative to the reference H100
 	// (1.0): a render that takes 100 s on an H100 takes 100/0.5 = 200 s on
 	// a GPU kind with factor 0.5. Every group's gpu_model must be listed,

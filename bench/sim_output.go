@@ -16,13 +16,13 @@ func (r SimReport) String() string {
 	fmt.Fprintf(&b, "throughput %.1f videos/h, %.2f videos per GPU-hour, GPU utilisation %.1f%%, CPU utilisation %.1f%%\n",
 		r.ThroughputPerHour, r.VideosPerGPUHour, 100*r.GPUUtilisation, 100*r.CPUUtilisation)
 	fmt.Fprintf(&b, "rendered %.1f min for a cost of %.2f: %.3f per rendered minute\n\n", r.RenderedMinutes, r.Cost, r.CostPerRenderedMinute)
-	fmt.Fprintf(&b, "%-18s %9s %9s  %-28s  %-28s  %s\n", "group", "submitted", "completed",
-		"wait s (p50 / p95 / p99)", "GPU wait s (p50 / p95 / p99)", "turnaround s (p50 / p95 / p99)")
+	fmt.Fprintf(&b, "%-18s %9s %9s  %-36s  %-36s  %s\n", "group", "submitted", "completed",
+		"wait s (mean / p50 / p95 / p99)", "GPU wait s (mean / p50 / p95 / p99)", "turnaround s (mean / p50 / p95 / p99)")
 	var slos strings.Builder
 	row := func(kind string, g GroupStats) {
 		label := strings.TrimSpace(kind + " " + g.Name)
-		fmt.Fprintf(&b, "%-18s %9d %9d  %-28s  %-28s  %s\n", label, g.Submitted, g.Completed,
-			p3(g.Wait), p3(g.GPUWait), p3(g.Turnaround))
+		fmt.Fprintf(&b, "%-18s %9d %9d  %-36s  %-36s  %s\n", label, g.Submitted, g.Completed,
+			summary(g.Wait), summary(g.GPUWait), summary(g.Turnaround))
 		for _, o := range g.SLOs {
 			verdict := "MISSED"
 			if o.Met {
@@ -45,8 +45,14 @@ func (r SimReport) String() string {
 	return b.String()
 }
 
-func p3(p Percentiles) string {
-	return fmt.Sprintf("%.1f / %.1f / %.1f", p.P50, p.P95, p.P99)
+// summary is a table cell: mean / p50 / p95 / p99, or a dash for a group
+// with nothing measured, which "0.0 / 0.0 / 0.0" would pass off as
+// instant service.
+func summary(p Percentiles) string {
+	if p.Count == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f / %.1f / %.1f / %.1f", p.Mean, p.P50, p.P95, p.P99)
 }
 
 // WriteCSV writes the report in long ("tidy") form, one measurement a row:

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -33,7 +34,7 @@ func TestSimOutputsAndTimeline(t *testing.T) {
 	if !bytes.Equal(csv1, csv2) || !bytes.Equal(svg1, svg2) {
 		t.Fatal("same seed, different CSV or SVG")
 	}
-	checkSVG(t, svg1, "GPU wait p95 (s)", "GPU utilisation", "CPU utilisation")
+	checkSVG(t, svg1, "GPU wait p95", "GPU utilisation", "CPU utilisation")
 
 	// SLOs: a turnaround of 1 s is never met; a wait of 11 days always is.
 	all := rep.Overall.SLOs
@@ -107,5 +108,37 @@ func TestShippedExamplesDecode(t *testing.T) {
 	}
 	if calls < 50 || last[0] != last[1] || last[1] != 2*time.Hour {
 		t.Fatalf("progress: %d calls, last %v", calls, last)
+	}
+}
+
+// TestTableMeanAndEmptyGroups: the table has a mean beside the
+// percentiles, and a group without videos prints a dash, not zeros that
+// read as instant service.
+func TestTableMeanAndEmptyGroups(t *testing.T) {
+	waits := Percentiles{Count: 4, Mean: 12.5, P50: 10, P95: 30, P99: 31}
+	rep := SimReport{
+		Hours: 1, Seed: 3,
+		Overall: GroupStats{Name: "all", Submitted: 4, Completed: 4, Wait: waits, GPUWait: waits, Turnaround: waits},
+		Modes: []GroupStats{{Name: "manual", Submitted: 4, Completed: 4, Wait: waits, GPUWait: waits, Turnaround: waits},
+			{Name: "auto"}},
+	}
+	lines := strings.Split(rep.String(), "\n")
+	find := func(prefix string) string {
+		for _, l := range lines {
+			if strings.HasPrefix(l, prefix) {
+				return l
+			}
+		}
+		t.Fatalf("no line %q in\n%s", prefix, rep.String())
+		return ""
+	}
+	if h := find("group "); !strings.Contains(h, "wait s (mean / p50 / p95 / p99)") {
+		t.Errorf("header %q has no mean", h)
+	}
+	if l := find("mode manual"); !strings.Contains(l, "12.5 / 10.0 / 30.0 / 31.0") {
+		t.Errorf("manual row %q", l)
+	}
+	if l := find("mode auto"); strings.Contains(l, "0.0") || strings.Count(l, "—") != 3 {
+		t.Errorf("empty auto row %q, want a dash for each measure", l)
 	}
 }

@@ -10,6 +10,7 @@ import (
 // SimReport is what a simulation measured. Times are in seconds; cost is
 // in the unit of the fleet's cost_per_hour.
 type SimReport struct {
+	Farm      string  `json:"farm,omitempty"` // the fleet's name
 	Hours     float64 `json:"hours"`
 	Seed      uint64  `json:"seed"`
 	Nodes     int     `json:"nodes"`
@@ -242,7 +243,7 @@ func (s *sim) report() SimReport {
 		overall.turnaround = append(overall.turnaround, m.turnaround...)
 	}
 	rep := SimReport{
-		Hours: s.cfg.Hours, Seed: s.cfg.Seed, Nodes: len(s.nodes),
+		Farm: s.fleet.Name, Hours: s.cfg.Hours, Seed: s.cfg.Seed, Nodes: len(s.nodes),
 		Submitted: r.submittedAll, Completed: r.completedAll, InFlight: r.submittedAll - r.completedAll,
 		Overall:         overall.stats(),
 		Modes:           []GroupStats{r.manual.stats(), r.auto.stats()},

@@ -45,6 +45,10 @@ type SweepPoint struct {
 
 // SweepResult lists every size tried and the answer.
 type SweepResult struct {
+	// Farm (the fleet's name), Hours and Seed are each simulation's.
+	Farm      string       `json:"farm,omitempty"`
+	Hours     float64      `json:"hours"`
+	Seed      uint64       `json:"seed"`
 	Group     string       `json:"group"`
 	Metric    string       `json:"metric"`
 	TargetP95 float64      `json:"target_p95"`
@@ -91,7 +95,7 @@ func Sweep(fleet Fleet, wl Workload, cfg SimConfig, sc SweepConfig) (SweepResult
 	}
 	wl.SLOs = append(append([]SLO(nil), wl.SLOs...), slo)
 	cfg.Progress = nil
-	res := SweepResult{Group: sc.Group, Metric: sc.Metric, TargetP95: sc.TargetP95, Points: make([]SweepPoint, len(counts))}
+	res := SweepResult{Farm: fleet.Name, Hours: cfg.Hours, Seed: cfg.Seed, Group: sc.Group, Metric: sc.Metric, TargetP95: sc.TargetP95, Points: make([]SweepPoint, len(counts))}
 	errs := make([]error, len(counts))
 	par := sc.Parallel
 	if par <= 0 {

@@ -69,7 +69,7 @@ func TestSweepFindsKnownSmallestFleet(t *testing.T) {
 	if err != nil || len(rows) != 6 || rows[0][7] != "met" || rows[3][1] != "5" || rows[3][7] != "true" || rows[2][7] != "false" {
 		t.Fatalf("sweep CSV (%v): %v", err, rows)
 	}
-	checkSVG(t, svg.Bytes(), "p95 gpu_wait (s, drawn at most 500)", "target (s)")
+	checkSVG(t, svg.Bytes(), "p95 GPU wait, clipped at 10 min", "target: p95 ≤ 100 s", "SLO target 100 s")
 
 	// Nothing in range meets a target that needs more than 7 GPUs.
 	res, err = Sweep(fleet, wl, SimConfig{Hours: 20, Seed: 5}, SweepConfig{Group: "h100", Min: 2, Max: 4, TargetP95: 1})

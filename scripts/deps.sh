@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need where it is missing: ffmpeg/ffprobe, espeak-ng, a
-# font for burned-in captions and fontconfig's fc-list, openssl and python3, and
-# etcd, PostgreSQL (Debian packages; a server is started when none answers on
-# 127.0.0.1:5432) and staticcheck (Go module proxy).
+# font for burned-in captions and fontconfig's fc-list, openssl and python3,
+# rsvg-convert, etcd, PostgreSQL (Debian packages; a server is started when none
+# answers on 127.0.0.1:5432) and staticcheck (Go module proxy).
 # Safe to run repeatedly.
 set -euo pipefail
 
@@ -17,6 +17,8 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)
 # fc-list which of a brand kit's fonts the machine has.
 command -v fc-list >/dev/null 2>&1 || need+=(fontconfig)
 { command -v fc-list >/dev/null 2>&1 && [ -n "$(fc-list 2>/dev/null | head -1)" ]; } || need+=(fonts-dejavu-core)
+# The simulator's charts are checked by rendering them to PNG as a planner would.
+command -v rsvg-convert >/dev/null 2>&1 || need+=(librsvg2-bin)
 # The anchor benchmark's etcd client (bench/etcd.go) is tested against a real etcd.
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 # The app-database bridge tests (controlplane/appdb) need a PostgreSQL server.

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/vidfarm/vidfarm/bench"
@@ -42,6 +44,10 @@ func runBenchSim(args []string) error {
 	fleet, err := decodeFile(*fleetPath, bench.DecodeFleet)
 	if err != nil {
 		return err
+	}
+	if fleet.Name == "" {
+		// The charts' titles name the farm; the file's name is better than none.
+		fleet.Name = strings.TrimSuffix(filepath.Base(*fleetPath), filepath.Ext(*fleetPath))
 	}
 	wl, err := decodeFile(*workloadPath, bench.DecodeWorkload)
 	if err != nil {

@@ -1,0 +1,267 @@
+package bench
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/xml"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestNiceStep(t *testing.T) {
+	for _, tc := range []struct {
+		span     float64
+		maxTicks int
+		want     float64
+	}{
+		{10, 10, 1},
+		{10, 5, 2},
+		{10, 4, 5}, // 2.5 rounds up to 5, not down to 2 (that would be 5 intervals)
+		{10, 2, 5},
+		{10, 1, 10},
+		{0.3, 3, 0.1},
+		{7, 8, 1},
+		{8.33, 8, 2},
+		{100, 8, 20},
+		{100, 5, 20},
+		{10500, 8, 2000}, // the old axis read 5300, 10500 … seconds
+		{1e-3, 10, 1e-4},
+		{95, 1, 100},
+		{0, 5, 1},
+		{-3, 5, 1},
+		{math.NaN(), 5, 1},
+		{math.Inf(1), 5, 1},
+		{10, 0, 1},
+	} {
+		got := niceStep(tc.span, tc.maxTicks)
+		if math.Abs(got-tc.want) > 1e-12*tc.want {
+			t.Errorf("niceStep(%v, %d) = %v, want %v", tc.span, tc.maxTicks, got, tc.want)
+		}
+		if tc.span > 0 && tc.maxTicks > 0 && !math.IsInf(tc.span, 0) && tc.span/got > float64(tc.maxTicks)+1e-9 {
+			t.Errorf("niceStep(%v, %d) = %v cuts more than %d intervals", tc.span, tc.maxTicks, got, tc.maxTicks)
+		}
+	}
+}
+
+func TestRoundTicksAndUnits(t *testing.T) {
+	labels := func(top float64) (string, float64) {
+		ticks, end := roundTicks(top, 8, plainLabel)
+		var l []string
+		for _, tk := range ticks {
+			l = append(l, tk.Label)
+		}
+		return strings.Join(l, " "), end
+	}
+	for _, tc := range []struct {
+		top  float64
+		want string
+		end  float64
+	}{
+		{7, "0 1 2 3 4 5 6 7", 7},
+		{13.1, "0 2 4 6 8 10 12 14", 14},
+		{0.75, "0.0 0.1 0.2 0.3 0.4 0.5 0.6 0.7 0.8", 0.8},
+		{100, "0 20 40 60 80 100", 100},
+		{0, "0.0 0.2 0.4 0.6 0.8 1.0", 1}, // no waits at all still makes an axis
+	} {
+		if got, end := labels(tc.top); got != tc.want || math.Abs(end-tc.end) > 1e-9 {
+			t.Errorf("roundTicks(%v) = %q to %v, want %q to %v", tc.top, got, end, tc.want, tc.end)
+		}
+	}
+	for _, tc := range []struct {
+		seconds float64
+		unit    string
+		text    string
+	}{
+		{45, "seconds", "45 s"},
+		{100, "seconds", "100 s"},
+		{600, "minutes", "10 min"},
+		{90, "seconds", "1.5 min"},
+		{5400, "minutes", "1.5 h"},
+		{18000, "hours", "5 h"},
+	} {
+		if u := waitUnit(tc.seconds); u.name != tc.unit {
+			t.Errorf("waitUnit(%v) = %s, want %s", tc.seconds, u.name, tc.unit)
+		}
+		if got := fmtWait(tc.seconds); got != tc.text {
+			t.Errorf("fmtWait(%v) = %q, want %q", tc.seconds, got, tc.text)
+		}
+	}
+}
+
+// chartReport is a 12 h timeline whose waits climb to 5 h while the GPUs
+// sit at 100%: the peaks the old legend covered.
+func chartReport() SimReport {
+	r := SimReport{Farm: `R&D <west>`, Hours: 12, Seed: 7, GPUs: 64}
+	for i := range 144 {
+		h := float64(i) / 12
+		peak := max(0, 1-math.Abs(h-8)/4)
+		r.Timeline = append(r.Timeline, TimelinePoint{StartHours: h, Hours: 1.0 / 12,
+			GPUWaitP50: 600 * peak, GPUWaitP95: 12000 * peak, GPUWaitP99: 18000 * peak,
+			GPUUtilisation: min(1, 0.4+peak), CPUUtilisation: 0.1})
+	}
+	return r
+}
+
+// chartSweep is 26 sizes, too many to label each, with a 2 min target.
+func chartSweep() SweepResult {
+	r := SweepResult{Farm: "west", Hours: 24, Seed: 7, Group: "h100", Metric: MetricGPUWait, TargetP95: 120, Smallest: 30, Found: true}
+	for c := 10; c <= 60; c += 2 {
+		p95 := 120 * math.Pow(2, float64(30-c)/3)
+		r.Points = append(r.Points, SweepPoint{Count: c, GPUs: 8 * c, P95: p95, Met: p95 <= 120, GPUUtilisation: 20 / float64(c)})
+	}
+	return r
+}
+
+func renderCharts(t *testing.T) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for name, write := range map[string]func(io.Writer) error{
+		"timeline": chartReport().WriteSVG,
+		"sweep":    chartSweep().WriteSVG,
+	} {
+		var b bytes.Buffer
+		if err := write(&b); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out[name] = b.Bytes()
+	}
+	return out
+}
+
+// TestChartLayout reads the charts back as XML: the legend lies outside
+// the plot and clear of the axes' labels, each swatch beside its label,
+// every wait and utilisation tick is a round number, the title names the
+// farm and the seed, and the sweep draws its target where the axis says.
+func TestChartLayout(t *testing.T) {
+	for name, doc := range renderCharts(t) {
+		t.Run(name, func(t *testing.T) {
+			var root svgElem
+			if err := xml.Unmarshal(doc, &root); err != nil {
+				t.Fatalf("SVG does not parse: %v", err)
+			}
+			width, height := root.num(t, "width"), root.num(t, "height")
+			plot, ok := root.byID("plot-area")
+			if !ok {
+				t.Fatal("no plot-area rectangle")
+			}
+			plotBox := plot.rectBox(t)
+			lg, ok := root.byID("legend")
+			if !ok {
+				t.Fatal("no legend")
+			}
+			frame, legendBox := checkLegend(t, lg)
+			if legendBox.overlaps(plotBox) {
+				t.Errorf("legend %v overlaps the plot %v", legendBox, plotBox)
+			}
+			if frame.x0 < 0 || frame.y0 < 0 || frame.x1 > width || frame.y1 > height {
+				t.Errorf("legend frame %v outside the %vx%v image", frame, width, height)
+			}
+			if title, ok := root.byID("title"); !ok || !strings.Contains(title.Text, "seed 7") ||
+				!strings.Contains(title.Text, map[string]string{"timeline": "R&D <west>", "sweep": "west"}[name]) {
+				t.Errorf("title %q, want the farm and the seed", title.Text)
+			}
+
+			axes := map[string][]tick{}
+			for _, e := range root.Kids {
+				if e.XMLName.Local != "text" || e.attr("transform") != "" || e.attr("id") != "" {
+					continue
+				}
+				x, y := e.num(t, "x"), e.num(t, "y")
+				if b := textBox(x, y, e.Text); b.overlaps(legendBox) {
+					t.Errorf("text %q at %v overlaps the legend %v", e.Text, b, legendBox)
+				}
+				v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSuffix(e.Text, "%"), " h"), 64)
+				if err != nil {
+					continue // an axis name
+				}
+				// A y axis' labels sit at their ticks' height (the
+				// lowest half a line below the plot), the x axis' a line
+				// and more below it.
+				switch {
+				case y > plotBox.y1+12:
+					axes["x"] = append(axes["x"], tick{x, v})
+				case x < plotBox.x0:
+					axes["left"] = append(axes["left"], tick{y, v})
+				case x > plotBox.x1:
+					axes["right"] = append(axes["right"], tick{y, v})
+				}
+			}
+			for axis, ticks := range axes {
+				// The timeline's hours step by divisors of a day, not 1-2-5.
+				checkTicks(t, axis, ticks, !(name == "timeline" && axis == "x"))
+			}
+			if r := axes["right"]; len(r) == 0 || r[len(r)-1].v != 100 {
+				t.Errorf("utilisation axis %v does not end at 100%%", r)
+			}
+			if l := axes["left"]; name == "timeline" && (len(l) == 0 || l[len(l)-1].v != 5) {
+				t.Errorf("wait axis %v: 5 h of p99 should read 0 to 5 (hours)", l)
+			}
+			if name == "sweep" {
+				checkTargetLine(t, root, plotBox, axes["left"])
+			}
+		})
+	}
+}
+
+type tick struct{ pos, v float64 }
+
+// checkTicks wants ticks evenly spaced from a multiple of the step, and
+// with nice a step of 1, 2 or 5 × 10^k.
+func checkTicks(t *testing.T, axis string, ticks []tick, nice bool) {
+	t.Helper()
+	slices.SortFunc(ticks, func(a, b tick) int { return cmp.Compare(a.v, b.v) })
+	if len(ticks) < 3 {
+		t.Errorf("%s axis: %d ticks", axis, len(ticks))
+		return
+	}
+	step := ticks[1].v - ticks[0].v
+	mant := step / math.Pow(10, math.Floor(math.Log10(step)+1e-9))
+	if nice && !slices.ContainsFunc([]float64{1, 2, 5}, func(m float64) bool { return math.Abs(m-mant) < 1e-6 }) {
+		t.Errorf("%s axis: step %v is not 1, 2 or 5 × 10^k", axis, step)
+	}
+	for i, tk := range ticks {
+		if r := tk.v / step; math.Abs(r-math.Round(r)) > 1e-6 || (i > 0 && math.Abs(tk.v-ticks[i-1].v-step) > 1e-6) {
+			t.Errorf("%s axis: ticks %v are not round multiples of %v", axis, ticks, step)
+			return
+		}
+	}
+}
+
+// checkTargetLine finds the dashed horizontal target line and wants it at
+// the height of the wait axis' "2" (minutes), with its label on the plot.
+func checkTargetLine(t *testing.T, root svgElem, plot box, left []tick) {
+	t.Helper()
+	tickY := math.NaN()
+	for _, tk := range left {
+		if tk.v == 2 {
+			tickY = tk.pos - 5 // the label's baseline sits half its height below the tick
+		}
+	}
+	found := false
+	for _, e := range root.Kids {
+		if e.XMLName.Local != "path" || e.attr("stroke-dasharray") != "10.0, 4.0" {
+			continue
+		}
+		f := strings.Fields(strings.NewReplacer("M", " ", "L", " ").Replace(e.attr("d")))
+		if len(f) == 4 && f[1] == f[3] {
+			y, _ := strconv.ParseFloat(f[1], 64)
+			found = math.Abs(y-tickY) <= 3
+		}
+	}
+	if !found {
+		t.Errorf("no dashed target line at the 2 min tick (y %v)", tickY)
+	}
+	for _, e := range root.Kids {
+		if e.XMLName.Local == "text" && e.Text == "SLO target 2 min" {
+			if x, y := e.num(t, "x"), e.num(t, "y"); x < plot.x0 || x > plot.x1 || y < plot.y0 || y > plot.y1 {
+				t.Errorf("target label at %v,%v outside the plot %v", x, y, plot)
+			}
+			return
+		}
+	}
+	t.Error("no target label")
+}
