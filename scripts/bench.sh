@@ -133,5 +133,9 @@ echo "== the state at scale: ${STATE_VIDEOS:-10000000} finished videos (scripts/
 ./scripts/bench-state.sh
 
 echo
+echo "== a snapshot under create load (scripts/bench-snapshot.sh)"
+./scripts/bench-snapshot.sh
+
+echo
 echo "== creates beside etcd (scripts/bench-anchors.sh)"
 ./scripts/bench-anchors.sh

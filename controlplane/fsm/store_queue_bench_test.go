@@ -14,7 +14,8 @@ import (
 
 // BenchmarkCheckpointDeepQueue measures a checkpoint of a state file while
 // one account has VIDFARM_BENCH_QUEUED videos queued (default 50,000), each
-// created with an idempotency key: each iteration creates 100 more, then
+// created with an idempotency key: each iteration creates VIDFARM_BENCH_BATCH
+// more (default 100; Raft snapshots on its own every 8192 entries), then
 // takes the Raft snapshot (copy-ms: the time applies wait on the lock) and
 // persists it (persist-ms: the write, applies going on). The queue is what
 // a checkpoint must not copy whole.
@@ -33,6 +34,10 @@ func BenchmarkCheckpointDeepQueue(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	batch := 100
+	if v, err := strconv.Atoi(os.Getenv("VIDFARM_BENCH_BATCH")); err == nil && v > 0 {
+		batch = v
+	}
 	must(&fsm.CreateAccount{AccountID: "a", Name: "a", Plan: fsm.PlanMax, Credits: 1 << 40, KeyID: "k", KeyHash: keyHash("k"), KeyHint: "k", Now: t0})
 	next := 0
 	create := func() {
@@ -49,7 +54,7 @@ func BenchmarkCheckpointDeepQueue(b *testing.B) {
 	b.Logf("%d videos queued and checkpointed in %s", n, time.Since(start).Round(time.Millisecond))
 	var copyTime, persistTime time.Duration
 	for b.Loop() {
-		for range 100 {
+		for range batch {
 			create()
 		}
 		t := time.Now()
