@@ -38,6 +38,9 @@
 // JSON, CSV (sim_output.go) or an SVG chart (sim_chart.go). Sweep
 // (sim_sweep.go) varies one node group's size to find the smallest fleet
 // that meets a p95 target. The same inputs and seed give the same report.
+// SimConfig.Replications runs several seeds in parallel and reports each
+// figure's mean and 95% confidence interval (sim_repl.go); the sweep then
+// says which sizes are certain to meet the target.
 //
 // Not modelled yet: failures, lease expiry and node churn (leases never
 // expire; nodes never go down or drain), warm-model preference (nodes

@@ -14,10 +14,10 @@ import (
 	"github.com/vidfarm/vidfarm/bench"
 )
 
-// defaultReplications is -replications' default: with ten runs the 95%
-// interval of a mean wait is about ±1.6 standard deviations of one run
-// over √10 (t = 2.26), narrow enough that the example farm's sweep answer
-// is settled, and ten runs keep a 16-core machine busy (bench/README.md).
+// defaultReplications is -replications' default: ten runs give intervals
+// half as wide as five (t(0.975, 9) = 2.26 against 2.78, over √10), and
+// twenty did little better on the example farm's sweep, whose answer all
+// three settle (measurements in bench/README.md).
 const defaultReplications = 10
 
 // runBenchSim is `vidfarm bench sim`: it reads a fleet and a workload
