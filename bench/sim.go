@@ -38,6 +38,9 @@
 // JSON, CSV (sim_output.go) or an SVG chart (sim_chart.go). Sweep
 // (sim_sweep.go) varies one node group's size to find the smallest fleet
 // that meets a p95 target. The same inputs and seed give the same report.
+// SimConfig.Replications runs several seeds in parallel and reports each
+// figure's mean and 95% confidence interval (sim_repl.go); the sweep then
+// says which sizes are certain to meet the target.
 //
 // Not modelled yet: failures, lease expiry and node churn (leases never
 // expire; nodes never go down or drain), warm-model preference (nodes
@@ -65,9 +68,16 @@ type SimConfig struct {
 	// WarmupHours: videos submitted before this point run but are left out
 	// of the wait statistics (the farm starts empty). Zero keeps them all.
 	WarmupHours float64 `json:"warmup_hours,omitempty"`
-	// Progress, when set, is called from the simulating goroutine about
-	// every 1% of the simulated time with the simulated time so far and
-	// the total.
+	// Replications is how many independent runs to average (seeds Seed,
+	// Seed+1, …), run in parallel; 0 or 1 is one run. With more, every
+	// figure of the report is the mean over the runs and SimReport.CI
+	// holds its 95% confidence interval (sim_repl.go).
+	Replications int `json:"replications,omitempty"`
+	// Parallel caps the replications run at once; 0 means GOMAXPROCS.
+	Parallel int `json:"-"`
+	// Progress, when set, is called about every 1% of the simulated time
+	// with the simulated time so far and the total, summed over the
+	// replications (from any goroutine, one call at a time).
 	Progress func(done, total time.Duration) `json:"-"`
 }
 
@@ -185,8 +195,20 @@ type sim struct {
 
 // Simulate runs the workload on the fleet for cfg.Hours of simulated time
 // through the real scheduler and reports what clients and operators would
-// see. The same inputs give the same report.
+// see, averaged over cfg.Replications runs. The same inputs give the same
+// report, however many run at once.
 func Simulate(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
+	if cfg.Replications < 0 || cfg.Replications > maxReplications {
+		return SimReport{}, fieldErr("replications", "must be 1 to %d, got %d", maxReplications, cfg.Replications)
+	}
+	if cfg.Replications > 1 {
+		return replicate(fleet, wl, cfg)
+	}
+	return simulateOnce(fleet, wl, cfg)
+}
+
+// simulateOnce is one run with cfg.Seed.
+func simulateOnce(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 	if err := fleet.Validate(); err != nil {
 		return SimReport{}, err
 	}

@@ -56,7 +56,31 @@ func (r SimReport) WriteSVG(w io.Writer) error {
 	for _, p := range r.Timeline {
 		top = max(top, p.GPUWaitP99)
 	}
-	waitY, unit, _ := waitAxis("GPU wait", top)
+	// With replications each wait line has a band: its interval at each
+	// interval of the run.
+	var bands []band
+	if r.Replications > 1 {
+		est := r.estimates()
+		for _, q := range []struct {
+			key string
+			c   drawing.Color
+		}{{"gpu_wait_p50", colP50}, {"gpu_wait_p95", colP95}, {"gpu_wait_p99", colP99}} {
+			bd := band{colour: q.c}
+			for _, p := range r.Timeline {
+				e := est["timeline/"+strconv.FormatFloat(p.StartHours, 'f', -1, 64)+"/"+q.key]
+				bd.xs = append(bd.xs, p.StartHours+p.Hours/2)
+				bd.lo, bd.hi = append(bd.lo, e.CILow), append(bd.hi, e.CIHigh)
+				top = max(top, e.CIHigh)
+			}
+			bands = append(bands, bd)
+		}
+	}
+	waitY, unit, axisTop := waitAxis("GPU wait", top)
+	for _, bd := range bands {
+		for i := range bd.lo {
+			bd.lo[i], bd.hi[i] = bd.lo[i]/unit.seconds, bd.hi[i]/unit.seconds
+		}
+	}
 	xs := make([]float64, n)
 	p50, p95, p99 := make([]float64, n), make([]float64, n), make([]float64, n)
 	gpu, cpu := make([]float64, n), make([]float64, n)
@@ -72,7 +96,11 @@ func (r SimReport) WriteSVG(w io.Writer) error {
 		line("GPU utilisation", colGPU, dashUtilisation, chart.YAxisPrimary, xs, gpu),
 		line("CPU utilisation", colCPU, dashUtilisation, chart.YAxisPrimary, xs, cpu),
 	}
-	lg, err := newLegend(series)
+	entries := series
+	if len(bands) > 0 {
+		entries = append(append([]chart.Series(nil), series...), bandLegend(r.Replications))
+	}
+	lg, err := newLegend(entries)
 	if err != nil {
 		return err
 	}
@@ -85,8 +113,13 @@ func (r SimReport) WriteSVG(w io.Writer) error {
 		YAxisSecondary: waitY,
 		Series:         series,
 	}
-	title := fmt.Sprintf("%s: GPU wait and utilisation, %s simulated, seed %d", farmName(r.Farm)+fmt.Sprintf(" (%d GPUs)", r.GPUs), fmtHours(r.Hours), r.Seed)
-	return renderWithLegend(w, c, title, lg, nil)
+	title := fmt.Sprintf("%s: GPU wait and utilisation, %s simulated, %s", farmName(r.Farm)+fmt.Sprintf(" (%d GPUs)", r.GPUs),
+		fmtHours(r.Hours), seedsLabel(r.Seed, r.Replications))
+	var extra func(chart.Box) string
+	if len(bands) > 0 {
+		extra = func(plot chart.Box) string { return plotScale{0, r.Hours, axisTop}.svg(plot, bands) }
+	}
+	return renderWithLegend(w, c, title, lg, extra)
 }
 
 // metricLabel names a sweep metric in words.
@@ -118,19 +151,41 @@ func (r SweepResult) WriteSVG(w io.Writer) error {
 		}
 	}
 	first, last := xs[0], xs[n-1]
+	var bands []band
+	if r.Replications > 1 {
+		bd := band{colour: colP95, xs: xs}
+		for _, p := range r.Points {
+			if p.CI != nil {
+				bd.lo, bd.hi = append(bd.lo, p.CI.P95.Low/unit.seconds), append(bd.hi, p.CI.P95.High/unit.seconds)
+			}
+		}
+		if len(bd.lo) == n {
+			bands = append(bands, bd)
+		}
+	}
 	goal := fmt.Sprintf("target: p95 ≤ %s", fmtWait(r.TargetP95))
 	series := []chart.Series{
 		line(name, colP95, nil, chart.YAxisSecondary, xs, p95),
 		line(goal, colGoal, dashTarget, chart.YAxisSecondary, []float64{first, last}, []float64{target, target}),
 		line("GPU utilisation", colGPU, dashUtilisation, chart.YAxisPrimary, xs, gpu),
 	}
-	lg, err := newLegend(series)
+	entries := series
+	if len(bands) > 0 {
+		entries = append(append([]chart.Series(nil), series...), bandLegend(r.Replications))
+	}
+	lg, err := newLegend(entries)
 	if err != nil {
 		return err
 	}
 	answer := fmt.Sprintf("no size tried meets %s", fmtWait(r.TargetP95))
 	if r.Found {
 		answer = fmt.Sprintf("smallest meeting %s: %d", fmtWait(r.TargetP95), r.Smallest)
+		if r.Replications > 1 {
+			answer = fmt.Sprintf("smallest certain to meet %s: %d", fmtWait(r.TargetP95), r.Smallest)
+		}
+	}
+	if len(r.Uncertain) > 0 {
+		answer += "; uncertain: " + joinCounts(r.Uncertain)
 	}
 	c := chart.Chart{
 		Width:      1100,
@@ -146,11 +201,12 @@ func (r SweepResult) WriteSVG(w io.Writer) error {
 	// adequate fleet's p95 lies far below it.
 	label := func(plot chart.Box) string {
 		y := plot.Bottom - int(target/top*float64(plot.Height()))
-		return fmt.Sprintf(`<text x="%d" y="%d" text-anchor="end" %s fill="%s">SLO target %s</text>`,
-			plot.Right-6, y-6, fontAttrs(legendFontPoints), colGoal.String(), xmlEscape(fmtWait(r.TargetP95)))
+		return plotScale{first, last, top}.svg(plot, bands) +
+			fmt.Sprintf(`<text x="%d" y="%d" text-anchor="end" %s fill="%s">SLO target %s</text>`,
+				plot.Right-6, y-6, fontAttrs(legendFontPoints), colGoal.String(), xmlEscape(fmtWait(r.TargetP95)))
 	}
-	title := fmt.Sprintf("%s: p95 %s against %s nodes, %s simulated, seed %d",
-		farmName(r.Farm), metric, r.Group, fmtHours(r.Hours), r.Seed)
+	title := fmt.Sprintf("%s: p95 %s against %s nodes, %s simulated, %s",
+		farmName(r.Farm), metric, r.Group, fmtHours(r.Hours), seedsLabel(r.Seed, r.Replications))
 	return renderWithLegend(w, c, title, lg, label)
 }
 

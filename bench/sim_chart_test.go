@@ -116,12 +116,41 @@ func chartSweep() SweepResult {
 	return r
 }
 
+// withCI makes r a report of 10 replications whose timeline waits have
+// intervals of ±10% (the p99's top stays within the 5 h axis).
+func withCI(r SimReport) SimReport {
+	r.Replications = 10
+	for _, p := range r.Timeline {
+		at := strconv.FormatFloat(p.StartHours, 'f', -1, 64)
+		for k, v := range map[string]float64{"gpu_wait_p50": p.GPUWaitP50, "gpu_wait_p95": p.GPUWaitP95, "gpu_wait_p99": p.GPUWaitP99 * 0.9} {
+			r.CI = append(r.CI, Estimate{Scope: "timeline", Name: at, Metric: k, Mean: v, CILow: 0.9 * v, CIHigh: 1.1 * v})
+		}
+	}
+	return r
+}
+
+// sweepWithCI gives each point of r an interval of ±20% of its p95.
+func sweepWithCI(r SweepResult) SweepResult {
+	r.Replications = 10
+	for i := range r.Points {
+		p := &r.Points[i]
+		p.CI = &SweepCI{P95: Interval{0.8 * p.P95, 1.2 * p.P95}}
+		p.Verdict = VerdictMisses
+		if p.Met {
+			p.Verdict = VerdictMeets
+		}
+	}
+	return r
+}
+
 func renderCharts(t *testing.T) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
 	for name, write := range map[string]func(io.Writer) error{
-		"timeline": chartReport().WriteSVG,
-		"sweep":    chartSweep().WriteSVG,
+		"timeline":    chartReport().WriteSVG,
+		"sweep":       chartSweep().WriteSVG,
+		"timeline-ci": withCI(chartReport()).WriteSVG,
+		"sweep-ci":    sweepWithCI(chartSweep()).WriteSVG,
 	} {
 		var b bytes.Buffer
 		if err := write(&b); err != nil {
@@ -160,9 +189,16 @@ func TestChartLayout(t *testing.T) {
 			if frame.x0 < 0 || frame.y0 < 0 || frame.x1 > width || frame.y1 > height {
 				t.Errorf("legend frame %v outside the %vx%v image", frame, width, height)
 			}
-			if title, ok := root.byID("title"); !ok || !strings.Contains(title.Text, "seed 7") ||
-				!strings.Contains(title.Text, map[string]string{"timeline": "R&D <west>", "sweep": "west"}[name]) {
-				t.Errorf("title %q, want the farm and the seed", title.Text)
+			base, seeds := strings.TrimSuffix(name, "-ci"), "seed 7"
+			if base != name {
+				seeds = "10 seeds from 7"
+				if _, ok := root.byID("ci-bands"); !ok {
+					t.Error("no CI bands")
+				}
+			}
+			if title, ok := root.byID("title"); !ok || !strings.Contains(title.Text, seeds) ||
+				!strings.Contains(title.Text, map[string]string{"timeline": "R&D <west>", "sweep": "west"}[base]) {
+				t.Errorf("title %q, want the farm and %q", title.Text, seeds)
 			}
 
 			axes := map[string][]tick{}
@@ -192,15 +228,15 @@ func TestChartLayout(t *testing.T) {
 			}
 			for axis, ticks := range axes {
 				// The timeline's hours step by divisors of a day, not 1-2-5.
-				checkTicks(t, axis, ticks, !(name == "timeline" && axis == "x"))
+				checkTicks(t, axis, ticks, !(base == "timeline" && axis == "x"))
 			}
 			if r := axes["right"]; len(r) == 0 || r[len(r)-1].v != 100 {
 				t.Errorf("utilisation axis %v does not end at 100%%", r)
 			}
-			if l := axes["left"]; name == "timeline" && (len(l) == 0 || l[len(l)-1].v != 5) {
+			if l := axes["left"]; base == "timeline" && (len(l) == 0 || l[len(l)-1].v != 5) {
 				t.Errorf("wait axis %v: 5 h of p99 should read 0 to 5 (hours)", l)
 			}
-			if name == "sweep" {
+			if base == "sweep" {
 				checkTargetLine(t, root, plotBox, axes["left"])
 			}
 		})

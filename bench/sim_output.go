@@ -10,6 +10,9 @@ import (
 
 // String renders the report as a plain-text table.
 func (r SimReport) String() string {
+	if r.Replications > 1 {
+		return r.replicatedTable()
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "simulated %.1f h (seed %d): %d nodes, %d GPUs, %d CPU slots\n", r.Hours, r.Seed, r.Nodes, r.GPUs, r.CPUSlots)
 	fmt.Fprintf(&b, "videos: %d submitted, %d completed, %d in flight at the end\n", r.Submitted, r.Completed, r.InFlight)
@@ -58,64 +61,33 @@ func summary(p Percentiles) string {
 // WriteCSV writes the report in long ("tidy") form, one measurement a row:
 // scope,name,metric,value. Scope is "farm" (name empty), "all", "mode" or
 // "class" (name the group), or "timeline" (name the interval's start in
-// hours). A spreadsheet pivot or pandas turns it into any table.
+// hours). A spreadsheet pivot or pandas turns it into any table. With
+// replications each row also has ci_low,ci_high, the 95% confidence
+// interval of the mean in value (empty for what the inputs fix, such as
+// the GPU count, and for an SLO's met, which follows the mean attainment).
 func (r SimReport) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	put := func(scope, name, metric string, v float64) {
-		_ = cw.Write([]string{scope, name, metric, strconv.FormatFloat(v, 'g', 8, 64)})
+	num := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
+	repl := r.Replications > 1
+	head := []string{"scope", "name", "metric", "value"}
+	if repl {
+		head = append(head, "ci_low", "ci_high")
 	}
-	_ = cw.Write([]string{"scope", "name", "metric", "value"})
-	for _, f := range []struct {
-		k string
-		v float64
-	}{
-		{"hours", r.Hours}, {"seed", float64(r.Seed)}, {"nodes", float64(r.Nodes)}, {"gpus", float64(r.GPUs)},
-		{"cpu_slots", float64(r.CPUSlots)}, {"submitted", float64(r.Submitted)}, {"completed", float64(r.Completed)},
-		{"in_flight", float64(r.InFlight)}, {"gpu_utilisation", r.GPUUtilisation}, {"cpu_utilisation", r.CPUUtilisation},
-		{"throughput_per_hour", r.ThroughputPerHour}, {"videos_per_gpu_hour", r.VideosPerGPUHour},
-		{"rendered_minutes", r.RenderedMinutes}, {"cost", r.Cost}, {"cost_per_rendered_minute", r.CostPerRenderedMinute},
-	} {
-		put("farm", "", f.k, f.v)
-	}
-	group := func(scope string, g GroupStats) {
-		put(scope, g.Name, "submitted", float64(g.Submitted))
-		put(scope, g.Name, "completed", float64(g.Completed))
-		for _, m := range []struct {
-			k string
-			p Percentiles
-		}{{"wait", g.Wait}, {"gpu_wait", g.GPUWait}, {"turnaround", g.Turnaround}} {
-			put(scope, g.Name, m.k+"_mean", m.p.Mean)
-			put(scope, g.Name, m.k+"_p50", m.p.P50)
-			put(scope, g.Name, m.k+"_p95", m.p.P95)
-			put(scope, g.Name, m.k+"_p99", m.p.P99)
-			put(scope, g.Name, m.k+"_max", m.p.Max)
+	_ = cw.Write(head)
+	est := r.estimates()
+	for _, f := range r.figures() {
+		if f.hidden {
+			continue
 		}
-		for _, o := range g.SLOs {
-			met := 0.0
-			if o.Met {
-				met = 1
+		row := []string{f.scope, f.name, f.metric, num(f.value())}
+		if repl {
+			if e, ok := est[f.scope+"/"+f.name+"/"+f.metric]; ok {
+				row = append(row[:3], num(e.Mean), num(e.CILow), num(e.CIHigh))
+			} else {
+				row = append(row, "", "")
 			}
-			k := fmt.Sprintf("slo_%s_le_%gs", o.Metric, o.Seconds)
-			put(scope, g.Name, k+"_attained", o.Attained)
-			put(scope, g.Name, k+"_met", met)
 		}
-	}
-	group("all", r.Overall)
-	for _, g := range r.Modes {
-		group("mode", g)
-	}
-	for _, g := range r.Accounts {
-		group("class", g)
-	}
-	for _, p := range r.Timeline {
-		at := strconv.FormatFloat(p.StartHours, 'f', -1, 64)
-		put("timeline", at, "gpu_wait_p50", p.GPUWaitP50)
-		put("timeline", at, "gpu_wait_p95", p.GPUWaitP95)
-		put("timeline", at, "gpu_wait_p99", p.GPUWaitP99)
-		put("timeline", at, "gpu_utilisation", p.GPUUtilisation)
-		put("timeline", at, "cpu_utilisation", p.CPUUtilisation)
-		put("timeline", at, "completed", float64(p.Completed))
-		put("timeline", at, "queued_gpu_tasks", float64(p.QueuedGPUTasks))
+		_ = cw.Write(row)
 	}
 	cw.Flush()
 	return cw.Error()

@@ -10,14 +10,17 @@ import (
 // SimReport is what a simulation measured. Times are in seconds; cost is
 // in the unit of the fleet's cost_per_hour.
 type SimReport struct {
-	Farm      string  `json:"farm,omitempty"` // the fleet's name
-	Hours     float64 `json:"hours"`
-	Seed      uint64  `json:"seed"`
-	Nodes     int     `json:"nodes"`
-	GPUs      int     `json:"gpus"`
-	CPUSlots  int     `json:"cpu_slots"`
-	Submitted int     `json:"submitted"`
-	Completed int     `json:"completed"`
+	Farm  string  `json:"farm,omitempty"` // the fleet's name
+	Hours float64 `json:"hours"`
+	Seed  uint64  `json:"seed"`
+	// Replications is how many runs (seeds Seed, Seed+1, …) the figures
+	// are the mean of; absent for one run.
+	Replications int `json:"replications,omitempty"`
+	Nodes        int `json:"nodes"`
+	GPUs         int `json:"gpus"`
+	CPUSlots     int `json:"cpu_slots"`
+	Submitted    int `json:"submitted"`
+	Completed    int `json:"completed"`
 	// InFlight are videos submitted but not finished when the run ended.
 	InFlight int `json:"in_flight"`
 	// Overall covers every video; Modes has one entry per video mode
@@ -37,6 +40,9 @@ type SimReport struct {
 	CostPerRenderedMinute float64 `json:"cost_per_rendered_minute"`
 	// Timeline is the run cut into equal intervals (sim_timeline.go).
 	Timeline []TimelinePoint `json:"timeline"`
+	// CI has, with replications, every figure of the CSV that varies
+	// between runs: its mean and 95% confidence interval (sim_repl.go).
+	CI []Estimate `json:"ci,omitempty"`
 }
 
 // GroupStats are the statistics of one mode or one account class. Only

@@ -1,11 +1,7 @@
 package bench
 
 import (
-	"encoding/csv"
 	"fmt"
-	"io"
-	"runtime"
-	"strconv"
 	"sync"
 )
 
@@ -41,27 +37,64 @@ type SweepPoint struct {
 	CostPerHour    float64 `json:"cost_per_hour"`
 	// CostPerRenderedMinute is the fleet's cost over the minutes rendered.
 	CostPerRenderedMinute float64 `json:"cost_per_rendered_minute"`
+	// With replications the figures above are means over them, CI has
+	// their 95% confidence intervals, and Verdict says where the
+	// attainment's interval lies: "meets" (wholly at or above the 95% the
+	// target asks), "misses" (wholly below) or "uncertain" (across it);
+	// Met is then "meets".
+	CI      *SweepCI `json:"ci,omitempty"`
+	Verdict string   `json:"verdict,omitempty"`
 }
+
+// SweepCI are a sweep point's confidence intervals.
+type SweepCI struct {
+	P95                   Interval `json:"p95"`
+	Attained              Interval `json:"attained"`
+	GPUUtilisation        Interval `json:"gpu_utilisation"`
+	CostPerRenderedMinute Interval `json:"cost_per_rendered_minute"`
+}
+
+// Interval is a 95% confidence interval.
+type Interval struct {
+	Low  float64 `json:"ci_low"`
+	High float64 `json:"ci_high"`
+}
+
+// Sweep verdicts.
+const (
+	VerdictMeets     = "meets"
+	VerdictMisses    = "misses"
+	VerdictUncertain = "uncertain"
+)
 
 // SweepResult lists every size tried and the answer.
 type SweepResult struct {
 	// Farm (the fleet's name), Hours and Seed are each simulation's.
-	Farm      string       `json:"farm,omitempty"`
-	Hours     float64      `json:"hours"`
-	Seed      uint64       `json:"seed"`
-	Group     string       `json:"group"`
-	Metric    string       `json:"metric"`
-	TargetP95 float64      `json:"target_p95"`
-	Points    []SweepPoint `json:"points"`
+	Farm  string  `json:"farm,omitempty"`
+	Hours float64 `json:"hours"`
+	Seed  uint64  `json:"seed"`
+	// Replications per size (seeds Seed, Seed+1, …, the same for every
+	// size); absent for one.
+	Replications int          `json:"replications,omitempty"`
+	Group        string       `json:"group"`
+	Metric       string       `json:"metric"`
+	TargetP95    float64      `json:"target_p95"`
+	Points       []SweepPoint `json:"points"`
 	// Smallest is the smallest count from which every larger count tried
 	// also meets the target (one lucky size amid failing ones is not an
 	// answer a planner can buy); Found is false when the largest fails.
 	Smallest int  `json:"smallest"`
 	Found    bool `json:"found"`
+	// Uncertain, with replications, are the sizes whose interval lies
+	// across the target: the sweep cannot tell whether they meet it, so
+	// the answer may be as small as the smallest of them. Empty: the
+	// answer is certain.
+	Uncertain []int `json:"uncertain,omitempty"`
 }
 
-// Sweep runs one simulation per size of sc.Group, in parallel, each with
-// the same seed (common random numbers: sizes differ, arrivals do not).
+// Sweep runs cfg.Replications simulations (at least one) per size of
+// sc.Group, all in parallel; replication i has seed cfg.Seed+i for every
+// size (common random numbers: sizes differ, arrivals do not).
 func Sweep(fleet Fleet, wl Workload, cfg SimConfig, sc SweepConfig) (SweepResult, error) {
 	gi := -1
 	for i, g := range fleet.Groups {
@@ -82,6 +115,8 @@ func Sweep(fleet Fleet, wl Workload, cfg SimConfig, sc SweepConfig) (SweepResult
 		return SweepResult{}, fieldErr("sweep.min", "need 1 <= min <= max, got min %d max %d", sc.Min, sc.Max)
 	case sc.Step < 1:
 		return SweepResult{}, fieldErr("sweep.step", "must be >= 1, got %d", sc.Step)
+	case cfg.Replications < 0 || cfg.Replications > maxReplications:
+		return SweepResult{}, fieldErr("replications", "must be 1 to %d, got %d", maxReplications, cfg.Replications)
 	case (sc.Max-sc.Min)/sc.Step+1 > 200:
 		return SweepResult{}, fieldErr("sweep.step", "at most 200 sizes per sweep; raise step")
 	}
@@ -94,61 +129,66 @@ func Sweep(fleet Fleet, wl Workload, cfg SimConfig, sc SweepConfig) (SweepResult
 		counts = append(counts, c)
 	}
 	wl.SLOs = append(append([]SLO(nil), wl.SLOs...), slo)
-	cfg.Progress = nil
-	res := SweepResult{Farm: fleet.Name, Hours: cfg.Hours, Seed: cfg.Seed, Group: sc.Group, Metric: sc.Metric, TargetP95: sc.TargetP95, Points: make([]SweepPoint, len(counts))}
-	errs := make([]error, len(counts))
-	par := sc.Parallel
-	if par <= 0 {
-		par = runtime.GOMAXPROCS(0)
+	nrep := max(cfg.Replications, 1)
+	res := SweepResult{Farm: fleet.Name, Hours: cfg.Hours, Seed: cfg.Seed, Group: sc.Group, Metric: sc.Metric,
+		TargetP95: sc.TargetP95, Points: make([]SweepPoint, len(counts))}
+	if nrep > 1 {
+		res.Replications = nrep
 	}
+	// One job per size and replication, all on the pool at once.
+	reps, errs := make([]SimReport, len(counts)*nrep), make([]error, len(counts)*nrep)
 	var (
 		mu   sync.Mutex
 		done int
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, par)
 	)
-	for i, c := range counts {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			f := fleet
-			f.Groups = append([]NodeGroup(nil), fleet.Groups...)
-			f.Groups[gi].Count = c
-			rep, err := Simulate(f, wl, cfg)
-			if err != nil {
-				errs[i] = fmt.Errorf("bench: sweep %s=%d: %w", sc.Group, c, err)
-			} else {
-				res.Points[i] = sweepPoint(c, rep, sc.Metric)
-			}
-			if sc.Progress != nil {
-				mu.Lock()
-				done++
-				sc.Progress(done, len(counts))
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	forEach(len(reps), sc.Parallel, func(j int) {
+		i, r := j/nrep, j%nrep
+		f := fleet
+		f.Groups = append([]NodeGroup(nil), fleet.Groups...)
+		f.Groups[gi].Count = counts[i]
+		reps[j], errs[j] = simulateOnce(f, wl, replicaConfig(cfg, r))
+		if errs[j] != nil {
+			errs[j] = fmt.Errorf("bench: sweep %s=%d seed %d: %w", sc.Group, counts[i], cfg.Seed+uint64(r), errs[j])
+		}
+		if sc.Progress != nil {
+			mu.Lock()
+			done++
+			sc.Progress(done, len(reps))
+			mu.Unlock()
+		}
+	})
 	for _, err := range errs {
 		if err != nil {
 			return SweepResult{}, err
 		}
 	}
+	for i, c := range counts {
+		res.Points[i] = sweepPoint(c, reps[i*nrep:(i+1)*nrep], sc.Metric)
+	}
 	for i := len(res.Points) - 1; i >= 0 && res.Points[i].Met; i-- {
 		res.Smallest, res.Found = res.Points[i].Count, true
+	}
+	for _, p := range res.Points {
+		if p.Verdict == VerdictUncertain {
+			res.Uncertain = append(res.Uncertain, p.Count)
+		}
 	}
 	return res, nil
 }
 
-func sweepPoint(count int, rep SimReport, metric string) SweepPoint {
+// sweepPoint summarises one size's replications.
+func sweepPoint(count int, reps []SimReport, metric string) SweepPoint {
+	rep := reps[0]
+	if len(reps) > 1 {
+		rep = combine(reps)
+	}
 	o := rep.Overall.SLOs[len(rep.Overall.SLOs)-1] // the sweep's own, appended last
 	p := SweepPoint{
 		Count: count, GPUs: rep.GPUs, Attained: o.Attained, Met: o.Met,
 		GPUUtilisation: rep.GPUUtilisation, CostPerHour: rep.Cost / rep.Hours,
 		CostPerRenderedMinute: rep.CostPerRenderedMinute,
 	}
+	p95Key := metric + "_p95"
 	switch metric {
 	case MetricWait:
 		p.P95 = rep.Overall.Wait.P95
@@ -157,36 +197,22 @@ func sweepPoint(count int, rep SimReport, metric string) SweepPoint {
 	default:
 		p.P95 = rep.Overall.Turnaround.P95
 	}
+	if len(reps) == 1 {
+		return p
+	}
+	est := rep.estimates()
+	iv := func(scope, metric string) Interval {
+		e := est[scope+"/"+metric]
+		return Interval{e.CILow, e.CIHigh}
+	}
+	p.CI = &SweepCI{
+		P95:                   iv("all/all", p95Key),
+		Attained:              iv("all/all", sloKey(o.SLO)+"_attained"),
+		GPUUtilisation:        iv("farm/", "gpu_utilisation"),
+		CostPerRenderedMinute: iv("farm/", "cost_per_rendered_minute"),
+	}
+	p.Verdict = map[string]string{"met": VerdictMeets, "MISSED": VerdictMisses, "uncertain": VerdictUncertain}[verdict(
+		Estimate{Mean: p.Attained, CILow: p.CI.Attained.Low, CIHigh: p.CI.Attained.High}, o.target())]
+	p.Met = p.Verdict == VerdictMeets
 	return p
-}
-
-// String renders the sweep as a table with the answer.
-func (r SweepResult) String() string {
-	s := fmt.Sprintf("sweep of node group %q: p95 %s target %.1f s\n\n%8s %6s %12s %10s %8s %10s %14s\n",
-		r.Group, r.Metric, r.TargetP95, "count", "GPUs", "p95 s", "within", "GPU use", "cost/h", "cost/rend. min")
-	for _, p := range r.Points {
-		mark := ""
-		if p.Met {
-			mark = "  meets"
-		}
-		s += fmt.Sprintf("%8d %6d %12.1f %9.2f%% %7.1f%% %10.2f %14.3f%s\n", p.Count, p.GPUs, p.P95, 100*p.Attained,
-			100*p.GPUUtilisation, p.CostPerHour, p.CostPerRenderedMinute, mark)
-	}
-	if r.Found {
-		return s + fmt.Sprintf("\nsmallest %s count that meets the target: %d\n", r.Group, r.Smallest)
-	}
-	return s + fmt.Sprintf("\nno %s count up to the largest tried meets the target\n", r.Group)
-}
-
-// WriteCSV writes one row per size tried.
-func (r SweepResult) WriteCSV(w io.Writer) error {
-	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"group", "count", "gpus", "metric", "target_p95", "p95", "attained", "met", "gpu_utilisation", "cost_per_hour", "cost_per_rendered_minute"})
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
-	for _, p := range r.Points {
-		_ = cw.Write([]string{r.Group, strconv.Itoa(p.Count), strconv.Itoa(p.GPUs), r.Metric, f(r.TargetP95), f(p.P95),
-			f(p.Attained), strconv.FormatBool(p.Met), f(p.GPUUtilisation), f(p.CostPerHour), f(p.CostPerRenderedMinute)})
-	}
-	cw.Flush()
-	return cw.Error()
 }

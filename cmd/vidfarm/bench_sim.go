@@ -14,6 +14,12 @@ import (
 	"github.com/vidfarm/vidfarm/bench"
 )
 
+// defaultReplications is -replications' default: ten runs give intervals
+// half as wide as five (t(0.975, 9) = 2.26 against 2.78, over √10), and
+// twenty did little better on the example farm's sweep, whose answer all
+// three settle (measurements in bench/README.md).
+const defaultReplications = 10
+
 // runBenchSim is `vidfarm bench sim`: it reads a fleet and a workload
 // (YAML or JSON), runs bench.Simulate, or bench.Sweep with -sweep, and
 // prints the report; -svg also draws it.
@@ -23,7 +29,8 @@ func runBenchSim(args []string) error {
 	workloadPath := fs.String("workload", "", "workload file (YAML or JSON, see bench/examples/workload.yaml)")
 	hours := fs.Float64("hours", 24, "hours of simulated time")
 	warmup := fs.Float64("warmup", 0, "hours at the start left out of the wait statistics")
-	seed := fs.Uint64("seed", 1, "random seed (same seed, same report)")
+	seed := fs.Uint64("seed", 1, "random seed of the first replication (same seed, same report)")
+	repl := fs.Int("replications", defaultReplications, "independent runs (seeds seed, seed+1, …) averaged, on all cores; every figure gets a 95% confidence interval; 1 for a single run")
 	format := fs.String("format", "table", "report format on stdout: table, json or csv")
 	svg := fs.String("svg", "", "also write a chart to this SVG file (timeline; with -sweep: wait against fleet size)")
 	sweep := fs.String("sweep", "", "node group whose count to vary (needs -target-p95)")
@@ -56,12 +63,16 @@ func runBenchSim(args []string) error {
 	// A simulation allocates many short-lived objects and holds little:
 	// collecting less often buys speed for memory the run has.
 	debug.SetGCPercent(400)
-	cfg := bench.SimConfig{Hours: *hours, Seed: *seed, WarmupHours: *warmup}
+	cfg := bench.SimConfig{Hours: *hours, Seed: *seed, WarmupHours: *warmup, Replications: *repl}
+	times := ""
+	if *repl > 1 {
+		times = fmt.Sprintf(" × %d seeds", *repl)
+	}
 	if *sweep != "" {
 		return runSweep(fleet, wl, cfg, bench.SweepConfig{Group: *sweep, Min: *sweepMin, Max: *sweepMax, Step: *sweepStep,
 			Metric: *metric, TargetP95: *target}, *format, *svg)
 	}
-	bar := newProgress(fmt.Sprintf("simulating %.0f h", *hours), int64(cfg.Hours*60))
+	bar := newProgress(fmt.Sprintf("simulating %.0f h%s", *hours, times), int64(cfg.Hours*60)*int64(max(*repl, 1)))
 	cfg.Progress = func(done, _ time.Duration) { bar.set(int64(done.Minutes())) }
 	start := time.Now()
 	rep, err := bench.Simulate(fleet, wl, cfg)
@@ -70,7 +81,8 @@ func runBenchSim(args []string) error {
 		return err
 	}
 	el := time.Since(start)
-	fmt.Fprintf(os.Stderr, "simulated %.0f h in %s (%.0fx real time)\n", *hours, el.Round(time.Millisecond), cfg.Hours*3600/el.Seconds())
+	runs := float64(max(*repl, 1))
+	fmt.Fprintf(os.Stderr, "simulated %.0f h%s in %s (%.0fx real time)\n", *hours, times, el.Round(time.Millisecond), runs*cfg.Hours*3600/el.Seconds())
 	return writeReport(rep, *format, *svg)
 }
 
@@ -116,7 +128,7 @@ func runSweep(fleet bench.Fleet, wl bench.Workload, cfg bench.SimConfig, sc benc
 	}
 	var bar *progress
 	if sc.Max >= sc.Min && sc.Step > 0 {
-		bar = newProgress(fmt.Sprintf("sweeping %s", sc.Group), int64((sc.Max-sc.Min)/sc.Step+1))
+		bar = newProgress(fmt.Sprintf("sweeping %s", sc.Group), int64((sc.Max-sc.Min)/sc.Step+1)*int64(max(cfg.Replications, 1)))
 		sc.Progress = func(done, _ int) { bar.set(int64(done)) }
 	}
 	res, err := bench.Sweep(fleet, wl, cfg, sc)

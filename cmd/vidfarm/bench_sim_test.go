@@ -19,8 +19,13 @@ func TestBenchSimCLI(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	dir := t.TempDir()
+	var runEnv func(env []string, args ...string) (string, string, error)
 	run := func(args ...string) (string, string, error) {
+		return runEnv(nil, args...)
+	}
+	runEnv = func(env []string, args ...string) (string, string, error) {
 		cmd := exec.Command(vidfarmBinary(t), append([]string{"bench", "sim"}, args...)...)
+		cmd.Env = append(os.Environ(), env...)
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		err := cmd.Run()
@@ -32,14 +37,32 @@ func TestBenchSimCLI(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bench sim: %v\n%s", err, errOut)
 	}
-	if !strings.HasPrefix(out, "scope,name,metric,value\n") || !strings.Contains(out, "class,enterprise,slo_gpu_wait_le_60s_attained,") {
+	if !strings.HasPrefix(out, "scope,name,metric,value,ci_low,ci_high\n") || !strings.Contains(out, "class,enterprise,slo_gpu_wait_le_60s_attained,") {
 		t.Fatalf("CSV:\n%.600s", out)
 	}
-	if !strings.Contains(errOut, "simulating 2 h: 100%") {
-		t.Errorf("no progress on stderr:\n%s", errOut)
+	if !strings.Contains(errOut, "simulating 2 h × 10 seeds: 100%") {
+		t.Errorf("not 10 replications by default: stderr\n%s", errOut)
 	}
 	if b, err := os.ReadFile(svg); err != nil || !bytes.HasPrefix(b, []byte("<svg")) {
 		t.Fatalf("SVG: %v %.100s", err, b)
+	}
+
+	// One replication is the single run of old; the same seed and
+	// replications give the same report on one core or two.
+	out, errOut, err = run("--fleet", fleet, "--workload", workload, "--hours", "2", "--replications", "1", "--format", "csv")
+	if err != nil || !strings.HasPrefix(out, "scope,name,metric,value\nfarm,,hours,2\n") || !strings.Contains(errOut, "simulating 2 h: 100%") {
+		t.Fatalf("--replications 1: %v\n%.200s\n%s", err, out, errOut)
+	}
+	var tables []string
+	for _, procs := range []string{"1", "2"} {
+		out, errOut, err := runEnv([]string{"GOMAXPROCS=" + procs}, "--fleet", fleet, "--workload", workload, "--hours", "1", "--replications", "3")
+		if err != nil {
+			t.Fatalf("GOMAXPROCS=%s: %v\n%s", procs, err, errOut)
+		}
+		tables = append(tables, out)
+	}
+	if tables[0] != tables[1] || !strings.Contains(tables[0], "3 seeds from 1") {
+		t.Fatalf("GOMAXPROCS 1 and 2 differ, or no seed count:\n%s\n%s", tables[0], tables[1])
 	}
 
 	out, errOut, err = run("--fleet", fleet, "--workload", workload, "--hours", "2", "--format", "json",
@@ -48,7 +71,8 @@ func TestBenchSimCLI(t *testing.T) {
 		t.Fatalf("bench sim --sweep: %v\n%s", err, errOut)
 	}
 	var res bench.SweepResult
-	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Points) != 2 || res.Group != "cpu" {
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Points) != 2 || res.Group != "cpu" ||
+		res.Replications != 10 || res.Points[0].CI == nil || res.Points[0].Verdict == "" {
 		t.Fatalf("sweep JSON (%v):\n%s", err, out)
 	}
 
@@ -61,6 +85,7 @@ func TestBenchSimCLI(t *testing.T) {
 		{[]string{"--fleet", fleet, "--workload", workload, "--sweep", "h100"}, "-sweep needs -target-p95"},
 		{[]string{"--fleet", fleet, "--workload", workload, "--sweep", "b200", "--target-p95", "60"}, `sweep.group: no node group named "b200"`},
 		{[]string{"--fleet", workload, "--workload", workload}, "unknown field"},
+		{[]string{"--fleet", fleet, "--workload", workload, "--replications", "-2"}, "replications: must be 1 to 1000"},
 	} {
 		if _, errOut, err := run(tc.args...); err == nil || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: err %v, stderr %q, want it to say %q", tc.args, err, errOut, tc.want)

@@ -1,0 +1,129 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// figure is one number of a report, named as its CSV row: the CSV writes
+// them, and replications average them (sim_repl.go).
+type figure struct {
+	scope, name, metric string
+	// One of these points at the number.
+	f *float64
+	i *int
+	u *uint64
+	b *bool // derived from other figures: never averaged
+	// fixed figures follow from the inputs (hours, seed, sizes, cost) and
+	// are the same in every replication: not averaged, no CI.
+	fixed bool
+	// hidden figures (sample sizes) are averaged but not in the CSV.
+	hidden bool
+}
+
+func (f figure) value() float64 {
+	switch {
+	case f.f != nil:
+		return *f.f
+	case f.i != nil:
+		return float64(*f.i)
+	case f.u != nil:
+		return float64(*f.u)
+	case f.b != nil && *f.b:
+		return 1
+	}
+	return 0
+}
+
+// set stores v, rounded for a count.
+func (f figure) set(v float64) {
+	switch {
+	case f.f != nil:
+		*f.f = v
+	case f.i != nil:
+		*f.i = int(math.Round(v))
+	}
+}
+
+// figures lists every number of r in CSV order, pointing into r.
+func (r *SimReport) figures() []figure {
+	var fs []figure
+	add := func(scope, name, metric string, p any) *figure {
+		f := figure{scope: scope, name: name, metric: metric}
+		switch v := p.(type) {
+		case *float64:
+			f.f = v
+		case *int:
+			f.i = v
+		case *uint64:
+			f.u = v
+		case *bool:
+			f.b = v
+		default:
+			panic(fmt.Sprintf("bench: figure of type %T", p))
+		}
+		fs = append(fs, f)
+		return &fs[len(fs)-1]
+	}
+	fixed := func(scope, metric string, p any) { add(scope, "", metric, p).fixed = true }
+	fixed("farm", "hours", &r.Hours)
+	fixed("farm", "seed", &r.Seed)
+	fixed("farm", "nodes", &r.Nodes)
+	fixed("farm", "gpus", &r.GPUs)
+	fixed("farm", "cpu_slots", &r.CPUSlots)
+	add("farm", "", "submitted", &r.Submitted)
+	add("farm", "", "completed", &r.Completed)
+	add("farm", "", "in_flight", &r.InFlight)
+	add("farm", "", "gpu_utilisation", &r.GPUUtilisation)
+	add("farm", "", "cpu_utilisation", &r.CPUUtilisation)
+	add("farm", "", "throughput_per_hour", &r.ThroughputPerHour)
+	add("farm", "", "videos_per_gpu_hour", &r.VideosPerGPUHour)
+	add("farm", "", "rendered_minutes", &r.RenderedMinutes)
+	fixed("farm", "cost", &r.Cost)
+	add("farm", "", "cost_per_rendered_minute", &r.CostPerRenderedMinute)
+	group := func(scope string, g *GroupStats) {
+		add(scope, g.Name, "submitted", &g.Submitted)
+		add(scope, g.Name, "completed", &g.Completed)
+		for _, m := range []struct {
+			k string
+			p *Percentiles
+		}{{"wait", &g.Wait}, {"gpu_wait", &g.GPUWait}, {"turnaround", &g.Turnaround}} {
+			add(scope, g.Name, m.k+"_count", &m.p.Count).hidden = true
+			add(scope, g.Name, m.k+"_mean", &m.p.Mean)
+			add(scope, g.Name, m.k+"_p50", &m.p.P50)
+			add(scope, g.Name, m.k+"_p95", &m.p.P95)
+			add(scope, g.Name, m.k+"_p99", &m.p.P99)
+			add(scope, g.Name, m.k+"_max", &m.p.Max)
+		}
+		for i := range g.SLOs {
+			o := &g.SLOs[i]
+			k := sloKey(o.SLO)
+			add(scope, g.Name, k+"_count", &o.Count).hidden = true
+			add(scope, g.Name, k+"_attained", &o.Attained)
+			add(scope, g.Name, k+"_met", &o.Met)
+		}
+	}
+	group("all", &r.Overall)
+	for i := range r.Modes {
+		group("mode", &r.Modes[i])
+	}
+	for i := range r.Accounts {
+		group("class", &r.Accounts[i])
+	}
+	for i := range r.Timeline {
+		p := &r.Timeline[i]
+		at := strconv.FormatFloat(p.StartHours, 'f', -1, 64)
+		add("timeline", at, "gpu_wait_p50", &p.GPUWaitP50)
+		add("timeline", at, "gpu_wait_p95", &p.GPUWaitP95)
+		add("timeline", at, "gpu_wait_p99", &p.GPUWaitP99)
+		add("timeline", at, "gpu_utilisation", &p.GPUUtilisation)
+		add("timeline", at, "cpu_utilisation", &p.CPUUtilisation)
+		add("timeline", at, "completed", &p.Completed)
+		add("timeline", at, "queued_gpu_tasks", &p.QueuedGPUTasks)
+	}
+	return fs
+}
+
+// sloKey names an SLO's figures: slo_<metric>_le_<seconds>s.
+func sloKey(o SLO) string { return fmt.Sprintf("slo_%s_le_%gs", o.Metric, o.Seconds) }

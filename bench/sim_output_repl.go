@@ -1,0 +1,86 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+)
+
+// replicatedTable is String for a report of several replications: each
+// figure as mean ± the half-width of its 95% confidence interval, one row
+// per group and measure so the cells stay readable.
+func (r SimReport) replicatedTable() string {
+	est := r.estimates()
+	// pm is the figure scope/name/metric as "mean ± half" in format (one
+	// verb, used for both), times scale.
+	pm := func(scope, name, metric, format string, scale float64) string {
+		e, ok := est[scope+"/"+name+"/"+metric]
+		if !ok {
+			return "—"
+		}
+		return fmt.Sprintf(format+" ± "+format, scale*e.Mean, scale*e.HalfWidth())
+	}
+	farm := func(metric, format string, scale float64) string { return pm("farm", "", metric, format, scale) }
+	var b strings.Builder
+	fmt.Fprintf(&b, "simulated %.1f h, %d seeds from %d (mean ± half-width of the 95%% confidence interval): %d nodes, %d GPUs, %d CPU slots\n",
+		r.Hours, r.Replications, r.Seed, r.Nodes, r.GPUs, r.CPUSlots)
+	fmt.Fprintf(&b, "videos: %s submitted, %s completed, %s in flight at the end\n",
+		farm("submitted", "%.0f", 1), farm("completed", "%.0f", 1), farm("in_flight", "%.0f", 1))
+	fmt.Fprintf(&b, "throughput %s videos/h, %s videos per GPU-hour, GPU utilisation %s%%, CPU utilisation %s%%\n",
+		farm("throughput_per_hour", "%.1f", 1), farm("videos_per_gpu_hour", "%.2f", 1),
+		farm("gpu_utilisation", "%.1f", 100), farm("cpu_utilisation", "%.1f", 100))
+	fmt.Fprintf(&b, "rendered %s min for a cost of %.2f: %s per rendered minute\n\n",
+		farm("rendered_minutes", "%.1f", 1), r.Cost, farm("cost_per_rendered_minute", "%.3f", 1))
+	const cell = "%-18s"
+	fmt.Fprintf(&b, "%-18s %-15s %-15s %-11s "+cell+" "+cell+" "+cell+" %s\n",
+		"group", "submitted", "completed", "measure", "mean s", "p50 s", "p95 s", "p99 s")
+	var slos strings.Builder
+	row := func(scope string, g GroupStats) {
+		label := strings.TrimSpace(map[string]string{"all": "", "mode": "mode", "class": "class"}[scope] + " " + g.Name)
+		for i, m := range []struct {
+			label, key string
+			p          Percentiles
+		}{{"wait", "wait", g.Wait}, {"GPU wait", "gpu_wait", g.GPUWait}, {"turnaround", "turnaround", g.Turnaround}} {
+			lead := fmt.Sprintf("%-18s %-15s %-15s", label,
+				pm(scope, g.Name, "submitted", "%.0f", 1), pm(scope, g.Name, "completed", "%.0f", 1))
+			if i > 0 {
+				lead = strings.Repeat(" ", len([]rune(lead)))
+			}
+			cells := []string{"—", "—", "—", "—"}
+			if m.p.Count > 0 {
+				for j, q := range []string{"mean", "p50", "p95", "p99"} {
+					cells[j] = pm(scope, g.Name, m.key+"_"+q, "%.1f", 1)
+				}
+			}
+			fmt.Fprintf(&b, "%s %-11s "+cell+" "+cell+" "+cell+" %s\n", lead, m.label, cells[0], cells[1], cells[2], cells[3])
+		}
+		for _, o := range g.SLOs {
+			e := est[scope+"/"+g.Name+"/"+sloKey(o.SLO)+"_attained"]
+			fmt.Fprintf(&slos, "%-18s %-10s <= %7.0f s  %6.2f%% ± %5.2f%% of %-8d (target %.2f%%)  %s\n", label, o.Metric, o.Seconds,
+				100*e.Mean, 100*e.HalfWidth(), o.Count, 100*o.Target, verdict(e, o.target()))
+		}
+	}
+	row("all", r.Overall)
+	for _, g := range r.Modes {
+		row("mode", g)
+	}
+	for _, g := range r.Accounts {
+		row("class", g)
+	}
+	if slos.Len() > 0 {
+		fmt.Fprintf(&b, "\nSLO attainment (met or MISSED when the whole interval is on one side of the target)\n%s", slos.String())
+	}
+	return b.String()
+}
+
+// verdict says where an attainment's confidence interval lies against its
+// target: "met" wholly at or above, "MISSED" wholly below, "uncertain"
+// across it (more replications or longer runs narrow the interval).
+func verdict(e Estimate, target float64) string {
+	switch {
+	case e.CILow >= target:
+		return "met"
+	case e.CIHigh < target:
+		return "MISSED"
+	}
+	return "uncertain"
+}

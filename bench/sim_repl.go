@@ -1,0 +1,204 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"time"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// Replications. One run's mean wait moves by a few per cent from seed to
+// seed, its p99 by more; N independent runs (seeds Seed … Seed+N−1, one
+// scheduler.State each, in parallel) give every figure as the mean over
+// the runs and a 95% confidence interval from Student's t with N−1
+// degrees of freedom: mean ± t(0.975, N−1)·s/√N, s the runs' sample
+// standard deviation. A percentile's interval is that of the mean of the
+// runs' percentiles (each run's p95 is one observation), not a percentile
+// of the pooled videos. Runs are independent, so the interval is honest
+// as long as each run is long enough for its own figure to be roughly
+// normal; it says nothing about bias from too short a warm-up.
+
+// maxReplications bounds --replications.
+const maxReplications = 1000
+
+// ciLevel is the confidence of the intervals.
+const ciLevel = 0.95
+
+// Estimate is one figure of a replicated report: the mean over the
+// replications and its 95% confidence interval. Scope, name and metric
+// are the figure's CSV columns.
+type Estimate struct {
+	Scope  string  `json:"scope"`
+	Name   string  `json:"name"`
+	Metric string  `json:"metric"`
+	Mean   float64 `json:"mean"`
+	CILow  float64 `json:"ci_low"`
+	CIHigh float64 `json:"ci_high"`
+}
+
+// HalfWidth is the interval's half-width, the ± of the table.
+func (e Estimate) HalfWidth() float64 { return (e.CIHigh - e.CILow) / 2 }
+
+// meanCI returns the mean of xs and its confidence interval (the mean
+// alone when there are fewer than two). Sums run over deviations from
+// xs[0], in order, so equal values give exactly that value and any
+// scheduling of the runs gives the same bits.
+func meanCI(xs []float64) (mean, lo, hi float64) {
+	if len(xs) == 0 {
+		return 0, 0, 0
+	}
+	n := float64(len(xs))
+	var d float64
+	for _, x := range xs {
+		d += x - xs[0]
+	}
+	mean = xs[0] + d/n
+	if len(xs) < 2 {
+		return mean, mean, mean
+	}
+	var ss float64
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	h := tQuantile(len(xs)-1) * math.Sqrt(ss/(n-1)) / math.Sqrt(n)
+	return mean, mean - h, mean + h
+}
+
+// tQuantile is Student's t at (1+ciLevel)/2 with df degrees of freedom.
+func tQuantile(df int) float64 {
+	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile((1 + ciLevel) / 2)
+}
+
+// forEach calls fn(0) … fn(n-1) on at most par goroutines (0: GOMAXPROCS).
+func forEach(n, par int, fn func(i int)) {
+	if par <= 0 {
+		par = runtime.GOMAXPROCS(0)
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, par)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			fn(i)
+		}()
+	}
+	wg.Wait()
+}
+
+// replicaConfig is cfg for replication i: its seed, one run.
+func replicaConfig(cfg SimConfig, i int) SimConfig {
+	cfg.Seed += uint64(i)
+	cfg.Replications = 1
+	cfg.Progress = nil
+	return cfg
+}
+
+// replicate runs cfg.Replications runs in parallel and combines them.
+func replicate(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
+	n := cfg.Replications
+	reps, errs := make([]SimReport, n), make([]error, n)
+	var (
+		mu   sync.Mutex
+		done = make([]time.Duration, n)
+	)
+	total := time.Duration(n) * hoursDur(cfg.Hours)
+	forEach(n, cfg.Parallel, func(i int) {
+		c := replicaConfig(cfg, i)
+		if cfg.Progress != nil {
+			c.Progress = func(d, _ time.Duration) {
+				mu.Lock()
+				defer mu.Unlock()
+				done[i] = d
+				var sum time.Duration
+				for _, x := range done {
+					sum += x
+				}
+				cfg.Progress(sum, total)
+			}
+		}
+		reps[i], errs[i] = simulateOnce(fleet, wl, c)
+	})
+	for i, err := range errs {
+		if err != nil {
+			return SimReport{}, fmt.Errorf("bench: replication %d (seed %d): %w", i+1, cfg.Seed+uint64(i), err)
+		}
+	}
+	return combine(reps), nil
+}
+
+// combine is the report of replicated runs of one fleet and workload:
+// each figure the mean over reps (counts rounded; the CI list keeps the
+// exact mean), SLOs met when the mean attainment is, and CI the interval
+// of every figure in CSV order.
+func combine(reps []SimReport) SimReport {
+	out := reps[0].clone()
+	out.Replications = len(reps)
+	figs := make([][]figure, len(reps))
+	for i := range reps {
+		figs[i] = reps[i].figures()
+	}
+	xs := make([]float64, len(reps))
+	for k, f := range out.figures() {
+		if f.fixed || f.b != nil {
+			continue
+		}
+		for i := range reps {
+			g := figs[i][k]
+			if g.scope != f.scope || g.name != f.name || g.metric != f.metric {
+				panic(fmt.Sprintf("bench: replications differ in shape: %s/%s/%s and %s/%s/%s", f.scope, f.name, f.metric, g.scope, g.name, g.metric))
+			}
+			xs[i] = g.value()
+		}
+		m, lo, hi := meanCI(xs)
+		f.set(m)
+		if !f.hidden {
+			out.CI = append(out.CI, Estimate{Scope: f.scope, Name: f.name, Metric: f.metric, Mean: m, CILow: lo, CIHigh: hi})
+		}
+	}
+	for _, g := range out.groups() {
+		for i := range g.SLOs {
+			g.SLOs[i].Met = g.SLOs[i].Attained >= g.SLOs[i].target()
+		}
+	}
+	return out
+}
+
+// clone copies r deeply enough that combine may overwrite its figures.
+func (r SimReport) clone() SimReport {
+	c := r
+	c.Modes = append([]GroupStats(nil), r.Modes...)
+	c.Accounts = append([]GroupStats(nil), r.Accounts...)
+	c.Timeline = append([]TimelinePoint(nil), r.Timeline...)
+	c.CI = nil
+	for _, g := range c.groups() {
+		g.SLOs = append([]SLOResult(nil), g.SLOs...)
+	}
+	return c
+}
+
+// groups are pointers to every group of r: overall, modes, classes.
+func (r *SimReport) groups() []*GroupStats {
+	gs := []*GroupStats{&r.Overall}
+	for i := range r.Modes {
+		gs = append(gs, &r.Modes[i])
+	}
+	for i := range r.Accounts {
+		gs = append(gs, &r.Accounts[i])
+	}
+	return gs
+}
+
+// estimates indexes r.CI by scope/name/metric.
+func (r SimReport) estimates() map[string]Estimate {
+	m := make(map[string]Estimate, len(r.CI))
+	for _, e := range r.CI {
+		m[e.Scope+"/"+e.Name+"/"+e.Metric] = e
+	}
+	return m
+}

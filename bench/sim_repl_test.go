@@ -1,0 +1,198 @@
+package bench
+
+import (
+	"bytes"
+	"math"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+func TestMeanCI(t *testing.T) {
+	// Four values, mean 5, sample sd sqrt(20/3); t(0.975, 3) = 3.182446.
+	m, lo, hi := meanCI([]float64{2, 4, 6, 8})
+	h := 3.182446305284263 * math.Sqrt(20.0/3) / 2
+	if m != 5 || math.Abs(lo-(5-h)) > 1e-9 || math.Abs(hi-(5+h)) > 1e-9 {
+		t.Fatalf("meanCI = %v [%v, %v], want 5 ± %v", m, lo, hi, h)
+	}
+	// Equal values give exactly that value, however many.
+	if m, lo, hi := meanCI([]float64{0.1, 0.1, 0.1}); m != 0.1 || lo != 0.1 || hi != 0.1 {
+		t.Fatalf("meanCI of equal values = %v [%v, %v]", m, lo, hi)
+	}
+	if m, lo, hi := meanCI([]float64{3}); m != 3 || lo != 3 || hi != 3 {
+		t.Fatalf("meanCI of one value = %v [%v, %v]", m, lo, hi)
+	}
+}
+
+// TestReplicationsCoverErlangC: 20 trials of an M/M/2 farm at ρ = 0.85,
+// each the mean of 5 replications of 20 h after a 2 h warm-up; the 95%
+// interval of the mean wait must hold Erlang C's value in at least 18 of
+// them. Over 200 such trials it held it in 182 (91%): runs this short
+// have skewed mean waits (a run with few long queues has a low mean and a
+// small spread), so the misses are low ones; 30 h runs reached 93%.
+func TestReplicationsCoverErlangC(t *testing.T) {
+	const c, service, rho, trials, reps = 2, 60.0, 0.85, 20, 5
+	want := erlangCWait(c, rho*c/service, 1/service)
+	fleet, wl := mmcSetup(c, rho*c)
+	covered := 0
+	for trial := range trials {
+		rep, err := Simulate(fleet, wl, SimConfig{Hours: 22, WarmupHours: 2, Seed: uint64(1000 * (trial + 1)), Replications: reps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := rep.estimates()["mode/manual/wait_mean"]
+		in := e.CILow <= want && want <= e.CIHigh
+		if in {
+			covered++
+		}
+		t.Logf("trial %2d: mean wait %.1f s, 95%% CI [%.1f, %.1f] (Erlang C %.1f s) covered %v", trial, e.Mean, e.CILow, e.CIHigh, want, in)
+		if rep.Modes[0].Wait.Mean != e.Mean || rep.Replications != reps {
+			t.Fatalf("report mean %v, CI mean %v, replications %d", rep.Modes[0].Wait.Mean, e.Mean, rep.Replications)
+		}
+	}
+	if covered < 18 {
+		t.Fatalf("the interval held Erlang C's %.1f s in %d of %d trials, want at least 18", want, covered, trials)
+	}
+}
+
+// TestReplicationsDeterministic: the same seed and replications give the
+// same table, CSV, JSON and SVG byte for byte on one core or several, for
+// a run and for a sweep; one replication is the single run.
+func TestReplicationsDeterministic(t *testing.T) {
+	fleet, wl := loadExamples(t)
+	wl.SLOs = []SLO{{Metric: MetricGPUWait, Seconds: 120}}
+	mfleet, mwl := mmcSetup(1, 3.2)
+	run := func(procs int) (map[string][]byte, map[string][]byte) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		rep, err := Simulate(fleet, wl, SimConfig{Hours: 2, Seed: 7, Replications: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sw, err := Sweep(mfleet, mwl, SimConfig{Hours: 4, Seed: 5, WarmupHours: 1, Replications: 3},
+			SweepConfig{Group: "h100", Min: 4, Max: 6, TargetP95: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return outputs(t, rep), outputs(t, sw)
+	}
+	rep1, sw1 := run(1)
+	rep2, sw2 := run(2)
+	for ext := range rep1 {
+		if !bytes.Equal(rep1[ext], rep2[ext]) || !bytes.Equal(sw1[ext], sw2[ext]) {
+			t.Errorf("%s differs between GOMAXPROCS 1 and 2", ext)
+		}
+	}
+	for _, want := range []string{"4 seeds from 7", "± "} {
+		if !bytes.Contains(rep1["txt"], []byte(want)) {
+			t.Errorf("table has no %q:\n%s", want, rep1["txt"])
+		}
+	}
+	checkSVG(t, rep1["svg"], "4 seeds from 7", `id="ci-bands"`, "shaded: 95% CI over 4 seeds")
+	checkSVG(t, sw1["svg"], "3 seeds from 5", `id="ci-bands"`)
+	if !bytes.HasPrefix(rep1["csv"], []byte("scope,name,metric,value,ci_low,ci_high\n")) ||
+		!bytes.Contains(rep1["csv"], []byte("\nfarm,,gpus,40,,\n")) {
+		t.Errorf("CSV:\n%.400s", rep1["csv"])
+	}
+
+	one, err := Simulate(fleet, wl, SimConfig{Hours: 2, Seed: 7, Replications: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero, err := Simulate(fleet, wl, SimConfig{Hours: 2, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(one, zero) || one.Replications != 0 || one.CI != nil {
+		t.Fatal("one replication is not the single run")
+	}
+	if _, err := Simulate(fleet, wl, SimConfig{Hours: 2, Seed: 7, Replications: -1}); err == nil || !strings.Contains(err.Error(), "replications:") {
+		t.Fatalf("replications -1: err = %v", err)
+	}
+}
+
+// TestReplicationsCombine: the combined report's figures are the means of
+// the runs', and its SLO verdicts follow the mean attainment.
+func TestReplicationsCombine(t *testing.T) {
+	fleet, wl := loadExamples(t)
+	wl.SLOs = []SLO{{Metric: MetricGPUWait, Seconds: 120}}
+	cfg := SimConfig{Hours: 1, Seed: 3}
+	var runs []SimReport
+	for i := range 3 {
+		r, err := Simulate(fleet, wl, replicaConfig(cfg, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, r)
+	}
+	cfg.Replications = 3
+	rep, err := Simulate(fleet, wl, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mean := func(f func(SimReport) float64) float64 {
+		return (f(runs[0]) + f(runs[1]) + f(runs[2])) / 3
+	}
+	for name, f := range map[string]func(SimReport) float64{
+		"gpu utilisation": func(r SimReport) float64 { return r.GPUUtilisation },
+		"turnaround p95":  func(r SimReport) float64 { return r.Overall.Turnaround.P95 },
+		"timeline p99":    func(r SimReport) float64 { return r.Timeline[3].GPUWaitP99 },
+	} {
+		if got, want := f(rep), mean(f); math.Abs(got-want) > 1e-9*math.Max(1, want) {
+			t.Errorf("%s: %v, want the runs' mean %v", name, got, want)
+		}
+	}
+	if want := int(math.Round(mean(func(r SimReport) float64 { return float64(r.Submitted) }))); rep.Submitted != want {
+		t.Errorf("submitted %d, want %d", rep.Submitted, want)
+	}
+	if len(rep.CI) == 0 || rep.Seed != 3 || rep.GPUs != runs[0].GPUs {
+		t.Fatalf("combined report: %d CIs, seed %d, %d GPUs", len(rep.CI), rep.Seed, rep.GPUs)
+	}
+	for _, e := range rep.CI {
+		if !(e.CILow <= e.Mean && e.Mean <= e.CIHigh) {
+			t.Errorf("%+v: mean outside its interval", e)
+		}
+	}
+}
+
+// TestSweepReplicationsUncertain: an M/M/c sweep whose target is the p95
+// theory gives 5 GPUs: 5's interval lies across the target, so the sweep
+// answers 6, certain to meet it, and says it cannot tell 5 from it.
+func TestSweepReplicationsUncertain(t *testing.T) {
+	const erlangs = 3.2
+	mu := 1.0 / 60
+	target := math.Round(mmcP95(5, erlangs*mu, mu)) // 58 s
+	fleet, wl := mmcSetup(1, erlangs)
+	res, err := Sweep(fleet, wl, SimConfig{Hours: 12, Seed: 11, WarmupHours: 1, Replications: 5},
+		SweepConfig{Group: "h100", Min: 4, Max: 7, TargetP95: target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", res)
+	verdicts := map[int]string{}
+	for _, p := range res.Points {
+		verdicts[p.Count] = p.Verdict
+		if p.CI == nil || !(p.CI.P95.Low <= p.P95 && p.P95 <= p.CI.P95.High) {
+			t.Errorf("%d: p95 %v outside its interval %+v", p.Count, p.P95, p.CI)
+		}
+	}
+	if want := map[int]string{4: VerdictMisses, 5: VerdictUncertain, 6: VerdictMeets, 7: VerdictMeets}; !reflect.DeepEqual(verdicts, want) {
+		t.Fatalf("verdicts %v, want %v", verdicts, want)
+	}
+	if !res.Found || res.Smallest != 6 || !reflect.DeepEqual(res.Uncertain, []int{5}) || res.Replications != 5 {
+		t.Fatalf("smallest %d (found %v), uncertain %v, replications %d", res.Smallest, res.Found, res.Uncertain, res.Replications)
+	}
+	s := res.String()
+	for _, want := range []string{"smallest h100 count certain to meet the target: 6", "cannot tell whether 5 meets it", "uncertain"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("table has no %q", want)
+		}
+	}
+	var csvOut bytes.Buffer
+	if err := res.WriteCSV(&csvOut); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(csvOut.String(), "\n"); !strings.HasSuffix(lines[0], ",verdict") || !strings.HasSuffix(lines[2], ",uncertain") {
+		t.Errorf("sweep CSV:\n%s", csvOut.String())
+	}
+}

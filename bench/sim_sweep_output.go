@@ -1,0 +1,101 @@
+package bench
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// String renders the sweep as a table with the answer.
+func (r SweepResult) String() string {
+	if r.Replications > 1 {
+		return r.replicatedTable()
+	}
+	s := fmt.Sprintf("sweep of node group %q: p95 %s target %.1f s\n\n%8s %6s %12s %10s %8s %10s %14s\n",
+		r.Group, r.Metric, r.TargetP95, "count", "GPUs", "p95 s", "within", "GPU use", "cost/h", "cost/rend. min")
+	for _, p := range r.Points {
+		mark := ""
+		if p.Met {
+			mark = "  meets"
+		}
+		s += fmt.Sprintf("%8d %6d %12.1f %9.2f%% %7.1f%% %10.2f %14.3f%s\n", p.Count, p.GPUs, p.P95, 100*p.Attained,
+			100*p.GPUUtilisation, p.CostPerHour, p.CostPerRenderedMinute, mark)
+	}
+	if r.Found {
+		return s + fmt.Sprintf("\nsmallest %s count that meets the target: %d\n", r.Group, r.Smallest)
+	}
+	return s + fmt.Sprintf("\nno %s count up to the largest tried meets the target\n", r.Group)
+}
+
+// replicatedTable is String with replications: mean ± half-width of the
+// 95% interval, each size's verdict, and whether the answer is certain.
+func (r SweepResult) replicatedTable() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "sweep of node group %q: p95 %s target %.1f s, %d seeds from %d (mean ± half-width of the 95%% confidence interval)\n\n",
+		r.Group, r.Metric, r.TargetP95, r.Replications, r.Seed)
+	fmt.Fprintf(&b, "%8s %6s %18s %18s %14s %10s %18s  %s\n", "count", "GPUs", "p95 s", "within", "GPU use", "cost/h", "cost/rend. min", "verdict")
+	for _, p := range r.Points {
+		half := func(iv Interval) float64 { return (iv.High - iv.Low) / 2 }
+		fmt.Fprintf(&b, "%8d %6d %18s %18s %14s %10.2f %18s  %s\n", p.Count, p.GPUs,
+			fmt.Sprintf("%.1f ± %.1f", p.P95, half(p.CI.P95)),
+			fmt.Sprintf("%.2f%% ± %.2f%%", 100*p.Attained, 100*half(p.CI.Attained)),
+			fmt.Sprintf("%.1f ± %.1f%%", 100*p.GPUUtilisation, 100*half(p.CI.GPUUtilisation)),
+			p.CostPerHour, fmt.Sprintf("%.3f ± %.3f", p.CostPerRenderedMinute, half(p.CI.CostPerRenderedMinute)), p.Verdict)
+	}
+	b.WriteString("\n")
+	switch {
+	case r.Found:
+		fmt.Fprintf(&b, "smallest %s count certain to meet the target: %d\n", r.Group, r.Smallest)
+	default:
+		fmt.Fprintf(&b, "no %s count up to the largest tried is certain to meet the target\n", r.Group)
+	}
+	switch {
+	case len(r.Uncertain) > 0:
+		fmt.Fprintf(&b, "cannot tell whether %s meet%s it (the interval lies across the target): the answer may be as small as %d; more replications or hours narrow the intervals\n",
+			joinCounts(r.Uncertain), map[bool]string{true: "s", false: ""}[len(r.Uncertain) == 1], r.Uncertain[0])
+	case r.Found:
+		b.WriteString("the answer is certain: every smaller size tried misses with 95% confidence\n")
+	}
+	return b.String()
+}
+
+// joinCounts writes counts as "28", "28 and 29" or "27, 28 and 29".
+func joinCounts(cs []int) string {
+	s := make([]string, len(cs))
+	for i, c := range cs {
+		s[i] = strconv.Itoa(c)
+	}
+	if len(s) == 1 {
+		return s[0]
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
+
+// WriteCSV writes one row per size tried; with replications each figure
+// that varies between runs has _ci_low and _ci_high columns, and a
+// verdict column says meets, misses or uncertain.
+func (r SweepResult) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	head := []string{"group", "count", "gpus", "metric", "target_p95", "p95", "attained", "met", "gpu_utilisation", "cost_per_hour", "cost_per_rendered_minute"}
+	repl := r.Replications > 1
+	if repl {
+		head = append(head, "p95_ci_low", "p95_ci_high", "attained_ci_low", "attained_ci_high", "gpu_utilisation_ci_low",
+			"gpu_utilisation_ci_high", "cost_per_rendered_minute_ci_low", "cost_per_rendered_minute_ci_high", "verdict")
+	}
+	_ = cw.Write(head)
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
+	for _, p := range r.Points {
+		row := []string{r.Group, strconv.Itoa(p.Count), strconv.Itoa(p.GPUs), r.Metric, f(r.TargetP95), f(p.P95),
+			f(p.Attained), strconv.FormatBool(p.Met), f(p.GPUUtilisation), f(p.CostPerHour), f(p.CostPerRenderedMinute)}
+		if repl {
+			c := p.CI
+			row = append(row, f(c.P95.Low), f(c.P95.High), f(c.Attained.Low), f(c.Attained.High), f(c.GPUUtilisation.Low),
+				f(c.GPUUtilisation.High), f(c.CostPerRenderedMinute.Low), f(c.CostPerRenderedMinute.High), p.Verdict)
+		}
+		_ = cw.Write(row)
+	}
+	cw.Flush()
+	return cw.Error()
+}
