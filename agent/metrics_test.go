@@ -27,8 +27,11 @@ func TestMetricsCountTasks(t *testing.T) {
 	f.enqueue(ok, bad)
 	waitComplete(t, f, ok.TaskID)
 	expectFailed(t, f, bad.TaskID, `task kind "upscale"`)
+	// The control plane hears of a task's end before the agent counts it.
 	waitFor(t, "both tasks counted", func() bool {
-		return counterValue(t, reg, "vidfarm_agent_tasks_total", "upscale", "failed") == 1
+		return counterValue(t, reg, "vidfarm_agent_tasks_total", "upscale", "failed") == 1 &&
+			counterValue(t, reg, "vidfarm_agent_tasks_total", "plan", "completed") == 1 &&
+			gaugeValue(t, reg, "vidfarm_agent_tasks_running", "plan") == 0
 	})
 	want := `
 # HELP vidfarm_agent_tasks_total Tasks this agent ended, by kind and outcome (completed, failed, dropped).
@@ -85,8 +88,14 @@ vidfarm_agent_registered 0
 	}
 }
 
-// counterValue is the value of the series of counter name whose label
-// values are values (in label-name order), or 0.
+// gaugeValue is counterValue for a gauge.
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string, values ...string) float64 {
+	t.Helper()
+	return counterValue(t, reg, name, values...)
+}
+
+// counterValue is the value of the series of counter (or gauge) name whose
+// label values are values (in label-name order), or 0.
 func counterValue(t *testing.T, reg *prometheus.Registry, name string, values ...string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
@@ -103,6 +112,9 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string, values ..
 				got = append(got, lp.GetValue())
 			}
 			if slices.Equal(got, values) {
+				if g := m.GetGauge(); g != nil {
+					return g.GetValue()
+				}
 				return m.GetCounter().GetValue()
 			}
 		}
