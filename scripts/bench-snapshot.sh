@@ -3,7 +3,8 @@
 # creating for 16 s, an admin snapshot 8 s in. Prints how long the snapshot
 # call took, the creates and their p99 and slowest, and the server's own
 # checkpoint figures (copy: the time applies waited on the lock; persist: the
-# write). BIN picks the binary, so two builds can be run in turn. Run by make
+# write). BIN picks the binary, so two builds can be run in turn; EXTRA adds
+# server flags (e.g. --raft-snapshot-threshold 2048). Run by make
 # bench (scripts/bench.sh) or alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +15,7 @@ pub=http://127.0.0.1:18380; adm=http://127.0.0.1:18381
 secret=00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff
 $bin server --node-id n1 --data-dir "$dir" --listen 127.0.0.1:18380 --admin-listen 127.0.0.1:18381 \
   --agent-listen 127.0.0.1:18382 --raft-listen 127.0.0.1:17300 --admin-token "$token" --agent-token "$token" \
-  --blob-secret $secret --rate-limits=false --log-level info 2>>"$dir/server.log" &
+  --blob-secret $secret --rate-limits=false ${EXTRA:-} --log-level info 2>>"$dir/server.log" &
 pid=$!
 trap 'kill $pid; wait $pid; rm -rf $dir' EXIT
 for _ in $(seq 300); do curl -fsS "$pub/v1" >/dev/null 2>&1 && break; sleep 0.1; done
