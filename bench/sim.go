@@ -37,7 +37,9 @@
 // timeline of GPU-wait percentiles and utilisation; as a table (String),
 // JSON, CSV (sim_output.go) or an SVG chart (sim_chart.go). Sweep
 // (sim_sweep.go) varies one node group's size to find the smallest fleet
-// that meets a p95 target. The same inputs and seed give the same report.
+// that meets a p95 target, or every account class's SLOs; Optimize
+// (sim_optimize.go) searches the counts of every group for the cheapest
+// fleet that meets every class's SLOs. The same inputs and seed give the same report.
 // SimConfig.Replications runs several seeds in parallel and reports each
 // figure's mean and 95% confidence interval (sim_repl.go); the sweep then
 // says which sizes are certain to meet the target.

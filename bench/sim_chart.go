@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -138,6 +139,9 @@ func (r SweepResult) WriteSVG(w io.Writer) error {
 	n := len(r.Points)
 	if n < 2 {
 		return fmt.Errorf("bench: a sweep chart needs at least two sizes, got %d", n)
+	}
+	if r.ByClass {
+		return errors.New("bench: a sweep by class SLOs has no chart; give a p95 target for one")
 	}
 	metric := metricLabel[r.Metric]
 	waitY, unit, top := waitAxis("p95 "+metric, sweepChartSpan*r.TargetP95)

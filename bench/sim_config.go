@@ -33,7 +33,11 @@ type Fleet struct {
 	// a GPU kind with factor 0.5. Every group's gpu_model must be listed,
 	// except "H100", which defaults to 1.0.
 	GPUSpeed map[string]float64 `json:"gpu_speed"`
-	Groups   []NodeGroup        `json:"groups"`
+	// Currency is the ISO 4217 code (three capital letters, e.g. "USD")
+	// of every cost_per_hour; the report writes its costs in it. Empty:
+	// costs are plain numbers in the unit of cost_per_hour.
+	Currency string      `json:"currency,omitempty"`
+	Groups   []NodeGroup `json:"groups"`
 }
 
 // NodeGroup is Count identical nodes.
@@ -44,8 +48,8 @@ type NodeGroup struct {
 	GPUsPerNode int     `json:"gpus_per_node"` // 0 for CPU-only nodes
 	GPUMemoryGB float64 `json:"gpu_memory_gb"` // per GPU
 	CPUSlots    int     `json:"cpu_slots"`     // concurrent CPU tasks per node
-	// CostPerHour is the price of one node per hour, in any currency; the
-	// report's cost figures are in the same unit.
+	// CostPerHour is the price of one node per hour, in Fleet.Currency;
+	// the report's cost figures are in the same unit.
 	CostPerHour float64 `json:"cost_per_hour"`
 	// Models lists the model ids the nodes run; empty means every catalog
 	// model.
@@ -200,6 +204,9 @@ func (f Fleet) Validate() error {
 		if s := f.GPUSpeed[k]; !finite(s) || s <= 0 {
 			return fieldErr(fmt.Sprintf("fleet.gpu_speed[%q]", k), "must be a number > 0, got %v", s)
 		}
+	}
+	if !validCurrency(f.Currency) {
+		return fieldErr("fleet.currency", "must be three capital letters (ISO 4217, e.g. USD) or empty, got %q", f.Currency)
 	}
 	if len(f.Groups) == 0 {
 		return fieldErr("fleet.groups", "at least one node group is required")
@@ -373,4 +380,20 @@ func checkName(path, what, name string, seen map[string]bool) error {
 	}
 	seen[name] = true
 	return nil
+}
+
+// validCurrency: empty or three capital letters.
+func validCurrency(c string) bool {
+	if c == "" {
+		return true
+	}
+	if len(c) != 3 {
+		return false
+	}
+	for i := range len(c) {
+		if c[i] < 'A' || c[i] > 'Z' {
+			return false
+		}
+	}
+	return true
 }

@@ -109,7 +109,11 @@ func (r *SimReport) figures() []figure {
 		group("mode", &r.Modes[i])
 	}
 	for i := range r.Accounts {
-		group("class", &r.Accounts[i])
+		g := &r.Accounts[i]
+		group("class", g)
+		add("class", g.Name, "cost_gpu_seconds", &g.gpuSeconds).hidden = true
+		add("class", g.Name, "cost_completed", &g.completedAll).hidden = true
+		add("class", g.Name, "cost_rendered_minutes", &g.renderedMinutes).hidden = true
 	}
 	for i := range r.Timeline {
 		p := &r.Timeline[i]

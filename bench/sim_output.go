@@ -18,7 +18,7 @@ func (r SimReport) String() string {
 	fmt.Fprintf(&b, "videos: %d submitted, %d completed, %d in flight at the end\n", r.Submitted, r.Completed, r.InFlight)
 	fmt.Fprintf(&b, "throughput %.1f videos/h, %.2f videos per GPU-hour, GPU utilisation %.1f%%, CPU utilisation %.1f%%\n",
 		r.ThroughputPerHour, r.VideosPerGPUHour, 100*r.GPUUtilisation, 100*r.CPUUtilisation)
-	fmt.Fprintf(&b, "rendered %.1f min for a cost of %.2f: %.3f per rendered minute\n\n", r.RenderedMinutes, r.Cost, r.CostPerRenderedMinute)
+	fmt.Fprintf(&b, "rendered %.1f min for a cost of %.2f%s: %.3f%s per rendered minute\n\n", r.RenderedMinutes, r.Cost, r.unit(), r.CostPerRenderedMinute, r.unit())
 	fmt.Fprintf(&b, "%-18s %9s %9s  %-36s  %-36s  %s\n", "group", "submitted", "completed",
 		"wait s (mean / p50 / p95 / p99)", "GPU wait s (mean / p50 / p95 / p99)", "turnaround s (mean / p50 / p95 / p99)")
 	var slos strings.Builder
@@ -44,6 +44,32 @@ func (r SimReport) String() string {
 	}
 	if slos.Len() > 0 {
 		fmt.Fprintf(&b, "\nSLO attainment\n%s", slos.String())
+	}
+	b.WriteString(r.classCostTable())
+	return b.String()
+}
+
+// unit is " USD" for a fleet priced in USD, "" for one without a currency.
+func (r SimReport) unit() string { return currencySuffix(r.Currency) }
+
+func currencySuffix(c string) string {
+	if c == "" {
+		return ""
+	}
+	return " " + c
+}
+
+// classCostTable is the cost by class section (empty without ClassCosts).
+func (r SimReport) classCostTable() string {
+	if len(r.ClassCosts) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\ncost by class (the fleet's %.2f%s split by GPU-seconds used)\n%-18s %12s %7s %12s %10s %14s %14s\n",
+		r.Cost, r.unit(), "class", "GPU-hours", "share", "cost", "videos", "per video", "per rend. min")
+	for _, c := range r.ClassCosts {
+		fmt.Fprintf(&b, "%-18s %12.1f %6.1f%% %12.2f %10.0f %14.3f %14.3f\n", "class "+c.Name, c.GPUSeconds/3600, 100*c.Share,
+			c.Cost, c.Videos, c.CostPerVideo, c.CostPerRenderedMinute)
 	}
 	return b.String()
 }
@@ -88,6 +114,23 @@ func (r SimReport) WriteCSV(w io.Writer) error {
 			}
 		}
 		_ = cw.Write(row)
+	}
+	if r.Currency != "" {
+		pad := func(row []string) []string {
+			if repl {
+				row = append(row, "", "")
+			}
+			return row
+		}
+		_ = cw.Write(pad([]string{"farm", "", "currency", r.Currency}))
+		for _, c := range r.ClassCosts {
+			for _, m := range []struct {
+				k string
+				v float64
+			}{{"cost", c.Cost}, {"cost_per_video", c.CostPerVideo}, {"cost_per_rendered_minute", c.CostPerRenderedMinute}} {
+				_ = cw.Write(pad([]string{"class", c.Name, m.k, num(m.v)}))
+			}
+		}
 	}
 	cw.Flush()
 	return cw.Error()

@@ -28,8 +28,8 @@ func (r SimReport) replicatedTable() string {
 	fmt.Fprintf(&b, "throughput %s videos/h, %s videos per GPU-hour, GPU utilisation %s%%, CPU utilisation %s%%\n",
 		farm("throughput_per_hour", "%.1f", 1), farm("videos_per_gpu_hour", "%.2f", 1),
 		farm("gpu_utilisation", "%.1f", 100), farm("cpu_utilisation", "%.1f", 100))
-	fmt.Fprintf(&b, "rendered %s min for a cost of %.2f: %s per rendered minute\n\n",
-		farm("rendered_minutes", "%.1f", 1), r.Cost, farm("cost_per_rendered_minute", "%.3f", 1))
+	fmt.Fprintf(&b, "rendered %s min for a cost of %.2f%s: %s%s per rendered minute\n\n",
+		farm("rendered_minutes", "%.1f", 1), r.Cost, r.unit(), farm("cost_per_rendered_minute", "%.3f", 1), r.unit())
 	const cell = "%-18s"
 	fmt.Fprintf(&b, "%-18s %-15s %-15s %-11s "+cell+" "+cell+" "+cell+" %s\n",
 		"group", "submitted", "completed", "measure", "mean s", "p50 s", "p95 s", "p99 s")
@@ -69,6 +69,7 @@ func (r SimReport) replicatedTable() string {
 	if slos.Len() > 0 {
 		fmt.Fprintf(&b, "\nSLO attainment (met or MISSED when the whole interval is on one side of the target)\n%s", slos.String())
 	}
+	b.WriteString(r.classCostTable())
 	return b.String()
 }
 

@@ -166,6 +166,7 @@ func combine(reps []SimReport) SimReport {
 			g.SLOs[i].Met = g.SLOs[i].Attained >= g.SLOs[i].target()
 		}
 	}
+	out.setClassCosts(out.Currency)
 	return out
 }
 

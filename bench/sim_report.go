@@ -38,6 +38,11 @@ type SimReport struct {
 	RenderedMinutes       float64 `json:"rendered_minutes"`
 	Cost                  float64 `json:"cost"`
 	CostPerRenderedMinute float64 `json:"cost_per_rendered_minute"`
+	// Currency is the fleet's: the unit of every cost (absent: none named).
+	Currency string `json:"currency,omitempty"`
+	// ClassCosts, when the fleet names a currency, apportion Cost to the
+	// account classes (ClassCosts).
+	ClassCosts []ClassCost `json:"class_costs,omitempty"`
 	// Timeline is the run cut into equal intervals (sim_timeline.go).
 	Timeline []TimelinePoint `json:"timeline"`
 	// CI has, with replications, every figure of the CSV that varies
@@ -60,6 +65,13 @@ type GroupStats struct {
 	// Turnaround is from submission to completion.
 	Turnaround Percentiles `json:"turnaround"`
 	SLOs       []SLOResult `json:"slos,omitempty"`
+	// For account classes, what their cost is apportioned by: the
+	// GPU-seconds their tasks were busy before the horizon, and the videos
+	// completed and minutes rendered in the whole run (warm-up included,
+	// as the cost covers it).
+	gpuSeconds      float64
+	completedAll    int
+	renderedMinutes float64
 }
 
 // Percentiles summarises a sample of durations, in seconds.
@@ -101,6 +113,9 @@ type groupRec struct {
 	pending                   []int // per SLO: misses still pending at the end
 	submitted, completed      int
 	wait, gpuWait, turnaround sample
+	// For classes: busy GPU-milliseconds, completed videos and rendered
+	// seconds over the whole run.
+	gpuMS, completedAll, renderedS int64
 }
 
 func (g *groupRec) of(metric string) sample {
@@ -122,6 +137,9 @@ func (g *groupRec) stats() GroupStats {
 	for i, o := range g.slos {
 		st.SLOs = append(st.SLOs, attainment(o, g.of(o.Metric), g.pending[i]))
 	}
+	st.gpuSeconds = float64(g.gpuMS) / 1000
+	st.completedAll = int(g.completedAll)
+	st.renderedMinutes = float64(g.renderedS) / 60
 	return st
 }
 
@@ -200,6 +218,8 @@ func (r *recorder) completed(v *simVideo, now, turnaround time.Duration) {
 	r.completedAll++
 	r.renderedSeconds += int64(v.seconds)
 	r.tl.completed(now)
+	r.classes[v.class].completedAll++
+	r.classes[v.class].renderedS += int64(v.seconds)
 	if !v.counted {
 		return
 	}
@@ -222,6 +242,7 @@ func (r *recorder) busy(t *simTask, horizon time.Duration) {
 	}
 	ms := (end - t.started).Milliseconds()
 	r.gpuBusyMS += ms * int64(t.gpus)
+	r.classes[t.v.class].gpuMS += ms * int64(t.gpus)
 	r.cpuBusyMS += ms * int64(t.cpu)
 	r.tl.busy(t.started, end, t.gpus, t.cpu)
 }
@@ -276,5 +297,59 @@ func (s *sim) report() SimReport {
 		rep.CostPerRenderedMinute = rep.Cost / rep.RenderedMinutes
 	}
 	rep.Timeline = r.tl.points(rep.GPUs, rep.CPUSlots)
+	rep.setClassCosts(s.fleet.Currency)
 	return rep
+}
+
+// ClassCost is an account class's share of the fleet's cost. The rule:
+// the cost of the whole fleet over the run (idle GPUs and CPU-only nodes
+// included) is split between the classes in proportion to the GPU-seconds
+// their tasks kept GPUs busy; a class's cost per video is its share over
+// the videos of the class completed in the run, per rendered minute over
+// their output minutes. With replications each input is the mean over the
+// runs.
+type ClassCost struct {
+	Name       string  `json:"name"`
+	GPUSeconds float64 `json:"gpu_seconds"`
+	// Share of the fleet's GPU-seconds, 0..1, and so of its cost.
+	Share                 float64 `json:"share"`
+	Cost                  float64 `json:"cost"`
+	Videos                float64 `json:"videos"` // completed in the run
+	RenderedMinutes       float64 `json:"rendered_minutes"`
+	CostPerVideo          float64 `json:"cost_per_video"`
+	CostPerRenderedMinute float64 `json:"cost_per_rendered_minute"`
+}
+
+// CostByClass apportions r.Cost to the account classes (ClassCost).
+func (r SimReport) CostByClass() []ClassCost {
+	var total float64
+	for _, g := range r.Accounts {
+		total += g.gpuSeconds
+	}
+	out := make([]ClassCost, len(r.Accounts))
+	for i, g := range r.Accounts {
+		c := ClassCost{Name: g.Name, GPUSeconds: g.gpuSeconds, Videos: float64(g.completedAll), RenderedMinutes: g.renderedMinutes}
+		if total > 0 {
+			c.Share = g.gpuSeconds / total
+		}
+		c.Cost = c.Share * r.Cost
+		if c.Videos > 0 {
+			c.CostPerVideo = c.Cost / c.Videos
+		}
+		if c.RenderedMinutes > 0 {
+			c.CostPerRenderedMinute = c.Cost / c.RenderedMinutes
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// setClassCosts fills Currency and, when there is one, ClassCosts (a
+// report without a currency stays as it was before they existed).
+func (r *SimReport) setClassCosts(currency string) {
+	r.Currency = currency
+	r.ClassCosts = nil
+	if currency != "" {
+		r.ClassCosts = r.CostByClass()
+	}
 }

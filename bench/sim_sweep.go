@@ -2,12 +2,13 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"sync"
 )
 
 // SweepConfig asks for the smallest size of one node group that meets a
-// p95 target. Every other input is the fleet, workload and SimConfig given
-// to Sweep.
+// p95 target or, with no target, every account class's SLOs at once.
+// Every other input is the fleet, workload and SimConfig given to Sweep.
 type SweepConfig struct {
 	// Group names the node group whose Count varies from Min to Max by Step.
 	Group          string
@@ -17,7 +18,9 @@ type SweepConfig struct {
 	Metric string
 	// TargetP95 in seconds: at least 95% of the measured videos (GPU tasks
 	// for gpu_wait) within it, counting those still waiting at the end of
-	// the run past it as misses.
+	// the run past it as misses. Zero sizes for the classes' SLOs instead
+	// (each class's own, or the workload's for a class without any): a
+	// size meets when every class meets every one of its SLOs.
 	TargetP95 float64
 	// Parallel simulations; 0 means GOMAXPROCS.
 	Parallel int
@@ -44,6 +47,31 @@ type SweepPoint struct {
 	// Met is then "meets".
 	CI      *SweepCI `json:"ci,omitempty"`
 	Verdict string   `json:"verdict,omitempty"`
+	// Classes, in a sweep by class SLOs, are every class's SLOs at this
+	// size (P95 is then of Metric with no target, and Attained unused).
+	Classes []ClassSLOs `json:"classes,omitempty"`
+}
+
+// ClassSLOs is how one account class fared against its SLOs.
+type ClassSLOs struct {
+	Name string     `json:"name"`
+	SLOs []SLOCheck `json:"slos"`
+	// Binding is the index in SLOs of the one with the least margin
+	// (attainment minus target): the SLO that decides the size.
+	Binding int `json:"binding"`
+	// Met: every SLO met (with replications, certainly: verdict "meets").
+	Met     bool   `json:"met"`
+	Verdict string `json:"verdict,omitempty"`
+}
+
+// SLOCheck is one SLO's attainment at one size; CI and Verdict come with
+// replications.
+type SLOCheck struct {
+	SLO
+	Attained float64   `json:"attained"`
+	Met      bool      `json:"met"`
+	CI       *Interval `json:"ci,omitempty"`
+	Verdict  string    `json:"verdict,omitempty"`
 }
 
 // SweepCI are a sweep point's confidence intervals.
@@ -75,11 +103,13 @@ type SweepResult struct {
 	Seed  uint64  `json:"seed"`
 	// Replications per size (seeds Seed, Seed+1, …, the same for every
 	// size); absent for one.
-	Replications int          `json:"replications,omitempty"`
-	Group        string       `json:"group"`
-	Metric       string       `json:"metric"`
-	TargetP95    float64      `json:"target_p95"`
-	Points       []SweepPoint `json:"points"`
+	Replications int    `json:"replications,omitempty"`
+	Group        string `json:"group"`
+	// ByClass: the sweep sizes for every class's SLOs (TargetP95 is 0).
+	ByClass   bool         `json:"by_class,omitempty"`
+	Metric    string       `json:"metric"`
+	TargetP95 float64      `json:"target_p95"`
+	Points    []SweepPoint `json:"points"`
 	// Smallest is the smallest count from which every larger count tried
 	// also meets the target (one lucky size amid failing ones is not an
 	// answer a planner can buy); Found is false when the largest fails.
@@ -120,18 +150,28 @@ func Sweep(fleet Fleet, wl Workload, cfg SimConfig, sc SweepConfig) (SweepResult
 	case (sc.Max-sc.Min)/sc.Step+1 > 200:
 		return SweepResult{}, fieldErr("sweep.step", "at most 200 sizes per sweep; raise step")
 	}
-	slo := SLO{Metric: sc.Metric, Seconds: sc.TargetP95, Target: 0.95}
-	if err := validateSLOs("sweep", []SLO{slo}); err != nil {
-		return SweepResult{}, err
+	byClass := sc.TargetP95 == 0
+	if byClass {
+		if !hasClassSLOs(wl) {
+			return SweepResult{}, fieldErr("sweep.target_p95", "needs a p95 target, or SLOs in the workload for the classes to meet")
+		}
+		if err := validateSLOs("sweep", []SLO{{Metric: sc.Metric}}); err != nil {
+			return SweepResult{}, err
+		}
+	} else {
+		slo := SLO{Metric: sc.Metric, Seconds: sc.TargetP95, Target: 0.95}
+		if err := validateSLOs("sweep", []SLO{slo}); err != nil {
+			return SweepResult{}, err
+		}
+		wl.SLOs = append(append([]SLO(nil), wl.SLOs...), slo)
 	}
 	var counts []int
 	for c := sc.Min; c <= sc.Max; c += sc.Step {
 		counts = append(counts, c)
 	}
-	wl.SLOs = append(append([]SLO(nil), wl.SLOs...), slo)
 	nrep := max(cfg.Replications, 1)
 	res := SweepResult{Farm: fleet.Name, Hours: cfg.Hours, Seed: cfg.Seed, Group: sc.Group, Metric: sc.Metric,
-		TargetP95: sc.TargetP95, Points: make([]SweepPoint, len(counts))}
+		TargetP95: sc.TargetP95, ByClass: byClass, Points: make([]SweepPoint, len(counts))}
 	if nrep > 1 {
 		res.Replications = nrep
 	}
@@ -163,7 +203,7 @@ func Sweep(fleet Fleet, wl Workload, cfg SimConfig, sc SweepConfig) (SweepResult
 		}
 	}
 	for i, c := range counts {
-		res.Points[i] = sweepPoint(c, reps[i*nrep:(i+1)*nrep], sc.Metric)
+		res.Points[i] = sweepPoint(c, reps[i*nrep:(i+1)*nrep], sc.Metric, byClass)
 	}
 	for i := len(res.Points) - 1; i >= 0 && res.Points[i].Met; i-- {
 		res.Smallest, res.Found = res.Points[i].Count, true
@@ -176,17 +216,90 @@ func Sweep(fleet Fleet, wl Workload, cfg SimConfig, sc SweepConfig) (SweepResult
 	return res, nil
 }
 
+// hasClassSLOs: some account class has SLOs, its own or the workload's.
+func hasClassSLOs(wl Workload) bool {
+	if len(wl.SLOs) > 0 {
+		return true
+	}
+	for _, c := range wl.Accounts {
+		if len(c.SLOs) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// classChecks measures every class of rep (a single run, or combined
+// replications with CI) against its SLOs, and says whether all are met:
+// the verdict is "meets" when every SLO is (certainly, with
+// replications), "misses" when one certainly is not (or, for one run, is
+// not), "uncertain" otherwise.
+func classChecks(rep SimReport) ([]ClassSLOs, string) {
+	est := rep.estimates()
+	repl := rep.Replications > 1
+	all := VerdictMeets
+	out := make([]ClassSLOs, 0, len(rep.Accounts))
+	for _, g := range rep.Accounts {
+		c := ClassSLOs{Name: g.Name, Met: true, Verdict: VerdictMeets}
+		best := math.Inf(1)
+		for i, o := range g.SLOs {
+			ch := SLOCheck{SLO: o.SLO, Attained: o.Attained, Met: o.Met, Verdict: VerdictMisses}
+			if o.Met {
+				ch.Verdict = VerdictMeets
+			}
+			if repl {
+				e := est["class/"+g.Name+"/"+sloKey(o.SLO)+"_attained"]
+				ch.CI = &Interval{e.CILow, e.CIHigh}
+				ch.Verdict = map[string]string{"met": VerdictMeets, "MISSED": VerdictMisses, "uncertain": VerdictUncertain}[verdict(e, o.target())]
+				ch.Met = ch.Verdict == VerdictMeets
+			}
+			if m := o.Attained - o.target(); m < best {
+				best, c.Binding = m, i
+			}
+			c.Verdict = worse(c.Verdict, ch.Verdict)
+			c.SLOs = append(c.SLOs, ch)
+		}
+		c.Met = c.Verdict == VerdictMeets
+		all = worse(all, c.Verdict)
+		if !repl {
+			c.Verdict = ""
+		}
+		out = append(out, c)
+	}
+	return out, all
+}
+
+// worse is the worse of two verdicts: misses, then uncertain, then meets.
+func worse(a, b string) string {
+	rank := map[string]int{VerdictMeets: 0, VerdictUncertain: 1, VerdictMisses: 2}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
 // sweepPoint summarises one size's replications.
-func sweepPoint(count int, reps []SimReport, metric string) SweepPoint {
+func sweepPoint(count int, reps []SimReport, metric string, byClass bool) SweepPoint {
 	rep := reps[0]
 	if len(reps) > 1 {
 		rep = combine(reps)
 	}
-	o := rep.Overall.SLOs[len(rep.Overall.SLOs)-1] // the sweep's own, appended last
 	p := SweepPoint{
-		Count: count, GPUs: rep.GPUs, Attained: o.Attained, Met: o.Met,
+		Count: count, GPUs: rep.GPUs,
 		GPUUtilisation: rep.GPUUtilisation, CostPerHour: rep.Cost / rep.Hours,
 		CostPerRenderedMinute: rep.CostPerRenderedMinute,
+	}
+	var o SLOResult
+	if byClass {
+		var v string
+		p.Classes, v = classChecks(rep)
+		p.Met = v == VerdictMeets
+		if len(reps) > 1 {
+			p.Verdict = v
+		}
+	} else {
+		o = rep.Overall.SLOs[len(rep.Overall.SLOs)-1] // the sweep's own, appended last
+		p.Attained, p.Met = o.Attained, o.Met
 	}
 	p95Key := metric + "_p95"
 	switch metric {
@@ -207,10 +320,13 @@ func sweepPoint(count int, reps []SimReport, metric string) SweepPoint {
 	}
 	p.CI = &SweepCI{
 		P95:                   iv("all/all", p95Key),
-		Attained:              iv("all/all", sloKey(o.SLO)+"_attained"),
 		GPUUtilisation:        iv("farm/", "gpu_utilisation"),
 		CostPerRenderedMinute: iv("farm/", "cost_per_rendered_minute"),
 	}
+	if byClass {
+		return p
+	}
+	p.CI.Attained = iv("all/all", sloKey(o.SLO)+"_attained")
 	p.Verdict = map[string]string{"met": VerdictMeets, "MISSED": VerdictMisses, "uncertain": VerdictUncertain}[verdict(
 		Estimate{Mean: p.Attained, CILow: p.CI.Attained.Low, CIHigh: p.CI.Attained.High}, o.target())]
 	p.Met = p.Verdict == VerdictMeets

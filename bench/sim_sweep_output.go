@@ -10,6 +10,9 @@ import (
 
 // String renders the sweep as a table with the answer.
 func (r SweepResult) String() string {
+	if r.ByClass {
+		return r.classTable()
+	}
 	if r.Replications > 1 {
 		return r.replicatedTable()
 	}
@@ -77,6 +80,9 @@ func joinCounts(cs []int) string {
 // that varies between runs has _ci_low and _ci_high columns, and a
 // verdict column says meets, misses or uncertain.
 func (r SweepResult) WriteCSV(w io.Writer) error {
+	if r.ByClass {
+		return r.writeClassCSV(w)
+	}
 	cw := csv.NewWriter(w)
 	head := []string{"group", "count", "gpus", "metric", "target_p95", "p95", "attained", "met", "gpu_utilisation", "cost_per_hour", "cost_per_rendered_minute"}
 	repl := r.Replications > 1
@@ -95,6 +101,122 @@ func (r SweepResult) WriteCSV(w io.Writer) error {
 				f(c.GPUUtilisation.High), f(c.CostPerRenderedMinute.Low), f(c.CostPerRenderedMinute.High), p.Verdict)
 		}
 		_ = cw.Write(row)
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// sloLabel is "gpu_wait ≤ 60 s".
+func sloLabel(o SLO) string { return fmt.Sprintf("%s ≤ %g s", o.Metric, o.Seconds) }
+
+// classCell is a class's binding SLO at one size: "gpu_wait ≤ 60 s
+// 99.20%" (± the half-width with replications) and a mark when missed.
+func classCell(c ClassSLOs) string {
+	if len(c.SLOs) == 0 {
+		return "no SLO"
+	}
+	o := c.SLOs[c.Binding]
+	s := fmt.Sprintf("%s %.2f%%", sloLabel(o.SLO), 100*o.Attained)
+	if o.CI != nil {
+		s += fmt.Sprintf(" ± %.2f%%", 100*(o.CI.High-o.CI.Low)/2)
+	}
+	if !c.Met {
+		s += " ✗"
+	}
+	return s
+}
+
+// classTable is String for a sweep by class SLOs: per size, each class's
+// binding SLO (the least margin) and its attainment, and the verdict.
+func (r SweepResult) classTable() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "sweep of node group %q: every class's SLOs", r.Group)
+	if r.Replications > 1 {
+		fmt.Fprintf(&b, ", %d seeds from %d (mean ± half-width of the 95%% confidence interval)", r.Replications, r.Seed)
+	}
+	b.WriteString("\nper class: the binding SLO (least margin over its target) and its attainment; ✗ when the class misses one\n\n")
+	var classes []string
+	if len(r.Points) > 0 {
+		for _, c := range r.Points[0].Classes {
+			classes = append(classes, c.Name)
+		}
+	}
+	width := make([]int, len(classes))
+	for i, n := range classes {
+		width[i] = len([]rune(n))
+		for _, p := range r.Points {
+			width[i] = max(width[i], len([]rune(classCell(p.Classes[i]))))
+		}
+	}
+	pad := func(s string, w int) string { return s + strings.Repeat(" ", max(0, w-len([]rune(s)))) }
+	fmt.Fprintf(&b, "%8s %6s %8s %10s  ", "count", "GPUs", "GPU use", "cost/h")
+	for i, n := range classes {
+		b.WriteString(pad(n, width[i]) + "  ")
+	}
+	b.WriteString("verdict\n")
+	for _, p := range r.Points {
+		fmt.Fprintf(&b, "%8d %6d %7.1f%% %10.2f  ", p.Count, p.GPUs, 100*p.GPUUtilisation, p.CostPerHour)
+		for i := range classes {
+			b.WriteString(pad(classCell(p.Classes[i]), width[i]) + "  ")
+		}
+		v := p.Verdict
+		if v == "" {
+			v = map[bool]string{true: VerdictMeets, false: VerdictMisses}[p.Met]
+		}
+		b.WriteString(v + "\n")
+	}
+	b.WriteString("\n")
+	certain := ""
+	if r.Replications > 1 {
+		certain = " certainly"
+	}
+	if !r.Found {
+		fmt.Fprintf(&b, "no %s count up to the largest tried%s meets every class's SLOs\n", r.Group, certain)
+	} else {
+		fmt.Fprintf(&b, "smallest %s count at which every class%s meets every SLO: %d\n", r.Group, certain, r.Smallest)
+		for _, p := range r.Points {
+			if p.Count != r.Smallest {
+				continue
+			}
+			for _, c := range p.Classes {
+				if len(c.SLOs) == 0 {
+					continue
+				}
+				o := c.SLOs[c.Binding]
+				fmt.Fprintf(&b, "  class %s: binding %s (%.2f%% against a target of %.2f%%)\n", c.Name, sloLabel(o.SLO), 100*o.Attained, 100*o.target())
+			}
+		}
+	}
+	if len(r.Uncertain) > 0 {
+		fmt.Fprintf(&b, "cannot tell whether %s meet%s them (an interval lies across a target): the answer may be as small as %d; more replications or hours narrow the intervals\n",
+			joinCounts(r.Uncertain), map[bool]string{true: "s", false: ""}[len(r.Uncertain) == 1], r.Uncertain[0])
+	}
+	return b.String()
+}
+
+// writeClassCSV writes a sweep by class SLOs: one row per size, class and
+// SLO; binding marks each class's binding SLO, met its verdict for one
+// run, verdict (with replications) meets, misses or uncertain.
+func (r SweepResult) writeClassCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	repl := r.Replications > 1
+	head := []string{"group", "count", "gpus", "gpu_utilisation", "cost_per_hour", "class", "metric", "seconds", "target", "attained", "met", "binding"}
+	if repl {
+		head = append(head, "attained_ci_low", "attained_ci_high", "verdict")
+	}
+	_ = cw.Write(head)
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
+	for _, p := range r.Points {
+		for _, c := range p.Classes {
+			for i, o := range c.SLOs {
+				row := []string{r.Group, strconv.Itoa(p.Count), strconv.Itoa(p.GPUs), f(p.GPUUtilisation), f(p.CostPerHour), c.Name,
+					o.Metric, f(o.Seconds), f(o.target()), f(o.Attained), strconv.FormatBool(o.Met), strconv.FormatBool(i == c.Binding)}
+				if repl {
+					row = append(row, f(o.CI.Low), f(o.CI.High), o.Verdict)
+				}
+				_ = cw.Write(row)
+			}
+		}
 	}
 	cw.Flush()
 	return cw.Error()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,12 +34,15 @@ func runBenchSim(args []string) error {
 	repl := fs.Int("replications", defaultReplications, "independent runs (seeds seed, seed+1, …) averaged, on all cores; every figure gets a 95% confidence interval; 1 for a single run")
 	format := fs.String("format", "table", "report format on stdout: table, json or csv")
 	svg := fs.String("svg", "", "also write a chart to this SVG file (timeline; with -sweep: wait against fleet size)")
-	sweep := fs.String("sweep", "", "node group whose count to vary (needs -target-p95)")
+	sweep := fs.String("sweep", "", "node group whose count to vary: the smallest that meets -target-p95 or, without it, every class's SLOs")
 	sweepMin := fs.Int("sweep-min", 1, "smallest count of the swept group")
 	sweepMax := fs.Int("sweep-max", 0, "largest count of the swept group (default: twice its count in the fleet)")
 	sweepStep := fs.Int("sweep-step", 1, "step between counts")
 	target := fs.Float64("target-p95", 0, "sweep: p95 target in seconds")
 	metric := fs.String("metric", bench.MetricGPUWait, "sweep: what the target is about: wait, gpu_wait or turnaround")
+	optimize := fs.String("optimize", "", `"cost": search the counts of every node group for the cheapest fleet that meets every class's SLOs`)
+	optMin := fs.String("optimize-min", "0", "optimize: smallest count of each group: N for all, or group=N,… (others 0)")
+	optMax := fs.String("optimize-max", "", "optimize: largest count of each group: N for all, or group=N,… (others: twice the fleet's count)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -67,6 +71,22 @@ func runBenchSim(args []string) error {
 	times := ""
 	if *repl > 1 {
 		times = fmt.Sprintf(" × %d seeds", *repl)
+	}
+	if *optimize != "" {
+		if *optimize != "cost" {
+			return fmt.Errorf("bench sim: -optimize must be cost, got %q", *optimize)
+		}
+		if *sweep != "" || *svg != "" {
+			return fmt.Errorf("bench sim: -optimize goes without -sweep and -svg")
+		}
+		oc := bench.OptimizeConfig{}
+		if oc.Min, err = groupCounts(fleet, "-optimize-min", *optMin); err != nil {
+			return err
+		}
+		if oc.Max, err = groupCounts(fleet, "-optimize-max", *optMax); err != nil {
+			return err
+		}
+		return runOptimize(fleet, wl, cfg, oc, *format)
 	}
 	if *sweep != "" {
 		return runSweep(fleet, wl, cfg, bench.SweepConfig{Group: *sweep, Min: *sweepMin, Max: *sweepMax, Step: *sweepStep,
@@ -116,8 +136,11 @@ func writeReport(r simReport, format, svg string) error {
 }
 
 func runSweep(fleet bench.Fleet, wl bench.Workload, cfg bench.SimConfig, sc bench.SweepConfig, format, svg string) error {
-	if sc.TargetP95 <= 0 {
-		return fmt.Errorf("bench sim: -sweep needs -target-p95 (seconds)")
+	if sc.TargetP95 < 0 {
+		return fmt.Errorf("bench sim: -target-p95 must be > 0 seconds, got %v", sc.TargetP95)
+	}
+	if sc.TargetP95 == 0 && svg != "" {
+		return fmt.Errorf("bench sim: -svg draws a sweep with -target-p95; a sweep by class SLOs has no chart")
 	}
 	if sc.Max == 0 {
 		for _, g := range fleet.Groups {
@@ -139,6 +162,56 @@ func runSweep(fleet bench.Fleet, wl bench.Workload, cfg bench.SimConfig, sc benc
 		return err
 	}
 	return writeReport(res, format, svg)
+}
+
+// groupCounts parses "N" (every group) or "group=N,…" (the named ones).
+func groupCounts(fleet bench.Fleet, flagName, v string) (map[string]int, error) {
+	if v == "" {
+		return nil, nil
+	}
+	m := map[string]int{}
+	if n, err := strconv.Atoi(v); err == nil {
+		for _, g := range fleet.Groups {
+			m[g.Name] = n
+		}
+		return m, nil
+	}
+	for _, kv := range strings.Split(v, ",") {
+		name, num, ok := strings.Cut(kv, "=")
+		n, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("bench sim: %s: want N or group=N,…, got %q", flagName, v)
+		}
+		m[strings.TrimSpace(name)] = n
+	}
+	return m, nil
+}
+
+func runOptimize(fleet bench.Fleet, wl bench.Workload, cfg bench.SimConfig, oc bench.OptimizeConfig, format string) error {
+	var bar *progress
+	oc.Progress = func(done, total int) {
+		if bar == nil {
+			bar = newProgress("searching the cheapest fleet", int64(total))
+		}
+		bar.set(int64(done))
+	}
+	start := time.Now()
+	res, err := bench.Optimize(fleet, wl, cfg, oc)
+	if bar != nil {
+		bar.finish()
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "tried %d of %d fleets in %s\n", len(res.Tried), res.Candidates, time.Since(start).Round(time.Millisecond))
+	switch format {
+	case "json":
+		return writeJSON(res)
+	case "csv":
+		return res.WriteCSV(os.Stdout)
+	}
+	fmt.Print(res.String())
+	return nil
 }
 
 func decodeFile[T any](path string, decode func(io.Reader) (T, error)) (T, error) {

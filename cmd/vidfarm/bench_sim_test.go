@@ -76,13 +76,43 @@ func TestBenchSimCLI(t *testing.T) {
 		t.Fatalf("sweep JSON (%v):\n%s", err, out)
 	}
 
+	// The mix example: a sweep by every class's SLOs, then the cost
+	// optimizer, both as JSON.
+	mixFleet, mixWorkload := filepath.Join("..", "..", "bench", "examples", "fleet-mix.yaml"), filepath.Join("..", "..", "bench", "examples", "workload-mix.yaml")
+	out, errOut, err = run("--fleet", mixFleet, "--workload", mixWorkload, "--hours", "2", "--replications", "2", "--format", "json",
+		"--sweep", "l40s", "--sweep-min", "1", "--sweep-max", "2")
+	if err != nil {
+		t.Fatalf("bench sim --sweep by class: %v\n%s", err, errOut)
+	}
+	res = bench.SweepResult{}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || !res.ByClass || len(res.Points) != 2 || len(res.Points[0].Classes) != 3 {
+		t.Fatalf("sweep by class JSON (%v):\n%.2000s", err, out)
+	}
+	out, errOut, err = run("--fleet", mixFleet, "--workload", mixWorkload, "--hours", "2", "--replications", "2", "--format", "json",
+		"--optimize", "cost", "--optimize-max", "h100=1,l40s=2,a10=1")
+	if err != nil {
+		t.Fatalf("bench sim --optimize cost: %v\n%s", err, errOut)
+	}
+	var opt bench.OptimizeResult
+	if err := json.Unmarshal([]byte(out), &opt); err != nil || opt.Currency != "USD" || opt.Candidates != 11 || len(opt.Tried) == 0 ||
+		len(opt.Groups) != 3 || opt.Groups[1].Max != 2 || len(opt.Tried[0].ClassCosts) != 3 {
+		t.Fatalf("optimize JSON (%v):\n%.2000s", err, out)
+	}
+	out, errOut, err = run("--fleet", mixFleet, "--workload", mixWorkload, "--hours", "2", "--replications", "1",
+		"--optimize", "cost", "--optimize-max", "1")
+	if err != nil || !strings.Contains(out, "cost/h USD") || !strings.Contains(errOut, "fleets in") {
+		t.Fatalf("optimize table: %v\n%s\n%s", err, out, errOut)
+	}
+
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"--fleet", fleet}, "-fleet and -workload are required"},
 		{[]string{"--fleet", fleet, "--workload", workload, "--format", "xml"}, "-format must be table, json or csv"},
-		{[]string{"--fleet", fleet, "--workload", workload, "--sweep", "h100"}, "-sweep needs -target-p95"},
+		{[]string{"--fleet", fleet, "--workload", workload, "--sweep", "h100", "--svg", svg}, "a sweep by class SLOs has no chart"},
+		{[]string{"--fleet", fleet, "--workload", workload, "--optimize", "speed"}, "-optimize must be cost"},
+		{[]string{"--fleet", fleet, "--workload", workload, "--optimize", "cost", "--optimize-max", "h100:3"}, "-optimize-max: want N or group=N"},
 		{[]string{"--fleet", fleet, "--workload", workload, "--sweep", "b200", "--target-p95", "60"}, `sweep.group: no node group named "b200"`},
 		{[]string{"--fleet", workload, "--workload", workload}, "unknown field"},
 		{[]string{"--fleet", fleet, "--workload", workload, "--replications", "-2"}, "replications: must be 1 to 1000"},
