@@ -16,23 +16,27 @@ import (
 // The hot part of the state grows with the queue, not with history, but a
 // queue can hold hundreds of thousands of videos, and a checkpoint that
 // copied all of them under the lock would stop every write for seconds. So
-// the three kinds that grow with the queue are kept in the state file one
-// record per key, and a checkpoint copies and writes only those that changed
-// since the last one:
+// the kinds that grow with the queue or with traffic are kept in the state
+// file one record per key, and a checkpoint copies and writes only those
+// that changed since the last one:
 //
 //   - unfinished videos (bucketHotVideos, keyed by account and sequence
 //     number, so an account's are read in creation order);
 //   - the scheduler's task graphs (bucketHotSched, by video id; the
 //     scheduler says which changed, scheduler.State.TakeChanged);
-//   - idempotency records (bucketHotIdem, by account and key).
+//   - idempotency records (bucketHotIdem, by account and key);
+//   - webhook events and deliveries (bucketHotEvents by event id,
+//     bucketHotDeliveries by delivery id), kept until pruned.
 //
-// Everything else hot (accounts, keys, folders, nodes, webhooks, outboxes,
-// the scheduler's counters and nodes) is small and still goes whole into the
-// hot stream at every checkpoint.
+// Everything else hot (accounts, keys, folders, nodes, webhook endpoints,
+// the app bridge's outbox, the scheduler's counters and nodes) is small and
+// still goes whole into the hot stream at every checkpoint.
 //
 // A state that keeps a file tracks what changed in the dirty sets below;
 // every change to a video in memory calls touch, every change to an
-// idempotency record goes through putIdem or dropIdem. A change that skipped
+// idempotency record goes through putIdem or dropIdem, to an event or a
+// delivery through putEvent, dropEvent, deliveryChanged or dropDelivery. A
+// change that skipped
 // them would be lost at the next restart: TestStoreMatchesMemory restarts from
 // the file at random moments and compares every byte with a state that never
 // left memory.
@@ -40,6 +44,9 @@ const (
 	bucketHotVideos = "hot_videos" // account, 0, seq (8 bytes) → msgpack video
 	bucketHotSched  = "hot_sched"  // video id → msgpack scheduler.VideoRecord
 	bucketHotIdem   = "hot_idem"   // account, 0, key → msgpack idempotency record
+
+	bucketHotEvents     = "hot_events"     // event id → msgpack event
+	bucketHotDeliveries = "hot_deliveries" // delivery id → msgpack delivery
 )
 
 // dirty is what changed and is not yet on disk among the records written
@@ -56,11 +63,14 @@ type dirty struct {
 	idem   map[idemKey]uint64
 	// sched holds the videos whose task graph changed, as taken from the
 	// scheduler (scheduler.State.TakeChanged) at each checkpoint.
-	sched map[string]uint64
+	sched      map[string]uint64
+	events     map[string]uint64
+	deliveries map[string]uint64
 }
 
 func newDirty() dirty {
-	return dirty{gen: 1, videos: map[string]uint64{}, idem: map[idemKey]uint64{}, sched: map[string]uint64{}}
+	return dirty{gen: 1, videos: map[string]uint64{}, idem: map[idemKey]uint64{}, sched: map[string]uint64{},
+		events: map[string]uint64{}, deliveries: map[string]uint64{}}
 }
 
 func (d dirty) tracking() bool { return d.videos != nil }
@@ -71,6 +81,8 @@ func (d dirty) clean(gen uint64) {
 	maps.DeleteFunc(d.videos, func(_ string, g uint64) bool { return g <= gen })
 	maps.DeleteFunc(d.idem, func(_ idemKey, g uint64) bool { return g <= gen })
 	maps.DeleteFunc(d.sched, func(_ string, g uint64) bool { return g <= gen })
+	maps.DeleteFunc(d.events, func(_ string, g uint64) bool { return g <= gen })
+	maps.DeleteFunc(d.deliveries, func(_ string, g uint64) bool { return g <= gen })
 }
 
 // attach gives s its state file: from now on it tracks what changed, for the
@@ -103,6 +115,35 @@ func (s *state) dropIdem(k idemKey) {
 	delete(s.idem, k)
 	if s.dirty.tracking() {
 		s.dirty.idem[k] = s.dirty.gen
+	}
+}
+
+// putEvent stores an event; events are never changed once written.
+func (s *state) putEvent(e *Event) {
+	s.events[e.ID] = e
+	if s.dirty.tracking() {
+		s.dirty.events[e.ID] = s.dirty.gen
+	}
+}
+
+func (s *state) dropEvent(id string) {
+	delete(s.events, id)
+	if s.dirty.tracking() {
+		s.dirty.events[id] = s.dirty.gen
+	}
+}
+
+// deliveryChanged records that d, new or changed in place, is to be written.
+func (s *state) deliveryChanged(d *Delivery) {
+	if s.dirty.tracking() {
+		s.dirty.deliveries[d.ID()] = s.dirty.gen
+	}
+}
+
+func (s *state) dropDelivery(key string) {
+	delete(s.deliveries, key)
+	if s.dirty.tracking() {
+		s.dirty.deliveries[key] = s.dirty.gen
 	}
 }
 
@@ -168,6 +209,21 @@ func (s *state) takeHot(cp *checkpoint) error {
 		}
 		cp.hot = append(cp.hot, w)
 	}
+	for id := range s.dirty.events {
+		w := hotWrite{bucket: bucketHotEvents, key: []byte(id)}
+		if e, ok := s.events[id]; ok {
+			w.val = e
+		}
+		cp.hot = append(cp.hot, w)
+	}
+	for key := range s.dirty.deliveries {
+		w := hotWrite{bucket: bucketHotDeliveries, key: []byte(key)}
+		if d, ok := s.deliveries[key]; ok {
+			c := d.clone()
+			w.val = &c
+		}
+		cp.hot = append(cp.hot, w)
+	}
 	for id := range s.dirty.sched {
 		w := hotWrite{bucket: bucketHotSched, key: []byte(id)}
 		if r, ok := s.sched.VideoRecord(id); ok {
@@ -207,7 +263,7 @@ func putHotRecords(tx *bbolt.Tx, writes []hotWrite) (int64, error) {
 }
 
 // loadHotRecords reads the records kept one per key into s: unfinished
-// videos and idempotency records. The scheduler's are read by
+// videos, idempotency records, webhook events and deliveries. The scheduler's are read by
 // loadSchedRecords, before the scheduler is restored.
 func loadHotRecords(tx *bbolt.Tx, s *state) error {
 	err := tx.Bucket([]byte(bucketHotVideos)).ForEach(func(k, b []byte) error {
@@ -228,12 +284,37 @@ func loadHotRecords(tx *bbolt.Tx, s *state) error {
 	if err != nil {
 		return err
 	}
-	return tx.Bucket([]byte(bucketHotIdem)).ForEach(func(_, b []byte) error {
+	err = tx.Bucket([]byte(bucketHotIdem)).ForEach(func(_, b []byte) error {
 		var r Idempotency
 		if err := msgpack.Unmarshal(b, &r); err != nil {
 			return fmt.Errorf("decode idempotency record: %w", err)
 		}
 		s.idem[idemKey{account: r.AccountID, key: r.Key}] = &r
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = tx.Bucket([]byte(bucketHotEvents)).ForEach(func(_, b []byte) error {
+		var e Event
+		if err := msgpack.Unmarshal(b, &e); err != nil {
+			return fmt.Errorf("decode event: %w", err)
+		}
+		s.events[e.ID] = &e
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return tx.Bucket([]byte(bucketHotDeliveries)).ForEach(func(_, b []byte) error {
+		var d Delivery
+		if err := msgpack.Unmarshal(b, &d); err != nil {
+			return fmt.Errorf("decode delivery: %w", err)
+		}
+		s.deliveries[d.ID()] = &d
+		if d.State == DeliveryPending {
+			s.pending[d.ID()] = struct{}{}
+		}
 		return nil
 	})
 }

@@ -99,7 +99,7 @@ type seqVideo struct {
 
 // records copies the state into a list of records; the caller holds the read
 // lock. With hotOnly, the records a checkpoint writes one per key (hot.go)
-// are left out: videos, idempotency records and the scheduler's task graphs.
+// are left out: videos, idempotency records, the scheduler's task graphs, webhook events and deliveries.
 func (s *state) records(hotOnly bool) []record {
 	out := make([]record, 0, 1+len(s.nodes)+len(s.accounts)+len(s.keys)+len(s.folders)+len(s.accounts)+len(s.idem)+len(s.assets)+len(s.kits))
 	if hotOnly {
@@ -169,7 +169,7 @@ func (s *state) records(hotOnly bool) []record {
 			out = append(out, record{recWebhook, s.webhooks[wid].clone()})
 		}
 	}
-	return append(out, s.outboxRecords()...)
+	return append(out, s.outboxRecords(hotOnly)...)
 }
 
 func (s *state) idemUnlessHot(hotOnly bool) map[idemKey]*Idempotency {
@@ -179,8 +179,13 @@ func (s *state) idemUnlessHot(hotOnly bool) map[idemKey]*Idempotency {
 	return s.idem
 }
 
-// outboxRecords copies the webhook outbox: events, then deliveries, by id.
-func (s *state) outboxRecords() []record {
+// outboxRecords copies the webhook outbox: events, then deliveries, by id
+// (unless hotOnly: hot.go keeps them one per key), then the garbage list and
+// the app bridge's records.
+func (s *state) outboxRecords(hotOnly bool) []record {
+	if hotOnly {
+		return append(s.garbageRecords(), s.appRecords()...)
+	}
 	out := make([]record, 0, len(s.events)+len(s.deliveries))
 	for _, id := range slices.Sorted(maps.Keys(s.events)) {
 		e := *s.events[id]
@@ -500,7 +505,7 @@ func (s *state) restoreOutboxRecord(t recordType, body []byte) error {
 		if err := msgpack.Unmarshal(body, &e); err != nil {
 			return fmt.Errorf("decode event: %w", err)
 		}
-		s.events[e.ID] = &e
+		s.putEvent(&e)
 	case recDelivery:
 		var d Delivery
 		if err := msgpack.Unmarshal(body, &d); err != nil {
@@ -510,6 +515,7 @@ func (s *state) restoreOutboxRecord(t recordType, body []byte) error {
 		if d.State == DeliveryPending {
 			s.pending[d.ID()] = struct{}{}
 		}
+		s.deliveryChanged(&d)
 	}
 	return nil
 }

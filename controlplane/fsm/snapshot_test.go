@@ -135,7 +135,7 @@ func (g *cmdGen) next(t *rapid.T) fsm.Command {
 	}
 	kind := rapid.IntRange(0, 29).Draw(t, "kind")
 	if g.farm {
-		kind = rapid.SampledFrom([]int{6, 7, 10, 12, 12, 12, 13, 13, 14, 14, 14, 15, 16, 17}).Draw(t, "farm_kind")
+		kind = rapid.SampledFrom([]int{6, 7, 10, 12, 12, 12, 13, 13, 14, 14, 14, 15, 16, 17, 22, 22, 22}).Draw(t, "farm_kind")
 		if len(g.nodes) < 2 {
 			kind = 11
 		}

@@ -122,7 +122,7 @@ func openStore(path string) (*store, error) {
 		return nil, fmt.Errorf("open state store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range []string{bucketMeta, bucketVideos, bucketList, bucketCounts, bucketHot, bucketHotVideos, bucketHotSched, bucketHotIdem} {
+		for _, b := range []string{bucketMeta, bucketVideos, bucketList, bucketCounts, bucketHot, bucketHotVideos, bucketHotSched, bucketHotIdem, bucketHotEvents, bucketHotDeliveries} {
 			if _, err := tx.CreateBucketIfNotExists([]byte(b)); err != nil {
 				return err
 			}

@@ -145,6 +145,7 @@ func (s *state) applyDeleteWebhook(c *DeleteWebhook) (Webhook, error) {
 func (s *state) finishDelivery(d *Delivery, st string, at int64) {
 	d.State, d.FinishedAt, d.NextAt = st, at, 0
 	delete(s.pending, d.ID())
+	s.deliveryChanged(d)
 }
 
 func (s *state) applyRecordDelivery(c *RecordDelivery) (Delivery, error) {
@@ -160,6 +161,7 @@ func (s *state) applyRecordDelivery(c *RecordDelivery) (Delivery, error) {
 		a.Error = a.Error[:MaxAttemptError]
 	}
 	d.Attempts = append(d.Attempts, a)
+	s.deliveryChanged(d)
 	switch n := len(d.Attempts); {
 	case c.Status >= 200 && c.Status < 300:
 		s.finishDelivery(d, DeliveryDelivered, c.At)
@@ -176,7 +178,7 @@ func (s *state) applyPruneDeliveries(c *PruneDeliveries) (int, error) {
 	n := 0
 	for key, d := range s.deliveries {
 		if d.State != DeliveryPending && d.FinishedAt < c.Before {
-			delete(s.deliveries, key)
+			s.dropDelivery(key)
 			n++
 			continue
 		}
@@ -184,7 +186,7 @@ func (s *state) applyPruneDeliveries(c *PruneDeliveries) (int, error) {
 	}
 	for id, e := range s.events {
 		if !left[id] && e.Created < c.Before {
-			delete(s.events, id)
+			s.dropEvent(id)
 		}
 	}
 	return n, nil
@@ -211,12 +213,13 @@ func (s *state) emitVideoEvent(v *Video, now int64) {
 	if len(subs) == 0 {
 		return
 	}
-	s.events[id] = &Event{ID: id, Type: typ, AccountID: v.AccountID, Video: v.Clone(), Created: now}
+	s.putEvent(&Event{ID: id, Type: typ, AccountID: v.AccountID, Video: v.Clone(), Created: now})
 	for _, w := range subs {
 		d := &Delivery{EventID: id, WebhookID: w.ID, AccountID: w.AccountID, URL: w.URL, State: DeliveryPending,
 			NextAt: now, CreatedAt: now}
 		s.deliveries[d.ID()] = d
 		s.pending[d.ID()] = struct{}{}
+		s.deliveryChanged(d)
 	}
 	s.outboxWritten = true
 }
