@@ -81,6 +81,9 @@ type SimConfig struct {
 	// with the simulated time so far and the total, summed over the
 	// replications (from any goroutine, one call at a time).
 	Progress func(done, total time.Duration) `json:"-"`
+	// NoWarmPreference turns off the scheduler's warm-model preference
+	// (Config.WarmWindow 0), to measure what it saves in cold starts.
+	NoWarmPreference bool `json:"no_warm_preference,omitempty"`
 }
 
 // CPU task service times (seconds on one CPU slot; d is the video's
@@ -109,13 +112,18 @@ type eventKind uint8
 const (
 	evArrival eventKind = iota
 	evDone
+	evFail    // a node fails (sim_faults.go)
+	evRestart // a node's agent restarts
+	evUp      // a node is back
 )
 
 type event struct {
-	at   time.Duration // since the start
-	seq  uint64        // ties: first scheduled first
-	kind eventKind
-	task *simTask // evDone: the task that ends
+	at    time.Duration // since the start
+	seq   uint64        // ties: first scheduled first
+	kind  eventKind
+	epoch uint32   // evFail, evRestart, evUp: node.epoch when scheduled
+	task  *simTask // evDone: the task that ends
+	node  *simNode // evFail, evRestart, evUp
 }
 
 type simNode struct {
@@ -129,6 +137,15 @@ type simNode struct {
 	// gpuNo and cpuNo are sim.gpuGen and sim.cpuGen when the node last
 	// answered ErrNoWork; zero once its capacity grew since.
 	gpuNo, cpuNo uint64
+	// Faults and warm-up (sim_faults.go): spec is what it registers with;
+	// down since downSince; epoch counts its downs, so that events drawn
+	// before one are known stale; warm are its warm models, least recently
+	// used first.
+	spec      scheduler.Node
+	down      bool
+	downSince time.Duration
+	epoch     uint32
+	warm      []warmModel
 }
 
 type simVideo struct {
@@ -162,6 +179,7 @@ type simTask struct {
 	cpu     int
 	started time.Duration
 	end     time.Duration
+	lost    bool // its node went down: its evDone is void
 }
 
 // sim is one run's mutable state.
@@ -193,6 +211,11 @@ type sim struct {
 	// cpuGen grow whenever tasks of that kind become ready (sim_place.go).
 	readyGPU, readyCPU int
 	gpuGen, cpuGen     uint64
+	// Faults and warm-up (sim_faults.go): each group's settings, the
+	// generator of failure and repair times, and what they cost.
+	gfaults []groupFaults
+	fltRand *rand.Rand
+	flt     faultRec
 }
 
 // Simulate runs the workload on the fleet for cfg.Hours of simulated time
@@ -223,7 +246,11 @@ func simulateOnce(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 	if !finite(cfg.WarmupHours) || cfg.WarmupHours < 0 || cfg.WarmupHours >= cfg.Hours {
 		return SimReport{}, fieldErr("warmup_hours", "must be >= 0 and below hours, got %v", cfg.WarmupHours)
 	}
-	st, err := scheduler.New(scheduler.DefaultConfig())
+	scfg := scheduler.DefaultConfig()
+	if cfg.NoWarmPreference {
+		scfg.WarmWindow = 0
+	}
+	st, err := scheduler.New(scfg)
 	if err != nil {
 		return SimReport{}, err
 	}
@@ -241,6 +268,7 @@ func simulateOnce(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 	if err := s.addNodes(); err != nil {
 		return SimReport{}, err
 	}
+	s.setupFaults()
 	arrivals, errc, stop := make(chan []arrival, 8), make(chan error, 1), make(chan struct{})
 	defer close(stop)
 	go newSource(wl, cfg).run(arrivals, errc, stop)
@@ -269,6 +297,10 @@ func simulateOnce(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 			err = s.arrive()
 		case evDone:
 			err = s.complete(e.task)
+		case evFail, evRestart:
+			err = s.down(e)
+		case evUp:
+			err = s.up(e)
 		}
 		if err != nil {
 			return SimReport{}, err
@@ -277,6 +309,9 @@ func simulateOnce(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 	}
 	if cfg.Progress != nil {
 		cfg.Progress(s.horizon, s.horizon)
+	}
+	if inFlight := s.rec.submittedAll - s.rec.completedAll; len(s.videos) != inFlight {
+		return SimReport{}, fmt.Errorf("bench: %d videos unfinished, but %d submitted and %d completed", len(s.videos), s.rec.submittedAll, s.rec.completedAll)
 	}
 	return s.report(), nil
 }
