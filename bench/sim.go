@@ -44,9 +44,16 @@
 // figure's mean and 95% confidence interval (sim_repl.go); the sweep then
 // says which sizes are certain to meet the target.
 //
-// Not modelled yet: failures, lease expiry and node churn (leases never
-// expire; nodes never go down or drain), warm-model preference (nodes
-// report no warm models), model load times, blob transfers, CPU work on GPU
+// Faults and warm-up (sim_faults.go), optional per node group: node
+// failures and agent restarts take a node down (RemoveNode requeues its
+// tasks) for a repair or restart time, then it registers again; with
+// model_load a GPU task pays its model's load time on a node where the
+// model is not warm, and nodes report their warm models (at most
+// warm_slots, least recently used evicted) with UpsertNode, which the
+// scheduler's warm-model preference reads.
+//
+// Not modelled yet: lease expiry (leases never expire; a node that goes
+// down is noticed at once), draining, blob transfers, CPU work on GPU
 // nodes competing with the agent.
 package bench
 

@@ -14,9 +14,10 @@ import (
 // has room for become ready, or its own capacity grows: a readiness
 // generation per kind (GPU, CPU) and a capacity reset tell the two apart.
 // GPU tasks (renders, scenes) need no CPU slot and CPU tasks no GPU; GPU
-// tasks become ready only on a manual Submit and on AddScenes (leases
-// never expire here, so nothing is requeued), and the scheduler's ready
-// count gives the CPU tasks as the rest.
+// tasks become ready only on a manual Submit, on AddScenes and when a
+// node goes down (RemoveNode requeues its tasks: sim_faults.go; leases
+// never expire here), and the scheduler's ready count gives the CPU tasks
+// as the rest.
 
 // errReadyCount means the scheduler made tasks ready in a way the
 // simulator's placement does not know of (see above): its answers would
