@@ -44,9 +44,16 @@
 // figure's mean and 95% confidence interval (sim_repl.go); the sweep then
 // says which sizes are certain to meet the target.
 //
-// Not modelled yet: failures, lease expiry and node churn (leases never
-// expire; nodes never go down or drain), warm-model preference (nodes
-// report no warm models), model load times, blob transfers, CPU work on GPU
+// Faults and warm-up (sim_faults.go), optional per node group: node
+// failures and agent restarts take a node down (RemoveNode requeues its
+// tasks) for a repair or restart time, then it registers again; with
+// model_load a GPU task pays its model's load time on a node where the
+// model is not warm, and nodes report their warm models (at most
+// warm_slots, least recently used evicted) with UpsertNode, which the
+// scheduler's warm-model preference reads.
+//
+// Not modelled yet: lease expiry (leases never expire; a node that goes
+// down is noticed at once), draining, blob transfers, CPU work on GPU
 // nodes competing with the agent.
 package bench
 
@@ -81,6 +88,9 @@ type SimConfig struct {
 	// with the simulated time so far and the total, summed over the
 	// replications (from any goroutine, one call at a time).
 	Progress func(done, total time.Duration) `json:"-"`
+	// NoWarmPreference turns off the scheduler's warm-model preference
+	// (Config.WarmWindow 0), to measure what it saves in cold starts.
+	NoWarmPreference bool `json:"no_warm_preference,omitempty"`
 }
 
 // CPU task service times (seconds on one CPU slot; d is the video's
@@ -109,13 +119,18 @@ type eventKind uint8
 const (
 	evArrival eventKind = iota
 	evDone
+	evFail    // a node fails (sim_faults.go)
+	evRestart // a node's agent restarts
+	evUp      // a node is back
 )
 
 type event struct {
-	at   time.Duration // since the start
-	seq  uint64        // ties: first scheduled first
-	kind eventKind
-	task *simTask // evDone: the task that ends
+	at    time.Duration // since the start
+	seq   uint64        // ties: first scheduled first
+	kind  eventKind
+	epoch uint32   // evFail, evRestart, evUp: node.epoch when scheduled
+	task  *simTask // evDone: the task that ends
+	node  *simNode // evFail, evRestart, evUp
 }
 
 type simNode struct {
@@ -129,6 +144,15 @@ type simNode struct {
 	// gpuNo and cpuNo are sim.gpuGen and sim.cpuGen when the node last
 	// answered ErrNoWork; zero once its capacity grew since.
 	gpuNo, cpuNo uint64
+	// Faults and warm-up (sim_faults.go): spec is what it registers with;
+	// down since downSince; epoch counts its downs, so that events drawn
+	// before one are known stale; warm are its warm models, least recently
+	// used first.
+	spec      scheduler.Node
+	down      bool
+	downSince time.Duration
+	epoch     uint32
+	warm      []warmModel
 }
 
 type simVideo struct {
@@ -162,6 +186,7 @@ type simTask struct {
 	cpu     int
 	started time.Duration
 	end     time.Duration
+	lost    bool // its node went down: its evDone is void
 }
 
 // sim is one run's mutable state.
@@ -193,6 +218,11 @@ type sim struct {
 	// cpuGen grow whenever tasks of that kind become ready (sim_place.go).
 	readyGPU, readyCPU int
 	gpuGen, cpuGen     uint64
+	// Faults and warm-up (sim_faults.go): each group's settings, the
+	// generator of failure and repair times, and what they cost.
+	gfaults []groupFaults
+	fltRand *rand.Rand
+	flt     faultRec
 }
 
 // Simulate runs the workload on the fleet for cfg.Hours of simulated time
@@ -223,7 +253,11 @@ func simulateOnce(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 	if !finite(cfg.WarmupHours) || cfg.WarmupHours < 0 || cfg.WarmupHours >= cfg.Hours {
 		return SimReport{}, fieldErr("warmup_hours", "must be >= 0 and below hours, got %v", cfg.WarmupHours)
 	}
-	st, err := scheduler.New(scheduler.DefaultConfig())
+	scfg := scheduler.DefaultConfig()
+	if cfg.NoWarmPreference {
+		scfg.WarmWindow = 0
+	}
+	st, err := scheduler.New(scfg)
 	if err != nil {
 		return SimReport{}, err
 	}
@@ -241,6 +275,7 @@ func simulateOnce(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 	if err := s.addNodes(); err != nil {
 		return SimReport{}, err
 	}
+	s.setupFaults()
 	arrivals, errc, stop := make(chan []arrival, 8), make(chan error, 1), make(chan struct{})
 	defer close(stop)
 	go newSource(wl, cfg).run(arrivals, errc, stop)
@@ -269,6 +304,10 @@ func simulateOnce(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 			err = s.arrive()
 		case evDone:
 			err = s.complete(e.task)
+		case evFail, evRestart:
+			err = s.down(e)
+		case evUp:
+			err = s.up(e)
 		}
 		if err != nil {
 			return SimReport{}, err
@@ -277,6 +316,9 @@ func simulateOnce(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 	}
 	if cfg.Progress != nil {
 		cfg.Progress(s.horizon, s.horizon)
+	}
+	if inFlight := s.rec.submittedAll - s.rec.completedAll; len(s.videos) != inFlight {
+		return SimReport{}, fmt.Errorf("bench: %d videos unfinished, but %d submitted and %d completed", len(s.videos), s.rec.submittedAll, s.rec.completedAll)
 	}
 	return s.report(), nil
 }

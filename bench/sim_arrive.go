@@ -29,7 +29,7 @@ func (s *sim) addNodes() error {
 			if err := s.st.UpsertNode(n, s.at(0)); err != nil {
 				return fmt.Errorf("bench: register node %s: %w", n.ID, err)
 			}
-			sn := &simNode{id: n.ID, group: gi, speed: speed, gpus: g.GPUsPerNode, cpu: g.CPUSlots, freeGPU: g.GPUsPerNode, freeCPU: g.CPUSlots}
+			sn := &simNode{id: n.ID, group: gi, speed: speed, gpus: g.GPUsPerNode, cpu: g.CPUSlots, freeGPU: g.GPUsPerNode, freeCPU: g.CPUSlots, spec: n}
 			s.nodes = append(s.nodes, sn)
 			s.byID[sn.id] = sn
 		}

@@ -54,6 +54,27 @@ type NodeGroup struct {
 	// Models lists the model ids the nodes run; empty means every catalog
 	// model.
 	Models []string `json:"models,omitempty"`
+	// Faults and warm-up (sim_faults.go), all optional; durations are Go
+	// duration strings ("90s", "720h").
+	//
+	// MTBF is a node's mean time between failures and Repair its mean
+	// repair time, both drawn from exponential distributions; set both or
+	// neither.
+	MTBF   string `json:"mtbf,omitempty"`
+	Repair string `json:"repair,omitempty"`
+	// AgentRestartEvery is the mean time between agent restarts and
+	// AgentRestartTime the mean time the node is away for one; set both or
+	// neither.
+	AgentRestartEvery string `json:"agent_restart_every,omitempty"`
+	AgentRestartTime  string `json:"agent_restart_time,omitempty"`
+	// ModelLoad maps a model id to the time a node of this group (and so
+	// of its GPU kind) takes to load it before a render of a model not warm
+	// on it; the key "*" is the default of models not listed (without it,
+	// they load in no time). Set, it turns warm-model tracking on.
+	ModelLoad map[string]string `json:"model_load,omitempty"`
+	// WarmSlots bounds the models warm on a node at once (least recently
+	// used evicted first); 0 means no bound. Needs model_load.
+	WarmSlots int `json:"warm_slots,omitempty"`
 }
 
 // Workload is what clients ask of the farm.
@@ -243,6 +264,9 @@ func (f Fleet) Validate() error {
 			if _, ok := models.Get(m); !ok {
 				return fieldErr(fmt.Sprintf("%s.models[%d]", p, j), "unknown model %q", m)
 			}
+		}
+		if _, err := g.faults(p); err != nil {
+			return err
 		}
 	}
 	if gpus == 0 {

@@ -82,6 +82,17 @@ func (r *SimReport) figures() []figure {
 	add("farm", "", "rendered_minutes", &r.RenderedMinutes)
 	fixed("farm", "cost", &r.Cost)
 	add("farm", "", "cost_per_rendered_minute", &r.CostPerRenderedMinute)
+	if f := r.Faults; f != nil {
+		add("farm", "", "node_availability", &f.NodeAvailability)
+		add("farm", "", "node_failures", &f.NodeFailures)
+		add("farm", "", "agent_restarts", &f.AgentRestarts)
+		add("farm", "", "gpu_hours_lost", &f.GPUHoursLost)
+		add("farm", "", "tasks_requeued", &f.TasksRequeued)
+		add("farm", "", "cold_starts", &f.ColdStarts)
+		add("farm", "", "load_gpu_hours", &f.LoadGPUHours)
+		add("farm", "", "gpu_placements", &f.GPUPlacements)
+		add("farm", "", "warm_hit_share", &f.WarmHitShare)
+	}
 	group := func(scope string, g *GroupStats) {
 		add(scope, g.Name, "submitted", &g.Submitted)
 		add(scope, g.Name, "completed", &g.Completed)

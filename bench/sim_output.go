@@ -18,7 +18,9 @@ func (r SimReport) String() string {
 	fmt.Fprintf(&b, "videos: %d submitted, %d completed, %d in flight at the end\n", r.Submitted, r.Completed, r.InFlight)
 	fmt.Fprintf(&b, "throughput %.1f videos/h, %.2f videos per GPU-hour, GPU utilisation %.1f%%, CPU utilisation %.1f%%\n",
 		r.ThroughputPerHour, r.VideosPerGPUHour, 100*r.GPUUtilisation, 100*r.CPUUtilisation)
-	fmt.Fprintf(&b, "rendered %.1f min for a cost of %.2f%s: %.3f%s per rendered minute\n\n", r.RenderedMinutes, r.Cost, r.unit(), r.CostPerRenderedMinute, r.unit())
+	fmt.Fprintf(&b, "rendered %.1f min for a cost of %.2f%s: %.3f%s per rendered minute\n", r.RenderedMinutes, r.Cost, r.unit(), r.CostPerRenderedMinute, r.unit())
+	b.WriteString(r.Faults.lines())
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "%-18s %9s %9s  %-36s  %-36s  %s\n", "group", "submitted", "completed",
 		"wait s (mean / p50 / p95 / p99)", "GPU wait s (mean / p50 / p95 / p99)", "turnaround s (mean / p50 / p95 / p99)")
 	var slos strings.Builder
@@ -47,6 +49,17 @@ func (r SimReport) String() string {
 	}
 	b.WriteString(r.classCostTable())
 	return b.String()
+}
+
+// lines are the table's lines on faults and cold starts (none for nil).
+func (f *FaultStats) lines() string {
+	if f == nil {
+		return ""
+	}
+	return fmt.Sprintf("faults: nodes up %.2f%% of the time, %d node failures, %d agent restarts, %d tasks requeued, %.1f GPU-hours lost\n"+
+		"models: %d cold starts, %.1f GPU-hours loading, %.1f%% of %d GPU placements on a node with the model warm\n",
+		100*f.NodeAvailability, f.NodeFailures, f.AgentRestarts, f.TasksRequeued, f.GPUHoursLost,
+		f.ColdStarts, f.LoadGPUHours, 100*f.WarmHitShare, f.GPUPlacements)
 }
 
 // unit is " USD" for a fleet priced in USD, "" for one without a currency.

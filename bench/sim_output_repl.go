@@ -28,8 +28,16 @@ func (r SimReport) replicatedTable() string {
 	fmt.Fprintf(&b, "throughput %s videos/h, %s videos per GPU-hour, GPU utilisation %s%%, CPU utilisation %s%%\n",
 		farm("throughput_per_hour", "%.1f", 1), farm("videos_per_gpu_hour", "%.2f", 1),
 		farm("gpu_utilisation", "%.1f", 100), farm("cpu_utilisation", "%.1f", 100))
-	fmt.Fprintf(&b, "rendered %s min for a cost of %.2f%s: %s%s per rendered minute\n\n",
+	fmt.Fprintf(&b, "rendered %s min for a cost of %.2f%s: %s%s per rendered minute\n",
 		farm("rendered_minutes", "%.1f", 1), r.Cost, r.unit(), farm("cost_per_rendered_minute", "%.3f", 1), r.unit())
+	if r.Faults != nil {
+		fmt.Fprintf(&b, "faults: nodes up %s%% of the time, %s node failures, %s agent restarts, %s tasks requeued, %s GPU-hours lost\n",
+			farm("node_availability", "%.2f", 100), farm("node_failures", "%.1f", 1), farm("agent_restarts", "%.1f", 1),
+			farm("tasks_requeued", "%.1f", 1), farm("gpu_hours_lost", "%.1f", 1))
+		fmt.Fprintf(&b, "models: %s cold starts, %s GPU-hours loading, %s%% of GPU placements on a node with the model warm\n",
+			farm("cold_starts", "%.1f", 1), farm("load_gpu_hours", "%.1f", 1), farm("warm_hit_share", "%.1f", 100))
+	}
+	b.WriteString("\n")
 	const cell = "%-18s"
 	fmt.Fprintf(&b, "%-18s %-15s %-15s %-11s "+cell+" "+cell+" "+cell+" %s\n",
 		"group", "submitted", "completed", "measure", "mean s", "p50 s", "p95 s", "p99 s")

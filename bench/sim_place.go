@@ -14,9 +14,10 @@ import (
 // has room for become ready, or its own capacity grows: a readiness
 // generation per kind (GPU, CPU) and a capacity reset tell the two apart.
 // GPU tasks (renders, scenes) need no CPU slot and CPU tasks no GPU; GPU
-// tasks become ready only on a manual Submit and on AddScenes (leases
-// never expire here, so nothing is requeued), and the scheduler's ready
-// count gives the CPU tasks as the rest.
+// tasks become ready only on a manual Submit, on AddScenes and when a
+// node goes down (RemoveNode requeues its tasks: sim_faults.go; leases
+// never expire here), and the scheduler's ready count gives the CPU tasks
+// as the rest.
 
 // errReadyCount means the scheduler made tasks ready in a way the
 // simulator's placement does not know of (see above): its answers would
@@ -43,8 +44,8 @@ func (s *sim) readied(gpu int) error {
 
 // worth reports whether asking n for work could place something.
 func (s *sim) worth(n *simNode) bool {
-	return (n.freeGPU > 0 && s.readyGPU > 0 && n.gpuNo != s.gpuGen) ||
-		(n.freeCPU > 0 && s.readyCPU > 0 && n.cpuNo != s.cpuGen)
+	return !n.down && ((n.freeGPU > 0 && s.readyGPU > 0 && n.gpuNo != s.gpuGen) ||
+		(n.freeCPU > 0 && s.readyCPU > 0 && n.cpuNo != s.cpuGen))
 }
 
 // placeAll offers work to every node that could take some.
@@ -72,16 +73,22 @@ func (s *sim) placeOn(n *simNode) error {
 		if err != nil {
 			return fmt.Errorf("bench: place on %s: %w", n.id, err)
 		}
-		s.start(n, g)
+		if err := s.start(n, g); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-func (s *sim) start(n *simNode, g scheduler.Grant) {
+func (s *sim) start(n *simNode, g scheduler.Grant) error {
 	v := s.videos[videoNumber(g.VideoID)]
+	load, err := s.warmUp(n, g.Model, g.GPUs)
+	if err != nil {
+		return err
+	}
 	sec := s.serviceSeconds(s.taskSeconds(n, v, g.Kind))
 	t := s.newTask()
-	*t = simTask{grant: g, v: v, idx: len(s.running), node: n, gpus: g.GPUs, cpu: g.CPUSlots, started: s.now, end: s.now + secondsDur(sec)}
+	*t = simTask{grant: g, v: v, idx: len(s.running), node: n, gpus: g.GPUs, cpu: g.CPUSlots, started: s.now, end: s.now + load + secondsDur(sec)}
 	n.freeGPU -= t.gpus
 	n.freeCPU -= t.cpu
 	s.running = append(s.running, t)
@@ -89,18 +96,28 @@ func (s *sim) start(n *simNode, g scheduler.Grant) {
 		v.leased = true
 		s.rec.firstLease(v, s.now-v.submitted)
 	}
+	// A task requeued by a node going down is leased again: its wait was
+	// measured the first time (sim_faults.go).
+	again := false
+	if s.flt.requeuedTasks != nil {
+		again = s.flt.requeuedTasks[g.Ref.TaskID]
+		delete(s.flt.requeuedTasks, g.Ref.TaskID)
+	}
 	if g.GPUs > 0 {
 		s.readyGPU--
-		v.gpuLeased++
-		ready := v.submitted
-		if g.Kind == scheduler.KindScene {
-			ready = v.scenesAt
+		if !again {
+			v.gpuLeased++
+			ready := v.submitted
+			if g.Kind == scheduler.KindScene {
+				ready = v.scenesAt
+			}
+			s.rec.gpuLease(v, s.now, s.now-ready)
 		}
-		s.rec.gpuLease(v, s.now, s.now-ready)
 	} else {
 		s.readyCPU--
 	}
 	s.push(event{at: t.end, kind: evDone, task: t})
+	return nil
 }
 
 // taskSeconds is the mean service time of a lease's task on node n.
@@ -124,12 +141,12 @@ func (s *sim) taskSeconds(n *simNode, v *simVideo, kind scheduler.Kind) float64 
 // complete ends a task whose service time is over, adds an auto video's
 // scenes once its plan is done, and offers the freed capacity.
 func (s *sim) complete(t *simTask) error {
+	if t.lost {
+		s.freeTask(t)
+		return nil
+	}
 	g := t.grant
-	last := len(s.running) - 1
-	s.running[t.idx] = s.running[last]
-	s.running[t.idx].idx = t.idx
-	s.running[last] = nil
-	s.running = s.running[:last]
+	s.dropRunning(t)
 	defer s.freeTask(t)
 	n := t.node
 	n.freeGPU += t.gpus
@@ -170,6 +187,15 @@ func (s *sim) complete(t *simTask) error {
 		return err
 	}
 	return s.placeAll()
+}
+
+// dropRunning takes t out of s.running.
+func (s *sim) dropRunning(t *simTask) {
+	last := len(s.running) - 1
+	s.running[t.idx] = s.running[last]
+	s.running[t.idx].idx = t.idx
+	s.running[last] = nil
+	s.running = s.running[:last]
 }
 
 // newTask returns a simTask record, reusing one whose task ended: a week

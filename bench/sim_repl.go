@@ -177,6 +177,10 @@ func (r SimReport) clone() SimReport {
 	c.Accounts = append([]GroupStats(nil), r.Accounts...)
 	c.Timeline = append([]TimelinePoint(nil), r.Timeline...)
 	c.CI = nil
+	if r.Faults != nil {
+		f := *r.Faults
+		c.Faults = &f
+	}
 	for _, g := range c.groups() {
 		g.SLOs = append([]SLOResult(nil), g.SLOs...)
 	}

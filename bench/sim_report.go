@@ -45,6 +45,9 @@ type SimReport struct {
 	ClassCosts []ClassCost `json:"class_costs,omitempty"`
 	// Timeline is the run cut into equal intervals (sim_timeline.go).
 	Timeline []TimelinePoint `json:"timeline"`
+	// Faults is what node failures, agent restarts and cold starts cost;
+	// absent when the fleet sets none of them (sim_faults.go).
+	Faults *FaultStats `json:"faults,omitempty"`
 	// CI has, with replications, every figure of the CSV that varies
 	// between runs: its mean and 95% confidence interval (sim_repl.go).
 	CI []Estimate `json:"ci,omitempty"`
@@ -297,6 +300,7 @@ func (s *sim) report() SimReport {
 		rep.CostPerRenderedMinute = rep.Cost / rep.RenderedMinutes
 	}
 	rep.Timeline = r.tl.points(rep.GPUs, rep.CPUSlots)
+	rep.Faults = s.faultStats()
 	rep.setClassCosts(s.fleet.Currency)
 	return rep
 }
