@@ -2,7 +2,8 @@
 # make bench: the long benchmarks. Starts a single-node control plane with fsync on
 # in a temporary data directory and drives POST /v1/videos with 64 concurrent
 # clients, then the same against a three-node cluster, times SIGKILL failovers,
-# runs the Go benchmarks and times the farm simulator. Figures go in docs/benchmarks.md.
+# runs the Go benchmarks and times the farm simulator (and a SimPy model of
+# the same week for its CPU ratio). Figures go in docs/benchmarks.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=./bin/vidfarm
@@ -77,6 +78,10 @@ TIMEFORMAT='wall %R s, CPU %U s user + %S s sys'
 time $bin bench sim --fleet bench/testdata/fleet-1000gpu.json --workload bench/testdata/workload-10k.json \
   --hours 168 --replications 1 --format json >/dev/null
 go test -run '^$' -bench SimWeek1000GPUs -benchtime 1x ./bench/ | grep -E '^Benchmark'
+
+echo
+echo "== simulator vs SimPy: the same week in bench/simpy/farm_week.py, alternately, CPU ratio (scripts/bench-simpy.sh)"
+./scripts/bench-simpy.sh
 
 echo
 echo "== pipeline overhead: 30 s 720p auto video vs one plain encode (ffmpeg defaults, and at the delivery settings)"
