@@ -3,15 +3,13 @@ package scheduler
 import (
 	"cmp"
 	"slices"
-
-	"github.com/tidwall/btree"
 )
 
 // The ready queue is indexed three levels deep so that a placement never
 // scans tasks:
 //
 //	level (priority)  ->  bucket (requirement class)  ->  acctQueue (account)
-//	                      heap of accounts by             B-tree of tasks by age
+//	                      heap of accounts by             tasks by age, ranked
 //	                      fair-share key
 //
 // A node visits, at the highest non-empty priority, the buckets of the
@@ -78,9 +76,9 @@ type acctQueue struct {
 	lvl   *level
 	cls   *class
 	b     *bucket
-	tasks *btree.BTreeG[*task] // by age (task.older); counted, so ranks are O(log² n)
-	bIdx  int                  // index in b.heap
-	aIdx  int                  // index in acct.queues
+	tasks taskSet // by age (task.older), with ranks
+	bIdx  int     // index in b.heap
+	aIdx  int     // index in acct.queues
 }
 
 // newHead refreshes the copies of aq's oldest task after its task heap
@@ -279,46 +277,20 @@ func (b *bucket) down(i int) bool {
 	return i > start
 }
 
-// ---- acctQueue tasks, ordered by task.older ----
-
-// The tasks are a B-tree rather than a heap because status asks for a
-// task's rank among its account's ready tasks after every create and on
-// every read: a heap answers that by scanning (one account with 200,000
-// queued videos made each create cost a millisecond), the tree's counted
-// nodes answer it in O(log² n) with GetAt.
-
-func olderTask(a, b *task) bool { return a.older(b) }
-
-func newTaskTree() *btree.BTreeG[*task] {
-	return btree.NewBTreeGOptions(olderTask, btree.Options{NoLocks: true})
-}
+// ---- acctQueue tasks, ordered by task.older (taskset.go) ----
 
 // head is aq's oldest task; aq is never empty while queued.
-func (aq *acctQueue) head() *task {
-	t, _ := aq.tasks.Min()
-	return t
-}
+func (aq *acctQueue) head() *task { return aq.tasks.Min() }
 
 func (aq *acctQueue) pushTask(t *task) {
 	t.aq = aq
-	aq.tasks.Set(t)
+	aq.tasks.Add(t)
 }
 
 func (aq *acctQueue) removeTask(t *task) {
-	aq.tasks.Delete(t)
+	aq.tasks.Remove(t)
 	t.aq = nil
 }
 
 // rank counts aq's tasks older than t.
-func (aq *acctQueue) rank(t *task) int {
-	lo, hi := 0, aq.tasks.Len()
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if u, _ := aq.tasks.GetAt(m); u.older(t) {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
-}
+func (aq *acctQueue) rank(t *task) int { return aq.tasks.Rank(t) }

@@ -40,7 +40,7 @@ func (s *State) spareLevel(l *level) {
 func (s *State) newQueue(a *account, l *level, c *class, b *bucket) *acctQueue {
 	n := len(s.spareQueues)
 	if n == 0 {
-		return &acctQueue{acct: a, lvl: l, cls: c, b: b, tasks: newTaskTree()}
+		return &acctQueue{acct: a, lvl: l, cls: c, b: b}
 	}
 	aq := s.spareQueues[n-1]
 	s.spareQueues[n-1] = nil
@@ -51,8 +51,7 @@ func (s *State) newQueue(a *account, l *level, c *class, b *bucket) *acctQueue {
 
 func (s *State) spareQueue(aq *acctQueue) {
 	if len(s.spareQueues) < maxSpareQueues {
-		aq.tasks.Clear()
-		*aq = acctQueue{tasks: aq.tasks} // drop references
+		*aq = acctQueue{tasks: taskSet{small: aq.tasks.small[:0]}} // drop references, keep the room
 		s.spareQueues = append(s.spareQueues, aq)
 	}
 }
