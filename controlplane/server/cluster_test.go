@@ -61,15 +61,20 @@ func TestThreeNodeClusterForwardsAndFailsOver(t *testing.T) {
 		}
 		return m
 	}
-	m := members(n3)
-	if nodes[m.Leader] == nil || len(m.Members) != 3 {
-		t.Fatalf("cluster as n3 sees it: %+v", m)
-	}
-	for _, mm := range m.Members {
-		if mm.Suffrage != "Voter" || mm.PublicURL == "" || mm.AdminURL == "" || mm.AgentURL == "" {
-			t.Fatalf("member %+v lacks a vote or an address", mm)
+	// A joined node is a non-voter until it has caught up and the leader
+	// promotes it; n3 learns of its promotion from the log, a moment later.
+	waitShowing(t, "n3 sees three voters with their addresses", 20*time.Second, func() (bool, any) {
+		m := members(n3)
+		if nodes[m.Leader] == nil || len(m.Members) != 3 {
+			return false, m
 		}
-	}
+		for _, mm := range m.Members {
+			if mm.Suffrage != "Voter" || mm.PublicURL == "" || mm.AdminURL == "" || mm.AgentURL == "" {
+				return false, m
+			}
+		}
+		return true, m
+	})
 	// One status command shows every node's own view.
 	waitShowing(t, "every node reports the same applied index", 20*time.Second, func() (bool, any) {
 		all, err := n2.admin.ClusterStatusAll(ctx)
