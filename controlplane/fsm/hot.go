@@ -263,8 +263,8 @@ func putHotRecords(tx *bbolt.Tx, writes []hotWrite) (int64, error) {
 }
 
 // loadHotRecords reads the records kept one per key into s: unfinished
-// videos, idempotency records, webhook events and deliveries. The scheduler's are read by
-// loadSchedRecords, before the scheduler is restored.
+// videos, idempotency records, webhook events and deliveries. The
+// scheduler's are read by loadSchedRecords, before the scheduler is restored.
 func loadHotRecords(tx *bbolt.Tx, s *state) error {
 	err := tx.Bucket([]byte(bucketHotVideos)).ForEach(func(k, b []byte) error {
 		if len(k) < 9 {
@@ -284,39 +284,21 @@ func loadHotRecords(tx *bbolt.Tx, s *state) error {
 	if err != nil {
 		return err
 	}
-	err = tx.Bucket([]byte(bucketHotIdem)).ForEach(func(_, b []byte) error {
-		var r Idempotency
-		if err := msgpack.Unmarshal(b, &r); err != nil {
-			return fmt.Errorf("decode idempotency record: %w", err)
+	// The rest decode as the snapshot stream's records do, without marking
+	// them changed: the file already holds them.
+	tracked := s.dirty
+	s.dirty = dirty{}
+	defer func() { s.dirty = tracked }()
+	for _, kind := range []struct {
+		bucket string
+		t      recordType
+	}{{bucketHotIdem, recIdempotency}, {bucketHotEvents, recEvent}, {bucketHotDeliveries, recDelivery}} {
+		err := tx.Bucket([]byte(kind.bucket)).ForEach(func(_, body []byte) error { return s.restoreRecord(kind.t, body) })
+		if err != nil {
+			return err
 		}
-		s.idem[idemKey{account: r.AccountID, key: r.Key}] = &r
-		return nil
-	})
-	if err != nil {
-		return err
 	}
-	err = tx.Bucket([]byte(bucketHotEvents)).ForEach(func(_, b []byte) error {
-		var e Event
-		if err := msgpack.Unmarshal(b, &e); err != nil {
-			return fmt.Errorf("decode event: %w", err)
-		}
-		s.events[e.ID] = &e
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return tx.Bucket([]byte(bucketHotDeliveries)).ForEach(func(_, b []byte) error {
-		var d Delivery
-		if err := msgpack.Unmarshal(b, &d); err != nil {
-			return fmt.Errorf("decode delivery: %w", err)
-		}
-		s.deliveries[d.ID()] = &d
-		if d.State == DeliveryPending {
-			s.pending[d.ID()] = struct{}{}
-		}
-		return nil
-	})
+	return nil
 }
 
 // loadSchedRecords reads the scheduler's task graphs, in submission order.
