@@ -97,11 +97,7 @@ func (r SimReport) WriteSVG(w io.Writer) error {
 		line("GPU utilisation", colGPU, dashUtilisation, chart.YAxisPrimary, xs, gpu),
 		line("CPU utilisation", colCPU, dashUtilisation, chart.YAxisPrimary, xs, cpu),
 	}
-	entries := series
-	if len(bands) > 0 {
-		entries = append(append([]chart.Series(nil), series...), bandLegend(r.Replications))
-	}
-	lg, err := newLegend(entries)
+	lg, err := seriesLegend(series, bands, r.Replications)
 	if err != nil {
 		return err
 	}
@@ -173,11 +169,7 @@ func (r SweepResult) WriteSVG(w io.Writer) error {
 		line(goal, colGoal, dashTarget, chart.YAxisSecondary, []float64{first, last}, []float64{target, target}),
 		line("GPU utilisation", colGPU, dashUtilisation, chart.YAxisPrimary, xs, gpu),
 	}
-	entries := series
-	if len(bands) > 0 {
-		entries = append(append([]chart.Series(nil), series...), bandLegend(r.Replications))
-	}
-	lg, err := newLegend(entries)
+	lg, err := seriesLegend(series, bands, r.Replications)
 	if err != nil {
 		return err
 	}

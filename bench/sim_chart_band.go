@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	chart "github.com/wcharczuk/go-chart/v2"
@@ -56,6 +57,15 @@ func (s plotScale) svg(plot chart.Box, bands []band) string {
 }
 
 // bandLegend is the legend's entry for the bands: a thick, pale swatch.
+// seriesLegend is the legend of a chart's series, with the bands' entry
+// when there are bands.
+func seriesLegend(series []chart.Series, bands []band, seeds int) (legend, error) {
+	if len(bands) > 0 {
+		series = append(slices.Clone(series), bandLegend(seeds))
+	}
+	return newLegend(series)
+}
+
 func bandLegend(seeds int) chart.ContinuousSeries {
 	return chart.ContinuousSeries{Name: fmt.Sprintf("shaded: 95%% CI over %d seeds", seeds),
 		Style: chart.Style{StrokeColor: drawing.ColorFromHex("999999").WithAlpha(90), StrokeWidth: 10}}
