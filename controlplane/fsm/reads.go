@@ -147,15 +147,17 @@ func (f *FSM) Folder(accountID, id string) (Folder, bool) {
 
 // Stats counts what the state holds, for metrics and status pages.
 type Stats struct {
-	Accounts    int
-	Keys        int
-	Videos      int
-	Queued      int
-	Idempotency int
-	Nodes       int
-	Garbage     int // intermediate blobs waiting for the leader to delete them
-	Retrying    int // tasks waiting out a backoff after a failure
-	ByStatus    map[string]int
+	// Events and Deliveries are the webhook outbox's records kept.
+	Events, Deliveries int
+	Accounts           int
+	Keys               int
+	Videos             int
+	Queued             int
+	Idempotency        int
+	Nodes              int
+	Garbage            int // intermediate blobs waiting for the leader to delete them
+	Retrying           int // tasks waiting out a backoff after a failure
+	ByStatus           map[string]int
 }
 
 // Stats returns counts of the state's records.
@@ -164,7 +166,7 @@ func (f *FSM) Stats() Stats {
 	defer f.mu.RUnlock()
 	st := Stats{
 		Accounts: len(f.s.accounts), Keys: len(f.s.keys),
-		Idempotency: len(f.s.idem), ByStatus: f.s.videosByStatus(), Nodes: len(f.s.nodes), Garbage: len(f.s.garbage),
+		Idempotency: f.s.idem.n, Events: f.s.events.n, Deliveries: f.s.deliveries.n, ByStatus: f.s.videosByStatus(), Nodes: len(f.s.nodes), Garbage: len(f.s.garbage),
 		Retrying: f.s.sched.Stats().RetryingTasks,
 	}
 	for _, n := range st.ByStatus {
@@ -180,7 +182,7 @@ func (f *FSM) Stats() Stats {
 func (f *FSM) IdempotencyReplays(accountID, key string, bodyHash [32]byte, now int64) bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	rec, ok := f.s.idem[idemKey{account: accountID, key: key}]
+	rec, ok := f.s.idem.get(idemID(accountID, key))
 	return ok && rec.CreatedAt+IdempotencyTTL > now && rec.BodyHash == bodyHash
 }
 

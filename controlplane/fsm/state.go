@@ -39,7 +39,8 @@ type state struct {
 	restoreTo *restoreSink
 	schedJoin []scheduler.VideoRecord
 
-	idem map[idemKey]*Idempotency
+	// idem holds the idempotency records by idemID (table.go).
+	idem *table[Idempotency]
 	// dirty lists the records changed since the last checkpoint (hot.go).
 	dirty dirty
 
@@ -65,10 +66,11 @@ type state struct {
 
 	webhooks        map[string]*Webhook
 	accountWebhooks map[string][]string // webhook ids in creation order
-	// events and deliveries are the webhook outbox; pending indexes the
-	// deliveries still waiting for an attempt, by Delivery.ID.
-	events     map[string]*Event
-	deliveries map[string]*Delivery
+	// events (by id) and deliveries (by Delivery.ID) are the webhook outbox
+	// (table.go); pending indexes the deliveries still waiting for an
+	// attempt, which the deliveries table keeps in memory.
+	events     *table[Event]
+	deliveries *table[Delivery]
 	pending    map[string]struct{}
 	// outboxWritten is set by an apply that wrote deliveries (not snapshotted).
 	outboxWritten bool
@@ -82,7 +84,7 @@ type state struct {
 }
 
 func newState() *state {
-	return &state{
+	s := &state{
 		accounts:       map[string]*Account{},
 		keys:           map[string]*Key{},
 		keyByHash:      map[[32]byte]string{},
@@ -94,7 +96,6 @@ func newState() *state {
 		listedOnDisk:   map[string]struct{}{},
 		diskCounts:     map[string]videoCounts{},
 		diskLeftovers:  map[string]struct{}{},
-		idem:           map[idemKey]*Idempotency{},
 		avatars:        map[string]*Avatar{},
 		accountAvatars: map[string][]string{},
 		speech:         map[string]*Speech{},
@@ -112,10 +113,10 @@ func newState() *state {
 
 		webhooks:        map[string]*Webhook{},
 		accountWebhooks: map[string][]string{},
-		events:          map[string]*Event{},
-		deliveries:      map[string]*Delivery{},
 		pending:         map[string]struct{}{},
 	}
+	s.newTables()
+	return s
 }
 
 func newScheduler() *scheduler.State {
@@ -187,7 +188,3 @@ func (v Video) Clone() Video {
 	return v
 }
 
-func (i Idempotency) clone() Idempotency {
-	i.Original = i.Original.Clone()
-	return i
-}
