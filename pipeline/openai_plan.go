@@ -21,6 +21,9 @@ const (
 	// scriptTolerance is the share of the duration by which the scenes'
 	// durations may miss it and still be scaled to fit (see fitDurations).
 	scriptTolerance = 0.1
+	// scriptMinFill is the least share of the duration the narration
+	// fills, as with the deterministic writer's plans.
+	scriptMinFill   = 0.5
 	scriptMaxIssues = 6 // violations listed in one error
 )
 
@@ -95,10 +98,10 @@ Answer with one JSON object and nothing else: a "title", and "scenes" in order, 
 Rules:
 - %d to %d scenes.
 - Each duration_seconds is a whole number of at least %d; together they add up to exactly %d.
-- The narration is read at %d words per minute: a scene of N seconds has at most N*%d/60 words of narration, and should use about 80%% of that so there are pauses.
+- The narration is read at %d words per minute: a scene of N seconds has at most N*%d/60 words of narration, and should use about 80%% of that so there are pauses; all scenes together have at least %d words.
 - Every narration and visual is non-empty. Write the narration in the language of the request.
 - A visual is a prompt for a video model: what is seen, the setting and the camera, in one or two sentences, without narration text.`,
-		d, lo, hi, planMinScene, d, wpm, wpm)
+		d, lo, hi, planMinScene, d, wpm, wpm, int(math.Ceil(scriptMinFill*float64(d*wpm)/60)))
 	if withSchema {
 		js, _ := json.Marshal(planSchema(d))
 		b.WriteString("\nThe JSON object must match this JSON Schema:\n")
@@ -196,14 +199,18 @@ func scriptPlan(sc chatScript, prompt string, d, wpm int) (Plan, error) {
 		}
 	}
 	if len(issues) == 0 {
-		start := 0
+		start, total := 0, 0
 		for i := range scenes {
+			total += scenes[i].Words()
 			scenes[i].StartSeconds, scenes[i].DurationSeconds = start, durs[i]
 			start += durs[i]
 			if sp := scenes[i].SpeechSeconds(wpm); sp > float64(durs[i]) {
 				add("scene %d has %d words of narration, which take %.0f s at %d words per minute: at most %d fit its %d s",
 					i+1, scenes[i].Words(), math.Ceil(sp), wpm, durs[i]*wpm/60, durs[i])
 			}
+		}
+		if least := int(math.Ceil(scriptMinFill * float64(d*wpm) / 60)); total < least {
+			add("the narration has %d words in all, too few for %d s: write at least %d", total, d, least)
 		}
 	}
 	if len(issues) > 0 {
