@@ -166,6 +166,12 @@ func TestChatPlannerFallsBackToJSONObject(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	f.mu.Lock()
+	refused := f.refused
+	f.mu.Unlock()
+	if refused != 1 {
+		t.Errorf("%d json_schema requests refused, want 1", refused)
+	}
 	reqs := f.chatRequests() // the refused json_schema request is not recorded
 	if len(reqs) != 2 {
 		t.Fatalf("%d answered requests, want 2 (the fallback is remembered)", len(reqs))
@@ -201,9 +207,9 @@ func TestChatPlannerPromptOnlyInUserMessage(t *testing.T) {
 						t.Errorf("request %d: the system message holds %q", i, marker)
 					}
 				}
-				for _, tok := range []string{"<|im_start|>", "<|im_end|>", "[INST]", "[/INST]"} {
-					if strings.Contains(string(r.raw), tok) {
-						t.Errorf("request %d: the body holds the control token %s", i, tok)
+				for _, tok := range []string{"<|im_start|>", "<|im_end|>", "<<SYS>>", "[INST]", "[/INST]"} {
+					if strings.Contains(r.Messages[1].Content, tok) {
+						t.Errorf("request %d: the user message holds the control token %s", i, tok)
 					}
 				}
 				// The prompt is one JSON string on the user message's second line.

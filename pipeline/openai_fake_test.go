@@ -45,8 +45,9 @@ type fakeOpenAI struct {
 	chat     func(n int, req fakeChatRequest) fakeReply // n counts chat requests from 0
 	speech   func(n int, req speechRequest) (fakeReply, []byte)
 
-	mu     sync.Mutex
-	chats  []fakeChatRequest
+	mu      sync.Mutex
+	refused int // json_schema requests refused (noSchema)
+	chats   []fakeChatRequest
 	speaks []speechRequest
 	srv    *httptest.Server
 }
@@ -63,7 +64,6 @@ type fakeChatRequest struct {
 			Schema map[string]any `json:"schema"`
 		} `json:"json_schema"`
 	} `json:"response_format"`
-	raw []byte
 }
 
 var schemaName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
@@ -121,20 +121,18 @@ func (f *fakeOpenAI) authorized(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // decodeStrict reads a JSON body into v, refusing unknown fields.
-func decodeStrict(w http.ResponseWriter, r *http.Request, v any) ([]byte, bool) {
+func decodeStrict(w http.ResponseWriter, r *http.Request, v any) bool {
 	if r.Header.Get("Content-Type") != "application/json" {
 		writeAPIError(w, 400, "Content-Type must be application/json", "invalid_request_error", "", "")
-		return nil, false
+		return false
 	}
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(r.Body)
-	dec := json.NewDecoder(bytes.NewReader(buf.Bytes()))
+	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		writeAPIError(w, 400, "Unrecognized request argument or bad JSON: "+err.Error(), "invalid_request_error", "", "")
-		return nil, false
+		return false
 	}
-	return buf.Bytes(), true
+	return true
 }
 
 func (f *fakeOpenAI) serveChat(w http.ResponseWriter, r *http.Request) {
@@ -142,11 +140,9 @@ func (f *fakeOpenAI) serveChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req fakeChatRequest
-	raw, ok := decodeStrict(w, r, &req)
-	if !ok {
+	if !decodeStrict(w, r, &req) {
 		return
 	}
-	req.raw = raw
 	if req.Model != f.model {
 		writeAPIError(w, 404, fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", req.Model), "invalid_request_error", "", "model_not_found")
 		return
@@ -164,6 +160,9 @@ func (f *fakeOpenAI) serveChat(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, 400, "'messages' must not be empty", "invalid_request_error", "messages", "")
 		return
 	case rf.Type == "json_schema" && f.noSchema:
+		f.mu.Lock()
+		f.refused++
+		f.mu.Unlock()
 		writeAPIError(w, 400, `response_format type must be one of "text" or "json_object", but got: json_schema`, "invalid_request_error", "response_format", "")
 		return
 	case rf.Type == "json_schema" && (rf.JSONSchema == nil || !schemaName.MatchString(rf.JSONSchema.Name) || rf.JSONSchema.Schema["type"] != "object"):
@@ -208,7 +207,7 @@ func (f *fakeOpenAI) serveSpeech(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req speechRequest
-	if _, ok := decodeStrict(w, r, &req); !ok {
+	if !decodeStrict(w, r, &req) {
 		return
 	}
 	switch {

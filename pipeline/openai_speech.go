@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -124,7 +123,7 @@ type speechRequest struct {
 
 // Synthesize implements Speaker. voiceID must be one of Voices.
 func (s *SpeechServer) Synthesize(ctx context.Context, text, voiceID, outWAV string) (time.Duration, error) {
-	text = strings.TrimSpace(normalizeText(text))
+	text = oneLine(text) // a line break is no part of a narration line
 	if text == "" {
 		return 0, invalidf("speech text is empty")
 	}
