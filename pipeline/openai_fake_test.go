@@ -48,8 +48,8 @@ type fakeOpenAI struct {
 	mu      sync.Mutex
 	refused int // json_schema requests refused (noSchema)
 	chats   []fakeChatRequest
-	speaks []speechRequest
-	srv    *httptest.Server
+	speaks  []speechRequest
+	srv     *httptest.Server
 }
 
 // fakeChatRequest is what the fake decodes from a chat request.

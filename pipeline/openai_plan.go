@@ -201,12 +201,13 @@ func scriptPlan(sc chatScript, prompt string, d, wpm int) (Plan, error) {
 	if len(issues) == 0 {
 		start, total := 0, 0
 		for i := range scenes {
-			total += scenes[i].Words()
+			n := spokenWords(scenes[i].Lines)
+			total += n
 			scenes[i].StartSeconds, scenes[i].DurationSeconds = start, durs[i]
 			start += durs[i]
-			if sp := scenes[i].SpeechSeconds(wpm); sp > float64(durs[i]) {
+			if sp := float64(n) * 60 / float64(wpm); sp > float64(durs[i]) {
 				add("scene %d has %d words of narration, which take %.0f s at %d words per minute: at most %d fit its %d s",
-					i+1, scenes[i].Words(), math.Ceil(sp), wpm, durs[i]*wpm/60, durs[i])
+					i+1, n, math.Ceil(sp), wpm, durs[i]*wpm/60, durs[i])
 			}
 		}
 		if least := int(math.Ceil(scriptMinFill * float64(d*wpm) / 60)); total < least {
@@ -257,6 +258,26 @@ func narrationLines(narration string) []string {
 // oneLine is s with control characters and line breaks as single spaces.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(normalizeText(s)), " ")
+}
+
+// spokenWords estimates the words of narration lines: words between
+// spaces, except that text in scripts written without spaces (Chinese,
+// Japanese, Thai, …) counts a word per two characters, about the pace
+// those languages are spoken at. For text with spaces it is Scene.Words.
+func spokenWords(lines []string) int {
+	n := 0
+	for _, l := range lines {
+		for _, w := range strings.Fields(l) {
+			dense := 0
+			for _, r := range w {
+				if unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar) {
+					dense++
+				}
+			}
+			n += max(1, (dense+1)/2)
+		}
+	}
+	return n
 }
 
 func hasWord(s string) bool {
