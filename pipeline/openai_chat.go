@@ -66,11 +66,7 @@ type ChatPlanner struct {
 var _ Planner = (*ChatPlanner)(nil)
 
 func (p *ChatPlanner) api() openAIAPI {
-	timeout := p.Timeout
-	if timeout <= 0 {
-		timeout = DefaultChatTimeout
-	}
-	return openAIAPI{base: p.URL, apiKey: p.APIKey, client: p.Client, timeout: timeout, wait: p.wait}
+	return newOpenAIAPI(p.URL, p.APIKey, p.Client, p.Timeout, DefaultChatTimeout, p.wait)
 }
 
 func (p *ChatPlanner) where() string {

@@ -319,3 +319,43 @@ func TestChatPlannerHealth(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	cases := map[string]time.Duration{
+		"":                              0,
+		"5":                             5 * time.Second,
+		" 12 ":                          12 * time.Second,
+		"-3":                            0,
+		"soon":                          0,
+		"Fri, 27 Nov 2026 08:00:09 GMT": 9 * time.Second,
+		"Fri, 27 Nov 2026 07:59:00 GMT": 0,
+	}
+	for h, want := range cases {
+		if got := retryAfter(h, now); got != want {
+			t.Errorf("Retry-After %q: %v, want %v", h, got, want)
+		}
+	}
+}
+
+func TestAPIErrorShapes(t *testing.T) {
+	cases := []struct {
+		body string
+		want string
+	}{
+		{`{"error":{"message":"bad model","type":"invalid_request_error","param":"model","code":"model_not_found"}}`,
+			"S answered 404 Not Found: bad model (type invalid_request_error, param model, code model_not_found)"},
+		{`{"error":{"code":500,"message":"Loading model","type":"unavailable_error"}}`, // llama.cpp
+			"S answered 404 Not Found: Loading model (type unavailable_error, code 500)"},
+		{`{"error":"model \"x\" not found, try pulling it first"}`, // Ollama
+			`S answered 404 Not Found: model "x" not found, try pulling it first`},
+		{`{"detail":{"error":"validation_error","message":"Voice 'x' not found","type":"invalid_request_error"}}`, // Kokoro-FastAPI
+			"S answered 404 Not Found: Voice 'x' not found (type invalid_request_error)"},
+		{"<html>nginx</html>", "S answered 404 Not Found: <html>nginx</html>"},
+	}
+	for _, c := range cases {
+		if got := apiError("S", 404, []byte(c.body)).Error(); got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.body, got, c.want)
+		}
+	}
+}

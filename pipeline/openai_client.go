@@ -75,6 +75,15 @@ type openAIAPI struct {
 	wait func(context.Context, time.Duration) error
 }
 
+// newOpenAIAPI is the connection to base with a per-attempt timeout
+// (0 = def).
+func newOpenAIAPI(base, apiKey string, client *http.Client, timeout, def time.Duration, wait func(context.Context, time.Duration) error) openAIAPI {
+	if timeout <= 0 {
+		timeout = def
+	}
+	return openAIAPI{base: base, apiKey: apiKey, client: client, timeout: timeout, wait: wait}
+}
+
 // openAIAnswer is a 2xx answer, read whole.
 type openAIAnswer struct {
 	header http.Header

@@ -120,8 +120,12 @@ func (f *fakeOpenAI) authorized(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// decodeStrict reads a JSON body into v, refusing unknown fields.
-func decodeStrict(w http.ResponseWriter, r *http.Request, v any) bool {
+// accept checks the key and reads a JSON body into v, refusing unknown
+// fields; it answers the error itself.
+func (f *fakeOpenAI) accept(w http.ResponseWriter, r *http.Request, v any) bool {
+	if !f.authorized(w, r) {
+		return false
+	}
 	if r.Header.Get("Content-Type") != "application/json" {
 		writeAPIError(w, 400, "Content-Type must be application/json", "invalid_request_error", "", "")
 		return false
@@ -136,11 +140,8 @@ func decodeStrict(w http.ResponseWriter, r *http.Request, v any) bool {
 }
 
 func (f *fakeOpenAI) serveChat(w http.ResponseWriter, r *http.Request) {
-	if !f.authorized(w, r) {
-		return
-	}
 	var req fakeChatRequest
-	if !decodeStrict(w, r, &req) {
+	if !f.accept(w, r, &req) {
 		return
 	}
 	if req.Model != f.model {
@@ -180,11 +181,7 @@ func (f *fakeOpenAI) serveChat(w http.ResponseWriter, r *http.Request) {
 	f.chats = append(f.chats, req)
 	f.mu.Unlock()
 	rep := f.chat(n, req)
-	for k, v := range rep.header {
-		w.Header().Set(k, v)
-	}
-	if rep.status != 0 && rep.status != 200 {
-		writeAPIError(w, rep.status, rep.errMsg, "invalid_request_error", "", rep.errCode)
+	if rep.writeError(w) {
 		return
 	}
 	finish := rep.finish
@@ -203,11 +200,8 @@ func (f *fakeOpenAI) serveChat(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fakeOpenAI) serveSpeech(w http.ResponseWriter, r *http.Request) {
-	if !f.authorized(w, r) {
-		return
-	}
 	var req speechRequest
-	if !decodeStrict(w, r, &req) {
+	if !f.accept(w, r, &req) {
 		return
 	}
 	switch {
@@ -229,15 +223,24 @@ func (f *fakeOpenAI) serveSpeech(w http.ResponseWriter, r *http.Request) {
 	f.speaks = append(f.speaks, req)
 	f.mu.Unlock()
 	rep, body := f.speech(n, req)
-	for k, v := range rep.header {
-		w.Header().Set(k, v)
-	}
-	if rep.status != 0 && rep.status != 200 {
-		writeAPIError(w, rep.status, rep.errMsg, "server_error", "", rep.errCode)
+	if rep.writeError(w) {
 		return
 	}
 	w.WriteHeader(200)
 	_, _ = w.Write(body)
+}
+
+// writeError sets the reply's headers and, for an error status, answers
+// the error object and reports true.
+func (rep fakeReply) writeError(w http.ResponseWriter) bool {
+	for k, v := range rep.header {
+		w.Header().Set(k, v)
+	}
+	if rep.status == 0 || rep.status == 200 {
+		return false
+	}
+	writeAPIError(w, rep.status, rep.errMsg, "invalid_request_error", "", rep.errCode)
+	return true
 }
 
 func (f *fakeOpenAI) chatRequests() []fakeChatRequest {

@@ -61,11 +61,7 @@ type SpeechServer struct {
 }
 
 func (s *SpeechServer) api() openAIAPI {
-	timeout := s.Timeout
-	if timeout <= 0 {
-		timeout = DefaultSpeechTimeout
-	}
-	return openAIAPI{base: s.URL, apiKey: s.APIKey, client: s.Client, timeout: timeout, wait: s.wait}
+	return newOpenAIAPI(s.URL, s.APIKey, s.Client, s.Timeout, DefaultSpeechTimeout, s.wait)
 }
 
 func (s *SpeechServer) where() string {

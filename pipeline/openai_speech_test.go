@@ -226,3 +226,18 @@ func TestSpeechServerHealth(t *testing.T) {
 		t.Errorf("a server that is gone: %v", err)
 	}
 }
+
+func TestSpeakWithSpeechServer(t *testing.T) {
+	requireTools(t, "ffmpeg", "ffprobe")
+	f := speechFake(t, true)
+	s, _ := newTestSpeech(f)
+	out := filepath.Join(t.TempDir(), "sample.m4a")
+	d, err := testTools().SpeakWith(testCtx(t), s, "One two three four five six seven eight.", "af_bella", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := probe(t, out)
+	if info.AudioCodec != "aac" || d < 700*time.Millisecond || d > 900*time.Millisecond {
+		t.Fatalf("sample of %v, want about 800ms of AAC: %+v", d, info)
+	}
+}
