@@ -105,6 +105,9 @@ func (p *ChatPlanner) Plan(ctx context.Context, prompt string, durationSeconds i
 	if wpm == 0 {
 		wpm = DefaultWordsPerMinute
 	}
+	if wpm < 60 || wpm > 400 {
+		return Plan{}, invalidf("words per minute %d: allowed 60..400", wpm)
+	}
 	text := normalizeText(prompt)
 	if !hasWord(text) {
 		return Plan{}, invalidf("prompt has no words to narrate")

@@ -295,6 +295,7 @@ func TestChatPlannerServerErrors(t *testing.T) {
 		{"wrong model", &ChatPlanner{URL: f.url(), Model: "nope", APIKey: "sk-right"}, "The model `nope` does not exist", ErrRunnerFailed},
 		{"no model", &ChatPlanner{URL: f.url()}, "no model name", ErrInvalidRequest},
 		{"bad url", &ChatPlanner{URL: "localhost:8000", Model: "m"}, "want an http(s) URL", ErrInvalidRequest},
+		{"bad rate", &ChatPlanner{URL: f.url(), Model: f.model, WordsPerMinute: 20}, "words per minute 20", ErrInvalidRequest},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
