@@ -126,22 +126,28 @@ func (p *ChatPlanner) Plan(ctx context.Context, prompt string, durationSeconds i
 		if err != nil {
 			return Plan{}, fmt.Errorf("%s: %w", p.where(), err)
 		}
-		sc, err := parseScript(content)
-		if problem != "" {
-			err = errors.New(problem)
-		}
+		plan, err := answerPlan(content, problem, text, d, wpm)
 		if err == nil {
-			var plan Plan
-			if plan, err = scriptPlan(sc, text, d, wpm); err == nil {
-				plan.Writer = "openai-chat " + p.Model
-				return plan, nil
-			}
+			plan.Writer = "openai-chat " + p.Model
+			return plan, nil
 		}
 		last = err
 	}
 	return Plan{}, fmt.Errorf("%w: %s wrote no usable script for a %d s video in %d attempts; the last one: %v. "+
-		"A larger or instruction-tuned model keeps to the rules more often; without a plan runner the agent uses the built-in writer",
+		"A larger or instruction-tuned model keeps to the rules more often; without a plan runner vidfarm writes scripts itself",
 		ErrPlanRejected, p.where(), d, attempts, last)
+}
+
+// answerPlan is the plan of one answer, or what is wrong with it.
+func answerPlan(content, problem, prompt string, d, wpm int) (Plan, error) {
+	if problem != "" {
+		return Plan{}, errors.New(problem)
+	}
+	sc, err := parseScript(content)
+	if err != nil {
+		return Plan{}, err
+	}
+	return scriptPlan(sc, prompt, d, wpm)
 }
 
 // chatRequest is the body of POST /v1/chat/completions.

@@ -241,3 +241,20 @@ func TestSpeakWithSpeechServer(t *testing.T) {
 		t.Fatalf("sample of %v, want about 800ms of AAC: %+v", d, info)
 	}
 }
+
+func TestSpeechServerWaitEndsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(testCtx(t))
+	f := newFakeOpenAI(t, &fakeOpenAI{model: "kokoro", voices: []string{"af_bella"},
+		speech: func(int, speechRequest) (fakeReply, []byte) {
+			cancel() // the task is cancelled while the server is busy
+			return fakeReply{status: 429, errMsg: "busy", header: map[string]string{"Retry-After": "20"}}, nil
+		}})
+	s := &SpeechServer{URL: f.url(), Model: "kokoro", Voices: kokoroVoices} // real waits
+	_, err := s.Synthesize(ctx, "Hello.", "af_bella", filepath.Join(t.TempDir(), "a.wav"))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want context.Canceled", err)
+	}
+	if n := len(f.speechRequests()); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+}

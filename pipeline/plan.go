@@ -44,7 +44,7 @@ type Plan struct {
 	WordsPerMinute  int     `json:"words_per_minute"`
 	Scenes          []Scene `json:"scenes"`
 	// Writer names the language model that wrote the plan ("openai-chat
-	// MODEL at URL"); empty for the deterministic writer.
+	// MODEL"); empty for the deterministic writer.
 	Writer string `json:"writer,omitempty"`
 }
 
