@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -84,18 +85,29 @@ func (s *SpeechServer) Check() error {
 	seen := map[string]bool{}
 	for _, v := range s.Voices {
 		switch {
-		case !validVoiceID(v.ID):
-			return invalidf("%s: voice id %q: want a-z, 0-9, '-', '+', '_'", s.where(), v.ID)
+		case !validVoiceID(v.ID) || len(v.ID) > 64:
+			return invalidf("%s: voice id %q: want 1 to 64 of a-z, 0-9, '-', '+', '_'", s.where(), v.ID)
 		case seen[v.ID]:
 			return invalidf("%s: voice id %q appears twice", s.where(), v.ID)
-		case v.Name == "" || v.Language == "":
-			return invalidf("%s: voice %s needs a name and a language", s.where(), v.ID)
+		case v.Name == "" || len(v.Name) > 128 || oneLine(v.Name) != v.Name:
+			return invalidf("%s: voice %s needs a name of 1 to 128 bytes on one line", s.where(), v.ID)
+		case !validLanguage(v.Language):
+			return invalidf("%s: voice %s: language %q: want a code such as en-us (a-z, 0-9, '-')", s.where(), v.ID, v.Language)
 		case v.Gender != "male" && v.Gender != "female":
 			return invalidf("%s: voice %s: gender %q, want male or female", s.where(), v.ID, v.Gender)
 		}
 		seen[v.ID] = true
 	}
 	return nil
+}
+
+// validLanguage reports whether code is a lower-case language code, as
+// GET /v1/voices gives them ("en-us", "yue").
+func validLanguage(code string) bool {
+	if code == "" || len(code) > 35 || code[0] == '-' {
+		return false
+	}
+	return strings.IndexFunc(code, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') }) < 0
 }
 
 // ListVoices returns the configured voices; callers may modify the slice.

@@ -137,7 +137,9 @@ func TestSpeechServerCheck(t *testing.T) {
 		{"bad id", func(s *SpeechServer) { s.Voices = []Voice{{ID: "Bella!", Name: "B", Language: "en", Gender: "female"}} }, `voice id "Bella!"`},
 		{"twice", func(s *SpeechServer) { s.Voices = append(s.Voices, kokoroVoices[0]) }, `voice id "af_bella" appears twice`},
 		{"gender", func(s *SpeechServer) { s.Voices = []Voice{{ID: "x", Name: "X", Language: "en", Gender: "f"}} }, `gender "f"`},
-		{"language", func(s *SpeechServer) { s.Voices = []Voice{{ID: "x", Name: "X", Gender: "male"}} }, "needs a name and a language"},
+		{"no language", func(s *SpeechServer) { s.Voices = []Voice{{ID: "x", Name: "X", Gender: "male"}} }, `language "": want a code such as en-us`},
+		{"language case", func(s *SpeechServer) { s.Voices = []Voice{{ID: "x", Name: "X", Language: "en-US", Gender: "male"}} }, `language "en-US"`},
+		{"no name", func(s *SpeechServer) { s.Voices = []Voice{{ID: "x", Language: "en", Gender: "male"}} }, "needs a name of 1 to 128 bytes"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
