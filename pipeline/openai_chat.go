@@ -219,8 +219,13 @@ func (p *ChatPlanner) complete(ctx context.Context, d, wpm int, user string) (co
 }
 
 // refusesSchema reports whether an error answer is a server saying it does
-// not take response_format json_schema: a client error (or llama.cpp's 500)
-// whose message or param names it. Busy answers are not.
+// not take response_format json_schema: an error whose message or param
+// names it. Seen in the wild: llama.cpp forks answering 500 `response_format
+// type must be one of "text" or "json_object", but got: json_schema`
+// (ik_llama.cpp issue 778) and llama-server answering 400 `Either
+// "json_schema" or "grammar" can be specified, but not both` when the chat
+// template brings a grammar (ggml-org/llama.cpp issue 11847). Busy answers
+// are not refusals.
 func refusesSchema(e *APIError) bool {
 	if retryable(e) || e.Status < 400 {
 		return false

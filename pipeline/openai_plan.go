@@ -54,7 +54,10 @@ func sceneRange(d int) (lo, hi int) {
 // additionalProperties false, and minItems/maxItems/minimum as its
 // supported keywords (https://platform.openai.com/docs/guides/structured-outputs,
 // "Supported schemas"). llama.cpp's server turns the same schema into a
-// grammar, vLLM into guided decoding, Ollama (0.5+) into its format.
+// grammar (tools/server/README.md, POST /v1/chat/completions), vLLM into
+// guided decoding (https://docs.vllm.ai/en/latest/features/structured_outputs.html),
+// Ollama 0.5+ into its format (docs/openai.md); each reads only
+// response_format.json_schema.schema, so name and strict matter to OpenAI.
 func planSchema(d int) map[string]any {
 	lo, hi := sceneRange(d)
 	str := func(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
