@@ -44,9 +44,11 @@ const (
 // and a RIFF/WAVE header with a format and a data chunk), whose length it
 // measures: the captions are timed from it.
 //
-// Servers that stream WAV (Kokoro-FastAPI streams by default) cannot know
-// the data size when they write the header and leave 0 or 0xFFFFFFFF
-// there; the file is written with the sizes of the bytes received.
+// Servers that stream WAV (Kokoro-FastAPI streams unless asked not to, its
+// api/src/routers/openai_compatible.py) cannot know the data size when
+// they write the header and leave 0 or 0xFFFFFFFF there; the file is
+// written with the sizes of the bytes received. Kokoro-FastAPI's errors
+// come as FastAPI's {"detail": {...}}, which apiError reads too.
 //
 // Voices are the server's voices vidfarm offers, from the runners file:
 // the id is both vidfarm's voice id and the voice name sent to the server.
