@@ -115,6 +115,23 @@ type ComfyDevice struct {
 	VRAMFree  uint64 `json:"vram_free"`
 }
 
+// UnmarshalJSON takes memory sizes written as integers or as floats
+// (server.py passes on whatever the torch backend returned).
+func (d *ComfyDevice) UnmarshalJSON(b []byte) error {
+	type plain ComfyDevice
+	var v struct {
+		plain
+		VRAMTotal float64 `json:"vram_total"`
+		VRAMFree  float64 `json:"vram_free"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*d = ComfyDevice(v.plain)
+	d.VRAMTotal, d.VRAMFree = uint64(max(v.VRAMTotal, 0)), uint64(max(v.VRAMFree, 0))
+	return nil
+}
+
 // SystemStats asks the server for GET /system_stats.
 func (r *ComfyUIRunner) SystemStats(ctx context.Context) (ComfySystemStats, error) {
 	var st ComfySystemStats
