@@ -73,10 +73,11 @@ type fakeNode struct {
 // fakeClasses are the node classes the fake knows, as ComfyUI's
 // NODE_CLASS_MAPPINGS would.
 var fakeClasses = []string{"UNETLoader", "CLIPTextEncode", "EmptyHunyuanLatentVideo", "KSampler", "VAEDecode",
-	"LoadImage", "WanImageToVideo", "VHS_VideoCombine", "SaveVideo", "CreateVideo", "SaveImage", "LoadAudio"}
+	"LoadImage", "WanImageToVideo", "VHS_VideoCombine", "SaveVideo", "CreateVideo", "SaveImage", "LoadAudio",
+	"CLIPLoader", "VAELoader", "ModelSamplingSD3", "Wan22ImageToVideoLatent"}
 
 // fakeModels are the files UNETLoader's unet_name may name.
-var fakeModels = []string{"wan2.2_t2v_5B_fp16.safetensors"}
+var fakeModels = []string{"wan2.2_t2v_5B_fp16.safetensors", "wan2.2_ti2v_5B_fp16.safetensors"}
 
 // newFakeComfy starts a fake server; setup sets its behaviour first.
 func newFakeComfy(t *testing.T, setup ...func(*fakeComfy)) *fakeComfy {

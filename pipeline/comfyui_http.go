@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"path"
 	"strings"
 )
 
@@ -191,17 +190,4 @@ func (r *ComfyUIRunner) wsURL(clientID string) (string, error) {
 	}
 	u.RawQuery = url.Values{"clientId": {clientID}}.Encode()
 	return u.String(), nil
-}
-
-// viewRoute is GET /view for an output file (server.py view_image).
-func viewRoute(f comfyFile) string {
-	q := url.Values{"filename": {f.Filename}, "subfolder": {f.Subfolder}, "type": {f.Type}}
-	return "/view?" + q.Encode()
-}
-
-// comfyVideoExts are the extensions of the files taken as video outputs.
-var comfyVideoExts = map[string]bool{".mp4": true, ".webm": true, ".mov": true, ".mkv": true, ".m4v": true, ".avi": true, ".gif": true}
-
-func isComfyVideo(f comfyFile) bool {
-	return comfyVideoExts[strings.ToLower(path.Ext(f.Filename))]
 }

@@ -350,3 +350,35 @@ func TestComfyUIConcurrentRenders(t *testing.T) {
 		seen[p.clientID] = true
 	}
 }
+
+// The example workflows in deploy/runners load and render.
+func TestComfyUIDeployWorkflows(t *testing.T) {
+	for _, tc := range []struct {
+		file, op string
+		images   int
+	}{
+		{"comfyui-wan-t2v.json", TextToVideo, 0},
+		{"comfyui-wan-i2v.json", ImageToVideo, 1},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			wf, err := LoadComfyWorkflow(filepath.Join("..", "deploy", "runners", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := newFakeComfy(t)
+			req := comfyRequest(t)
+			req.Operation = tc.op
+			if tc.images > 0 {
+				req.InputImages = testImages(t, t.TempDir(), tc.images)
+			}
+			if err := f.runner(wf).Render(testCtx(t), req, nil); err != nil {
+				t.Fatal(err)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if len(f.uploads) != tc.images {
+				t.Errorf("%d uploads, want %d", len(f.uploads), tc.images)
+			}
+		})
+	}
+}

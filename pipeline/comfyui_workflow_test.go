@@ -99,9 +99,9 @@ func TestComfyPickOutput(t *testing.T) {
 	png := `"11": {"images": [{"filename": "ComfyUI_00001_.png", "subfolder": "", "type": "output"}]}`
 	for _, tc := range []struct {
 		name, outputs, node string
-		want             string // filename; "" for an error
-		err              error
-		msg              string
+		want                string // filename; "" for an error
+		err                 error
+		msg                 string
 	}{
 		{"VHS_VideoCombine gifs", vhs, "", "vidfarm_00001.mp4", nil, ""},
 		{"SaveVideo images, animated", save, "", "vidfarm_00001_.mp4", nil, ""},
