@@ -147,12 +147,7 @@ func TestComfyUIPromptRefused(t *testing.T) {
 			f := newFakeComfy(t)
 			req := comfyRequest(t)
 			err := f.runner(comfyWorkflow(t, tc.workflow)).Render(testCtx(t), req, nil)
-			if !errors.Is(err, ErrRunnerFailed) || !strings.Contains(err.Error(), tc.msg) {
-				t.Fatalf("err = %v, want ErrRunnerFailed with %q", err, tc.msg)
-			}
-			if _, err := os.Stat(req.OutputPath); !os.IsNotExist(err) {
-				t.Errorf("output exists after a refused prompt")
-			}
+			checkComfyFailed(t, err, tc.msg, req.OutputPath)
 		})
 	}
 }
@@ -175,12 +170,7 @@ func TestComfyUIExecutionError(t *testing.T) {
 	req := comfyRequest(t)
 	err := f.runner(comfyWorkflow(t, comfyT2V(comfyVHS))).Render(testCtx(t), req, nil)
 	want := `node "5" (KSampler) failed: torch.OutOfMemoryError: CUDA out of memory`
-	if !errors.Is(err, ErrRunnerFailed) || !strings.Contains(err.Error(), want) {
-		t.Fatalf("err = %v, want %q", err, want)
-	}
-	if _, err := os.Stat(req.OutputPath); !os.IsNotExist(err) {
-		t.Errorf("output exists after a failed run")
-	}
+	checkComfyFailed(t, err, want, req.OutputPath)
 }
 
 func TestComfyUICancel(t *testing.T) {
@@ -254,9 +244,7 @@ func TestComfyUIWebsocketDrop(t *testing.T) {
 			var log progressLog
 			err := f.runner(comfyWorkflow(t, comfyT2V(comfyVHS))).Render(testCtx(t), req, log.fn)
 			if tc.msg != "" {
-				if !errors.Is(err, ErrRunnerFailed) || !strings.Contains(err.Error(), tc.msg) {
-					t.Fatalf("err = %v, want %q", err, tc.msg)
-				}
+				checkComfyFailed(t, err, tc.msg, req.OutputPath)
 				return
 			}
 			if err != nil {
@@ -316,12 +304,7 @@ func TestComfyUIBadOutput(t *testing.T) {
 			f := newFakeComfy(t, tc.view)
 			req := comfyRequest(t)
 			err := f.runner(comfyWorkflow(t, comfyT2V(comfyVHS))).Render(testCtx(t), req, nil)
-			if !errors.Is(err, ErrRunnerFailed) || !strings.Contains(err.Error(), tc.msg) {
-				t.Fatalf("err = %v, want %q", err, tc.msg)
-			}
-			if _, err := os.Stat(req.OutputPath); !os.IsNotExist(err) {
-				t.Errorf("a bad output was left at the output path")
-			}
+			checkComfyFailed(t, err, tc.msg, req.OutputPath)
 		})
 	}
 }
@@ -380,5 +363,17 @@ func TestComfyUIDeployWorkflows(t *testing.T) {
 				t.Errorf("%d uploads, want %d", len(f.uploads), tc.images)
 			}
 		})
+	}
+}
+
+// checkComfyFailed fails the test unless err is ErrRunnerFailed with msg
+// and no clip was left at out.
+func checkComfyFailed(t *testing.T, err error, msg, out string) {
+	t.Helper()
+	if !errors.Is(err, ErrRunnerFailed) || !strings.Contains(err.Error(), msg) {
+		t.Fatalf("err = %v, want ErrRunnerFailed with %q", err, msg)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a file was left at the output path after the failure")
 	}
 }
