@@ -90,6 +90,9 @@ func (r *ComfyUIRunner) Run(ctx context.Context, in ComfyInputs, outputPath stri
 	if outputPath == "" {
 		return invalidf("%s: output path is empty", where)
 	}
+	if err := r.Workflow.check(in); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
 	if err := os.MkdirAll(filepath.Dir(outputPath), 0o755); err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}
@@ -157,7 +160,7 @@ func (r *ComfyUIRunner) upload(ctx context.Context, in ComfyInputs, clientID str
 	for _, field := range r.Workflow.Fields() {
 		v, ok := in[field]
 		if !ok {
-			continue // fill names the placeholder that lacks it
+			continue // Run checked that the workflow does not need it
 		}
 		switch p := v.(type) {
 		case string:

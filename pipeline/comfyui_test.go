@@ -260,6 +260,9 @@ func TestComfyUIWebsocketDrop(t *testing.T) {
 			if f.polls < 2 { // at least one poll, then the output's entry
 				t.Errorf("%d /history requests: the runner did not poll", f.polls)
 			}
+			if logs := f.logs.String(); !strings.Contains(logs, "comfyui websocket lost; following the prompt by polling /history") {
+				t.Errorf("the websocket loss was not logged: %s", logs)
+			}
 		})
 	}
 }

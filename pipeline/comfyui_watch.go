@@ -322,8 +322,13 @@ func (p *comfyProgress) finished(node string) {
 	p.report()
 }
 
-// executing: a node starts, so the one before it has finished.
+// executing: a node starts, so the one before it has finished. An id
+// that is not in the workflow is a node that one of its nodes expanded
+// into at run time (execution.py node expansion): part of the current one.
 func (p *comfyProgress) executing(node string) {
+	if _, ok := p.weights[node]; !ok {
+		return
+	}
 	if p.current != "" && p.current != node {
 		p.finished(p.current)
 	}
@@ -333,7 +338,7 @@ func (p *comfyProgress) executing(node string) {
 
 func (p *comfyProgress) step(node string, value, max float64) {
 	if node != "" && node != p.current {
-		p.executing(node)
+		p.executing(node) // a no-op for an expanded node
 	}
 	if max > 0 {
 		p.frac = min(value/max, 1)

@@ -163,6 +163,17 @@ func (w *ComfyWorkflow) Fields() []string {
 	return out
 }
 
+// check reports the first placeholder whose field in does not have.
+func (w *ComfyWorkflow) check(in ComfyInputs) error {
+	for _, p := range w.placeholders {
+		if _, ok := in[p.Field]; !ok {
+			return invalidf("workflow %s needs %s (node %q (%s) input %q), which this request does not have",
+				w.Source, p.Field, p.Node, p.Class, p.Input)
+		}
+	}
+	return nil
+}
+
 // fill returns the workflow with every placeholder replaced by its
 // field's value in values (files already uploaded: their names).
 func (w *ComfyWorkflow) fill(values map[string]any) (map[string]any, error) {
@@ -172,13 +183,11 @@ func (w *ComfyWorkflow) fill(values map[string]any) (map[string]any, error) {
 	if err := dec.Decode(&prompt); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidWorkflow, w.Source, err)
 	}
+	if err := w.check(values); err != nil {
+		return nil, err
+	}
 	for _, p := range w.placeholders {
-		v, ok := values[p.Field]
-		if !ok {
-			return nil, invalidf("workflow %s needs %s (node %q (%s) input %q), which this request does not have",
-				w.Source, p.Field, p.Node, p.Class, p.Input)
-		}
-		prompt[p.Node].(map[string]any)["inputs"].(map[string]any)[p.Input] = v
+		prompt[p.Node].(map[string]any)["inputs"].(map[string]any)[p.Input] = values[p.Field]
 	}
 	return prompt, nil
 }
