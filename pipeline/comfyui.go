@@ -131,7 +131,8 @@ func (r *ComfyUIRunner) Run(ctx context.Context, in ComfyInputs, outputPath stri
 		}
 		return fmt.Errorf("%s: %w", where, err)
 	}
-	if err := r.wait(ctx, ws, id, newComfyProgress(r.Workflow, rep.span(3, 95))); err != nil {
+	h, err := r.wait(ctx, ws, id, newComfyProgress(r.Workflow, rep.span(3, 95)))
+	if err != nil {
 		if ctx.Err() != nil {
 			r.cancelPrompt(id, clientID)
 			return fmt.Errorf("%s: prompt %s: %w", where, id, ctx.Err())
@@ -139,7 +140,7 @@ func (r *ComfyUIRunner) Run(ctx context.Context, in ComfyInputs, outputPath stri
 		return fmt.Errorf("%s: prompt %s: %w", where, id, err)
 	}
 	rep.report(95)
-	if err := r.fetchOutput(ctx, id, outputPath); err != nil {
+	if err := r.fetchOutput(ctx, h, outputPath); err != nil {
 		_ = os.Remove(outputPath)
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: prompt %s: %w", where, id, ctx.Err())
@@ -241,7 +242,8 @@ func (r *ComfyUIRunner) queuePrompt(ctx context.Context, prompt map[string]any, 
 		return "", fmt.Errorf("encode prompt: %w", err)
 	}
 	var got struct {
-		PromptID string `json:"prompt_id"`
+		PromptID   string                     `json:"prompt_id"`
+		NodeErrors map[string]json.RawMessage `json:"node_errors"`
 	}
 	if err := r.call(ctx, http.MethodPost, "/prompt", "application/json", bytes.NewReader(js), &got); err != nil {
 		var se *comfyStatusError
@@ -252,6 +254,13 @@ func (r *ComfyUIRunner) queuePrompt(ctx context.Context, prompt map[string]any, 
 	}
 	if got.PromptID == "" {
 		return "", fmt.Errorf("%w: /prompt answered without a prompt_id", ErrRunnerFailed)
+	}
+	if len(got.NodeErrors) > 0 {
+		// ComfyUI queues a prompt when some of its outputs validate and
+		// drops the others; the clip's may be among those.
+		js, _ := json.Marshal(map[string]any{"node_errors": got.NodeErrors})
+		r.logger().Warn("comfyui queued the prompt without some of its outputs", "url", RedactURL(r.URL),
+			"prompt_id", got.PromptID, "errors", comfyPromptErrors(js))
 	}
 	return got.PromptID, nil
 }

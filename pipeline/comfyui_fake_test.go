@@ -53,7 +53,6 @@ type fakeComfy struct {
 	interrupts []string          // prompt_id of each /interrupt ("" = global)
 	deleted    []string
 	views      []string
-	polls      int
 	all        []*fakePrompt // every prompt queued
 	at         string        // the node running now
 	progressN  int
@@ -337,7 +336,6 @@ func (f *fakeComfy) poke() {
 func (f *fakeComfy) serveHistory(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.polls++
 	out := map[string]any{}
 	if h, ok := f.history[r.PathValue("id")]; ok {
 		out[r.PathValue("id")] = h

@@ -18,16 +18,9 @@ type comfyFile struct {
 	Type      string `json:"type"` // output, temp
 }
 
-// fetchOutput downloads the prompt's video (see pickOutput) to path and
-// checks that it is one.
-func (r *ComfyUIRunner) fetchOutput(ctx context.Context, id, dst string) error {
-	h, found, err := r.history(ctx, id)
-	if err != nil {
-		return fmt.Errorf("read history: %w", err)
-	}
-	if !found {
-		return fmt.Errorf("%w: the prompt finished but /history has no entry for it", ErrRunnerFailed)
-	}
+// fetchOutput downloads the video of a finished prompt (see pickOutput)
+// to dst and checks that it is one.
+func (r *ComfyUIRunner) fetchOutput(ctx context.Context, h comfyHistory, dst string) error {
 	f, err := pickOutput(h, r.OutputNode)
 	if err != nil {
 		return err

@@ -255,11 +255,6 @@ func TestComfyUIWebsocketDrop(t *testing.T) {
 				t.Fatal("the clip is not the server's")
 			}
 			checkProgress(t, log.values())
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			if f.polls < 2 { // at least one poll, then the output's entry
-				t.Errorf("%d /history requests: the runner did not poll", f.polls)
-			}
 			if logs := f.logs.String(); !strings.Contains(logs, "comfyui websocket lost; following the prompt by polling /history") {
 				t.Errorf("the websocket loss was not logged: %s", logs)
 			}

@@ -75,10 +75,11 @@ func (r *ComfyUIRunner) dialWS(ctx context.Context, clientID string) (*websocket
 	return conn, nil
 }
 
-// wait follows prompt id until it has finished: on the websocket while it
-// lasts, then by polling /history (a websocket that drops mid-render is
-// not a failed render: the prompt goes on on the server).
-func (r *ComfyUIRunner) wait(ctx context.Context, ws *websocket.Conn, id string, prog *comfyProgress) error {
+// wait follows prompt id until it has finished, and returns its history
+// entry: on the websocket while it lasts, then by polling /history (a
+// websocket that drops mid-render is not a failed render: the prompt goes
+// on on the server).
+func (r *ComfyUIRunner) wait(ctx context.Context, ws *websocket.Conn, id string, prog *comfyProgress) (comfyHistory, error) {
 	if ws != nil {
 		done, err := r.follow(ctx, ws, id, prog)
 		switch {
@@ -87,7 +88,7 @@ func (r *ComfyUIRunner) wait(ctx context.Context, ws *websocket.Conn, id string,
 			// written (main.py prompt_worker): wait for the entry.
 			return r.poll(ctx, id)
 		case done || ctx.Err() != nil:
-			return err
+			return comfyHistory{}, err
 		}
 		r.logger().Warn("comfyui websocket lost; following the prompt by polling /history", "url", RedactURL(r.URL), "prompt_id", id, "err", err)
 	}
@@ -132,7 +133,7 @@ func (r *ComfyUIRunner) follow(ctx context.Context, ws *websocket.Conn, id strin
 			return false, err
 		case <-check.C:
 			// A failed look is no reason to stop following the socket.
-			if done, err := r.pollOnce(ctx, id); done {
+			if _, done, err := r.pollOnce(ctx, id); done {
 				return true, err
 			}
 		case ev := <-events:
@@ -233,58 +234,58 @@ func (h comfyHistory) outcome() error {
 
 // poll waits for the prompt's history entry. A prompt that is neither in
 // the history nor in the queue was lost (a restarted server keeps neither).
-func (r *ComfyUIRunner) poll(ctx context.Context, id string) error {
+func (r *ComfyUIRunner) poll(ctx context.Context, id string) (comfyHistory, error) {
 	tick := time.NewTicker(r.pollInterval())
 	defer tick.Stop()
 	failures := 0
 	for {
-		done, err := r.pollOnce(ctx, id)
+		h, done, err := r.pollOnce(ctx, id)
 		switch {
 		case done:
-			return err
+			return h, err
 		case err != nil:
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return h, ctx.Err()
 			}
 			if failures++; failures >= maxComfyPollFailures {
-				return fmt.Errorf("the server stopped answering: %w", err)
+				return h, fmt.Errorf("the server stopped answering: %w", err)
 			}
 		default:
 			failures = 0
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return comfyHistory{}, ctx.Err()
 		case <-tick.C:
 		}
 	}
 }
 
-// pollOnce looks once: done with the outcome, or not done (err: the look
-// failed).
-func (r *ComfyUIRunner) pollOnce(ctx context.Context, id string) (done bool, err error) {
+// pollOnce looks once: done with the entry and the outcome, or not done
+// (err: the look failed).
+func (r *ComfyUIRunner) pollOnce(ctx context.Context, id string) (h comfyHistory, done bool, err error) {
 	h, found, err := r.history(ctx, id)
 	if err != nil {
-		return false, err
+		return h, false, err
 	}
 	if found && (h.Status == nil || h.Status.Completed || h.Status.StatusStr != "") {
-		return true, h.outcome()
+		return h, true, h.outcome()
 	}
 	q, err := r.queue(ctx)
 	if err != nil {
-		return false, err
+		return h, false, err
 	}
 	if running, pending := q.find(id, ""); running != "" || pending != "" {
-		return false, nil
+		return h, false, nil
 	}
 	// It may have finished between the two looks.
 	if h, found, err = r.history(ctx, id); err != nil {
-		return false, err
+		return h, false, err
 	}
 	if found {
-		return true, h.outcome()
+		return h, true, h.outcome()
 	}
-	return true, fmt.Errorf("%w: the server no longer knows the prompt (restarted?)", ErrRunnerFailed)
+	return h, true, fmt.Errorf("%w: the server no longer knows the prompt (restarted?)", ErrRunnerFailed)
 }
 
 // comfyProgress maps the run's messages onto a percentage. Each node has a
