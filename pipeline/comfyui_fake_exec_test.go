@@ -1,9 +1,15 @@
 package pipeline
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"testing"
 	"time"
 )
 
@@ -181,4 +187,54 @@ func (f *fakeComfy) save(p *fakePrompt, n fakeNode) map[string]any {
 		return map[string]any{"images": []any{file(".png", []byte("\x89PNG\r\n\x1a\n"))}}
 	}
 	return nil
+}
+
+// comfyClip is made once for all the tests.
+var comfyClip struct {
+	once sync.Once
+	b    []byte
+	err  error
+}
+
+// comfyTestClip is a small real MP4.
+func comfyTestClip(t *testing.T) []byte {
+	t.Helper()
+	requireTools(t, "ffmpeg", "ffprobe")
+	comfyClip.once.Do(func() {
+		dir, err := os.MkdirTemp("", "comfyclip")
+		if err != nil {
+			comfyClip.err = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		out := filepath.Join(dir, "clip.mp4")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, comfyClip.err = (OSExecutor{}).Run(ctx, Command{Name: "ffmpeg", Args: []string{"-v", "error", "-f", "lavfi", "-i",
+			"testsrc=s=64x48:r=8:d=1", "-c:v", "mpeg4", "-pix_fmt", "yuv420p", out}}); comfyClip.err == nil {
+			comfyClip.b, comfyClip.err = os.ReadFile(out)
+		}
+	})
+	if comfyClip.err != nil {
+		t.Fatal(comfyClip.err)
+	}
+	return comfyClip.b
+}
+
+// logBuffer collects a runner's log lines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

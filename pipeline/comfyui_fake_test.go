@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,8 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -120,59 +117,9 @@ func newFakeComfy(t *testing.T, setup ...func(*fakeComfy)) *fakeComfy {
 	return f
 }
 
-// comfyClip is made once for all the tests.
-var comfyClip struct {
-	once sync.Once
-	b    []byte
-	err  error
-}
-
-// comfyTestClip is a small real MP4.
-func comfyTestClip(t *testing.T) []byte {
-	t.Helper()
-	requireTools(t, "ffmpeg", "ffprobe")
-	comfyClip.once.Do(func() {
-		dir, err := os.MkdirTemp("", "comfyclip")
-		if err != nil {
-			comfyClip.err = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		out := filepath.Join(dir, "clip.mp4")
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if _, comfyClip.err = (OSExecutor{}).Run(ctx, Command{Name: "ffmpeg", Args: []string{"-v", "error", "-f", "lavfi", "-i",
-			"testsrc=s=64x48:r=8:d=1", "-c:v", "mpeg4", "-pix_fmt", "yuv420p", out}}); comfyClip.err == nil {
-			comfyClip.b, comfyClip.err = os.ReadFile(out)
-		}
-	})
-	if comfyClip.err != nil {
-		t.Fatal(comfyClip.err)
-	}
-	return comfyClip.b
-}
-
 func (f *fakeComfy) runner(wf *ComfyWorkflow) *ComfyUIRunner {
 	return &ComfyUIRunner{URL: f.srv.URL, Workflow: wf, PollInterval: 5 * time.Millisecond, Tools: testTools(),
 		Logger: slog.New(slog.NewTextHandler(&f.logs, nil))}
-}
-
-// logBuffer collects a runner's log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

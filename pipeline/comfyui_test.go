@@ -2,15 +2,14 @@ package pipeline
 
 import (
 	"bytes"
-	"context"
 	"errors"
+	"image/color"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // comfyT2V is a Wan text-to-video workflow in API format; extra holds
@@ -173,95 +172,6 @@ func TestComfyUIExecutionError(t *testing.T) {
 	checkComfyFailed(t, err, want, req.OutputPath)
 }
 
-func TestComfyUICancel(t *testing.T) {
-	for _, tc := range []struct {
-		name           string
-		setup          func(f *fakeComfy)
-		ready          func(f *fakeComfy) bool
-		interrupt, del bool
-	}{
-		{"running", func(f *fakeComfy) { f.holdAt = "5" }, func(f *fakeComfy) bool { return f.running != nil && f.at == "5" }, true, false},
-		{"running on an older server", func(f *fakeComfy) { f.holdAt, f.legacy = "5", true },
-			func(f *fakeComfy) bool { return f.running != nil && f.at == "5" }, true, false},
-		{"pending", func(f *fakeComfy) { f.paused = true }, func(f *fakeComfy) bool { return len(f.queue) == 1 }, false, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeComfy(t, tc.setup)
-			ctx, cancel := context.WithCancel(testCtx(t))
-			defer cancel()
-			done := make(chan error, 1)
-			go func() { done <- f.runner(comfyWorkflow(t, comfyT2V(comfyVHS))).Render(ctx, comfyRequest(t), nil) }()
-			waitForComfy(t, f, tc.ready)
-			cancel()
-			if err := <-done; !errors.Is(err, context.Canceled) {
-				t.Fatalf("err = %v, want context.Canceled", err)
-			}
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			id := f.all[0].id
-			if got := len(f.interrupts) == 1 && f.interrupts[0] == id; got != tc.interrupt {
-				t.Errorf("interrupts %q for prompt %s: want interrupted %v", f.interrupts, id, tc.interrupt)
-			}
-			if got := len(f.deleted) == 1 && f.deleted[0] == id && len(f.queue) == 0; got != tc.del {
-				t.Errorf("deleted %q (queue %d) for prompt %s: want deleted %v", f.deleted, len(f.queue), id, tc.del)
-			}
-		})
-	}
-}
-
-// waitForComfy polls cond under the fake's lock until it holds.
-func waitForComfy(t *testing.T, f *fakeComfy, cond func(*fakeComfy) bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		f.mu.Lock()
-		ok := cond(f)
-		f.mu.Unlock()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("timed out waiting for the fake ComfyUI")
-		}
-		time.Sleep(2 * time.Millisecond) // polling interval, not a wait for an event
-	}
-}
-
-func TestComfyUIWebsocketDrop(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		setup func(f *fakeComfy)
-		msg   string // "": success
-	}{
-		{"render goes on", func(f *fakeComfy) { f.dropWSAt = 2 }, ""},
-		{"older server", func(f *fakeComfy) { f.dropWSAt, f.legacy = 2, true }, ""},
-		{"fails after the drop", func(f *fakeComfy) { f.dropWSAt, f.errorAt = 1, "6" }, `node "6" (VAEDecode) failed: torch.OutOfMemoryError`},
-		{"server restarted", func(f *fakeComfy) { f.dropWSAt, f.forget = 2, true }, "no longer knows the prompt"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeComfy(t, tc.setup)
-			req := comfyRequest(t)
-			var log progressLog
-			err := f.runner(comfyWorkflow(t, comfyT2V(comfyVHS))).Render(testCtx(t), req, log.fn)
-			if tc.msg != "" {
-				checkComfyFailed(t, err, tc.msg, req.OutputPath)
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, _ := os.ReadFile(req.OutputPath)
-			if !bytes.Equal(got, f.clip) {
-				t.Fatal("the clip is not the server's")
-			}
-			checkProgress(t, log.values())
-			if logs := f.logs.String(); !strings.Contains(logs, "comfyui websocket lost; following the prompt by polling /history") {
-				t.Errorf("the websocket loss was not logged: %s", logs)
-			}
-		})
-	}
-}
-
 func TestComfyUIOutputNode(t *testing.T) {
 	wf := comfyT2V(comfyVHS + ",\n" + comfySaveVideo)
 	f := newFakeComfy(t)
@@ -373,5 +283,37 @@ func checkComfyFailed(t *testing.T, err error, msg, out string) {
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("a file was left at the output path after the failure")
+	}
+}
+
+// The avatar stage runs a workflow with the narration and the picture.
+func TestComfyUIRunAvatar(t *testing.T) {
+	wf := comfyWorkflow(t, `{
+ "1": {"class_type": "LoadImage", "inputs": {"image": "{{portrait}}"}},
+ "2": {"class_type": "LoadAudio", "inputs": {"audio": "{{audio}}"}},
+ "3": {"class_type": "VHS_VideoCombine", "inputs": {"images": ["1", 0], "audio": ["2", 0], "frame_rate": 25, "filename_prefix": "avatar"}}}`)
+	dir := t.TempDir()
+	portrait := writePNG(t, filepath.Join(dir, "face.png"), 64, 64, color.RGBA{200, 150, 120, 255}, color.RGBA{40, 40, 40, 255})
+	audio := filepath.Join(dir, "narration.wav")
+	if err := os.WriteFile(audio, []byte("RIFF....WAVEfmt "), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := newFakeComfy(t)
+	out := filepath.Join(dir, "avatar.mp4")
+	if err := f.runner(wf).Run(testCtx(t), ComfyInputs{"portrait": portrait, "audio": audio}, out, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for node, src := range map[string]string{"1": portrait, "2": audio} {
+		in := f.all[0].nodes[node].Inputs
+		name, _ := in["image"].(string)
+		if name == "" {
+			name, _ = in["audio"].(string)
+		}
+		want, _ := os.ReadFile(src)
+		if !bytes.Equal(f.uploads[name], want) || filepath.Ext(name) != filepath.Ext(src) {
+			t.Errorf("node %s got %q, not the upload of %s", node, name, filepath.Base(src))
+		}
 	}
 }
