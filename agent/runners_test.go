@@ -1,0 +1,164 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vidfarm/vidfarm/scheduler"
+	"github.com/vidfarm/vidfarm/scheduler/wire"
+)
+
+const cogModel = "wan-2.2-a14b"
+
+// cogSpec is a runners-file entry for the fake Cog container f.
+func cogSpec(f *fakeCog) RunnerSpec {
+	return RunnerSpec{Name: "wan", Kind: RunnerCog, URL: f.srv.URL, Models: []string{cogModel}, Concurrency: 1,
+		HealthInterval: 20 * time.Millisecond, Inputs: map[string]string{"prompt": "prompt"}, Where: "runners.yaml:3"}
+}
+
+// lastModels returns the models of the n-th and later registrations' last
+// one, and whether there have been n.
+func lastModels(f *fakeCP, n int) ([]string, bool) {
+	regs := f.snapshot().registrations
+	if len(regs) < n {
+		return nil, false
+	}
+	return regs[len(regs)-1].Capacity.Models, true
+}
+
+// waitAdvertised waits for a registration after the first `after` that
+// advertises (or withdraws) model, and returns how many there have been.
+func waitAdvertised(t *testing.T, f *fakeCP, after int, model string, want bool) int {
+	t.Helper()
+	n := 0
+	waitFor(t, "a registration with "+model+" advertised="+map[bool]string{true: "yes", false: "no"}[want], func() bool {
+		ms, ok := lastModels(f, after+1)
+		n = len(f.snapshot().registrations)
+		return ok && slices.Contains(ms, model) == want
+	})
+	return n
+}
+
+func TestCogHealthGatesAdvertisedModels(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	cog := newAgentFakeCog(t, "STARTING")
+	cfg := testConfig(t, f)
+	cfg.RunnerSpecs = []RunnerSpec{cogSpec(cog)}
+	startAgent(t, cfg)
+
+	n := waitAdvertised(t, f, 0, cogModel, false)
+	if ms, _ := lastModels(f, 1); !slices.Contains(ms, "sora-2") {
+		t.Fatalf("first registration lacks the procedural models: %v", ms)
+	}
+	cog.setHealth("READY")
+	n = waitAdvertised(t, f, n, cogModel, true)
+
+	// A render goes through the container, and the progress in its log
+	// (50 % of the render) reaches the control plane before it ends.
+	a := assignment("vid_cog", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: cogModel,
+		Prompt: "a lighthouse", Resolution: "720p", AspectRatio: "16:9", DurationSeconds: 4})
+	f.enqueue(a)
+	waitFor(t, "progress from the container's log", func() bool {
+		return slices.ContainsFunc(f.snapshot().progress, func(p wire.ProgressRequest) bool { return p.Percent >= 50 })
+	})
+	close(cog.gate)
+	c := waitComplete(t, f, a.TaskID)
+	if got := f.blob(c.Artifacts[ClipFile]); !bytes.Equal(got, cog.clip) {
+		t.Errorf("uploaded clip = %q, want the container's output", got)
+	}
+	if predicted, _ := cog.record(); !slices.Equal(predicted, []string{predictionID(a.TaskID, c.Token)}) {
+		t.Errorf("predictions = %v, want one with the task attempt's id", predicted)
+	}
+
+	// It goes away and comes back by itself.
+	cog.setHealth("DEFUNCT")
+	n = waitAdvertised(t, f, n, cogModel, false)
+	cog.setHealth("READY")
+	waitAdvertised(t, f, n, cogModel, true)
+}
+
+func TestCapacityChangeWaitsForRunningTasks(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	cog := newAgentFakeCog(t, "READY")
+	cfg := testConfig(t, f)
+	cfg.RunnerSpecs = []RunnerSpec{cogSpec(cog)}
+	gate := t.TempDir() + "/gate"
+	cfg.Runners = map[string][]string{"sora-2": gateRunner(gate)}
+	r := startAgent(t, cfg)
+	n := waitAdvertised(t, f, 0, cogModel, true)
+
+	a := assignment("vid_long", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: "sora-2",
+		Prompt: "p", Resolution: "720p", AspectRatio: "16:9", DurationSeconds: 4})
+	f.enqueue(a)
+	waitFor(t, "the task to run", func() bool { return len(f.snapshot().progress) > 0 })
+	cog.setHealth("SETUP_FAILED")
+	waitFor(t, "the agent to notice", func() bool { return strings.Contains(r.logs.String(), "the advertised models change") })
+	if got := len(f.snapshot().registrations); got != n {
+		t.Fatalf("registered again (%d registrations, had %d) while a task was running: its lease would be lost", got, n)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitComplete(t, f, a.TaskID)
+	waitAdvertised(t, f, n, cogModel, false)
+}
+
+func TestLeaseLossCancelsCogPrediction(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	cog := newAgentFakeCog(t, "READY")
+	t.Cleanup(func() { close(cog.gate) })
+	cfg := testConfig(t, f)
+	cfg.RunnerSpecs = []RunnerSpec{cogSpec(cog)}
+	startAgent(t, cfg)
+	waitAdvertised(t, f, 0, cogModel, true)
+	a := assignment("vid_lost", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: cogModel,
+		Prompt: "p", Resolution: "720p", AspectRatio: "16:9", DurationSeconds: 4})
+	f.enqueue(a)
+	waitFor(t, "the prediction", func() bool { p, _ := cog.record(); return len(p) == 1 })
+	f.expire(a.TaskID)
+	want := predictionID(a.TaskID, 1)
+	waitFor(t, "the cancel to reach the container", func() bool { _, c := cog.record(); return slices.Equal(c, []string{want}) })
+	if _, ok := f.complete(a.TaskID); ok {
+		t.Error("a task whose lease was lost was completed")
+	}
+}
+
+func TestRunnerConfigRefused(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	cog := newAgentFakeCog(t, "READY")
+	comfy := RunnerSpec{Name: "comfy", Kind: RunnerComfyUI, URL: "http://127.0.0.1:8188", Models: []string{"ltx-video-13b"}, Where: "runners.yaml:9"}
+	tests := []struct {
+		name  string
+		specs []RunnerSpec
+		flags map[string][]string
+		msg   string
+	}{
+		{"kind not in this build", []RunnerSpec{cogSpec(cog), comfy}, nil,
+			`runner "comfy" (runners.yaml:9): kind comfyui is not available in this build yet`},
+		{"model in the file and a flag", []RunnerSpec{cogSpec(cog)}, map[string][]string{cogModel: {"/bin/true"}},
+			`model "wan-2.2-a14b" has a runner in the runners file ("wan" at runners.yaml:3) and one from --runner`},
+	}
+	for _, tc := range tests {
+		cfg := testConfig(t, f)
+		cfg.RunnerSpecs, cfg.Runners = tc.specs, tc.flags
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := Run(ctx, cfg)
+		cancel()
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: Run = %v, want ErrConfig saying %q", tc.name, err, tc.msg)
+		}
+	}
+	if regs := f.snapshot().registrations; len(regs) != 0 {
+		t.Errorf("a refused configuration registered: %d registrations", len(regs))
+	}
+}
