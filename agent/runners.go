@@ -27,18 +27,15 @@ var _ healthChecker = (*pipeline.CogRunner)(nil)
 // maxHealthTimeout bounds one health check.
 const maxHealthTimeout = 10 * time.Second
 
-// errKindUnavailable means a runners file names a kind the file format
-// knows but this build cannot drive yet.
-var errKindUnavailable = fmt.Errorf("%w: runner kind not available in this build yet", ErrConfig)
-
-// checkAvailable refuses the kinds that have no implementation here yet.
+// checkAvailable refuses the kinds the runners file knows but this build
+// cannot drive yet.
 func checkAvailable(s RunnerSpec) error {
 	switch s.Kind {
 	case RunnerCog, RunnerCommand, RunnerHTTP:
 		return nil
 	}
 	return fmt.Errorf("%w: runner %q (%s): kind %s is not available in this build yet; remove it from the runners file",
-		errKindUnavailable, s.Name, s.Where, s.Kind)
+		ErrConfig, s.Name, s.Where, s.Kind)
 }
 
 // mergeRunners joins the runners file's specs and the --runner ones
