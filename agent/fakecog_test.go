@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 )
@@ -30,8 +33,10 @@ type fakeCog struct {
 	cancels   map[string]chan struct{}
 }
 
+// newAgentFakeCog starts a container whose predictions return a real
+// 1280x720 clip of 4 s (what the tests' renders ask for).
 func newAgentFakeCog(t *testing.T, health string) *fakeCog {
-	f := &fakeCog{health: health, clip: []byte("\x00\x00\x00\x18ftypmp42 cog clip"), gate: make(chan struct{}), cancels: map[string]chan struct{}{}}
+	f := &fakeCog{health: health, clip: testClip(t, 1280, 720, 4), gate: make(chan struct{}), cancels: map[string]chan struct{}{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health-check", func(w http.ResponseWriter, _ *http.Request) {
 		f.mu.Lock()
@@ -105,4 +110,22 @@ func (f *fakeCog) predict(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	event("completed", final)
+}
+
+// testClip is an H.264 MP4 of w x h pixels and the given seconds.
+func testClip(t *testing.T, w, h int, seconds float64) []byte {
+	t.Helper()
+	requireTools(t, "ffmpeg", "ffprobe")
+	path := filepath.Join(t.TempDir(), "clip.mp4")
+	out, err := exec.Command("ffmpeg", "-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i",
+		fmt.Sprintf("testsrc2=s=%dx%d:r=24:d=%g", w, h, seconds), "-c:v", "libx264", "-preset", "ultrafast",
+		"-pix_fmt", "yuv420p", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ffmpeg: %v: %s", err, out)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -38,6 +39,9 @@ func checkAvailable(s RunnerSpec) error {
 		ErrConfig, s.Name, s.Where, s.Kind)
 }
 
+// flagRunner is RunnerSpec.Where of a --runner spec.
+const flagRunner = "--runner"
+
 // mergeRunners joins the runners file's specs and the --runner ones
 // (Config.Runners, kind command or http, no concurrency limit); a model
 // given by both is an error.
@@ -62,7 +66,7 @@ func mergeRunners(file []RunnerSpec, flags map[string][]string) ([]RunnerSpec, e
 			return nil, fmt.Errorf("%w: model %q has a runner in the runners file (%q at %s) and one from --runner: give it one",
 				ErrConfig, m, s.Name, s.Where)
 		}
-		spec := RunnerSpec{Name: m, Kind: RunnerCommand, Command: slices.Clone(flags[m]), Models: []string{m}, Where: "--runner"}
+		spec := RunnerSpec{Name: m, Kind: RunnerCommand, Command: slices.Clone(flags[m]), Models: []string{m}, Where: flagRunner}
 		if u, ok := runnerURL(flags[m]); ok {
 			spec.Kind, spec.URL, spec.Command = RunnerHTTP, u, nil
 		}
@@ -163,22 +167,31 @@ func (j *job) pipelineRunner(r *liveRunner, env, gpus []string) pipeline.Runner 
 	default:
 		inner = &pipeline.ExternalRunner{Command: r.spec.Command, Dir: j.dir, Env: env, Exec: a.cfg.Tools.Exec, GPUIDs: gpus}
 	}
-	if r.slots == nil && r.spec.Timeout == 0 {
+	g := &guardedRunner{inner: inner, slots: r.slots, timeout: r.spec.Timeout, name: r.spec.Name, log: j.t.log}
+	if r.spec.Where != flagRunner {
+		// --runner runners keep their behaviour from before the runners file.
+		g.check = a.cfg.Tools
+	}
+	if g.slots == nil && g.timeout == 0 && g.check == nil {
 		return inner
 	}
-	return &limitedRunner{inner: inner, slots: r.slots, timeout: r.spec.Timeout, name: r.spec.Name}
+	return g
 }
 
-// limitedRunner holds one of its runner's slots while it renders, and
-// bounds the render by the runner's timeout.
-type limitedRunner struct {
+// guardedRunner holds one of its runner's slots while it renders, bounds
+// the render by the runner's timeout, and holds the clip to the request
+// (pipeline.Tools.CheckClip: trimmed or scaled down where that is honest,
+// else the render fails saying why).
+type guardedRunner struct {
 	inner   pipeline.Runner
 	slots   chan struct{}
 	timeout time.Duration
 	name    string
+	check   *pipeline.Tools // nil: the clip is not checked
+	log     *slog.Logger
 }
 
-func (l *limitedRunner) Render(ctx context.Context, req pipeline.RenderRequest, progress pipeline.ProgressFunc) error {
+func (l *guardedRunner) Render(ctx context.Context, req pipeline.RenderRequest, progress pipeline.ProgressFunc) error {
 	if l.slots != nil {
 		select {
 		case l.slots <- struct{}{}:
@@ -192,7 +205,37 @@ func (l *limitedRunner) Render(ctx context.Context, req pipeline.RenderRequest, 
 		ctx, cancel = context.WithTimeoutCause(ctx, l.timeout, fmt.Errorf("runner %s: the render ran past its timeout of %s", l.name, l.timeout))
 		defer cancel()
 	}
-	return l.inner.Render(ctx, req, progress)
+	if l.check == nil {
+		return l.inner.Render(ctx, req, progress)
+	}
+	// The check runs before the runner's 100 %, which it reports last.
+	var done bool
+	held := func(p int) {
+		if p < 100 {
+			progress(p)
+		} else {
+			done = true
+		}
+	}
+	if progress == nil {
+		held = nil
+	}
+	if err := l.inner.Render(ctx, req, held); err != nil {
+		return err
+	}
+	c, err := l.check.CheckClip(ctx, req)
+	if err != nil {
+		return fmt.Errorf("runner %s: %w", l.name, err)
+	}
+	if c.Trimmed || c.Downscaled {
+		l.log.Info("the runner's clip was longer or larger than asked: cut and scaled to the request", "runner", l.name,
+			"trimmed", c.Trimmed, "downscaled", c.Downscaled, "width", c.Info.Width, "height", c.Info.Height,
+			"duration_seconds", c.Info.Duration.Seconds())
+	}
+	if done {
+		progress(100)
+	}
+	return nil
 }
 
 // describe is a runner for logs.

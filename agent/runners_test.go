@@ -132,6 +132,23 @@ func TestLeaseLossCancelsCogPrediction(t *testing.T) {
 	}
 }
 
+func TestCogClipTooShortFailsTheTask(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	cog := newAgentFakeCog(t, "READY")
+	cog.clip = testClip(t, 1280, 720, 1)
+	close(cog.gate)
+	cfg := testConfig(t, f)
+	cfg.RunnerSpecs = []RunnerSpec{cogSpec(cog)}
+	startAgent(t, cfg)
+	waitAdvertised(t, f, 0, cogModel, true)
+	a := assignment("vid_short", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: cogModel,
+		Prompt: "p", Resolution: "720p", AspectRatio: "16:9", DurationSeconds: 4})
+	f.enqueue(a)
+	expectFailed(t, f, a.TaskID, "runner wan: pipeline: the runner's clip does not match the request: the clip is 1280x720, 1.00 s, "+
+		"the request 1280x720 (720p 16:9), 4.00 s: too short")
+}
+
 func TestRunnerConfigRefused(t *testing.T) {
 	t.Parallel()
 	f := newFakeCP(t)
