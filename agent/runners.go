@@ -33,6 +33,10 @@ const maxHealthTimeout = 10 * time.Second
 func checkAvailable(s RunnerSpec) error {
 	switch s.Kind {
 	case RunnerCog, RunnerCommand, RunnerHTTP:
+		if len(s.Stages) > 0 {
+			return fmt.Errorf("%w: runner %q (%s): stage %s is not available in this build yet; remove it from the runners file",
+				ErrConfig, s.Name, s.Where, s.Stages[0])
+		}
 		return nil
 	}
 	return fmt.Errorf("%w: runner %q (%s): kind %s is not available in this build yet; remove it from the runners file",

@@ -7,9 +7,11 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/vidfarm/vidfarm/pipeline"
 	"github.com/vidfarm/vidfarm/scheduler"
 	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
@@ -162,6 +164,8 @@ func TestRunnerConfigRefused(t *testing.T) {
 	}{
 		{"kind not in this build", []RunnerSpec{cogSpec(cog), comfy}, nil,
 			`runner "comfy" (runners.yaml:9): kind comfyui is not available in this build yet`},
+		{"stage not in this build", []RunnerSpec{{Name: "lipsync", Kind: RunnerCog, URL: "http://127.0.0.1:5001", Stages: []string{StageAvatar}, Where: "runners.yaml:20"}}, nil,
+			`runner "lipsync" (runners.yaml:20): stage avatar is not available in this build yet`},
 		{"model in the file and a flag", []RunnerSpec{cogSpec(cog)}, map[string][]string{cogModel: {"/bin/true"}},
 			`model "wan-2.2-a14b" has a runner in the runners file ("wan" at runners.yaml:3) and one from --runner`},
 	}
@@ -177,5 +181,55 @@ func TestRunnerConfigRefused(t *testing.T) {
 	}
 	if regs := f.snapshot().registrations; len(regs) != 0 {
 		t.Errorf("a refused configuration registered: %d registrations", len(regs))
+	}
+}
+
+// funcRunner is a pipeline.Runner made of a function.
+type funcRunner func(ctx context.Context, req pipeline.RenderRequest, progress pipeline.ProgressFunc) error
+
+func (f funcRunner) Render(ctx context.Context, req pipeline.RenderRequest, progress pipeline.ProgressFunc) error {
+	return f(ctx, req, progress)
+}
+
+func TestGuardedRunnerSlotsAndTimeout(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var mu sync.Mutex
+	running, most := 0, 0
+	inner := funcRunner(func(ctx context.Context, _ pipeline.RenderRequest, _ pipeline.ProgressFunc) error {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		defer func() { mu.Lock(); running--; mu.Unlock() }()
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+	g := &guardedRunner{inner: inner, slots: make(chan struct{}, 2), name: "wan"}
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() {
+			if err := g.Render(context.Background(), pipeline.RenderRequest{}, nil); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	waitFor(t, "two renders to run", func() bool { mu.Lock(); defer mu.Unlock(); return running == 2 })
+	close(release)
+	wg.Wait()
+	if most != 2 {
+		t.Errorf("at most %d renders ran at once, want the runner's concurrency 2", most)
+	}
+
+	g = &guardedRunner{inner: funcRunner(func(ctx context.Context, _ pipeline.RenderRequest, _ pipeline.ProgressFunc) error {
+		<-ctx.Done()
+		return context.Cause(ctx)
+	}), timeout: time.Millisecond, name: "wan"}
+	if err := g.Render(context.Background(), pipeline.RenderRequest{}, nil); err == nil || !strings.Contains(err.Error(), "runner wan: the render ran past its timeout of 1ms") {
+		t.Errorf("Render = %v, want the runner's timeout", err)
 	}
 }
