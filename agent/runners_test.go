@@ -47,6 +47,24 @@ func waitAdvertised(t *testing.T, f *fakeCP, after int, model string, want bool)
 	return n
 }
 
+// startCogAgent runs an agent whose runners file has cog's container for
+// cogModel, and waits until it advertises the model.
+func startCogAgent(t *testing.T, cog *fakeCog) *fakeCP {
+	t.Helper()
+	f := newFakeCP(t)
+	cfg := testConfig(t, f)
+	cfg.RunnerSpecs = []RunnerSpec{cogSpec(cog)}
+	startAgent(t, cfg)
+	waitAdvertised(t, f, 0, cogModel, true)
+	return f
+}
+
+// cogRender is a 4 s 720p render of cogModel.
+func cogRender(vid string) wire.Assignment {
+	return assignment(vid, "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: cogModel,
+		Prompt: "p", Resolution: "720p", AspectRatio: "16:9", DurationSeconds: 4})
+}
+
 func TestCogHealthGatesAdvertisedModels(t *testing.T) {
 	t.Parallel()
 	f := newFakeCP(t)
@@ -64,8 +82,7 @@ func TestCogHealthGatesAdvertisedModels(t *testing.T) {
 
 	// A render goes through the container, and the progress in its log
 	// (50 % of the render) reaches the control plane before it ends.
-	a := assignment("vid_cog", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: cogModel,
-		Prompt: "a lighthouse", Resolution: "720p", AspectRatio: "16:9", DurationSeconds: 4})
+	a := cogRender("vid_cog")
 	f.enqueue(a)
 	waitFor(t, "progress from the container's log", func() bool {
 		return slices.ContainsFunc(f.snapshot().progress, func(p wire.ProgressRequest) bool { return p.Percent >= 50 })
@@ -115,15 +132,10 @@ func TestCapacityChangeWaitsForRunningTasks(t *testing.T) {
 
 func TestLeaseLossCancelsCogPrediction(t *testing.T) {
 	t.Parallel()
-	f := newFakeCP(t)
 	cog := newAgentFakeCog(t, "READY")
 	t.Cleanup(func() { close(cog.gate) })
-	cfg := testConfig(t, f)
-	cfg.RunnerSpecs = []RunnerSpec{cogSpec(cog)}
-	startAgent(t, cfg)
-	waitAdvertised(t, f, 0, cogModel, true)
-	a := assignment("vid_lost", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: cogModel,
-		Prompt: "p", Resolution: "720p", AspectRatio: "16:9", DurationSeconds: 4})
+	f := startCogAgent(t, cog)
+	a := cogRender("vid_lost")
 	f.enqueue(a)
 	waitFor(t, "the prediction", func() bool { p, _ := cog.record(); return len(p) == 1 })
 	f.expire(a.TaskID)
@@ -136,16 +148,11 @@ func TestLeaseLossCancelsCogPrediction(t *testing.T) {
 
 func TestCogClipTooShortFailsTheTask(t *testing.T) {
 	t.Parallel()
-	f := newFakeCP(t)
 	cog := newAgentFakeCog(t, "READY")
 	cog.clip = testClip(t, 1280, 720, 1)
 	close(cog.gate)
-	cfg := testConfig(t, f)
-	cfg.RunnerSpecs = []RunnerSpec{cogSpec(cog)}
-	startAgent(t, cfg)
-	waitAdvertised(t, f, 0, cogModel, true)
-	a := assignment("vid_short", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: cogModel,
-		Prompt: "p", Resolution: "720p", AspectRatio: "16:9", DurationSeconds: 4})
+	f := startCogAgent(t, cog)
+	a := cogRender("vid_short")
 	f.enqueue(a)
 	expectFailed(t, f, a.TaskID, "runner wan: pipeline: the runner's clip does not match the request: the clip is 1280x720, 1.00 s, "+
 		"the request 1280x720 (720p 16:9), 4.00 s: too short")
