@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"mime"
 	"net/http"
 	"net/url"
 	"os"
@@ -276,11 +277,23 @@ func (c *cogCall) predict(ctx context.Context) (cogPrediction, error) {
 	for range cogStreamAttempts {
 		resp, err := c.put(ctx, true)
 		if err != nil {
-			return cogPrediction{}, err
+			if ctx.Err() != nil {
+				return cogPrediction{}, err
+			}
+			// The answer was lost (the connection dropped): the same id
+			// joins the prediction if the request reached the container
+			// (docs/http.md, "PUT /predictions/<prediction_id>").
+			lastErr = err
+			continue
 		}
 		if resp.StatusCode == http.StatusNotAcceptable {
 			resp.Body.Close()
-			return c.predictSync(ctx)
+			return c.predictSync(ctx, nil)
+		}
+		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
+			// A Cog without event streams ignores Accept and answers
+			// synchronously with the final prediction.
+			return c.predictSync(ctx, resp)
 		}
 		if err := cogStatus(resp); err != nil {
 			return cogPrediction{}, err
@@ -293,19 +306,19 @@ func (c *cogCall) predict(ctx context.Context) (cogPrediction, error) {
 		if ctx.Err() != nil || !errors.Is(err, errStreamCut) {
 			return cogPrediction{}, err
 		}
-		// The same id joins the running prediction (docs/http.md, "PUT
-		// /predictions/<prediction_id>"): no second prediction starts.
 		lastErr = err
 	}
 	return cogPrediction{}, lastErr
 }
 
 // predictSync is the synchronous idempotent PUT for a model that does not
-// stream.
-func (c *cogCall) predictSync(ctx context.Context) (cogPrediction, error) {
-	resp, err := c.put(ctx, false)
-	if err != nil {
-		return cogPrediction{}, err
+// stream, or resp, the synchronous answer to a stream request.
+func (c *cogCall) predictSync(ctx context.Context, resp *http.Response) (cogPrediction, error) {
+	if resp == nil {
+		var err error
+		if resp, err = c.put(ctx, false); err != nil {
+			return cogPrediction{}, err
+		}
 	}
 	defer resp.Body.Close()
 	if err := cogStatus(resp); err != nil {

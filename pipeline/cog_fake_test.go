@@ -30,6 +30,8 @@ type fakeCog struct {
 	failWith  string        // non-empty: predictions fail with this error
 	gate      chan struct{} // nil: predictions finish at once
 	cutFirst  bool          // drop the first stream connection after the logs
+	loseFirst bool          // drop the first PUT's connection once its prediction started
+	legacy    bool          // a Cog without event streams: Accept is ignored, answers are synchronous
 	clip      []byte        // served at GET /files/clip.mp4
 	preds     map[string]*fakePrediction
 	created   int
@@ -116,8 +118,8 @@ func (f *fakeCog) put(w http.ResponseWriter, r *http.Request) {
 			"loc": []string{"body", "id"}, "msg": "prediction ID must match the ID supplied in the URL", "type": "value_error"}}})
 		return
 	}
-	sse := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 	f.mu.Lock()
+	sse := strings.Contains(r.Header.Get("Accept"), "text/event-stream") && !f.legacy
 	if sse && f.noStream {
 		f.mu.Unlock()
 		cogJSON(w, http.StatusNotAcceptable, map[string]any{"error": "This model does not support streaming responses. Add @cog.streaming to predict() to enable SSE."})
@@ -138,7 +140,11 @@ func (f *fakeCog) put(w http.ResponseWriter, r *http.Request) {
 		go f.run(id, p)
 	}
 	first := !ok
+	lose := first && f.loseFirst
 	f.mu.Unlock()
+	if lose {
+		panic(http.ErrAbortHandler) // the answer is lost; the prediction runs on
+	}
 	if !sse {
 		f.waitSync(w, r, p)
 		return

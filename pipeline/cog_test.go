@@ -122,19 +122,43 @@ func TestCogRetryJoinsThePrediction(t *testing.T) {
 	}
 }
 
-func TestCogNoStreamingModelRendersSynchronously(t *testing.T) {
+func TestCogLostAnswerJoinsThePrediction(t *testing.T) {
 	f := newFakeCog(t)
-	f.noStream = true
-	req := cogRequest(t)
-	var prog progressLog
-	if err := cogRunner(f).Render(context.Background(), req, prog.fn); err != nil {
+	f.loseFirst = true
+	if err := cogRunner(f).Render(context.Background(), cogRequest(t), nil); err != nil {
 		t.Fatal(err)
 	}
 	if created, _ := f.counts(); created != 1 {
-		t.Errorf("predictions created = %d, want 1", created)
+		t.Errorf("predictions created = %d, want 1: the repeated PUT must join the first", created)
 	}
-	if want := []int{0, 100}; !slices.Equal(prog.values(), want) {
-		t.Errorf("progress = %v, want %v", prog.values(), want)
+}
+
+func TestCogSynchronousModels(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(f *fakeCog)
+	}{
+		{"model without @cog.streaming (406)", func(f *fakeCog) { f.noStream = true }},
+		{"Cog without event streams", func(f *fakeCog) { f.legacy = true }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeCog(t)
+			tc.set(f)
+			req := cogRequest(t)
+			var prog progressLog
+			if err := cogRunner(f).Render(context.Background(), req, prog.fn); err != nil {
+				t.Fatal(err)
+			}
+			if created, _ := f.counts(); created != 1 {
+				t.Errorf("predictions created = %d, want 1", created)
+			}
+			if want := []int{0, 100}; !slices.Equal(prog.values(), want) {
+				t.Errorf("progress = %v, want %v", prog.values(), want)
+			}
+			if got, err := os.ReadFile(req.OutputPath); err != nil || !bytes.Equal(got, f.clip) {
+				t.Errorf("clip = %q, %v", got, err)
+			}
+		})
 	}
 }
 
