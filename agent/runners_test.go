@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -238,5 +239,29 @@ func TestGuardedRunnerSlotsAndTimeout(t *testing.T) {
 	}), timeout: time.Millisecond, name: "wan"}
 	if err := g.Render(context.Background(), pipeline.RenderRequest{}, nil); err == nil || !strings.Contains(err.Error(), "runner wan: the render ran past its timeout of 1ms") {
 		t.Errorf("Render = %v, want the runner's timeout", err)
+	}
+}
+
+func TestRunnersFitAndMerge(t *testing.T) {
+	t.Parallel()
+	gpus := []scheduler.GPU{{ID: "a", MemoryTotalGB: 24, MemoryFreeGB: 2}, {ID: "b", MemoryTotalGB: 79.19, MemoryFreeGB: 79}}
+	specs := []RunnerSpec{
+		{Name: "small", Kind: RunnerCommand, Command: []string{"/bin/true"}, Models: []string{"mochi-1"}, GPUMemoryGB: 40},
+		{Name: "huge", Kind: RunnerCommand, Command: []string{"/bin/true"}, Models: []string{"veo-3", "sora-2"}, GPUMemoryGB: 100},
+		{Name: "any", Kind: RunnerHTTP, URL: "http://127.0.0.1:1", Models: []string{"veo-2"}},
+	}
+	merged, err := mergeRunners(specs, map[string][]string{"kling-2.1-pro": {"http://127.0.0.1:9/render"}, "vidu-q1": {"/opt/vidu.sh", "--fast"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := merged[3]; got.Kind != RunnerHTTP || got.URL != "http://127.0.0.1:9/render" || got.Where != flagRunner || got.Concurrency != 0 {
+		t.Errorf("--runner URL = %+v, want kind http without a concurrency limit", got)
+	}
+	if got := merged[4]; got.Kind != RunnerCommand || !slices.Equal(got.Command, []string{"/opt/vidu.sh", "--fast"}) {
+		t.Errorf("--runner command = %+v", got)
+	}
+	out := withdrawn(newLiveRunners(merged, gpus, nil))
+	if want := map[string]bool{"veo-3": true, "sora-2": true}; !maps.Equal(out, want) {
+		t.Errorf("withdrawn = %v, want the models of the runner no GPU fits: %v", out, want)
 	}
 }
