@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vidfarm/vidfarm/pipeline"
 	"github.com/vidfarm/vidfarm/scheduler"
 	"github.com/vidfarm/vidfarm/scheduler/wire"
@@ -72,14 +74,23 @@ func TestCogHealthGatesAdvertisedModels(t *testing.T) {
 	cog := newAgentFakeCog(t, "STARTING")
 	cfg := testConfig(t, f)
 	cfg.RunnerSpecs = []RunnerSpec{cogSpec(cog)}
+	reg := prometheus.NewRegistry()
+	cfg.Metrics = reg
 	startAgent(t, cfg)
+	up := func() float64 { return gaugeValue(t, reg, "vidfarm_agent_runner_up", "cog", "wan") }
 
 	n := waitAdvertised(t, f, 0, cogModel, false)
+	if up() != 0 {
+		t.Error("vidfarm_agent_runner_up is 1 for a starting container")
+	}
 	if ms, _ := lastModels(f, 1); !slices.Contains(ms, "sora-2") {
 		t.Fatalf("first registration lacks the procedural models: %v", ms)
 	}
 	cog.setHealth("READY")
 	n = waitAdvertised(t, f, n, cogModel, true)
+	if up() != 1 {
+		t.Error("vidfarm_agent_runner_up is 0 for a ready container")
+	}
 
 	// A render goes through the container, and the progress in its log
 	// (50 % of the render) reaches the control plane before it ends.
