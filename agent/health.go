@@ -19,11 +19,20 @@ import (
 // registers with the new models and leases again.
 
 // advertised is the capacity to register with now: the node's, less the
-// models of runners that are down or do not fit.
+// models of runners that are down or do not fit. The models of a runner
+// whose health check passes are warm (wire.Capacity.WarmModels): a Cog
+// container says READY only once its setup, which loads the weights, has
+// run, so the scheduler may prefer this node for them.
 func (a *agent) advertised() wire.Capacity {
 	c := a.capacity
 	out := withdrawn(a.runners)
 	c.Models = slices.DeleteFunc(slices.Clone(a.capacity.Models), func(m string) bool { return out[m] })
+	c.WarmModels = slices.Clone(a.capacity.WarmModels)
+	for _, r := range a.runners {
+		if r.health != nil && r.isUp() {
+			c.WarmModels = append(c.WarmModels, r.spec.Models...)
+		}
+	}
 	return c
 }
 
@@ -106,7 +115,7 @@ func (a *agent) capacityLoop(ctx context.Context) {
 // to end, then registers.
 func (a *agent) reregisterCapacity(ctx context.Context) error {
 	if slices.Equal(a.advertised().Models, a.registeredModels()) {
-		return nil
+		return nil // the warm models follow the models
 	}
 	a.pauseLeasing()
 	defer a.resumeLeasing()

@@ -88,6 +88,9 @@ func TestCogHealthGatesAdvertisedModels(t *testing.T) {
 	}
 	cog.setHealth("READY")
 	n = waitAdvertised(t, f, n, cogModel, true)
+	if regs := f.snapshot().registrations; !slices.Equal(regs[len(regs)-1].Capacity.WarmModels, []string{cogModel}) {
+		t.Errorf("warm models = %v, want the ready container's %s", regs[len(regs)-1].Capacity.WarmModels, cogModel)
+	}
 	if up() != 1 {
 		t.Error("vidfarm_agent_runner_up is 0 for a ready container")
 	}

@@ -271,3 +271,19 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func TestCogServerDiesMidPrediction(t *testing.T) {
+	f := newFakeCog(t)
+	f.gate = make(chan struct{})
+	defer close(f.gate)
+	done := make(chan error, 1)
+	go func() { done <- cogRunner(f).Render(context.Background(), cogRequest(t), nil) }()
+	waitUntil(t, "the prediction starts", func() bool { n, _ := f.counts(); return n == 1 })
+	// The container goes away: nothing listens, the open stream breaks.
+	f.srv.Listener.Close()
+	f.srv.CloseClientConnections()
+	err := <-done
+	if err == nil || !strings.Contains(err.Error(), "prediction wjx3whax6rf4vphkegkhcvpv6a") || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("Render = %v, want the failed reconnection to the prediction", err)
+	}
+}
