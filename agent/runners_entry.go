@@ -44,18 +44,14 @@ func (p *fileProblems) runner(n *yaml.Node, path, dir string) RunnerSpec {
 	kind, known := runnerKinds[s.Kind]
 	for i := 0; i < len(n.Content); i += 2 {
 		k := n.Content[i]
-		key := k.Value
-		if slices.Contains(commonFields, key) || slices.Contains(kind.fields, key) {
-			continue
-		}
-		if !known || !isField(key) {
-			if !known && isField(key) {
-				continue // the kind's own mistake is reported
-			}
+		switch key := k.Value; {
+		case slices.Contains(commonFields, key) || slices.Contains(kind.fields, key):
+		case !isField(key):
 			p.add(k, path+"."+key, "unknown field")
-			continue
+		case known:
+			p.add(k, path+"."+key, "not a field of kind %s", s.Kind)
+			// with an unknown kind, only the kind's mistake is reported
 		}
-		p.add(k, path+"."+key, "not a field of kind %s", s.Kind)
 	}
 	at := func(f string) string { return path + "." + f }
 	if v := fields["name"]; v == nil {
