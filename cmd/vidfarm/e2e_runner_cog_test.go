@@ -3,12 +3,14 @@ package main
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -149,5 +151,51 @@ runners:
 	f.waitStatus(id, "completed", 90*time.Second)
 	if n := len(cog.received()); n != 2 {
 		t.Errorf("the container got %d predictions, want 2", n)
+	}
+}
+
+// TestAgentRunnersFileMistakes: `vidfarm agent --runners` with a broken
+// file exits 1 before it registers, listing every mistake with its line.
+func TestAgentRunnersFileMistakes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	file := filepath.Join(t.TempDir(), "runners.yaml")
+	if err := os.WriteFile(file, []byte(`version: 1
+runners:
+  - name: wan
+    kind: cog
+    url: http://127.0.0.1:5000
+    models: [wan-2.2-a14b, wan-9]
+    gpu_memory_gb: 0
+    inputs: {prompt: prompt, strength: s}
+  - name: wan
+    kind: cog
+    url: http://127.0.0.1:5001
+    models: [wan-2.2-a14b]
+    timeout: forever
+    inputs: {prompt: prompt}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(vidfarmBinary(t), "agent", "--server", "http://127.0.0.1:1", "--token", "t", "--runners", file)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("vidfarm agent: %v, want exit status 1; output:\n%s", err, out)
+	}
+	for _, want := range []string{
+		"runners file runners.yaml has 6 mistake(s):",
+		`runners.yaml:6: runners[0].models[1]: "wan-9" is not a catalog model`,
+		"runners.yaml:7: runners[0].gpu_memory_gb: must be > 0",
+		"runners.yaml:8: runners[0].inputs.strength: not a request field",
+		`runners.yaml:13: runners[1].timeout: "forever" is not a duration`,
+		`runners.yaml:9: runners[1].name: "wan" is also the name of the runner at runners.yaml:3`,
+		`runners.yaml:9: runners[1].models: model "wan-2.2-a14b" is also given to the runner at runners.yaml:3`,
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }
