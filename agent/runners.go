@@ -25,8 +25,9 @@ type healthChecker interface {
 
 var _ healthChecker = (*pipeline.CogRunner)(nil)
 
-// maxHealthTimeout bounds one health check.
-const maxHealthTimeout = 10 * time.Second
+// healthTimeout bounds one health check; the next one starts
+// health_interval after it ends.
+const healthTimeout = 10 * time.Second
 
 // checkAvailable refuses the kinds the runners file knows but this build
 // cannot drive yet.
@@ -123,11 +124,7 @@ func (r *liveRunner) isUp() bool {
 // check runs one health check and reports whether the runner's state
 // changed, and the check's error.
 func (r *liveRunner) check(ctx context.Context) (changed bool, err error) {
-	timeout := min(r.spec.HealthInterval, maxHealthTimeout)
-	if timeout <= 0 {
-		timeout = maxHealthTimeout
-	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
+	cctx, cancel := context.WithTimeout(ctx, healthTimeout)
 	err = r.health.Health(cctx)
 	cancel()
 	r.mu.Lock()
