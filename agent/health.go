@@ -29,8 +29,13 @@ func (a *agent) advertised() wire.Capacity {
 	c.Models = slices.DeleteFunc(slices.Clone(a.capacity.Models), func(m string) bool { return out[m] })
 	c.WarmModels = slices.Clone(a.capacity.WarmModels)
 	for _, r := range a.runners {
-		if r.health != nil && r.isUp() {
-			c.WarmModels = append(c.WarmModels, r.spec.Models...)
+		if r.health == nil || !r.isUp() {
+			continue
+		}
+		for _, m := range r.spec.Models {
+			if slices.Contains(c.Models, m) {
+				c.WarmModels = append(c.WarmModels, m)
+			}
 		}
 	}
 	return c
