@@ -79,7 +79,7 @@ var runnerKinds = map[string]struct {
 	models bool // renders catalog models
 }{
 	RunnerCog:          {fields: []string{"url", "inputs"}, stages: []string{StageAvatar}, models: true},
-	RunnerComfyUI:      {fields: []string{"url", "workflow", "output_node", "inputs"}, stages: []string{StageAvatar}, models: true},
+	RunnerComfyUI:      {fields: []string{"url", "workflow", "output_node"}, stages: []string{StageAvatar}, models: true},
 	RunnerOpenAIChat:   {fields: []string{"url", "model", "api_key_env"}, stages: []string{StagePlan}},
 	RunnerOpenAISpeech: {fields: []string{"url", "model", "api_key_env", "voices"}, stages: []string{StageTTS}},
 	RunnerCommand:      {fields: []string{"command"}, models: true},
