@@ -196,8 +196,8 @@ func (j *job) loadPlan(ctx context.Context) (pipeline.Plan, error) {
 
 // runner is what renders for this task: the runner configured for a
 // model (a command, a model server's URL, a Cog container), else the
-// procedural runner. External runners are told the GPUs the lease holds (gpu_ids; a
-// command also through CUDA_VISIBLE_DEVICES).
+// procedural runner. Command and URL runners are told the GPUs the lease
+// holds (gpu_ids; a command also through CUDA_VISIBLE_DEVICES).
 func (j *job) runner() pipeline.Runner {
 	a := j.a
 	r := &pipeline.Router{Default: &pipeline.ProceduralRunner{Tools: a.cfg.Tools}, Models: map[string]pipeline.Runner{}}
