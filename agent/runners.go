@@ -105,13 +105,22 @@ func newLiveRunners(specs []RunnerSpec, gpus []scheduler.GPU, client *http.Clien
 		if s.Concurrency > 0 {
 			r.slots = make(chan struct{}, s.Concurrency)
 		}
-		if s.Kind == RunnerCog {
-			r.health = &pipeline.CogRunner{URL: s.URL, Client: client, Inputs: s.Inputs}
+		if r.health = runnerHealth(s, client); r.health != nil {
 			r.up = false
 		}
 		out = append(out, r)
 	}
 	return out
+}
+
+// runnerHealth is the health check of a runner's kind; nil for kinds
+// without one. Kinds wired later plug in here.
+func runnerHealth(s RunnerSpec, client *http.Client) healthChecker {
+	switch s.Kind {
+	case RunnerCog:
+		return &pipeline.CogRunner{URL: s.URL, Client: client, Inputs: s.Inputs}
+	}
+	return nil
 }
 
 // isUp reports whether the runner's models may be advertised.
