@@ -49,8 +49,8 @@ func (t *Tools) CheckClip(ctx context.Context, req RenderRequest) (ClipCheck, er
 	}
 	info, err := t.Probe(ctx, req.OutputPath)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ClipCheck{}, ctx.Err()
+		if ctx.Err() != nil || errors.Is(err, ErrToolMissing) {
+			return ClipCheck{}, err
 		}
 		return ClipCheck{}, fmt.Errorf("%w: the output is not a video ffprobe can read: %v", ErrBadClip, err)
 	}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -69,5 +70,18 @@ func TestCheckClip(t *testing.T) {
 				t.Errorf("check = %+v", c)
 			}
 		})
+	}
+}
+
+func TestCheckClipWithoutFFprobe(t *testing.T) {
+	clip := filepath.Join(t.TempDir(), "clip.mp4")
+	if err := os.WriteFile(clip, []byte("bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tools := &Tools{FFprobe: filepath.Join(t.TempDir(), "no-ffprobe")}
+	_, err := tools.CheckClip(context.Background(), RenderRequest{Model: "m", Prompt: "p", Resolution: "360p", AspectRatio: "16:9",
+		DurationSeconds: 2, OutputPath: clip})
+	if !errors.Is(err, ErrToolMissing) || errors.Is(err, ErrBadClip) {
+		t.Fatalf("CheckClip = %v, want ErrToolMissing (install ffprobe), not a bad clip", err)
 	}
 }
