@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -110,8 +112,24 @@ func (e *RunnersFileError) Unwrap() error { return ErrConfig }
 
 // fileProblems collects the mistakes of one file.
 type fileProblems struct {
-	file string // base name, for messages
-	list []string
+	file  string // base name, for messages
+	list  []string
+	lines []int // of list's entries
+}
+
+// sorted is the problems in the order of their lines (stable: those of
+// one line keep the order they were found in).
+func (p *fileProblems) sorted() []string {
+	idx := make([]int, len(p.list))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(p.lines[a], p.lines[b]) })
+	out := make([]string, len(idx))
+	for i, j := range idx {
+		out[i] = p.list[j]
+	}
+	return out
 }
 
 func (p *fileProblems) add(n *yaml.Node, path, format string, args ...any) {
@@ -120,6 +138,7 @@ func (p *fileProblems) add(n *yaml.Node, path, format string, args ...any) {
 		line = n.Line
 	}
 	p.list = append(p.list, fmt.Sprintf("%s:%d: %s: %s", p.file, line, path, fmt.Sprintf(format, args...)))
+	p.lines = append(p.lines, line)
 }
 
 // LoadRunnersFile reads and checks a runners file (YAML; see
@@ -151,7 +170,7 @@ func ParseRunnersFile(name, dir string, data []byte) ([]RunnerSpec, error) {
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		p.add(&doc, "(top)", "want a mapping with version: 1 and runners: [...]")
-		return nil, &RunnersFileError{File: name, Problems: p.list}
+		return nil, &RunnersFileError{File: name, Problems: p.sorted()}
 	}
 	root := doc.Content[0]
 	var version, runners *yaml.Node
@@ -186,7 +205,7 @@ func ParseRunnersFile(name, dir string, data []byte) ([]RunnerSpec, error) {
 		p.across(specs, runners.Content)
 	}
 	if len(p.list) > 0 {
-		return nil, &RunnersFileError{File: name, Problems: p.list}
+		return nil, &RunnersFileError{File: name, Problems: p.sorted()}
 	}
 	return specs, nil
 }

@@ -74,14 +74,14 @@ func TestRunnersFileMistakes(t *testing.T) {
 	tests := []struct {
 		name string
 		yaml string
-		want []string // every problem, in order
+		want []string // every problem, in the order of their lines
 	}{
 		{"not yaml", "version: 1\nrunners: [\n", []string{"runners.yaml: yaml: line 2: did not find expected node content"}},
 		{"empty", "", []string{"runners.yaml:0: (top): want a mapping"}},
 		{"version and runners", "version: 2\nextra: x\n", []string{
-			"runners.yaml:2: extra: unknown field",
 			`runners.yaml:1: version: "2": only version 1 exists`,
 			"runners.yaml:1: runners: missing",
+			"runners.yaml:2: extra: unknown field",
 		}},
 		{"all at once", `version: 1
 runners:
@@ -103,20 +103,20 @@ runners:
     stages: [plan]
     inputs: {prompt: ""}
 `, []string{
-			"runners.yaml:11: runners[0].colour: unknown field",
-			"runners.yaml:12: runners[0].workflow: not a field of kind cog",
 			`runners.yaml:6: runners[0].models[1]: "no-such-model" is not a catalog model`,
 			"runners.yaml:7: runners[0].gpu_memory_gb: must be > 0",
 			`runners.yaml:8: runners[0].concurrency: "-1": want a whole number >= 1`,
 			`runners.yaml:9: runners[0].timeout: "soon" is not a duration`,
 			"runners.yaml:10: runners[0].health_interval: 1ms: want at least 100ms",
+			"runners.yaml:11: runners[0].colour: unknown field",
+			"runners.yaml:12: runners[0].workflow: not a field of kind cog",
 			"runners.yaml:13: runners[0].inputs.strength: not a request field",
 			"runners.yaml:13: runners[0].inputs.audio: an avatar input",
-			`runners.yaml:18: runners[1].stages[0]: kind cog cannot serve stage "plan"`,
-			`runners.yaml:16: runners[1].url: "ftp://host" is not an http(s) URL`,
-			"runners.yaml:19: runners[1].inputs.prompt: want a non-empty string",
 			`runners.yaml:14: runners[1].name: "a" is also the name of the runner at runners.yaml:3`,
 			`runners.yaml:14: runners[1].models: model "wan-2.2-a14b" is also given to the runner at runners.yaml:3`,
+			`runners.yaml:16: runners[1].url: "ftp://host" is not an http(s) URL`,
+			`runners.yaml:18: runners[1].stages[0]: kind cog cannot serve stage "plan"`,
+			"runners.yaml:19: runners[1].inputs.prompt: want a non-empty string",
 		}},
 		{"kinds and their fields", `version: 1
 runners:
@@ -137,11 +137,11 @@ runners:
 			`runners.yaml:5: runners[2].voices[0]: voice v: gender "robot"`,
 			"runners.yaml:6: runners[3].models: kind openai-chat renders no catalog models",
 			"runners.yaml:6: runners[3].model: missing",
+			`runners.yaml:6: runners[3].models: model "mochi-1" is also given to the runner at runners.yaml:4`,
+			`runners.yaml:7: runners[4].stages: stage "plan" is also given to the runner at runners.yaml:6`,
 			"runners.yaml:8: runners[5].workflow: " + filepath.Join(dir, "missing.json") + ": not a readable file",
 			`runners.yaml:9: runners[6]: runner "e" serves nothing`,
 			"runners.yaml:9: runners[6].inputs: missing",
-			`runners.yaml:6: runners[3].models: model "mochi-1" is also given to the runner at runners.yaml:4`,
-			`runners.yaml:7: runners[4].stages: stage "plan" is also given to the runner at runners.yaml:6`,
 		}},
 	}
 	for _, tc := range tests {
