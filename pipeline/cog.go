@@ -40,6 +40,9 @@ import (
 //     repeats the PUT without the Accept header (synchronous and idempotent:
 //     no progress until the end, and Cog documents that a synchronous
 //     prediction cannot be cancelled, so cancelling only closes the call).
+//     A Cog without event streams ignores Accept and answers the same way.
+//   - A PUT whose answer is lost, or whose stream breaks, is repeated with
+//     the same id (up to cogStreamAttempts times).
 //   - The output is a URL (the server was started with --upload-url; it is
 //     downloaded) or a data URI (decoded). An iterator's output is a list:
 //     its last element is the clip.
