@@ -48,6 +48,7 @@ const (
 
 	bucketHotEvents     = "hot_events"     // event id → msgpack event
 	bucketHotDeliveries = "hot_deliveries" // delivery id → msgpack delivery
+	bucketHotDebits     = "hot_debits"     // account, 0, key → msgpack debit by the app
 )
 
 // dirty is what changed and is not yet on disk among the records written
@@ -86,6 +87,8 @@ func (s *state) newTables() {
 	// The deliverer scans the pending ones at every round.
 	s.deliveries.hot = func(d *Delivery) bool { return d.State == DeliveryPending }
 	s.deliveries.copy = func(d *Delivery) *Delivery { c := d.clone(); return &c }
+	s.debits = newTable[Debit](bucketHotDebits, gen)
+	s.debits.at = func(d *Debit) (int64, bool) { return d.CreatedAt, true }
 }
 
 // anyTable is what is done to every table alike.
@@ -98,7 +101,7 @@ type anyTable interface {
 	buckets() []string
 }
 
-func (s *state) tables() []anyTable { return []anyTable{s.idem, s.events, s.deliveries} }
+func (s *state) tables() []anyTable { return []anyTable{s.idem, s.events, s.deliveries, s.debits} }
 
 // clean drops the entries a checkpoint of generation gen wrote and that did
 // not change since.

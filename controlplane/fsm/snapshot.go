@@ -175,14 +175,14 @@ func (s *state) records(hotOnly bool) []record {
 // the app bridge's records.
 func (s *state) outboxRecords(hotOnly bool) []record {
 	if hotOnly {
-		return append(s.garbageRecords(), s.appRecords()...)
+		return append(s.garbageRecords(), s.appRecords(true)...)
 	}
 	out := []record{
 		{recTable, s.events.snapshot(recEvent, "")},
 		{recTable, s.deliveries.snapshot(recDelivery, "")},
 	}
 	out = append(out, s.garbageRecords()...)
-	return append(out, s.appRecords()...)
+	return append(out, s.appRecords(false)...)
 }
 
 // videoSource expands an accountVideos record into the account's videos in

@@ -7,11 +7,6 @@ import (
 	"github.com/vidfarm/vidfarm/scheduler"
 )
 
-type idemKey struct {
-	account string
-	key     string
-}
-
 // state is the data behind the FSM. Apply functions change it in place; readers
 // get copies through the FSM's methods.
 type state struct {
@@ -80,7 +75,7 @@ type state struct {
 	// out, in and debits belong to the app-database bridge (appdb.go).
 	out    outbox
 	in     inbound
-	debits map[idemKey]*Debit
+	debits *table[Debit] // by idemID
 }
 
 func newState() *state {
@@ -108,7 +103,6 @@ func newState() *state {
 		nodeByCred:     map[[32]byte]string{},
 		voices:         newVoiceIndex(),
 		sched:          newScheduler(),
-		debits:         map[idemKey]*Debit{},
 		members:        map[string]*Member{},
 
 		webhooks:        map[string]*Webhook{},
@@ -187,4 +181,3 @@ func (v Video) Clone() Video {
 	v.Artifacts = maps.Clone(v.Artifacts)
 	return v
 }
-

@@ -78,7 +78,10 @@ func TestTablesServeFromFile(t *testing.T) {
 	now := t0
 	p.apply(&fsm.CreateAccount{AccountID: "a", Name: "a", Plan: fsm.PlanPro, Credits: 1000, KeyID: "k", KeyHash: keyHash("k"), KeyHint: "k", Now: now})
 	p.apply(&fsm.CreateWebhook{WebhookID: "whk_1", AccountID: "a", URL: "https://h.example/1", Events: []string{fsm.EventVideoFailed}, Secret: "whsec_1", Now: now})
-	const videos, failed, delivered = 60, 40, 25
+	const videos, failed, delivered, debits = 60, 40, 25, 5
+	for i := range debits {
+		p.apply(&fsm.DebitCredits{AccountID: "a", Amount: 2, Key: fmt.Sprintf("debit-%d", i), Now: now})
+	}
 	for i := range videos {
 		p.apply(createVideo(fmt.Sprintf("vid_%02d", i), "a", 1, fmt.Sprintf("key-%02d", i), "body", now))
 	}
@@ -88,11 +91,11 @@ func TestTablesServeFromFile(t *testing.T) {
 	for i := range delivered {
 		p.apply(&fsm.RecordDelivery{EventID: fsm.EventID(fmt.Sprintf("vid_%02d", i)), WebhookID: "whk_1", At: now + 2, Status: 200, LatencyMS: 3})
 	}
-	if got := p.inMemory(); got["idempotency"] != videos || got["events"] != failed || got["deliveries"] != failed {
+	if got := p.inMemory(); got["idempotency"] != videos || got["events"] != failed || got["deliveries"] != failed || got["app_debits"] != debits {
 		t.Fatalf("before a checkpoint memory holds %v, want every record", got)
 	}
 	p.same("first checkpoint")
-	want := map[string]int{"idempotency": 0, "events": 0, "deliveries": failed - delivered}
+	want := map[string]int{"idempotency": 0, "events": 0, "deliveries": failed - delivered, "app_debits": 0}
 	if got := p.inMemory(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after a checkpoint memory holds %v, want %v (only the pending deliveries)", got, want)
 	}
@@ -104,6 +107,9 @@ func TestTablesServeFromFile(t *testing.T) {
 	replay := p.apply(createVideo("vid_new", "a", 1, "key-07", "body", now+3)).(fsm.CreateVideoResult)
 	if !replay.Replayed || replay.Video.ID != "vid_07" {
 		t.Fatalf("replay from the file answered %+v", replay)
+	}
+	if d := p.apply(&fsm.DebitCredits{AccountID: "a", Amount: 2, Key: "debit-3", Now: now + 3}).(fsm.DebitResult); !d.Replayed {
+		t.Fatalf("a debit replayed from the file answered %+v", d)
 	}
 	body := createVideo("", "", 0, "", "body", 0).BodyHash
 	if !p.disk.IdempotencyReplays("a", "key-50", body, now+3) || p.disk.IdempotencyReplays("a", "key-50", [32]byte{1}, now+3) {
@@ -136,8 +142,8 @@ func TestTablesServeFromFile(t *testing.T) {
 
 	// Expiry and pruning read the time indexes; deletions stay in memory,
 	// as tombstones, until the next checkpoint writes them.
-	if n := p.apply(&fsm.ExpireIdempotency{Before: now + 1}).(int); n != videos {
-		t.Fatalf("expired %d idempotency records, want %d", n, videos)
+	if n := p.apply(&fsm.ExpireIdempotency{Before: now + 1}).(int); n != videos+debits {
+		t.Fatalf("expired %d idempotency records and debits, want %d", n, videos+debits)
 	}
 	if got := p.inMemory()["idempotency"]; got != videos {
 		t.Fatalf("%d idempotency records in memory after expiry, want %d tombstones", got, videos)
@@ -146,7 +152,7 @@ func TestTablesServeFromFile(t *testing.T) {
 		t.Fatalf("pruned %d deliveries, want %d", n, delivered)
 	}
 	p.same("after expiry and pruning")
-	want = map[string]int{"idempotency": 0, "events": 0, "deliveries": failed - delivered}
+	want = map[string]int{"idempotency": 0, "events": 0, "deliveries": failed - delivered, "app_debits": 0}
 	if got := p.inMemory(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after the checkpoint memory holds %v, want %v", got, want)
 	}
@@ -202,7 +208,7 @@ func downgradeToV2(t *testing.T, path string) {
 	}
 	defer db.Close()
 	err = db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range []string{"hot_idem_by_time", "hot_idem_hot", "hot_events_by_time", "hot_events_hot", "hot_deliveries_by_time", "hot_deliveries_hot"} {
+		for _, b := range []string{"hot_idem_by_time", "hot_idem_hot", "hot_events_by_time", "hot_events_hot", "hot_deliveries_by_time", "hot_deliveries_hot", "hot_debits", "hot_debits_by_time", "hot_debits_hot"} {
 			if err := tx.DeleteBucket([]byte(b)); err != nil {
 				return fmt.Errorf("delete %s: %w", b, err)
 			}

@@ -119,11 +119,9 @@ func (s *state) applyExpireIdempotency(c *ExpireIdempotency) (int, error) {
 		s.idem.del(k)
 		n++
 	}
-	for k, d := range s.debits {
-		if d.CreatedAt < c.Before {
-			delete(s.debits, k)
-			n++
-		}
+	for _, k := range s.debits.before(c.Before) {
+		s.debits.del(k)
+		n++
 	}
 	return n, nil
 }
