@@ -226,3 +226,29 @@ func modelName(r *Requirements) string {
 	}
 	return "model " + r.Model
 }
+
+// DoneShare is the weighted share, 0..1, of a video's work that finished
+// tasks did: what a cancel charges for (a task still running counts for
+// nothing, so a customer never pays for a part that was not delivered to
+// the next step). An auto video whose scenes are not planned yet counts
+// its scenes' weight as undone, as percent does.
+func (s *State) DoneShare(videoID string) (float64, error) {
+	v, err := s.video(videoID)
+	if err != nil {
+		return 0, err
+	}
+	var total, done float64
+	for _, t := range v.tasks {
+		total += t.weight
+		if t.state == TaskDone {
+			done += t.weight
+		}
+	}
+	if v.mode == ModeAuto && !v.scenesAdded {
+		total += float64(KindScene.Weight())
+	}
+	if total == 0 {
+		return 0, nil
+	}
+	return done / total, nil
+}

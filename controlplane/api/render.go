@@ -23,6 +23,12 @@ type videoErrorJSON struct {
 	CreditsRefunded bool   `json:"credits_refunded"`
 }
 
+// cancellationJSON is on a canceled video: an addition to the contract.
+type cancellationJSON struct {
+	CreditsRefunded int64 `json:"credits_refunded"`
+	CanceledAt      int64 `json:"canceled_at"`
+}
+
 type previewJSON struct {
 	ImageURL   string `json:"image_url"`
 	ImageNote  string `json:"image_note"`
@@ -33,30 +39,31 @@ type previewJSON struct {
 // videoJSON is the contract's video object. Field order is fixed so that the same
 // video always encodes to the same bytes (idempotent replays depend on it).
 type videoJSON struct {
-	ID                 string          `json:"id"`
-	Object             string          `json:"object"`
-	Mode               string          `json:"mode"`
-	Model              string          `json:"model,omitempty"`
-	Operation          string          `json:"operation,omitempty"`
-	Status             string          `json:"status"`
-	Name               string          `json:"name"`
-	FolderID           *string         `json:"folder_id"`
-	Prompt             string          `json:"prompt"`
-	DurationSeconds    int             `json:"duration_seconds"`
-	Resolution         string          `json:"resolution,omitempty"`
-	AspectRatio        string          `json:"aspect_ratio,omitempty"`
-	Orientation        string          `json:"orientation,omitempty"`
-	CreditsCharged     int64           `json:"credits_charged"`
-	PollInterval       int             `json:"poll_interval_seconds"`
-	Progress           *progressJSON   `json:"progress,omitempty"`
-	VideoURL           string          `json:"video_url,omitempty"`
-	VideoURLNoCaptions string          `json:"video_url_no_captions,omitempty"`
-	CaptionURL         string          `json:"caption_url,omitempty"`
-	CaptionURLSRT      string          `json:"caption_url_srt,omitempty"`
-	PosterURL          string          `json:"poster_url,omitempty"`
-	Error              *videoErrorJSON `json:"error,omitempty"`
-	Preview            *previewJSON    `json:"preview,omitempty"`
-	CreatedAt          int64           `json:"created_at"`
+	ID                 string            `json:"id"`
+	Object             string            `json:"object"`
+	Mode               string            `json:"mode"`
+	Model              string            `json:"model,omitempty"`
+	Operation          string            `json:"operation,omitempty"`
+	Status             string            `json:"status"`
+	Name               string            `json:"name"`
+	FolderID           *string           `json:"folder_id"`
+	Prompt             string            `json:"prompt"`
+	DurationSeconds    int               `json:"duration_seconds"`
+	Resolution         string            `json:"resolution,omitempty"`
+	AspectRatio        string            `json:"aspect_ratio,omitempty"`
+	Orientation        string            `json:"orientation,omitempty"`
+	CreditsCharged     int64             `json:"credits_charged"`
+	PollInterval       int               `json:"poll_interval_seconds"`
+	Progress           *progressJSON     `json:"progress,omitempty"`
+	VideoURL           string            `json:"video_url,omitempty"`
+	VideoURLNoCaptions string            `json:"video_url_no_captions,omitempty"`
+	CaptionURL         string            `json:"caption_url,omitempty"`
+	CaptionURLSRT      string            `json:"caption_url_srt,omitempty"`
+	PosterURL          string            `json:"poster_url,omitempty"`
+	Error              *videoErrorJSON   `json:"error,omitempty"`
+	Preview            *previewJSON      `json:"preview,omitempty"`
+	Cancellation       *cancellationJSON `json:"cancellation,omitempty"`
+	CreatedAt          int64             `json:"created_at"`
 }
 
 // previewNote and previewMessage are shown with every preview.
@@ -91,6 +98,8 @@ func (a *API) videoView(q fsm.QueuedVideo, urlExpiry time.Time) videoJSON {
 		out.PosterURL = a.fileURL(v.Outputs.Poster, urlExpiry)
 	case fsm.StatusFailed:
 		out.Error = &videoErrorJSON{Message: v.ErrorMessage, CreditsRefunded: v.CreditsRefunded}
+	case fsm.StatusCanceled:
+		out.Cancellation = &cancellationJSON{CreditsRefunded: v.RefundedCredits, CanceledAt: time.Unix(0, v.FinishedAt).Unix()}
 	case fsm.StatusPreview:
 		out.Preview = &previewJSON{
 			ImageURL:   a.cfg.Signer.URL(previewPath(v.ID), urlExpiry),

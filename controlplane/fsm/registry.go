@@ -72,6 +72,7 @@ const (
 	ResealWebhookType      MessageType = 50
 	SweepIntermediatesType MessageType = 51
 	BenchFillType          MessageType = 52
+	CancelVideoType        MessageType = 53
 )
 
 // entry is one command of the registry: its name (in logs and metrics), a
@@ -160,6 +161,7 @@ var registry = [256]entry{
 	ResealWebhookType:      command("reseal_webhook", (*state).applyResealWebhook),
 	SweepIntermediatesType: command("sweep_intermediates", (*state).applySweepIntermediates),
 	BenchFillType:          command("bench_fill", (*state).applyBenchFill),
+	CancelVideoType:        command("cancel_video", (*state).applyCancelVideo),
 }
 
 // What each command answers, in type order: the R of its apply function and
@@ -205,6 +207,7 @@ func (*ExpireSpeech) answers(int)                        {}
 func (*ResealWebhook) answers(bool)                      {}
 func (*SweepIntermediates) answers(int)                  {}
 func (*BenchFill) answers(int)                           {}
+func (*CancelVideo) answers(CancelVideoResult)           {}
 
 func (t MessageType) String() string {
 	if e := registry[t]; e.name != "" {

@@ -26,7 +26,10 @@ import (
 // videoCounts counts an account's videos on disk by tag (see countTags).
 type videoCounts map[string]int
 
-func finished(v *Video) bool { return v.Status == StatusCompleted || v.Status == StatusFailed }
+// finished reports whether v reached a final status: it goes to the disk tier.
+func finished(v *Video) bool {
+	return v.Status == StatusCompleted || v.Status == StatusFailed || v.Status == StatusCanceled
+}
 
 // addVideo records a new video in memory with the next sequence number.
 func (s *state) addVideo(v *Video) {

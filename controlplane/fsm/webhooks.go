@@ -11,10 +11,16 @@ import (
 const (
 	EventVideoCompleted = "video.completed"
 	EventVideoFailed    = "video.failed"
+	// EventVideoCanceled is an addition to the contract (CancelVideo).
+	EventVideoCanceled = "video.canceled"
 )
 
 // EventTypes are every event type, in the order the API lists them.
-var EventTypes = []string{EventVideoCompleted, EventVideoFailed}
+var EventTypes = []string{EventVideoCompleted, EventVideoFailed, EventVideoCanceled}
+
+// DefaultEventTypes are what an endpoint registered without events gets: the
+// contract's, so that additions reach only endpoints that ask for them.
+var DefaultEventTypes = []string{EventVideoCompleted, EventVideoFailed}
 
 // MaxWebhooksPerAccount is the contract's cap on active endpoints per account.
 const MaxWebhooksPerAccount = 5
@@ -191,11 +197,14 @@ func (s *state) applyPruneDeliveries(c *PruneDeliveries) (int, error) {
 
 // emitVideoEvent writes v's terminal event and one pending delivery per endpoint of
 // its account subscribed to the event's type; with no subscriber nothing is kept.
-// Callers have just moved v to completed or failed.
+// Callers have just moved v to completed, failed or canceled.
 func (s *state) emitVideoEvent(v *Video, now int64) {
 	typ := EventVideoCompleted
-	if v.Status == StatusFailed {
+	switch v.Status {
+	case StatusFailed:
 		typ = EventVideoFailed
+	case StatusCanceled:
+		typ = EventVideoCanceled
 	}
 	id := EventID(v.ID)
 	if s.events.has(id) {
