@@ -224,3 +224,52 @@ func TestDoneShare(t *testing.T) {
 		t.Fatal("done share of an unknown video: no error")
 	}
 }
+
+// TestVideoStages follows an auto and a manual video through their stages.
+func TestVideoStages(t *testing.T) {
+	s := newState(t, Config{})
+	must(t, s.UpsertNode(gpuNode("n1", 8, 48, "wan"), at(0)))
+	stage := func(id, want string, done, total int) {
+		t.Helper()
+		st, err := s.VideoStatus(id)
+		must(t, err)
+		if st.Stage != want || st.ScenesDone != done || st.ScenesTotal != total {
+			t.Fatalf("%s: stage %q %d/%d, want %q %d/%d", id, st.Stage, st.ScenesDone, st.ScenesTotal, want, done, total)
+		}
+	}
+	complete := func(l Lease) {
+		t.Helper()
+		_, err := s.Complete(l.Ref(), at(5))
+		must(t, err)
+	}
+	must(t, s.Submit(AutoGraph(VideoInfo{ID: "auto", AccountID: "a"}), at(0)))
+	stage("auto", "", 0, 0) // queued
+	plan := mustPlace(t, s, "n1", at(1))
+	stage("auto", StagePlanning, 0, 0)
+	complete(plan)
+	must(t, s.AddScenes("auto", 2, gpuReq("wan", 1, 40), at(2)))
+	leases := map[Kind][]Lease{}
+	for range 3 {
+		l := mustPlace(t, s, "n1", at(3))
+		leases[l.Kind] = append(leases[l.Kind], l)
+	}
+	if len(leases[KindTTS]) != 1 || len(leases[KindScene]) != 2 {
+		t.Fatalf("leases %v", leases)
+	}
+	stage("auto", StageRenderingScenes, 0, 2)
+	complete(leases[KindScene][0])
+	stage("auto", StageRenderingScenes, 1, 2)
+	complete(leases[KindScene][1])
+	stage("auto", StageVoicing, 2, 2)
+	complete(leases[KindTTS][0])
+	stage("auto", StageCompositing, 2, 2)
+
+	must(t, s.Submit(ManualGraph(VideoInfo{ID: "man", AccountID: "b"}, gpuReq("wan", 1, 40)), at(6)))
+	render := mustPlace(t, s, "n1", at(7))
+	if render.VideoID != "man" {
+		render = mustPlace(t, s, "n1", at(7))
+	}
+	stage("man", StageRendering, 0, 0)
+	complete(render)
+	stage("man", StageFinalizing, 0, 0)
+}

@@ -29,9 +29,12 @@ while true; do sleep 0.1; done
 `)
 	a := f.startAgent("agent-a", "--runner", e2eModel+"="+runner)
 	id := f.createVideo(manualBody("a render nobody waits for", ""))["id"].(string)
-	f.waitVideo(id, 30*time.Second, "processing with progress", func(v map[string]any) bool {
+	v := f.waitVideo(id, 30*time.Second, "processing with progress", func(v map[string]any) bool {
 		return v["status"] == "processing" && percentOf(v) > 0
 	})
+	if p, _ := v["progress"].(map[string]any); p["stage"] != "rendering" {
+		t.Fatalf("a manual video rendering reports progress %v, want stage rendering", p)
+	}
 	eventually(t, 10*time.Second, "the runner started", func() bool { return exists(started) })
 	b, err := os.ReadFile(pidFile)
 	if err != nil {
@@ -45,7 +48,7 @@ while true; do sleep 0.1; done
 		t.Fatalf("balance while rendering %d, want %d", got, grant-manualPrice)
 	}
 
-	v := f.srv.must(http.StatusOK, http.MethodPost, "/v1/videos/"+id+"/cancel", f.apiKey, "").obj(t)
+	v = f.srv.must(http.StatusOK, http.MethodPost, "/v1/videos/"+id+"/cancel", f.apiKey, "").obj(t)
 	c, _ := v["cancellation"].(map[string]any)
 	if v["status"] != "canceled" || c == nil || num(c, "credits_refunded") != manualPrice {
 		t.Fatalf("cancel answered %v", v)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/scheduler"
 )
 
 // PollIntervalSeconds is the polling interval suggested on every video.
@@ -16,6 +17,11 @@ type progressJSON struct {
 	// Reason and Message say why a video waits (scheduler reason codes).
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
+	// Stage (additions): the step a processing video is at, with the
+	// scenes of an auto video while they render.
+	Stage       string `json:"stage,omitempty"`
+	ScenesDone  *int   `json:"scenes_done,omitempty"`
+	ScenesTotal *int   `json:"scenes_total,omitempty"`
 }
 
 type videoErrorJSON struct {
@@ -89,7 +95,10 @@ func (a *API) videoView(q fsm.QueuedVideo, urlExpiry time.Time) videoJSON {
 	}
 	switch v.Status {
 	case fsm.StatusQueued, fsm.StatusProcessing:
-		out.Progress = &progressJSON{QueuePosition: q.QueuePosition, Percent: v.Percent, Reason: q.WaitReason, Message: q.WaitMessage}
+		out.Progress = &progressJSON{QueuePosition: q.QueuePosition, Percent: v.Percent, Reason: q.WaitReason, Message: q.WaitMessage, Stage: q.Stage}
+		if q.Stage == scheduler.StageRenderingScenes {
+			out.Progress.ScenesDone, out.Progress.ScenesTotal = &q.ScenesDone, &q.ScenesTotal
+		}
 	case fsm.StatusCompleted:
 		out.VideoURL = a.fileURL(v.Outputs.Video, urlExpiry)
 		out.VideoURLNoCaptions = a.fileURL(v.Outputs.VideoNoCaptions, urlExpiry)

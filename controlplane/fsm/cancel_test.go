@@ -65,6 +65,9 @@ func TestCancelVideo(t *testing.T) {
 	if !ok {
 		t.Fatal("no second task")
 	}
+	if q := w.get("a", "v_auto"); (q.Stage != "voicing" && q.Stage != "rendering_scenes") || q.ScenesTotal == 0 {
+		t.Fatalf("stage %q with %d/%d scenes after the plan, want voicing or rendering_scenes", q.Stage, q.ScenesDone, q.ScenesTotal)
+	}
 	res = must(w, &fsm.CancelVideo{VideoID: "v_auto", AccountID: "a", Now: t0 + 4})
 	if res.Video.RefundedCredits != 18 || w.balance("a") != 98 {
 		t.Fatalf("cancel of a processing video refunded %d (balance %d), want 18 (98)", res.Video.RefundedCredits, w.balance("a"))

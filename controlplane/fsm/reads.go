@@ -12,6 +12,10 @@ type QueuedVideo struct {
 	// WaitReason is a stable code (scheduler.Reason) and WaitMessage its text.
 	WaitReason  string
 	WaitMessage string
+	// Stage is the step a processing video is at (scheduler.Stage*), with
+	// an auto video's scenes done and in all.
+	Stage                   string
+	ScenesDone, ScenesTotal int
 }
 
 // queued adds the scheduler's view to a copy of v.
@@ -27,6 +31,7 @@ func (s *state) queued(v *Video) QueuedVideo {
 	q.QueuePosition = uint64(max(st.QueuePosition, 0))
 	q.WaitReason, q.WaitMessage = string(st.Reason), st.Message
 	q.Percent = st.Percent
+	q.Stage, q.ScenesDone, q.ScenesTotal = st.Stage, st.ScenesDone, st.ScenesTotal
 	return q
 }
 
