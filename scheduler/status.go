@@ -279,11 +279,18 @@ func (v *video) stage() (string, int, int) {
 	if v.state != VideoProcessing {
 		return "", 0, 0
 	}
-	done := map[Kind]bool{}
+	var planDone, ttsDone, renderDone bool
 	scenes, scenesDone, scenesStarted := 0, 0, false
 	for _, t := range v.tasks {
 		if t.state == TaskDone {
-			done[t.kind] = true
+			switch t.kind {
+			case KindPlan:
+				planDone = true
+			case KindTTS:
+				ttsDone = true
+			case KindRender:
+				renderDone = true
+			}
 		}
 		if t.kind == KindScene {
 			scenes++
@@ -298,17 +305,17 @@ func (v *video) stage() (string, int, int) {
 	}
 	switch v.mode {
 	case ModeManual:
-		if !done[KindRender] {
+		if !renderDone {
 			return StageRendering, 0, 0
 		}
 		return StageFinalizing, 0, 0
 	case ModeAuto:
 		switch {
-		case !done[KindPlan] || !v.scenesAdded:
+		case !planDone || !v.scenesAdded:
 			return StagePlanning, 0, 0
-		case scenesDone < scenes && (scenesStarted || done[KindTTS]):
+		case scenesDone < scenes && (scenesStarted || ttsDone):
 			return StageRenderingScenes, scenesDone, scenes
-		case !done[KindTTS]:
+		case !ttsDone:
 			return StageVoicing, scenesDone, scenes
 		}
 		return StageCompositing, scenesDone, scenes
