@@ -1,6 +1,8 @@
 package api
 
 import (
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
@@ -19,9 +21,12 @@ type progressJSON struct {
 	Message string `json:"message,omitempty"`
 	// Stage (additions): the step a processing video is at, with the
 	// scenes of an auto video while they render.
-	Stage       string `json:"stage,omitempty"`
-	ScenesDone  *int   `json:"scenes_done,omitempty"`
-	ScenesTotal *int   `json:"scenes_total,omitempty"`
+	Stage string `json:"stage,omitempty"`
+	// ETASeconds (an addition) is {"p50":…,"p90":…} or null on reads of a
+	// queued video; absent elsewhere (a create's answer replays unchanged).
+	ETASeconds  json.RawMessage `json:"eta_seconds,omitempty"`
+	ScenesDone  *int            `json:"scenes_done,omitempty"`
+	ScenesTotal *int            `json:"scenes_total,omitempty"`
 }
 
 type videoErrorJSON struct {
@@ -96,6 +101,9 @@ func (a *API) videoView(q fsm.QueuedVideo, urlExpiry time.Time) videoJSON {
 	switch v.Status {
 	case fsm.StatusQueued, fsm.StatusProcessing:
 		out.Progress = &progressJSON{QueuePosition: q.QueuePosition, Percent: v.Percent, Reason: q.WaitReason, Message: q.WaitMessage, Stage: q.Stage}
+		if v.Status == fsm.StatusQueued && q.Wait != nil {
+			out.Progress.ETASeconds = etaJSON(*q.Wait)
+		}
 		if q.Stage == scheduler.StageRenderingScenes {
 			out.Progress.ScenesDone, out.Progress.ScenesTotal = &q.ScenesDone, &q.ScenesTotal
 		}
@@ -139,4 +147,12 @@ func (a *API) readExpiry() time.Time {
 // the video, so an idempotent replay carries the same URL.
 func createExpiry(v fsm.Video) time.Time {
 	return time.Unix(0, v.CreatedAt+fsm.IdempotencyTTL).Add(time.Hour)
+}
+
+// etaJSON is a wait estimate as eta_seconds: its range, or null.
+func etaJSON(w fsm.WaitEstimate) json.RawMessage {
+	if !w.Known {
+		return json.RawMessage("null")
+	}
+	return json.RawMessage(fmt.Sprintf(`{"p50":%d,"p90":%d}`, w.P50, w.P90))
 }

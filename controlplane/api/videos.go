@@ -102,7 +102,16 @@ func (a *API) getVideo(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.NotFound("video"))
 		return
 	}
+	a.addWait(&v)
 	apierr.WriteJSON(w, http.StatusOK, a.videoView(v, a.readExpiry()))
+}
+
+// addWait estimates a queued video's wait for a read.
+func (a *API) addWait(v *fsm.QueuedVideo) {
+	if v.Status == fsm.StatusQueued {
+		w := a.fsm.EstimateWait(v.ID, a.cfg.Now().UnixNano())
+		v.Wait = &w
+	}
 }
 
 var videoStatuses = []string{fsm.StatusQueued, fsm.StatusProcessing, fsm.StatusCompleted, fsm.StatusFailed, fsm.StatusPreview, fsm.StatusCanceled}
@@ -153,6 +162,7 @@ func (a *API) listVideos(w http.ResponseWriter, r *http.Request) {
 	exp := a.readExpiry()
 	out := listJSON[videoJSON]{Object: "list", Data: make([]videoJSON, 0, len(page.Videos)), Total: page.Total, HasMore: page.HasMore}
 	for _, v := range page.Videos {
+		a.addWait(&v)
 		out.Data = append(out.Data, a.videoView(v, exp))
 	}
 	out.Count = len(out.Data)

@@ -1,6 +1,11 @@
 package fsm
 
-import "github.com/vidfarm/vidfarm/scheduler"
+import (
+	"math"
+	"time"
+
+	"github.com/vidfarm/vidfarm/scheduler"
+)
 
 // Reads. Each takes the read lock and returns copies the caller may keep and change.
 
@@ -16,6 +21,32 @@ type QueuedVideo struct {
 	// an auto video's scenes done and in all.
 	Stage                   string
 	ScenesDone, ScenesTotal int
+	// Wait is the estimate of a queued video's wait (EstimateWait), set by
+	// reads that ask for it; nil when not asked.
+	Wait *WaitEstimate
+}
+
+// WaitEstimate is how long a queued video may wait before it starts to
+// render, in seconds; Known is false when nothing can tell (no live node
+// can run it, or too few of its kind finished lately).
+type WaitEstimate struct {
+	Known    bool
+	P50, P90 int64
+}
+
+// EstimateWait estimates how long the queued video waits at now (Unix ns):
+// scheduler.State.EstimateWait, rounded up to whole seconds. Not a command's
+// answer: the throughput it reads is not replicated (each node counts the
+// completions it applied since it started).
+func (f *FSM) EstimateWait(videoID string, now int64) WaitEstimate {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	est, ok := f.s.sched.EstimateWait(videoID, timeOf(now))
+	if !ok {
+		return WaitEstimate{}
+	}
+	secs := func(d time.Duration) int64 { return int64(math.Ceil(d.Seconds())) }
+	return WaitEstimate{Known: true, P50: secs(est.P50), P90: secs(est.P90)}
 }
 
 // queued adds the scheduler's view to a copy of v.

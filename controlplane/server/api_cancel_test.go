@@ -19,6 +19,15 @@ func TestAPICancelVideo(t *testing.T) {
 	if charged <= 0 || h.balance(key) != 500-charged {
 		t.Fatalf("created %v, balance %d", v, h.balance(key))
 	}
+	// No node can run it: a read says so with a null estimate (the create's
+	// answer has none).
+	if _, has := v["progress"].(map[string]any)["eta_seconds"]; has {
+		t.Fatalf("the create answer carries an estimate: %v", v["progress"])
+	}
+	queued := expectAPIStatus(t, h.do("GET", "/v1/videos/"+id, key, nil), http.StatusOK)
+	if eta, has := queued["progress"].(map[string]any)["eta_seconds"]; !has || eta != nil {
+		t.Fatalf("a queued video no node can run: progress %v, want eta_seconds null", queued["progress"])
+	}
 	expectAPIError(t, h.do("POST", "/v1/videos/"+id+"/cancel", otherKey, nil), http.StatusNotFound, "not_found")
 	expectAPIError(t, h.do("POST", "/v1/videos/"+id+"/cancel", key, map[string]any{"reason": "x"}), http.StatusBadRequest, "invalid_request")
 
