@@ -60,10 +60,10 @@ type Dashboard struct {
 
 // Panel is a dashboard panel or row; a collapsed row holds its panels.
 type Panel struct {
-	ID         int             `json:"id"`
-	Type       string          `json:"type"`
-	Title      string          `json:"title"`
-	Datasource json.RawMessage `json:"datasource"`
+	ID         int                       `json:"id"`
+	Type       string                    `json:"type"`
+	Title      string                    `json:"title"`
+	Datasource json.RawMessage           `json:"datasource"`
 	GridPos    *struct{ H, W, X, Y int } `json:"gridPos"`
 	Targets    []struct {
 		RefID string `json:"refId"`
