@@ -61,3 +61,21 @@ func TestEachReadyEmpty(t *testing.T) {
 	s := newState(t, Config{})
 	s.EachReady(func(Kind, string, time.Time) { t.Fatal("EachReady visited a task of an empty state") })
 }
+
+// BenchmarkEachReady walks 100,000 ready tasks: the work a scrape of the
+// control plane's queue ages does under the FSM's read lock.
+func BenchmarkEachReady(b *testing.B) {
+	s := newState(b, Config{})
+	for i := range 100_000 {
+		submitManual(b, s, fmt.Sprintf("v-%06d", i), fmt.Sprintf("acct-%d", i%1000), 0,
+			gpuReq(fmt.Sprintf("m-%d", i%32), 1, 24), at(i%3600))
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		n := 0
+		s.EachReady(func(Kind, string, time.Time) { n++ })
+		if n != 100_000 {
+			b.Fatalf("visited %d", n)
+		}
+	}
+}

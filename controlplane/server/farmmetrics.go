@@ -115,12 +115,17 @@ func (h *ageHistogram) cumulative() map[float64]uint64 {
 // as having waited zero.
 func queueAges(each func(func(scheduler.Kind, string, time.Time)), now time.Time) map[queueKey]*ageHistogram {
 	out := map[queueKey]*ageHistogram{}
+	// Tasks come an account queue at a time, so runs share a key: the last
+	// one saves a map lookup per task while the FSM's read lock is held.
+	var last queueKey
+	var h *ageHistogram
 	each(func(kind scheduler.Kind, model string, readyAt time.Time) {
-		k := queueKey{kind, model}
-		h := out[k]
-		if h == nil {
-			h = &ageHistogram{perBucket: make([]uint64, len(queueAgeBuckets))}
-			out[k] = h
+		if k := (queueKey{kind, model}); h == nil || k != last {
+			if h = out[k]; h == nil {
+				h = &ageHistogram{perBucket: make([]uint64, len(queueAgeBuckets))}
+				out[k] = h
+			}
+			last = k
 		}
 		age := max(now.Sub(readyAt).Seconds(), 0)
 		h.count++

@@ -70,3 +70,21 @@ func TestNodeCounts(t *testing.T) {
 		t.Errorf("gpus %v, want %v", gpus, want)
 	}
 }
+
+// BenchmarkQueueAges buckets 100,000 waits of 8 kinds and models: the part
+// of a scrape that runs under the FSM's read lock besides the walk itself
+// (scheduler's BenchmarkEachReady).
+func BenchmarkQueueAges(b *testing.B) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	models := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	each := func(fn func(scheduler.Kind, string, time.Time)) {
+		for i := range 100_000 {
+			fn(scheduler.KindRender, models[i/12_500], now.Add(-time.Duration(i)*time.Second))
+		}
+	}
+	for b.Loop() {
+		if got := queueAges(each, now); len(got) != len(models) {
+			b.Fatalf("%d series", len(got))
+		}
+	}
+}

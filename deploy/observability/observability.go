@@ -16,10 +16,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Files are the dashboard and the rules, as shipped.
+// files are the dashboard and the rules, as shipped.
 //
 //go:embed dashboard.json alerts.yml
-var Files embed.FS
+var files embed.FS
 
 // Query is one PromQL expression and where it is written.
 type Query struct {
@@ -27,8 +27,8 @@ type Query struct {
 	Expr  string
 }
 
-// Rules is the part of a Prometheus rules file the checks read.
-type Rules struct {
+// rules is the part of a Prometheus rules file the checks read.
+type rules struct {
 	Groups []struct {
 		Name  string `json:"name"`
 		Rules []struct {
@@ -42,13 +42,13 @@ type Rules struct {
 	} `json:"groups"`
 }
 
-// Dashboard is the part of a Grafana dashboard (classic JSON model) the
+// dashboard is the part of a Grafana dashboard (classic JSON model) the
 // checks read.
-type Dashboard struct {
+type dashboard struct {
 	Title         string  `json:"title"`
 	UID           string  `json:"uid"`
 	SchemaVersion int     `json:"schemaVersion"`
-	Panels        []Panel `json:"panels"`
+	Panels        []panel `json:"panels"`
 	Templating    struct {
 		List []struct {
 			Name  string `json:"name"`
@@ -58,8 +58,8 @@ type Dashboard struct {
 	} `json:"templating"`
 }
 
-// Panel is a dashboard panel or row; a collapsed row holds its panels.
-type Panel struct {
+// panel is a dashboard panel or row; a collapsed row holds its panels.
+type panel struct {
 	ID         int                       `json:"id"`
 	Type       string                    `json:"type"`
 	Title      string                    `json:"title"`
@@ -69,13 +69,13 @@ type Panel struct {
 		RefID string `json:"refId"`
 		Expr  string `json:"expr"`
 	} `json:"targets"`
-	Panels []Panel `json:"panels"`
+	Panels []panel `json:"panels"`
 }
 
-// LoadRules parses alerts.yml.
-func LoadRules() (Rules, error) {
-	var r Rules
-	raw, err := Files.ReadFile("alerts.yml")
+// loadRules parses alerts.yml.
+func loadRules() (rules, error) {
+	var r rules
+	raw, err := files.ReadFile("alerts.yml")
 	if err == nil {
 		err = yaml.Unmarshal(raw, &r)
 	}
@@ -85,10 +85,10 @@ func LoadRules() (Rules, error) {
 	return r, nil
 }
 
-// LoadDashboard parses dashboard.json.
-func LoadDashboard() (Dashboard, error) {
-	var d Dashboard
-	raw, err := Files.ReadFile("dashboard.json")
+// loadDashboard parses dashboard.json.
+func loadDashboard() (dashboard, error) {
+	var d dashboard
+	raw, err := files.ReadFile("dashboard.json")
 	if err == nil {
 		err = json.Unmarshal(raw, &d)
 	}
@@ -98,11 +98,11 @@ func LoadDashboard() (Dashboard, error) {
 	return d, nil
 }
 
-// AllPanels lists the panels, those inside collapsed rows included.
-func (d Dashboard) AllPanels() []Panel {
-	var out []Panel
-	var walk func([]Panel)
-	walk = func(ps []Panel) {
+// allPanels lists the panels, those inside collapsed rows included.
+func (d dashboard) allPanels() []panel {
+	var out []panel
+	var walk func([]panel)
+	walk = func(ps []panel) {
 		for _, p := range ps {
 			out = append(out, p)
 			walk(p.Panels)
@@ -115,11 +115,11 @@ func (d Dashboard) AllPanels() []Panel {
 // Queries lists every PromQL expression of the rules and the dashboard,
 // with Grafana's interval variables replaced by a duration Prometheus reads.
 func Queries() ([]Query, error) {
-	r, err := LoadRules()
+	r, err := loadRules()
 	if err != nil {
 		return nil, err
 	}
-	d, err := LoadDashboard()
+	d, err := loadDashboard()
 	if err != nil {
 		return nil, err
 	}
@@ -129,16 +129,16 @@ func Queries() ([]Query, error) {
 			out = append(out, Query{Where: "alerts.yml: " + rule.Alert + rule.Record, Expr: rule.Expr})
 		}
 	}
-	for _, p := range d.AllPanels() {
+	for _, p := range d.allPanels() {
 		for _, t := range p.Targets {
-			out = append(out, Query{Where: fmt.Sprintf("dashboard.json: panel %d (%s) %s", p.ID, p.Title, t.RefID), Expr: GrafanaToPromQL(t.Expr)})
+			out = append(out, Query{Where: fmt.Sprintf("dashboard.json: panel %d (%s) %s", p.ID, p.Title, t.RefID), Expr: grafanaToPromQL(t.Expr)})
 		}
 	}
 	return out, nil
 }
 
-// GrafanaToPromQL replaces the interval variables Grafana fills in.
-func GrafanaToPromQL(expr string) string {
+// grafanaToPromQL replaces the interval variables Grafana fills in.
+func grafanaToPromQL(expr string) string {
 	return strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h").Replace(expr)
 }
 

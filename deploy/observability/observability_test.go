@@ -70,7 +70,7 @@ func TestDashboardQueriesParse(t *testing.T) {
 // Each alert says how long, how bad, what and where its runbook is, and the
 // runbook section exists.
 func TestRulesAnnotated(t *testing.T) {
-	r, err := LoadRules()
+	r, err := loadRules()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func githubAnchor(heading string) string {
 }
 
 func TestDashboardShape(t *testing.T) {
-	d, err := LoadDashboard()
+	d, err := loadDashboard()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestDashboardShape(t *testing.T) {
 	}
 	ids := map[int]bool{}
 	var rows []string
-	for _, p := range d.AllPanels() {
+	for _, p := range d.allPanels() {
 		if ids[p.ID] {
 			t.Errorf("panel id %d used twice", p.ID)
 		}
