@@ -6,6 +6,8 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -51,7 +53,14 @@ func TestObservabilityMetricsExported(t *testing.T) {
 		t.Error("no vidfarm_queue_age_seconds while a video waits")
 	}
 
-	ag := f.startAgent("agent-metrics", "--metrics-listen", "127.0.0.1:0")
+	// A runners file gives the agent its per-runner series; the runner serves
+	// a model this test never asks for, so the procedural runner renders.
+	runner := writeScript(t, f.dir, "never-called.sh", "#!/bin/sh\nexit 1\n")
+	runners := filepath.Join(f.dir, "runners.yaml")
+	if err := os.WriteFile(runners, []byte("version: 1\nrunners:\n  - name: unused\n    kind: command\n    command: ["+runner+"]\n    models: [hunyuan-video]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ag := f.startAgent("agent-metrics", "--metrics-listen", "127.0.0.1:0", "--runners", runners)
 	served := findLogs(ag.proc, "serving metrics")
 	if len(served) == 0 {
 		t.Fatal("the agent did not log its metrics address")
