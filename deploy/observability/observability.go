@@ -72,30 +72,29 @@ type panel struct {
 	Panels []panel `json:"panels"`
 }
 
-// loadRules parses alerts.yml.
-func loadRules() (rules, error) {
-	var r rules
-	raw, err := files.ReadFile("alerts.yml")
+// load parses one of the files into v (sigs.k8s.io/yaml reads the JSON
+// dashboard as well: JSON is YAML).
+func load(name string, v any) error {
+	raw, err := files.ReadFile(name)
 	if err == nil {
-		err = yaml.Unmarshal(raw, &r)
+		err = yaml.Unmarshal(raw, v)
 	}
 	if err != nil {
-		return r, fmt.Errorf("alerts.yml: %w", err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
-	return r, nil
+	return nil
 }
 
-// loadDashboard parses dashboard.json.
+func loadRules() (rules, error) {
+	var r rules
+	err := load("alerts.yml", &r)
+	return r, err
+}
+
 func loadDashboard() (dashboard, error) {
 	var d dashboard
-	raw, err := files.ReadFile("dashboard.json")
-	if err == nil {
-		err = json.Unmarshal(raw, &d)
-	}
-	if err != nil {
-		return d, fmt.Errorf("dashboard.json: %w", err)
-	}
-	return d, nil
+	err := load("dashboard.json", &d)
+	return d, err
 }
 
 // allPanels lists the panels, those inside collapsed rows included.
