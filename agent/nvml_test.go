@@ -56,7 +56,7 @@ func device(name, uuid string, total, free uint64, util nvml.Utilization) *mock.
 			return nvml.Memory{Total: total, Free: free, Used: total - free}, nvml.SUCCESS
 		},
 		GetUtilizationRatesFunc: func() (nvml.Utilization, nvml.Return) { return util, nvml.SUCCESS },
-		// No sensor unless a test gives one (withTemperature).
+		// No sensor unless a test sets GetTemperatureFunc.
 		GetTemperatureFunc: func(nvml.TemperatureSensors) (uint32, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED },
 		GetMigModeFunc: func() (int, int, nvml.Return) {
 			return nvml.DEVICE_MIG_DISABLE, nvml.DEVICE_MIG_DISABLE, nvml.SUCCESS
