@@ -70,6 +70,10 @@ type GPU struct {
 	// be read.
 	UtilizationGPUPercent    *uint32 `json:"utilization_gpu_percent"`
 	UtilizationMemoryPercent *uint32 `json:"utilization_memory_percent"`
+	// TemperatureC is the GPU's die temperature in degrees Celsius (NVML's
+	// TEMPERATURE_GPU sensor); null where the GPU does not report it or it
+	// could not be read.
+	TemperatureC *uint32 `json:"temperature_c,omitempty"`
 	// MIGEnabled is the current MIG mode; false where the GPU has no MIG.
 	// A GPU in MIG mode runs work only in its MIG instances.
 	MIGEnabled   bool          `json:"mig_enabled"`

@@ -76,6 +76,7 @@ var (
 	descGPUTotal   = prometheus.NewDesc("vidfarm_agent_gpu_memory_total_bytes", "Memory of each GPU (NVML).", gpuLabels, nil)
 	descGPUUsed    = prometheus.NewDesc("vidfarm_agent_gpu_memory_used_bytes", "Memory in use on each GPU (NVML).", gpuLabels, nil)
 	descGPUUtil    = prometheus.NewDesc("vidfarm_agent_gpu_utilization_ratio", "GPU utilisation over NVML's last sample period, 0 to 1.", gpuLabels, nil)
+	descGPUTemp    = prometheus.NewDesc("vidfarm_agent_gpu_temperature_celsius", "Die temperature of each GPU (NVML).", gpuLabels, nil)
 	descGPUErrors  = prometheus.NewDesc("vidfarm_agent_gpu_sample_errors", "1 when the last GPU sample could not read everything (see the agent's log).", nil, nil)
 	descVirtualGPU = prometheus.NewDesc("vidfarm_agent_virtual_gpus", "Procedural render slots advertised on a machine without NVIDIA GPUs.", nil, nil)
 	descRunnerUp   = prometheus.NewDesc("vidfarm_agent_runner_up",
@@ -83,7 +84,7 @@ var (
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRegistered, descWorkDir, descGPUTotal, descGPUUsed, descGPUUtil, descGPUErrors, descVirtualGPU, descRunnerUp} {
+	for _, d := range []*prometheus.Desc{descRegistered, descWorkDir, descGPUTotal, descGPUUsed, descGPUUtil, descGPUTemp, descGPUErrors, descVirtualGPU, descRunnerUp} {
 		ch <- d
 	}
 }
@@ -117,6 +118,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descGPUUsed, prometheus.GaugeValue, float64((g.MemoryTotalMB-min(g.MemoryFreeMB, g.MemoryTotalMB))*mib), labels...)
 		if g.UtilizationGPUPercent != nil {
 			ch <- prometheus.MustNewConstMetric(descGPUUtil, prometheus.GaugeValue, float64(*g.UtilizationGPUPercent)/100, labels...)
+		}
+		if g.TemperatureC != nil {
+			ch <- prometheus.MustNewConstMetric(descGPUTemp, prometheus.GaugeValue, float64(*g.TemperatureC), labels...)
 		}
 	}
 }

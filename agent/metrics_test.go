@@ -60,10 +60,10 @@ vidfarm_agent_virtual_gpus 2
 
 // TestMetricsGPUs: on a node with NVIDIA GPUs the scrape samples them.
 func TestMetricsGPUs(t *testing.T) {
-	util := uint32(37)
+	util, temp := uint32(37), uint32(71)
 	a := &agent{cfg: Config{WorkDir: t.TempDir(), SampleGPUs: func() ([]GPU, error) {
 		return []GPU{
-			{Index: 0, UUID: "GPU-aaa", Name: "NVIDIA H100", MemoryTotalMB: 81559, MemoryFreeMB: 81000, UtilizationGPUPercent: &util},
+			{Index: 0, UUID: "GPU-aaa", Name: "NVIDIA H100", MemoryTotalMB: 81559, MemoryFreeMB: 81000, UtilizationGPUPercent: &util, TemperatureC: &temp},
 			{Index: 1, UUID: "GPU-bbb", Name: "NVIDIA H100", MemoryTotalMB: 81559, MemoryFreeMB: 1559}, // no utilisation (MIG)
 			{Index: 2, Error: "memory: not supported"},
 		}, nil
@@ -78,12 +78,15 @@ vidfarm_agent_gpu_memory_used_bytes{index="1",name="NVIDIA H100",uuid="GPU-bbb"}
 # HELP vidfarm_agent_gpu_utilization_ratio GPU utilisation over NVML's last sample period, 0 to 1.
 # TYPE vidfarm_agent_gpu_utilization_ratio gauge
 vidfarm_agent_gpu_utilization_ratio{index="0",name="NVIDIA H100",uuid="GPU-aaa"} 0.37
+# HELP vidfarm_agent_gpu_temperature_celsius Die temperature of each GPU (NVML).
+# TYPE vidfarm_agent_gpu_temperature_celsius gauge
+vidfarm_agent_gpu_temperature_celsius{index="0",name="NVIDIA H100",uuid="GPU-aaa"} 71
 # HELP vidfarm_agent_registered 1 while the agent holds a node credential from the control plane.
 # TYPE vidfarm_agent_registered gauge
 vidfarm_agent_registered 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "vidfarm_agent_gpu_memory_used_bytes",
-		"vidfarm_agent_gpu_utilization_ratio", "vidfarm_agent_registered"); err != nil {
+		"vidfarm_agent_gpu_utilization_ratio", "vidfarm_agent_gpu_temperature_celsius", "vidfarm_agent_registered"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -156,6 +156,14 @@ func discoverGPU(lib nvml.Interface, i int) (GPU, []error) {
 	default:
 		p.warn("utilization", ret)
 	}
+	switch c, ret := dev.GetTemperature(nvml.TEMPERATURE_GPU); ret {
+	case nvml.SUCCESS:
+		g.TemperatureC = &c
+	case nvml.ERROR_NOT_SUPPORTED:
+		// no sensor NVML can read (some virtualised GPUs): unknown
+	default:
+		p.warn("temperature", ret)
+	}
 
 	switch current, _, ret := dev.GetMigMode(); ret {
 	case nvml.SUCCESS:

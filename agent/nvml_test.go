@@ -56,6 +56,8 @@ func device(name, uuid string, total, free uint64, util nvml.Utilization) *mock.
 			return nvml.Memory{Total: total, Free: free, Used: total - free}, nvml.SUCCESS
 		},
 		GetUtilizationRatesFunc: func() (nvml.Utilization, nvml.Return) { return util, nvml.SUCCESS },
+		// No sensor unless a test sets GetTemperatureFunc.
+		GetTemperatureFunc: func(nvml.TemperatureSensors) (uint32, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED },
 		GetMigModeFunc: func() (int, int, nvml.Return) {
 			return nvml.DEVICE_MIG_DISABLE, nvml.DEVICE_MIG_DISABLE, nvml.SUCCESS
 		},
@@ -185,6 +187,27 @@ func TestDiscover(t *testing.T) {
 				Index: 0, Name: "NVIDIA GeForce RTX 4090", UUID: "GPU-40900000-0000-0000-0000-000000000000",
 				MemoryTotalMB: 24564, MemoryFreeMB: 23000,
 			}),
+			wantShutdowns: 1,
+		},
+		{
+			name: "temperatures: one read, one that fails",
+			lib: func() *mock.Interface {
+				hot, broken := a100(0), a100(1)
+				hot.GetTemperatureFunc = func(s nvml.TemperatureSensors) (uint32, nvml.Return) {
+					if s != nvml.TEMPERATURE_GPU {
+						return 0, nvml.ERROR_INVALID_ARGUMENT
+					}
+					return 64, nvml.SUCCESS
+				}
+				broken.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) { return 0, nvml.ERROR_UNKNOWN }
+				return server("550.54.15", 12040, hot, broken)
+			},
+			want: withWarnings(gpuNode(func() GPU {
+				g := wantA100(0)
+				g.TemperatureC = u32(64)
+				return g
+			}(), wantA100(1)), "gpu 1: temperature: ERROR_UNKNOWN"),
+			wantErrs:      []error{nvml.ERROR_UNKNOWN},
 			wantShutdowns: 1,
 		},
 		{

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need where it is missing: ffmpeg/ffprobe, espeak-ng, a
 # font for burned-in captions and fontconfig's fc-list, openssl and python3,
-# rsvg-convert, etcd, PostgreSQL (Debian packages; a server is started when none
+# rsvg-convert, etcd, promtool, PostgreSQL (Debian packages; a server is started when none
 # answers on 127.0.0.1:5432) and staticcheck (Go module proxy).
 # Safe to run repeatedly.
 set -euo pipefail
@@ -21,6 +21,10 @@ command -v fc-list >/dev/null 2>&1 || need+=(fontconfig)
 command -v rsvg-convert >/dev/null 2>&1 || need+=(librsvg2-bin)
 # The anchor benchmark's etcd client (bench/etcd.go) is tested against a real etcd.
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
+# The alerting rules and the dashboard's queries are checked with promtool
+# (deploy/observability), which Debian ships in the prometheus package (with
+# the Prometheus server, which the tests do not use).
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 # The app-database bridge tests (controlplane/appdb) need a PostgreSQL server.
 pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1; }
 [ -n "$(pg_bin)" ] || need+=(postgresql)
