@@ -50,11 +50,16 @@ type seen struct{ method, path, idemKey string }
 
 const fakeKey = "vf_test_key"
 
-func newFake(t testing.TB) (*fakeAPI, *httptest.Server) {
-	f := &fakeAPI{key: fakeKey, credits: 1000, byKey: map[string]idem{}}
-	srv := httptest.NewServer(f)
+func newFake(t *testing.T) (*fakeAPI, *httptest.Server) {
+	f, srv := startFake()
 	t.Cleanup(srv.Close)
 	return f, srv
+}
+
+// startFake is newFake for examples, which have no testing.T: close the server.
+func startFake() (*fakeAPI, *httptest.Server) {
+	f := &fakeAPI{key: fakeKey, credits: 1000, byKey: map[string]idem{}}
+	return f, httptest.NewServer(f)
 }
 
 func (f *fakeAPI) addFaults(fs ...fault) {
