@@ -159,7 +159,7 @@ func TestCancel(t *testing.T) {
 	if _, err := c.Wait(ctx, done.ID, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CancelVideo(ctx, done.ID); !client.IsCode(err, "video_not_cancelable") {
+	if _, err := c.CancelVideo(ctx, done.ID); !client.IsCode(err, client.CodeVideoNotCancelable) {
 		t.Errorf("cancel a completed video: %v, want video_not_cancelable", err)
 	}
 	if n := f.count(); n != 2 {

@@ -49,7 +49,7 @@ func ExampleIsCode() {
 	defer srv.Close()
 	c, _ := client.New(srv.URL, fakeKey)
 	_, err := c.CreateAuto(context.Background(), client.AutoVideoRequest{Prompt: "A feature film", DurationSeconds: 3000})
-	if client.IsCode(err, "insufficient_credits") {
+	if client.IsCode(err, client.CodeInsufficientCredits) {
 		var e *client.Error
 		errors.As(err, &e)
 		fmt.Println(e.Status, e.Details["required_credits"], e.Details["remaining_credits"])

@@ -14,18 +14,12 @@ import (
 // every field is a property. A field added on either side without the other
 // fails here.
 func TestTypesMatchOpenAPI(t *testing.T) {
-	b, err := os.ReadFile("../controlplane/api/openapi.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var doc struct {
 		Components struct {
 			Schemas map[string]schema `json:"schemas"`
 		} `json:"components"`
 	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
+	loadOpenAPI(t, &doc)
 	s := doc.Components.Schemas
 	cases := []struct {
 		schema string
@@ -98,4 +92,38 @@ func jsonNames(t reflect.Type) []string {
 		out = append(out, name)
 	}
 	return out
+}
+
+// TestCodesMatchOpenAPI: a Code constant for every value of ErrorCode, and no other.
+func TestCodesMatchOpenAPI(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				ErrorCode struct {
+					Enum []string `json:"enum"`
+				} `json:"ErrorCode"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	loadOpenAPI(t, &doc)
+	want := doc.Components.Schemas.ErrorCode.Enum
+	got := slices.Clone(codes)
+	slices.Sort(want)
+	slices.Sort(got)
+	if len(want) == 0 || !slices.Equal(got, want) {
+		t.Errorf("Code constants %v, ErrorCode enum %v", got, want)
+	}
+}
+
+// loadOpenAPI decodes the document the server serves (GET /v1/openapi.json)
+// into doc.
+func loadOpenAPI(t *testing.T, doc any) {
+	t.Helper()
+	b, err := os.ReadFile("../controlplane/api/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, doc); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -141,7 +141,7 @@ func TestSDKAgainstDev(t *testing.T) {
 	if len(seen) == 0 || seen[len(seen)-1] != client.StatusCompleted {
 		t.Errorf("callback saw %v, want it to end with completed", seen)
 	}
-	if _, err := c.CancelVideo(ctx, v.ID); !client.IsCode(err, "video_not_cancelable") {
+	if _, err := c.CancelVideo(ctx, v.ID); !client.IsCode(err, client.CodeVideoNotCancelable) {
 		t.Errorf("cancel a completed video: %v, want video_not_cancelable", err)
 	}
 
