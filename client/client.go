@@ -62,8 +62,8 @@ func WithPollInterval(d time.Duration) Option { return func(c *Client) { c.pollI
 // WithUserAgent sets the User-Agent header.
 func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
 
-// New returns a client of the API at baseURL (the server's root, without /v1;
-// empty means DefaultBaseURL) that authenticates with apiKey.
+// New returns a client of the API at baseURL (the server's root, with or
+// without /v1; empty means DefaultBaseURL) that authenticates with apiKey.
 func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	if baseURL == "" {
 		baseURL = DefaultBaseURL
@@ -72,6 +72,8 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("vidfarm: base URL %q: want http(s)://host[:port]", baseURL)
 	}
+	// vidfarm dev prints the API as <root>/v1: accept that too.
+	u.Path = strings.TrimSuffix(u.Path, "/v1")
 	if apiKey == "" {
 		return nil, errors.New("vidfarm: no API key (create one with `vidfarm admin key create`, or use the one `vidfarm dev` prints)")
 	}

@@ -117,6 +117,10 @@ func TestErrorAnswers(t *testing.T) {
 	if _, err := good.GetVideo(context.Background(), "vid_nope"); !client.IsCode(err, "not_found") {
 		t.Errorf("unknown video: %v, want not_found", err)
 	}
+	withV1 := newTestClient(t, srv.URL+"/v1/")
+	if me, err := withV1.Me(context.Background()); err != nil || me.ID != "acct_fake" {
+		t.Errorf("base URL ending in /v1: %v, want the account", err)
+	}
 	if _, err := client.New("ftp://x", fakeKey); err == nil {
 		t.Error("an ftp base URL was accepted")
 	}

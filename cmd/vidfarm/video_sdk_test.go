@@ -224,6 +224,13 @@ func TestVideoCLIAgainstDev(t *testing.T) {
 	if list.Total != 2 || list.Data[0].ID != long.ID || list.Data[1].ID != id {
 		t.Errorf("list: %d videos %+v, want %s then %s", list.Total, list.Data, long.ID, id)
 	}
+	out, err = run("watch", id)
+	if err != nil || !strings.Contains(out, f.public+"/files/") {
+		t.Errorf("watch of a completed video printed %q (%v), want its URL", out, err)
+	}
+	if _, err := run("watch", long.ID); err == nil {
+		t.Error("watch of a canceled video exited 0")
+	}
 	out, err = run("get", id)
 	if err != nil || !strings.Contains(out, id+"  completed") {
 		t.Errorf("get printed %q (%v), want the completed video", out, err)
