@@ -212,6 +212,9 @@ func (cli *videoCLI) list(ctx context.Context, p client.ListVideosParams, all bo
 	if cli.json {
 		return cli.printJSON(client.List[client.Video]{Object: "list", Data: vs, Count: len(vs), Total: len(vs)})
 	}
+	if len(vs) == 0 {
+		fmt.Fprintln(cli.log, "no videos")
+	}
 	for _, v := range vs {
 		fmt.Fprintf(cli.out, "%s  %-10s  %-6s  %s  %s\n", v.ID, v.Status, v.Mode,
 			time.Unix(v.CreatedAt, 0).UTC().Format(time.DateTime), clip(v.Prompt, 50))
