@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -268,6 +270,35 @@ func TestVerifyWebhook(t *testing.T) {
 	for _, tc := range cases {
 		if err := client.VerifyWebhook(secret, tc.header, tc.body, tc.now, 0); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestVerifyWebhookRequest(t *testing.T) {
+	const secret = "whsec_test"
+	body := `{"id":"evt_1","object":"event","type":"video.completed","created":1,"data":{"video":{"id":"vid_1"}}}`
+	for _, tc := range []struct {
+		name   string
+		header string
+		want   error
+	}{
+		{"signed now", signature.Header(secret, time.Now(), []byte(body)), nil},
+		{"other secret", signature.Header("whsec_other", time.Now(), []byte(body)), client.ErrSignatureMismatch},
+		{"unsigned", "", client.ErrSignatureMissing},
+	} {
+		r := httptest.NewRequest("POST", "/hooks", strings.NewReader(body))
+		if tc.header != "" {
+			r.Header.Set(client.SignatureHeader, tc.header)
+		}
+		got, err := client.VerifyWebhookRequest(r, secret)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+		if tc.want == nil && string(got) != body {
+			t.Errorf("%s: body %q, want the request's", tc.name, got)
+		}
+		if tc.want != nil && got != nil {
+			t.Errorf("%s: an unverified body was returned", tc.name)
 		}
 	}
 }
