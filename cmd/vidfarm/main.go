@@ -13,6 +13,7 @@ const usage = `vidfarm: a self-hostable GPU render farm for AI video generation
 usage:
   vidfarm dev      start the embedded single-node farm and print a working API key
   vidfarm server   run a control-plane node
+  vidfarm video    create, get, list, cancel and watch videos through the public API (the Go SDK)
   vidfarm admin    manage accounts, keys, credits and plans (JSON output)
   vidfarm agent    run a render node: register, lease tasks, render (--print-capacity: what NVML sees)
   vidfarm bench    load tools for capacity planning
@@ -34,6 +35,8 @@ func main() {
 		err = runServer(os.Args[2:])
 	case "admin":
 		err = runAdmin(os.Args[2:])
+	case "video":
+		err = runVideo(os.Args[2:])
 	case "agent":
 		err = runAgent(os.Args[2:])
 	case "bench":

@@ -1,0 +1,240 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultBaseURL is where `vidfarm dev` serves the API.
+const DefaultBaseURL = "http://127.0.0.1:8080"
+
+// maxBody bounds an answer read into memory: the largest documented answer (a
+// page of 100 videos) is far below it.
+const maxBody = 16 << 20
+
+// Client calls the vidfarm public API. It is safe for concurrent use.
+type Client struct {
+	base         *url.URL
+	key          string
+	http         *http.Client
+	userAgent    string
+	maxAttempts  int
+	minBackoff   time.Duration
+	maxBackoff   time.Duration
+	pollInterval time.Duration
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient sets the http.Client requests go through (default: a client
+// with a 60 s timeout per attempt).
+func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h } }
+
+// WithMaxAttempts bounds how many times one call is sent (default 4; 1 turns
+// retries off).
+func WithMaxAttempts(n int) Option {
+	return func(c *Client) { c.maxAttempts = max(n, 1) }
+}
+
+// WithBackoff sets the first retry's wait and the cap of the exponential
+// backoff (default 500 ms and 30 s). A Retry-After longer than the backoff wins.
+func WithBackoff(first, limit time.Duration) Option {
+	return func(c *Client) { c.minBackoff, c.maxBackoff = first, max(first, limit) }
+}
+
+// WithPollInterval makes Wait poll at d instead of the video's
+// poll_interval_seconds. Use it sparingly: polls count toward the rate limit.
+func WithPollInterval(d time.Duration) Option { return func(c *Client) { c.pollInterval = d } }
+
+// WithUserAgent sets the User-Agent header.
+func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
+
+// New returns a client of the API at baseURL (the server's root, with or
+// without /v1; empty means DefaultBaseURL) that authenticates with apiKey.
+func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
+	if baseURL == "" {
+		baseURL = DefaultBaseURL
+	}
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("vidfarm: base URL %q: want http(s)://host[:port]", baseURL)
+	}
+	// vidfarm dev prints the API as <root>/v1: accept that too.
+	u.Path = strings.TrimSuffix(u.Path, "/v1")
+	if apiKey == "" {
+		return nil, errors.New("vidfarm: no API key (create one with `vidfarm admin key create`, or use the one `vidfarm dev` prints)")
+	}
+	c := &Client{base: u, key: apiKey, http: &http.Client{Timeout: 60 * time.Second},
+		userAgent: "vidfarm-go", maxAttempts: 4, minBackoff: 500 * time.Millisecond, maxBackoff: 30 * time.Second}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// CallOption changes one call.
+type CallOption func(*call)
+
+type call struct {
+	idempotencyKey string
+}
+
+// WithIdempotencyKey sends key as the Idempotency-Key of a create instead of
+// the one the client makes. Reuse a key to make a create safe to repeat across
+// processes (a job queue's id, an order number).
+func WithIdempotencyKey(key string) CallOption { return func(c *call) { c.idempotencyKey = key } }
+
+// NewIdempotencyKey returns a random key, as the client makes for a create the
+// caller gave none.
+func NewIdempotencyKey() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return "sdk_" + hex.EncodeToString(b)
+}
+
+// do sends one logical call, retrying it on network errors, 429, 5xx and
+// answers marked retryable. Every attempt carries the same body and
+// Idempotency-Key, so a retried create returns the first one's video. out, when
+// not nil, receives the decoded 2xx answer.
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, in any, idemKey string, out any) error {
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return fmt.Errorf("vidfarm: encode %s %s: %w", method, path, err)
+		}
+	}
+	u := *c.base
+	u.Path += path
+	u.RawQuery = query.Encode()
+	var last error
+	for attempt := 1; ; attempt++ {
+		retryAfter, err := c.attempt(ctx, method, u.String(), body, idemKey, out)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("vidfarm: %s %s: %w (last error: %w)", method, path, context.Cause(ctx), err)
+		}
+		if !retryable(err) || attempt >= c.maxAttempts {
+			if attempt > 1 {
+				return fmt.Errorf("after %d attempts: %w", attempt, err)
+			}
+			return err
+		}
+		last = err
+		if err := sleep(ctx, c.backoff(attempt, retryAfter)); err != nil {
+			return fmt.Errorf("vidfarm: %s %s: %w (last error: %w)", method, path, err, last)
+		}
+	}
+}
+
+// attempt sends the request once. It returns the server's Retry-After with an
+// error answer.
+func (c *Client) attempt(ctx context.Context, method, u string, body []byte, idemKey string, out any) (time.Duration, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return 0, fmt.Errorf("vidfarm: %s %s: %w", method, u, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.userAgent)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if idemKey != "" {
+		req.Header.Set("Idempotency-Key", idemKey)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, &netError{err: fmt.Errorf("vidfarm: %s %s: %w", method, u, err)}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return 0, &netError{err: fmt.Errorf("vidfarm: %s %s: reading the answer: %w", method, u, err)}
+	}
+	ra := parseRetryAfter(resp.Header.Get("Retry-After"))
+	if resp.StatusCode >= 300 {
+		e := parseError(resp.StatusCode, b, ra, resp.Header.Get("X-Request-Id"))
+		return e.RetryAfter, e
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return 0, fmt.Errorf("vidfarm: %s %s: decode the %d answer: %w", method, u, resp.StatusCode, err)
+		}
+	}
+	return 0, nil
+}
+
+// netError marks a failure to get an answer at all: always worth another try,
+// since creates carry an Idempotency-Key and the other calls are reads or
+// idempotent (cancel).
+type netError struct{ err error }
+
+func (n *netError) Error() string { return n.err.Error() }
+func (n *netError) Unwrap() error { return n.err }
+
+func retryable(err error) bool {
+	var ne *netError
+	if errors.As(err, &ne) {
+		return true
+	}
+	var e *Error
+	return errors.As(err, &e) && (e.Retryable || e.Status == http.StatusTooManyRequests || e.Status >= 500)
+}
+
+// backoff is exponential with jitter in [d/2, d], so clients that failed
+// together do not retry together; the server's Retry-After is a floor.
+func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
+	d := c.minBackoff << min(attempt-1, 20)
+	if d <= 0 || d > c.maxBackoff {
+		d = c.maxBackoff
+	}
+	if half := int64(d / 2); half > 0 {
+		d = time.Duration(half + mrand.Int64N(half+1))
+	}
+	return max(d, retryAfter)
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date (RFC 9110 §10.2.3).
+func parseRetryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}

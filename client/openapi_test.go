@@ -1,0 +1,129 @@
+package client
+
+import (
+	"encoding/json"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestTypesMatchOpenAPI keeps the SDK's types and the served OpenAPI document
+// in step: every property of a schema has a field with the same JSON name, and
+// every field is a property. A field added on either side without the other
+// fails here.
+func TestTypesMatchOpenAPI(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]schema `json:"schemas"`
+		} `json:"components"`
+	}
+	loadOpenAPI(t, &doc)
+	s := doc.Components.Schemas
+	cases := []struct {
+		schema string
+		props  map[string]schema
+		typ    any
+	}{
+		{"Video", nil, Video{}},
+		{"VideoProgress", nil, VideoProgress{}},
+		{"VideoProgress.eta_seconds", s["VideoProgress"].Properties["eta_seconds"].Properties, ETA{}},
+		{"VideoError", nil, VideoError{}},
+		{"VideoPreview", nil, VideoPreview{}},
+		{"VideoCancellation", nil, VideoCancellation{}},
+		{"VideoList", nil, List[Video]{}},
+		{"ModelList", nil, List[Model]{}},
+		{"VoiceList", nil, List[Voice]{}},
+		{"Error", nil, wireError{}},
+		{"AutoVideoRequest", nil, AutoVideoRequest{}},
+		{"ManualVideoRequest", nil, ManualVideoRequest{}},
+		{"Account", nil, Account{}},
+		{"Account.links", s["Account"].Properties["links"].Properties, AccountLinks{}},
+		{"Model", nil, Model{}},
+		{"Voice", nil, Voice{}},
+		{"Event", nil, Event{}},
+		{"Event.data", s["Event"].Properties["data"].Properties, EventData{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.schema, func(t *testing.T) {
+			props := tc.props
+			if props == nil {
+				sc, ok := s[tc.schema]
+				if !ok {
+					t.Fatalf("no schema %s in the OpenAPI document", tc.schema)
+				}
+				props = sc.Properties
+			}
+			if len(props) == 0 {
+				t.Fatalf("schema %s has no properties", tc.schema)
+			}
+			var want []string
+			for p := range props {
+				want = append(want, p)
+			}
+			got := jsonNames(reflect.TypeOf(tc.typ))
+			slices.Sort(want)
+			for _, p := range want {
+				if !slices.Contains(got, p) {
+					t.Errorf("property %s.%s has no field in %T", tc.schema, p, tc.typ)
+				}
+			}
+			for _, f := range got {
+				if !slices.Contains(want, f) {
+					t.Errorf("%T has field %q that schema %s does not define", tc.typ, f, tc.schema)
+				}
+			}
+		})
+	}
+}
+
+type schema struct {
+	Properties map[string]schema `json:"properties"`
+}
+
+func jsonNames(t reflect.Type) []string {
+	var out []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// TestCodesMatchOpenAPI: a Code constant for every value of ErrorCode, and no other.
+func TestCodesMatchOpenAPI(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				ErrorCode struct {
+					Enum []string `json:"enum"`
+				} `json:"ErrorCode"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	loadOpenAPI(t, &doc)
+	want := doc.Components.Schemas.ErrorCode.Enum
+	got := slices.Clone(codes)
+	slices.Sort(want)
+	slices.Sort(got)
+	if len(want) == 0 || !slices.Equal(got, want) {
+		t.Errorf("Code constants %v, ErrorCode enum %v", got, want)
+	}
+}
+
+// loadOpenAPI decodes the document the server serves (GET /v1/openapi.json)
+// into doc.
+func loadOpenAPI(t *testing.T, doc any) {
+	t.Helper()
+	b, err := os.ReadFile("../controlplane/api/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, doc); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vidfarm/vidfarm/client"
+)
+
+const videoUsage = `usage: vidfarm video [--url URL] [--key KEY] [--json] [--poll-interval D] <command>
+
+  create --prompt P [--mode auto|manual] [--duration S] [--name N] [--idempotency-key K] [--wait]
+         auto:   [--orientation landscape|portrait] [--voice V]
+         manual: [--model M] [--resolution R] [--aspect-ratio A]
+  get ID
+  list [--status S] [--limit N] [--all]
+  cancel ID
+  watch ID                     (follow a video until it is final, with its stage and percent)
+
+--url defaults to $VIDFARM_URL, else http://127.0.0.1:8080; --key to $VIDFARM_API_KEY.
+--json prints the API's answers as JSON; otherwise a summary for people.
+`
+
+// videoCLI is one `vidfarm video` invocation: flags in, SDK calls, output out.
+type videoCLI struct {
+	c        *client.Client
+	json     bool
+	out, log io.Writer // answers; progress and hints
+}
+
+func runVideo(args []string) error {
+	fs := flag.NewFlagSet("video", flag.ExitOnError)
+	fs.Usage = func() { fmt.Fprint(os.Stderr, videoUsage); fs.PrintDefaults() }
+	baseURL := fs.String("url", envOr("VIDFARM_URL", client.DefaultBaseURL), "API address [$VIDFARM_URL]")
+	key := fs.String("key", os.Getenv("VIDFARM_API_KEY"), "API key [$VIDFARM_API_KEY]")
+	poll := fs.Duration("poll-interval", 0, "how often --wait and watch read the video (default: the video's poll_interval_seconds)")
+	cli := &videoCLI{out: os.Stdout, log: os.Stderr}
+	fs.BoolVar(&cli.json, "json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		fs.Usage()
+		return errors.New("no command given")
+	}
+	opts := []client.Option{client.WithUserAgent("vidfarm-cli")}
+	if *poll > 0 {
+		opts = append(opts, client.WithPollInterval(*poll))
+	}
+	c, err := client.New(*baseURL, *key, opts...)
+	if err != nil {
+		return err
+	}
+	cli.c = c
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return cli.run(ctx, rest[0], rest[1:])
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func (cli *videoCLI) run(ctx context.Context, cmd string, args []string) error {
+	sub := flag.NewFlagSet("video "+cmd, flag.ExitOnError)
+	sub.BoolVar(&cli.json, "json", cli.json, "print JSON")
+	var auto client.AutoVideoRequest
+	var manual client.ManualVideoRequest
+	mode := sub.String("mode", "auto", "auto (a narrated video from a prompt) or manual (one model render)")
+	prompt := sub.String("prompt", "", "what the video shows")
+	duration := sub.Int("duration", 0, "length in seconds (default: the server's)")
+	name := sub.String("name", "", "a name for the video")
+	idemKey := sub.String("idempotency-key", "", "Idempotency-Key of the create (default: a random one, reused on retries)")
+	wait := sub.Bool("wait", false, "follow the new video until it is final")
+	sub.StringVar(&auto.Orientation, "orientation", "", "auto: landscape or portrait")
+	sub.StringVar(&auto.VoiceID, "voice", "", "auto: voice id (vidfarm's GET /v1/voices)")
+	sub.StringVar(&manual.Model, "model", "", "manual: model id (GET /v1/models)")
+	sub.StringVar(&manual.Resolution, "resolution", "", "manual: e.g. 480p, 720p")
+	sub.StringVar(&manual.AspectRatio, "aspect-ratio", "", "manual: e.g. 16:9")
+	status := sub.String("status", "", "list: only videos in this status")
+	limit := sub.Int("limit", 20, "list: page size, 1 to 100")
+	all := sub.Bool("all", false, "list: every page, not only the first")
+	// The id may come before or after the flags: `get vid_1 --json` and `get --json vid_1`.
+	var id string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		id, args = args[0], args[1:]
+	}
+	if err := sub.Parse(args); err != nil {
+		return err
+	}
+	if id == "" && sub.NArg() > 0 {
+		id = sub.Arg(0)
+	}
+	needID := func() error {
+		if id == "" {
+			return fmt.Errorf("video %s: give the video id (vid_…)", cmd)
+		}
+		return nil
+	}
+	switch cmd {
+	case "create":
+		var opts []client.CallOption
+		if *idemKey != "" {
+			opts = append(opts, client.WithIdempotencyKey(*idemKey))
+		}
+		var v *client.Video
+		var err error
+		switch *mode {
+		case "auto":
+			auto.Prompt, auto.DurationSeconds, auto.Name = *prompt, *duration, *name
+			v, err = cli.c.CreateAuto(ctx, auto, opts...)
+		case "manual":
+			manual.Prompt, manual.DurationSeconds, manual.Name = *prompt, *duration, *name
+			v, err = cli.c.CreateManual(ctx, manual, opts...)
+		default:
+			return fmt.Errorf("video create: --mode %q: use auto or manual", *mode)
+		}
+		if err != nil {
+			return err
+		}
+		if !*wait {
+			return cli.printVideo(v)
+		}
+		fmt.Fprintf(cli.log, "created %s (%d credits)\n", v.ID, v.CreditsCharged)
+		return cli.watch(ctx, v.ID)
+	case "get":
+		if err := needID(); err != nil {
+			return err
+		}
+		v, err := cli.c.GetVideo(ctx, id)
+		if err != nil {
+			return err
+		}
+		return cli.printVideo(v)
+	case "cancel":
+		if err := needID(); err != nil {
+			return err
+		}
+		v, err := cli.c.CancelVideo(ctx, id)
+		if err != nil {
+			return err
+		}
+		return cli.printVideo(v)
+	case "watch":
+		if err := needID(); err != nil {
+			return err
+		}
+		return cli.watch(ctx, id)
+	case "list":
+		return cli.list(ctx, client.ListVideosParams{Status: *status, Limit: *limit}, *all)
+	default:
+		return fmt.Errorf("unknown command %q (create, get, list, cancel, watch)", cmd)
+	}
+}
+
+// watch follows a video to its end, then prints it. A video that did not
+// complete is an error, so scripts see a non-zero exit.
+func (cli *videoCLI) watch(ctx context.Context, id string) error {
+	p := newVideoProgress(cli.log)
+	v, err := cli.c.Wait(ctx, id, p.update)
+	p.finish()
+	if err != nil {
+		return err
+	}
+	if err := cli.printVideo(v); err != nil {
+		return err
+	}
+	switch v.Status {
+	case client.StatusFailed:
+		return fmt.Errorf("video %s failed: %s", v.ID, v.Error.Message)
+	case client.StatusCanceled:
+		return fmt.Errorf("video %s was canceled", v.ID)
+	}
+	return nil
+}
+
+func (cli *videoCLI) list(ctx context.Context, p client.ListVideosParams, all bool) error {
+	var vs []client.Video
+	if all {
+		for v, err := range cli.c.Videos(ctx, p) {
+			if err != nil {
+				return err
+			}
+			vs = append(vs, v)
+		}
+	} else {
+		page, err := cli.c.ListVideos(ctx, p)
+		if err != nil {
+			return err
+		}
+		if cli.json {
+			return cli.printJSON(page)
+		}
+		vs = page.Data
+		if page.HasMore {
+			defer fmt.Fprintf(cli.log, "(%d of %d; --all for every page)\n", page.Count, page.Total)
+		}
+	}
+	if cli.json {
+		return cli.printJSON(client.List[client.Video]{Object: "list", Data: vs, Count: len(vs), Total: len(vs)})
+	}
+	if len(vs) == 0 {
+		fmt.Fprintln(cli.log, "no videos")
+	}
+	for _, v := range vs {
+		fmt.Fprintf(cli.out, "%s  %-10s  %-6s  %s  %s\n", v.ID, v.Status, v.Mode,
+			time.Unix(v.CreatedAt, 0).UTC().Format(time.DateTime), clip(v.Prompt, 50))
+	}
+	return nil
+}
+
+func (cli *videoCLI) printJSON(v any) error {
+	enc := json.NewEncoder(cli.out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// printVideo prints the fields a person looks at, by status.
+func (cli *videoCLI) printVideo(v *client.Video) error {
+	if cli.json {
+		return cli.printJSON(v)
+	}
+	fmt.Fprintf(cli.out, "%s  %s  %s  %d credits  %q\n", v.ID, v.Status, v.Mode, v.CreditsCharged, clip(v.Prompt, 60))
+	switch {
+	case v.Progress != nil:
+		fmt.Fprintf(cli.out, "  %s\n", progressText(v))
+	case v.VideoURL != "":
+		fmt.Fprintln(cli.out, v.VideoURL)
+	case v.Error != nil:
+		fmt.Fprintf(cli.out, "  error: %s (credits refunded: %t)\n", v.Error.Message, v.Error.CreditsRefunded)
+	case v.Cancellation != nil:
+		fmt.Fprintf(cli.out, "  %d credits refunded\n", v.Cancellation.CreditsRefunded)
+	case v.Preview != nil:
+		fmt.Fprintf(cli.out, "  preview: %s\n  %s\n", v.Preview.ImageURL, v.Preview.Message)
+	}
+	return nil
+}
+
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
