@@ -225,14 +225,18 @@ func seed(videoID string, index int) int64 {
 	return int64(h.Sum64() & 0x7fffffff)
 }
 
-// plan writes the script of an auto video.
+// plan writes the script of an auto video: with the openai-chat runner of
+// stage plan when there is one, else the deterministic writer. A language
+// model that fails fails the task (the farm retries it); its plan is not
+// written by the deterministic writer instead, which would deliver a video
+// the operator did not configure.
 func (j *job) plan(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	plan, err := pipeline.NewPlan(j.v.Prompt, j.v.DurationSeconds, pipeline.PlanOptions{})
+	plan, err := j.writePlan(ctx)
 	if err != nil {
-		return fmt.Errorf("plan: %w", err)
+		return err
 	}
 	path := j.path(PlanFile)
 	if err := writeJSON(path, plan); err != nil {
@@ -244,6 +248,31 @@ func (j *job) plan(ctx context.Context) error {
 	}
 	j.res.Scenes = len(plan.Scenes)
 	return nil
+}
+
+// writePlan asks the planner of this node for the script.
+func (j *job) writePlan(ctx context.Context) (pipeline.Plan, error) {
+	r := j.a.stageRunner(StagePlan)
+	if r == nil {
+		plan, err := pipeline.DeterministicPlanner{}.Plan(ctx, j.v.Prompt, j.v.DurationSeconds)
+		if err != nil {
+			return plan, fmt.Errorf("plan: %w", err)
+		}
+		return plan, nil
+	}
+	ctx, release, err := r.hold(ctx)
+	if err != nil {
+		return pipeline.Plan{}, fmt.Errorf("plan: %w", err)
+	}
+	defer release()
+	j.t.setPercent(5)
+	plan, err := r.planner.Plan(ctx, j.v.Prompt, j.v.DurationSeconds)
+	if err != nil {
+		return plan, fmt.Errorf("plan: runner %s (openai-chat, %s) could not write the script: %w "+
+			"(check that the server runs and serves model %q, and its log; without the runner the built-in writer plans)",
+			r.spec.Name, r.spec.Where, err, r.spec.Model)
+	}
+	return plan, nil
 }
 
 // tts speaks every line of the plan: one WAV per line plus lines.json.
@@ -261,7 +290,14 @@ func (j *job) tts(ctx context.Context) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("tts: %w", err)
 	}
-	lines, err := j.a.cfg.Tools.Narrate(ctx, plan, voice, out, j.span(5, 80))
+	if r := j.a.speechRunner(voice); r != nil {
+		var release func()
+		if ctx, release, err = r.hold(ctx); err != nil {
+			return fmt.Errorf("tts: %w", err)
+		}
+		defer release()
+	}
+	lines, err := pipeline.Narrate(ctx, j.a.speaker, plan, voice, out, j.span(5, 80))
 	if err != nil {
 		return fmt.Errorf("tts: %w", err)
 	}
