@@ -250,31 +250,6 @@ func (j *job) plan(ctx context.Context) error {
 	return nil
 }
 
-// writePlan asks the planner of this node for the script.
-func (j *job) writePlan(ctx context.Context) (pipeline.Plan, error) {
-	r := j.a.stageRunner(StagePlan)
-	if r == nil {
-		plan, err := pipeline.DeterministicPlanner{}.Plan(ctx, j.v.Prompt, j.v.DurationSeconds)
-		if err != nil {
-			return plan, fmt.Errorf("plan: %w", err)
-		}
-		return plan, nil
-	}
-	ctx, release, err := r.hold(ctx)
-	if err != nil {
-		return pipeline.Plan{}, fmt.Errorf("plan: %w", err)
-	}
-	defer release()
-	j.t.setPercent(5)
-	plan, err := r.planner.Plan(ctx, j.v.Prompt, j.v.DurationSeconds)
-	if err != nil {
-		return plan, fmt.Errorf("plan: runner %s (openai-chat, %s) could not write the script: %w "+
-			"(check that the server runs and serves model %q, and its log; without the runner the built-in writer plans)",
-			r.spec.Name, r.spec.Where, err, r.spec.Model)
-	}
-	return plan, nil
-}
-
 // tts speaks every line of the plan: one WAV per line plus lines.json.
 func (j *job) tts(ctx context.Context) error {
 	plan, err := j.loadPlan(ctx)
@@ -428,6 +403,14 @@ func (j *job) composite(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var clip string
+	compositeFrom := 20.0
+	if r := j.a.stageRunner(StageAvatar); r != nil {
+		if clip, err = j.presenterClip(ctx, r, plan, lines, avatar, avatarImage, j.span(20, 50)); err != nil {
+			return err
+		}
+		compositeFrom = 50
+	}
 	res, err := j.a.cfg.Tools.Composite(ctx, pipeline.CompositeInput{
 		Plan:        plan,
 		SceneClips:  clips,
@@ -436,9 +419,10 @@ func (j *job) composite(ctx context.Context) error {
 		Resolution:  j.v.Resolution,
 		AvatarID:    avatar,
 		AvatarImage: avatarImage,
+		AvatarClip:  clip,
 		Brand:       brand,
 		OutDir:      j.path("out"),
-	}, j.span(20, 90))
+	}, j.span(compositeFrom, 90))
 	if err != nil {
 		return err
 	}
