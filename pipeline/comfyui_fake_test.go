@@ -61,4 +61,3 @@ func comfyTestClip(t *testing.T) []byte {
 	}
 	return comfyClip.b
 }
-

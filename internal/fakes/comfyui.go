@@ -212,8 +212,8 @@ func (f *ComfyUI) serveUpload(w http.ResponseWriter, r *http.Request) {
 func (f *ComfyUI) servePrompt(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Prompt   map[string]ComfyNode `json:"prompt"`
-		ClientID string              `json:"client_id"`
-		PromptID string              `json:"prompt_id"`
+		ClientID string               `json:"client_id"`
+		PromptID string               `json:"prompt_id"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Prompt == nil {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"type": "no_prompt",

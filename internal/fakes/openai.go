@@ -47,7 +47,7 @@ type OpenAI struct {
 	Refused int // json_schema requests refused (noSchema)
 	chats   []ChatRequest
 	speaks  []SpeechRequest
-	Server     *httptest.Server
+	Server  *httptest.Server
 }
 
 // ChatMessage is one message of a chat request.
@@ -107,7 +107,6 @@ func NewOpenAI(t testing.TB, f *OpenAI) *OpenAI {
 
 // URL is the server's base URL (the API is under /v1).
 func (f *OpenAI) URL() string { return f.Server.URL }
-
 
 func writeAPIError(w http.ResponseWriter, status int, msg, typ, param, code string) {
 	e := map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}
@@ -286,4 +285,3 @@ func WAV(d time.Duration, stream bool) []byte {
 	b.Write(data)
 	return b.Bytes()
 }
-
