@@ -33,7 +33,7 @@ type ComfyUI struct {
 	DropWSAt int    // close the client's socket after this many progress messages
 	Forget   bool   // with DropWSAt: forget the prompt too, as a restarted server does
 	Legacy   bool   // an older server: own prompt ids, global interrupt, no status in history, no execution_success
-	View     func(w http.ResponseWriter)
+	View     func(w http.ResponseWriter) // answers /view instead; set under Mu once serving
 	Stats    string // /system_stats answer
 	// Gate, when set, holds a sampler (a node with steps) halfway through
 	// its steps until Gate is closed, the prompt is interrupted or the
@@ -354,10 +354,11 @@ func (f *ComfyUI) serveView(w http.ResponseWriter, r *http.Request) {
 	f.Mu.Lock()
 	f.Views = append(f.Views, key)
 	b, ok := f.files[key]
+	view := f.View
 	f.Mu.Unlock()
 	switch {
-	case f.View != nil:
-		f.View(w)
+	case view != nil:
+		view(w)
 	case !ok:
 		w.WriteHeader(http.StatusNotFound)
 	default:
