@@ -129,8 +129,15 @@ func NewComfyUI(t testing.TB, clip []byte, setup ...func(*ComfyUI)) *ComfyUI {
 func (f *ComfyUI) URL() string { return f.Server.URL }
 
 // Close stops the server as a crash would: open connections are cut.
+// Websockets are hijacked connections, which httptest does not track:
+// they are closed here, as the end of the process would close them.
 func (f *ComfyUI) Close() {
 	f.closeOnce.Do(func() { close(f.closed) })
+	f.Mu.Lock()
+	for _, c := range f.sockets {
+		c.CloseNow()
+	}
+	f.Mu.Unlock()
 	f.Server.CloseClientConnections()
 	f.Server.Close()
 }
