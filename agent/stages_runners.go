@@ -7,6 +7,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/vidfarm/vidfarm/pipeline"
 )
@@ -46,6 +47,9 @@ func (j *job) writePlan(ctx context.Context) (pipeline.Plan, error) {
 func (j *job) presenterClip(ctx context.Context, r *liveRunner, plan pipeline.Plan, lines []pipeline.SpokenLine,
 	stockID, image string, progress pipeline.ProgressFunc) (string, error) {
 	tools := j.a.cfg.Tools
+	if err := os.MkdirAll(j.path("presenter"), 0o755); err != nil {
+		return "", fmt.Errorf("avatar: %w", err)
+	}
 	portrait := image
 	if portrait == "" {
 		portrait = j.path("presenter", "portrait.png")
