@@ -6,6 +6,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -29,7 +30,10 @@ func (j *job) writePlan(ctx context.Context) (pipeline.Plan, error) {
 	defer release()
 	j.t.setPercent(5)
 	plan, err := r.planner.Plan(ctx, j.v.Prompt, j.v.DurationSeconds)
-	if err != nil {
+	switch {
+	case errors.Is(err, pipeline.ErrPlanRejected): // says what the model wrote and what to do
+		return plan, fmt.Errorf("plan: runner %s (openai-chat, %s) could not write the script: %w", r.spec.Name, r.spec.Where, err)
+	case err != nil:
 		return plan, fmt.Errorf("plan: runner %s (openai-chat, %s) could not write the script: %w "+
 			"(check that the server runs and serves model %q, and its log; without the runner the built-in writer plans)",
 			r.spec.Name, r.spec.Where, err, r.spec.Model)
