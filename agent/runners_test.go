@@ -40,7 +40,7 @@ func lastModels(f *fakeCP, n int) ([]string, bool) {
 
 // waitAdvertised waits for a registration after the first `after` that
 // advertises (or withdraws) model, and returns how many there have been.
-func waitAdvertised(t *testing.T, f *fakeCP, after int, model string, want bool) int {
+func waitAdvertised(t testing.TB, f *fakeCP, after int, model string, want bool) int {
 	t.Helper()
 	n := 0
 	waitFor(t, "a registration with "+model+" advertised="+map[bool]string{true: "yes", false: "no"}[want], func() bool {
