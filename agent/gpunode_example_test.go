@@ -29,11 +29,7 @@ func TestGPUNodeExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kinds []string
-	for _, s := range specs {
-		kinds = append(kinds, s.Kind)
-	}
-	if want := []string{RunnerComfyUI, RunnerCog, RunnerOpenAIChat, RunnerOpenAISpeech}; !slices.Equal(kinds, want) {
+	if kinds, want := specKinds(specs), []string{RunnerComfyUI, RunnerCog, RunnerOpenAIChat, RunnerOpenAISpeech}; !slices.Equal(kinds, want) {
 		t.Fatalf("kinds = %v, want %v", kinds, want)
 	}
 	if _, err := newLiveRunners(specs, []scheduler.GPU{{ID: "0", MemoryTotalGB: 80}}, runnerDeps{log: slog.Default()}); err != nil {
@@ -179,6 +175,15 @@ func TestGPUNodeExample(t *testing.T) {
 			}
 		}
 	})
+}
+
+// specKinds is the kind of each spec, in order.
+func specKinds(specs []RunnerSpec) []string {
+	var kinds []string
+	for _, s := range specs {
+		kinds = append(kinds, s.Kind)
+	}
+	return kinds
 }
 
 func decodeYAML(t *testing.T, path string, v any) {

@@ -49,11 +49,7 @@ func TestExampleRunnersFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kinds []string
-	for _, s := range specs {
-		kinds = append(kinds, s.Kind)
-	}
-	if want := []string{RunnerCog, RunnerComfyUI, RunnerOpenAIChat, RunnerOpenAISpeech, RunnerCommand, RunnerHTTP}; !slices.Equal(kinds, want) {
+	if kinds, want := specKinds(specs), []string{RunnerCog, RunnerComfyUI, RunnerOpenAIChat, RunnerOpenAISpeech, RunnerCommand, RunnerHTTP}; !slices.Equal(kinds, want) {
 		t.Fatalf("kinds = %v, want every kind once: %v", kinds, want)
 	}
 	cog := specs[0]

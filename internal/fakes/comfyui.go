@@ -113,15 +113,7 @@ func NewComfyUI(t testing.TB, clip []byte, setup ...func(*ComfyUI)) *ComfyUI {
 	})
 	f.Server = httptest.NewServer(mux)
 	go f.worker()
-	t.Cleanup(func() {
-		f.closeOnce.Do(func() { close(f.closed) })
-		f.Mu.Lock()
-		for _, c := range f.sockets {
-			c.CloseNow()
-		}
-		f.Mu.Unlock()
-		f.Server.Close()
-	})
+	t.Cleanup(f.Close)
 	return f
 }
 
@@ -130,7 +122,8 @@ func (f *ComfyUI) URL() string { return f.Server.URL }
 
 // Close stops the server as a crash would: open connections are cut.
 // Websockets are hijacked connections, which httptest does not track:
-// they are closed here, as the end of the process would close them.
+// they are closed here, as the end of the process would close them. The
+// test's end closes it too.
 func (f *ComfyUI) Close() {
 	f.closeOnce.Do(func() { close(f.closed) })
 	f.Mu.Lock()
