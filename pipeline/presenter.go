@@ -52,7 +52,7 @@ func (t *Tools) NarrationTrack(ctx context.Context, plan Plan, lines []SpokenLin
 // frame of a short clip and cuts a long one), nor its shape (it is cropped
 // square).
 func (t *Tools) CheckPresenter(ctx context.Context, clip string) (MediaInfo, error) {
-	info, err := t.Probe(ctx, clip)
+	info, err := t.probeClip(ctx, clip)
 	if err != nil {
 		return info, fmt.Errorf("%w: the avatar runner's clip cannot be read: %w", ErrRunnerFailed, err)
 	}
