@@ -28,13 +28,13 @@ type ComfyUI struct {
 	Server *httptest.Server
 	Clip   []byte // what an output node saves: a real video
 
-	ErrorAt  string // node that raises during execution
-	HoldAt   string // node that runs until it is interrupted
-	DropWSAt int    // close the client's socket after this many progress messages
-	Forget   bool   // with DropWSAt: forget the prompt too, as a restarted server does
-	Legacy   bool   // an older server: own prompt ids, global interrupt, no status in history, no execution_success
+	ErrorAt  string                      // node that raises during execution
+	HoldAt   string                      // node that runs until it is interrupted
+	DropWSAt int                         // close the client's socket after this many progress messages
+	Forget   bool                        // with DropWSAt: forget the prompt too, as a restarted server does
+	Legacy   bool                        // an older server: own prompt ids, global interrupt, no status in history, no execution_success
 	View     func(w http.ResponseWriter) // answers /view instead; set under Mu once serving
-	Stats    string // /system_stats answer
+	Stats    string                      // /system_stats answer
 	// Gate, when set, holds a sampler (a node with steps) halfway through
 	// its steps until Gate is closed, the prompt is interrupted or the
 	// server closes.
