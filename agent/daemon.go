@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vidfarm/vidfarm/pipeline"
 	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
 
@@ -76,6 +77,7 @@ type agent struct {
 	capacity wire.Capacity // as discovered; advertised() leaves out the models of runners that are down
 	m        *metrics
 	runners  []*liveRunner
+	speaker  *pipeline.SpeechRouter // espeak-ng and the openai-speech runners' voices
 
 	capChanged chan struct{} // a runner came up or went down
 	idle       chan struct{} // the last running task ended
@@ -115,14 +117,22 @@ func newAgent(ctx context.Context, cfg Config) (*agent, error) {
 		}
 	}
 	capacity := wireCapacity(c, cfg)
-	voices, skipped, err := wireVoices(ctx, cfg.Tools, c)
+	runners, err := newLiveRunners(cfg.runners, capacity.GPUs, runnerDeps{client: cfg.RunnerHTTPClient, tools: cfg.Tools, log: log})
+	if err != nil {
+		return nil, err
+	}
+	speaker, err := newSpeaker(cfg.Tools, runners)
+	if err != nil {
+		return nil, err
+	}
+	voices, skipped, err := wireVoices(ctx, cfg.Tools, speaker.ServerVoices(), c)
 	switch {
 	case errors.Is(err, errNoEspeak):
 		// the missing-tools warning below says so
 	case err != nil:
-		log.Warn("cannot list espeak-ng's voices: this node registers none", "err", err)
+		log.Warn("cannot list espeak-ng's voices: this node registers only its speech servers' voices", "err", err, "voices", len(voices))
 	case skipped > 0:
-		log.Warn("some of espeak-ng's voices are not registered (malformed, duplicate or beyond the limit)", "skipped", skipped, "voices", len(voices))
+		log.Warn("some voices are not registered (malformed, duplicate or beyond the limit)", "skipped", skipped, "voices", len(voices))
 	}
 	capacity.Voices = voices
 	switch {
@@ -159,7 +169,8 @@ func newAgent(ctx context.Context, cfg Config) (*agent, error) {
 		inputs:   newInputFetcher(cfg.AllowPrivateInputs, cfg.InputRootCAs),
 		capacity: capacity,
 		held:     map[string]*task{},
-		runners:  newLiveRunners(cfg.runners, capacity.GPUs, cfg.RunnerHTTPClient),
+		runners:  runners,
+		speaker:  speaker,
 
 		capChanged: make(chan struct{}, 1),
 		idle:       make(chan struct{}, 1),

@@ -55,10 +55,13 @@
 // listed in the complete report (file name → key); inputs are the
 // Assignment.Inputs of earlier tasks ("<task>/<file>" → key).
 //
-//   - plan: pipeline.NewPlan(prompt, duration) → plan.json; reports Scenes.
-//   - tts: plan.json → Tools.Narrate with the video's voice (default
-//     pipeline.DefaultVoice) → line-NNN.wav per spoken line and lines.json
-//     (the SpokenLines, each Audio the name of its WAV).
+//   - plan: the openai-chat runner of stage plan (pipeline.ChatPlanner), else
+//     pipeline.DeterministicPlanner → plan.json; reports Scenes.
+//   - tts: plan.json → pipeline.Narrate with the video's voice (default
+//     pipeline.DefaultVoice) through the node's SpeechRouter (a voice of an
+//     openai-speech runner goes to its server, any other to espeak-ng) →
+//     line-NNN.wav per spoken line and lines.json (the SpokenLines, each
+//     Audio the name of its WAV).
 //   - scene-NNNN: scene N (from 1) of plan.json rendered from its Visual
 //     for its duration, at the video's resolution (default 720p), 16:9 or
 //     9:16 by orientation, with a seed derived from the video id and N, by
@@ -68,7 +71,9 @@
 //   - composite: plan.json, lines.json and its WAVs, every scene's clip.mp4
 //     and the presenter: the account's own avatar when the assignment
 //     carries its picture (wire.InputAvatar), else the stock avatar (the
-//     video's or pipeline.DefaultAvatar) → Tools.Composite →
+//     video's or pipeline.DefaultAvatar); with a runner of stage avatar, the
+//     presenter is its lip-synced clip of that picture and the narration
+//     (Tools.NarrationTrack) → Tools.Composite →
 //     video.mp4, video_no_captions.mp4, captions.srt, captions.vtt; reports
 //     DurationSeconds measured with ffprobe. With a brand kit
 //     (wire.Video.Brand) the bar and accent take its colours and its logo
@@ -84,16 +89,20 @@
 //     kind photo → the photo at file_url, fetched like a manual input image
 //     (public https only, every connection checked again) →
 //     Tools.NormalizeAvatarPhoto → avatar.png (512×512).
-//   - speech (a job, Assignment.Speech): Tools.Speak with the sample's voice
-//     → speech.m4a (AAC); reports DurationSeconds.
+//   - speech (a job, Assignment.Speech): Tools.SpeakWith the node's
+//     SpeechRouter and the sample's voice → speech.m4a (AAC); reports
+//     DurationSeconds.
 //
 // Runners: Config.RunnerSpecs (a runners file, LoadRunnersFile) and
 // Config.Runners (--runner) name a runner per model: a Cog container
-// (pipeline.CogRunner), a command (pipeline.ExternalRunner, which sees only
-// its lease's GPUs through CUDA_VISIBLE_DEVICES) or a model server's URL
-// (pipeline.HTTPRunner, told the lease's GPUs in gpu_ids). A runner with a
-// health check (Cog) is part of the node's capacity: its models are
-// advertised only while it answers (health.go). Every other model renders with
+// (pipeline.CogRunner), a ComfyUI server (pipeline.ComfyUIRunner), a
+// command (pipeline.ExternalRunner, which sees only its lease's GPUs
+// through CUDA_VISIBLE_DEVICES) or a model server's URL
+// (pipeline.HTTPRunner, told the lease's GPUs in gpu_ids); and the stages
+// plan (openai-chat), tts (openai-speech) and avatar (cog, comfyui) to
+// model servers (runners_kinds.go, stages_runners.go). A runner with a
+// health check (Cog, ComfyUI) is part of the node's capacity: its models
+// are advertised only while it answers (health.go). Every other model renders with
 // pipeline.ProceduralRunner, which is not a video model. A machine on which
 // NVML finds no GPU advertises, with Config.Procedural, Config.VirtualGPUs
 // virtual GPUs of 80 GB (wire.Capacity.Virtual) so the procedural runner

@@ -35,7 +35,7 @@ type fakeCog struct {
 
 // newAgentFakeCog starts a container whose predictions return a real
 // 1280x720 clip of 4 s (what the tests' renders ask for).
-func newAgentFakeCog(t *testing.T, health string) *fakeCog {
+func newAgentFakeCog(t testing.TB, health string) *fakeCog {
 	f := &fakeCog{health: health, clip: testClip(t, 1280, 720, 4), gate: make(chan struct{}), cancels: map[string]chan struct{}{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health-check", func(w http.ResponseWriter, _ *http.Request) {
@@ -113,7 +113,7 @@ func (f *fakeCog) predict(w http.ResponseWriter, r *http.Request) {
 }
 
 // testClip is an H.264 MP4 of w x h pixels and the given seconds.
-func testClip(t *testing.T, w, h int, seconds float64) []byte {
+func testClip(t testing.TB, w, h int, seconds float64) []byte {
 	t.Helper()
 	requireTools(t, "ffmpeg", "ffprobe")
 	path := filepath.Join(t.TempDir(), "clip.mp4")

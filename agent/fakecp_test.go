@@ -31,6 +31,9 @@ type fakeCP struct {
 
 	srv   *httptest.Server
 	token string
+	// ended, when set, is sent the id of every task reported complete or
+	// failed (under mu: give it room).
+	ended chan string
 
 	mu            sync.Mutex
 	changed       chan struct{} // closed and replaced when the queue grows
@@ -50,7 +53,7 @@ type fakeCP struct {
 	deregistered  int
 }
 
-func newFakeCP(t *testing.T) *fakeCP {
+func newFakeCP(t testing.TB) *fakeCP {
 	f := &fakeCP{
 		token:     "agent-token",
 		changed:   make(chan struct{}),
@@ -238,9 +241,11 @@ func (f *fakeCP) report(w http.ResponseWriter, r *http.Request, _ string) {
 	case "complete":
 		delete(f.held, id)
 		f.completes[id] = body.CompleteRequest
+		f.notifyEnded(id)
 	case "fail":
 		delete(f.held, id)
 		f.fails[id] = wire.FailRequest{Token: body.Token, Reason: body.Reason}
+		f.notifyEnded(id)
 	default:
 		apiErr(w, http.StatusNotFound, "not_found", "no such report")
 		return
@@ -298,6 +303,12 @@ func (f *fakeCP) getBlob(w http.ResponseWriter, r *http.Request, _ string) {
 		return
 	}
 	_, _ = w.Write(data)
+}
+
+func (f *fakeCP) notifyEnded(id string) {
+	if f.ended != nil {
+		f.ended <- id
+	}
 }
 
 // enqueue makes assignments available to lease.

@@ -20,16 +20,18 @@ import (
 
 // advertised is the capacity to register with now: the node's, less the
 // models of runners that are down or do not fit. The models of a runner
-// whose health check passes are warm (wire.Capacity.WarmModels): a Cog
-// container says READY only once its setup, which loads the weights, has
-// run, so the scheduler may prefer this node for them.
+// whose health check passes are warm (wire.Capacity.WarmModels) where the
+// check says the weights are loaded: a Cog container says READY only once
+// its setup, which loads them, has run, so the scheduler may prefer this
+// node for them. ComfyUI loads a model when a prompt needs it and does not
+// say which it holds: its models are not listed as warm.
 func (a *agent) advertised() wire.Capacity {
 	c := a.capacity
 	out := withdrawn(a.runners)
 	c.Models = slices.DeleteFunc(slices.Clone(a.capacity.Models), func(m string) bool { return out[m] })
 	c.WarmModels = slices.Clone(a.capacity.WarmModels)
 	for _, r := range a.runners {
-		if r.health == nil || !r.isUp() {
+		if !r.warm || !r.isUp() {
 			continue
 		}
 		for _, m := range r.spec.Models {

@@ -20,7 +20,7 @@ import (
 
 // requireTools skips the test when a tool is missing, unless
 // VIDFARM_REQUIRE_TOOLS is set (as in CI), in which case it fails.
-func requireTools(t *testing.T, names ...string) {
+func requireTools(t testing.TB, names ...string) {
 	t.Helper()
 	for _, n := range names {
 		if _, err := exec.LookPath(n); err != nil {
@@ -76,7 +76,7 @@ type running struct {
 
 // testConfig is a Config for f with fast timings, a fresh work dir, a
 // CPU machine with 2 procedural GPUs and 2 CPU slots.
-func testConfig(t *testing.T, f *fakeCP) Config {
+func testConfig(t testing.TB, f *fakeCP) Config {
 	return Config{
 		Server:            f.URL(),
 		Token:             f.token,
@@ -94,7 +94,7 @@ func testConfig(t *testing.T, f *fakeCP) Config {
 }
 
 // startAgent runs the agent until the test ends (or stop is called).
-func startAgent(t *testing.T, cfg Config) *running {
+func startAgent(t testing.TB, cfg Config) *running {
 	t.Helper()
 	logs := &syncBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -130,7 +130,7 @@ func (r *running) stop(t *testing.T) error {
 }
 
 // waitFor polls cond until it holds, failing the test after 60 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
@@ -143,7 +143,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // waitComplete waits until task id is completed or failed and returns the
 // completion; a failure fails the test.
-func waitComplete(t *testing.T, f *fakeCP, id string) wire.CompleteRequest {
+func waitComplete(t testing.TB, f *fakeCP, id string) wire.CompleteRequest {
 	t.Helper()
 	var c wire.CompleteRequest
 	waitFor(t, "task "+id+" to end", func() bool {

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,21 +28,6 @@ var _ healthChecker = (*pipeline.CogRunner)(nil)
 // health_interval after it ends.
 const healthTimeout = 10 * time.Second
 
-// checkAvailable refuses the kinds the runners file knows but this build
-// cannot drive yet.
-func checkAvailable(s RunnerSpec) error {
-	switch s.Kind {
-	case RunnerCog, RunnerCommand, RunnerHTTP:
-		if len(s.Stages) > 0 {
-			return fmt.Errorf("%w: runner %q (%s): stage %s is not available in this build yet; remove it from the runners file",
-				ErrConfig, s.Name, s.Where, s.Stages[0])
-		}
-		return nil
-	}
-	return fmt.Errorf("%w: runner %q (%s): kind %s is not available in this build yet; remove it from the runners file",
-		ErrConfig, s.Name, s.Where, s.Kind)
-}
-
 // flagRunner is RunnerSpec.Where of a --runner spec.
 const flagRunner = "--runner"
 
@@ -54,9 +38,6 @@ func mergeRunners(file []RunnerSpec, flags map[string][]string) ([]RunnerSpec, e
 	out := slices.Clone(file)
 	byModel := map[string]RunnerSpec{}
 	for _, s := range file {
-		if err := checkAvailable(s); err != nil {
-			return nil, err
-		}
 		for _, m := range s.Models {
 			byModel[m] = s
 		}
@@ -87,6 +68,14 @@ type liveRunner struct {
 	health healthChecker // nil: no health check (command, http): always up
 	slots  chan struct{} // nil: no limit
 	fits   bool          // a GPU of the node has spec.GPUMemoryGB
+	// warm: a passing health check means the models are loaded (cog:
+	// READY comes after setup); ComfyUI does not say what it has loaded.
+	warm bool
+
+	// The clients of the kinds that keep one for every task.
+	comfy   *pipeline.ComfyUIRunner // comfyui
+	planner *pipeline.ChatPlanner   // openai-chat
+	speech  *pipeline.SpeechServer  // openai-speech
 
 	mu  sync.Mutex
 	up  bool
@@ -94,8 +83,9 @@ type liveRunner struct {
 }
 
 // newLiveRunners prepares specs for a node with gpus: runners with a
-// health check start down until their first check passes.
-func newLiveRunners(specs []RunnerSpec, gpus []scheduler.GPU, client *http.Client) []*liveRunner {
+// health check start down until their first check passes. A ComfyUI
+// workflow that cannot be read is an ErrConfig.
+func newLiveRunners(specs []RunnerSpec, gpus []scheduler.GPU, deps runnerDeps) ([]*liveRunner, error) {
 	out := make([]*liveRunner, 0, len(specs))
 	for _, s := range specs {
 		r := &liveRunner{spec: s, up: true, fits: s.GPUMemoryGB == 0}
@@ -105,22 +95,15 @@ func newLiveRunners(specs []RunnerSpec, gpus []scheduler.GPU, client *http.Clien
 		if s.Concurrency > 0 {
 			r.slots = make(chan struct{}, s.Concurrency)
 		}
-		if r.health = runnerHealth(s, client); r.health != nil {
+		if err := r.build(deps); err != nil {
+			return nil, err
+		}
+		if r.health != nil {
 			r.up = false
 		}
 		out = append(out, r)
 	}
-	return out
-}
-
-// runnerHealth is the health check of a runner's kind; nil for kinds
-// without one. Kinds wired later plug in here.
-func runnerHealth(s RunnerSpec, client *http.Client) healthChecker {
-	switch s.Kind {
-	case RunnerCog:
-		return &pipeline.CogRunner{URL: s.URL, Client: client, Inputs: s.Inputs}
-	}
-	return nil
+	return out, nil
 }
 
 // isUp reports whether the runner's models may be advertised.
@@ -172,6 +155,8 @@ func (j *job) pipelineRunner(r *liveRunner, env, gpus []string) pipeline.Runner 
 	case RunnerCog:
 		inner = &pipeline.CogRunner{URL: r.spec.URL, Client: a.cfg.RunnerHTTPClient, Inputs: r.spec.Inputs,
 			ID: predictionID(j.asg.TaskID, j.asg.Token)}
+	case RunnerComfyUI:
+		inner = r.comfy
 	case RunnerHTTP:
 		inner = &pipeline.HTTPRunner{URL: r.spec.URL, Client: a.cfg.RunnerHTTPClient, GPUIDs: gpus}
 	default:
@@ -202,19 +187,11 @@ type guardedRunner struct {
 }
 
 func (l *guardedRunner) Render(ctx context.Context, req pipeline.RenderRequest, progress pipeline.ProgressFunc) error {
-	if l.slots != nil {
-		select {
-		case l.slots <- struct{}{}:
-			defer func() { <-l.slots }()
-		case <-ctx.Done():
-			return fmt.Errorf("runner %s: waiting for a free slot: %w", l.name, context.Cause(ctx))
-		}
+	ctx, release, err := hold(ctx, l.slots, l.timeout, l.name)
+	if err != nil {
+		return err
 	}
-	if l.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, l.timeout, fmt.Errorf("runner %s: the render ran past its timeout of %s", l.name, l.timeout))
-		defer cancel()
-	}
+	defer release()
 	if l.check == nil {
 		return l.inner.Render(ctx, req, progress)
 	}
@@ -246,6 +223,33 @@ func (l *guardedRunner) Render(ctx context.Context, req pipeline.RenderRequest, 
 		progress(100)
 	}
 	return nil
+}
+
+// hold takes one of slots (nil: no limit) and bounds ctx by timeout (0:
+// none); release gives both back.
+func hold(ctx context.Context, slots chan struct{}, timeout time.Duration, name string) (_ context.Context, release func(), err error) {
+	if slots != nil {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return ctx, nil, fmt.Errorf("runner %s: waiting for a free slot: %w", name, context.Cause(ctx))
+		}
+	}
+	cancel := context.CancelFunc(func() {})
+	if timeout > 0 {
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, fmt.Errorf("runner %s: the task ran past its timeout of %s", name, timeout))
+	}
+	return ctx, func() {
+		cancel()
+		if slots != nil {
+			<-slots
+		}
+	}, nil
+}
+
+// hold takes a slot of r for one task; see hold.
+func (r *liveRunner) hold(ctx context.Context) (context.Context, func(), error) {
+	return hold(ctx, r.slots, r.spec.Timeout, r.spec.Name)
 }
 
 // describe is a runner for logs.

@@ -98,6 +98,13 @@ func (p *fileProblems) runner(n *yaml.Node, path, dir string) RunnerSpec {
 	} else if s.Kind == RunnerCog {
 		p.add(n, at("inputs"), "missing: map at least prompt to the model's input name")
 	}
+	if v := fields["inputs"]; v != nil && s.Kind == RunnerCog && slices.Contains(s.Stages, StageAvatar) {
+		for _, f := range []string{FieldAudio, FieldPortrait} {
+			if _, ok := s.Inputs[f]; !ok {
+				p.add(v, at("inputs"), "an avatar runner needs %s (the %s) mapped to the model's input name", f, avatarFieldHelp[f])
+			}
+		}
+	}
 	if v := fields["output_node"]; v != nil {
 		p.str(v, at("output_node"), &s.OutputNode)
 	}
@@ -153,6 +160,8 @@ func (p *fileProblems) address(n *yaml.Node, s *RunnerSpec, fields map[string]*y
 			}
 			if st, err := os.Stat(s.Workflow); err != nil || st.IsDir() {
 				p.add(v, at("workflow"), "%s: not a readable file", s.Workflow)
+			} else {
+				p.workflow(v, at("workflow"), s, fields["output_node"])
 			}
 		}
 	}
@@ -171,6 +180,30 @@ func (p *fileProblems) address(n *yaml.Node, s *RunnerSpec, fields map[string]*y
 		}
 	}
 }
+
+// workflow checks a comfyui runner's workflow: ComfyUI's API format with
+// known placeholders (pipeline.LoadComfyWorkflow), output_node one of its
+// nodes, and for an avatar runner the audio and portrait placeholders.
+func (p *fileProblems) workflow(v *yaml.Node, path string, s *RunnerSpec, outputNode *yaml.Node) {
+	wf, err := pipeline.LoadComfyWorkflow(s.Workflow)
+	if err != nil {
+		p.add(v, path, "%v", err)
+		return
+	}
+	if outputNode != nil && !wf.HasNode(outputNode.Value) {
+		p.add(outputNode, strings.TrimSuffix(path, "workflow")+"output_node", "%q is not a node of %s", outputNode.Value, filepath.Base(s.Workflow))
+	}
+	if slices.Contains(s.Stages, StageAvatar) {
+		for _, f := range []string{FieldAudio, FieldPortrait} {
+			if !slices.Contains(wf.Fields(), f) {
+				p.add(v, path, "an avatar workflow needs the placeholder \"{{%s}}\" (the %s); %s has none", f, avatarFieldHelp[f], filepath.Base(s.Workflow))
+			}
+		}
+	}
+}
+
+// avatarFieldHelp says what each avatar input is.
+var avatarFieldHelp = map[string]string{FieldAudio: "narration WAV", FieldPortrait: "avatar picture"}
 
 // inputs reads the field → input name map.
 func (p *fileProblems) inputs(v *yaml.Node, path string, avatar bool) map[string]string {

@@ -19,10 +19,17 @@ func exampleDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	for path, mode := range map[string]os.FileMode{"runners.yaml": 0o644, "workflows/ltx-t2v.json": 0o644, "runners/hunyuan.sh": 0o755} {
+	wf, err := os.ReadFile("../deploy/runners/comfyui-wan-t2v.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, mode := range map[string]os.FileMode{"runners.yaml": 0o644, "runners/comfyui-wan-t2v.json": 0o644, "runners/hunyuan.sh": 0o755} {
 		body := []byte("{}")
-		if path == "runners.yaml" {
+		switch path {
+		case "runners.yaml":
 			body = data
+		case "runners/comfyui-wan-t2v.json":
+			body = wf
 		}
 		full := filepath.Join(dir, path)
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -42,11 +49,7 @@ func TestExampleRunnersFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kinds []string
-	for _, s := range specs {
-		kinds = append(kinds, s.Kind)
-	}
-	if want := []string{RunnerCog, RunnerComfyUI, RunnerOpenAIChat, RunnerOpenAISpeech, RunnerCommand, RunnerHTTP}; !slices.Equal(kinds, want) {
+	if kinds, want := specKinds(specs), []string{RunnerCog, RunnerComfyUI, RunnerOpenAIChat, RunnerOpenAISpeech, RunnerCommand, RunnerHTTP}; !slices.Equal(kinds, want) {
 		t.Fatalf("kinds = %v, want every kind once: %v", kinds, want)
 	}
 	cog := specs[0]
@@ -55,8 +58,8 @@ func TestExampleRunnersFile(t *testing.T) {
 		cog.Inputs["num_frames"] != "num_frames" || len(cog.Inputs) != 7 || cog.Where != "runners.yaml:31" {
 		t.Errorf("cog runner = %+v", cog)
 	}
-	if want := filepath.Join(dir, "workflows", "ltx-t2v.json"); specs[1].Workflow != want || specs[1].OutputNode != "9" {
-		t.Errorf("comfyui workflow = %q, output node %q; want %q, 9", specs[1].Workflow, specs[1].OutputNode, want)
+	if want := filepath.Join(dir, "runners", "comfyui-wan-t2v.json"); specs[1].Workflow != want || specs[1].OutputNode != "58" {
+		t.Errorf("comfyui workflow = %q, output node %q; want %q, 58", specs[1].Workflow, specs[1].OutputNode, want)
 	}
 	if specs[2].Model != "qwen2.5-7b-instruct" || specs[2].APIKeyEnv != "LLM_API_KEY" || !slices.Equal(specs[2].Stages, []string{StagePlan}) {
 		t.Errorf("openai-chat runner = %+v", specs[2])
@@ -143,6 +146,29 @@ runners:
 			`runners.yaml:9: runners[6]: runner "e" serves nothing`,
 			"runners.yaml:9: runners[6].inputs: missing",
 		}},
+		{"workflows and avatar inputs", `version: 1
+runners:
+  - {name: ui, kind: comfyui, url: http://h, models: [veo-3], workflow: ui.json}
+  - {name: node, kind: comfyui, url: http://h, models: [veo-2], workflow: t2v.json, output_node: "99"}
+  - {name: face, kind: comfyui, url: http://h, stages: [avatar], workflow: t2v.json}
+  - {name: lips, kind: cog, url: http://h, models: [mochi-1], stages: [avatar], inputs: {prompt: prompt, audio: audio}}
+`, []string{
+			`runners.yaml:3: runners[0].workflow: pipeline: invalid ComfyUI workflow`,
+			`runners.yaml:4: runners[1].output_node: "99" is not a node of t2v.json`,
+			`runners.yaml:5: runners[2].workflow: an avatar workflow needs the placeholder "{{audio}}"`,
+			`runners.yaml:5: runners[2].workflow: an avatar workflow needs the placeholder "{{portrait}}"`,
+			`runners.yaml:6: runners[3].inputs: an avatar runner needs portrait`,
+			`runners.yaml:6: runners[3].stages: stage "avatar" is also given to the runner at runners.yaml:5`,
+		}},
+	}
+	wf, err := os.ReadFile("../deploy/runners/comfyui-wan-t2v.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string][]byte{"t2v.json": wf, "ui.json": []byte(`{"nodes": [], "links": []}`)} {
+		if err := os.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

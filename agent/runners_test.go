@@ -6,6 +6,7 @@ import (
 	"errors"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -39,7 +40,7 @@ func lastModels(f *fakeCP, n int) ([]string, bool) {
 
 // waitAdvertised waits for a registration after the first `after` that
 // advertises (or withdraws) model, and returns how many there have been.
-func waitAdvertised(t *testing.T, f *fakeCP, after int, model string, want bool) int {
+func waitAdvertised(t testing.TB, f *fakeCP, after int, model string, want bool) int {
 	t.Helper()
 	n := 0
 	waitFor(t, "a registration with "+model+" advertised="+map[bool]string{true: "yes", false: "no"}[want], func() bool {
@@ -177,17 +178,21 @@ func TestRunnerConfigRefused(t *testing.T) {
 	t.Parallel()
 	f := newFakeCP(t)
 	cog := newAgentFakeCog(t, "READY")
-	comfy := RunnerSpec{Name: "comfy", Kind: RunnerComfyUI, URL: "http://127.0.0.1:8188", Models: []string{"ltx-video-13b"}, Where: "runners.yaml:9"}
+	comfy := RunnerSpec{Name: "comfy", Kind: RunnerComfyUI, URL: "http://127.0.0.1:8188", Models: []string{"ltx-video-13b"},
+		Workflow: filepath.Join(t.TempDir(), "gone.json"), Where: "runners.yaml:9"}
+	voice := []wire.Voice{{ID: "af_bella", Name: "Bella", Language: "en-us", Gender: "female"}}
+	kokoro := RunnerSpec{Name: "kokoro", Kind: RunnerOpenAISpeech, URL: "http://127.0.0.1:8880", Model: "kokoro", Stages: []string{StageTTS}, Voices: voice}
+	other := RunnerSpec{Name: "other", Kind: RunnerOpenAISpeech, URL: "http://127.0.0.1:8881", Model: "tts-1", Voices: voice}
 	tests := []struct {
 		name  string
 		specs []RunnerSpec
 		flags map[string][]string
 		msg   string
 	}{
-		{"kind not in this build", []RunnerSpec{cogSpec(cog), comfy}, nil,
-			`runner "comfy" (runners.yaml:9): kind comfyui is not available in this build yet`},
-		{"stage not in this build", []RunnerSpec{{Name: "lipsync", Kind: RunnerCog, URL: "http://127.0.0.1:5001", Stages: []string{StageAvatar}, Where: "runners.yaml:20"}}, nil,
-			`runner "lipsync" (runners.yaml:20): stage avatar is not available in this build yet`},
+		{"workflow gone since the file was checked", []RunnerSpec{cogSpec(cog), comfy}, nil,
+			`runner "comfy" (runners.yaml:9): pipeline: invalid ComfyUI workflow`},
+		{"a voice offered by two speech servers", []RunnerSpec{kokoro, other}, nil,
+			`voice id "af_bella" is offered by both`},
 		{"model in the file and a flag", []RunnerSpec{cogSpec(cog)}, map[string][]string{cogModel: {"/bin/true"}},
 			`model "wan-2.2-a14b" has a runner in the runners file ("wan" at runners.yaml:3) and one from --runner`},
 	}
@@ -251,7 +256,7 @@ func TestGuardedRunnerSlotsAndTimeout(t *testing.T) {
 		<-ctx.Done()
 		return context.Cause(ctx)
 	}), timeout: time.Millisecond, name: "wan"}
-	if err := g.Render(context.Background(), pipeline.RenderRequest{}, nil); err == nil || !strings.Contains(err.Error(), "runner wan: the render ran past its timeout of 1ms") {
+	if err := g.Render(context.Background(), pipeline.RenderRequest{}, nil); err == nil || !strings.Contains(err.Error(), "runner wan: the task ran past its timeout of 1ms") {
 		t.Errorf("Render = %v, want the runner's timeout", err)
 	}
 }
@@ -274,7 +279,11 @@ func TestRunnersFitAndMerge(t *testing.T) {
 	if got := merged[4]; got.Kind != RunnerCommand || !slices.Equal(got.Command, []string{"/opt/vidu.sh", "--fast"}) {
 		t.Errorf("--runner command = %+v", got)
 	}
-	out := withdrawn(newLiveRunners(merged, gpus, nil))
+	live, err := newLiveRunners(merged, gpus, runnerDeps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := withdrawn(live)
 	if want := map[string]bool{"veo-3": true, "sora-2": true}; !maps.Equal(out, want) {
 		t.Errorf("withdrawn = %v, want the models of the runner no GPU fits: %v", out, want)
 	}

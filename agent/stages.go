@@ -225,14 +225,18 @@ func seed(videoID string, index int) int64 {
 	return int64(h.Sum64() & 0x7fffffff)
 }
 
-// plan writes the script of an auto video.
+// plan writes the script of an auto video: with the openai-chat runner of
+// stage plan when there is one, else the deterministic writer. A language
+// model that fails fails the task (the farm retries it); its plan is not
+// written by the deterministic writer instead, which would deliver a video
+// the operator did not configure.
 func (j *job) plan(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	plan, err := pipeline.NewPlan(j.v.Prompt, j.v.DurationSeconds, pipeline.PlanOptions{})
+	plan, err := j.writePlan(ctx)
 	if err != nil {
-		return fmt.Errorf("plan: %w", err)
+		return err
 	}
 	path := j.path(PlanFile)
 	if err := writeJSON(path, plan); err != nil {
@@ -261,7 +265,14 @@ func (j *job) tts(ctx context.Context) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("tts: %w", err)
 	}
-	lines, err := j.a.cfg.Tools.Narrate(ctx, plan, voice, out, j.span(5, 80))
+	if r := j.a.speechRunner(voice); r != nil {
+		var release func()
+		if ctx, release, err = r.hold(ctx); err != nil {
+			return fmt.Errorf("tts: %w", err)
+		}
+		defer release()
+	}
+	lines, err := pipeline.Narrate(ctx, j.a.speaker, plan, voice, out, j.span(5, 80))
 	if err != nil {
 		return fmt.Errorf("tts: %w", err)
 	}
@@ -392,6 +403,14 @@ func (j *job) composite(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var clip string
+	compositeFrom := 20.0
+	if r := j.a.stageRunner(StageAvatar); r != nil {
+		if clip, err = j.presenterClip(ctx, r, plan, lines, avatar, avatarImage, j.span(20, 50)); err != nil {
+			return err
+		}
+		compositeFrom = 50
+	}
 	res, err := j.a.cfg.Tools.Composite(ctx, pipeline.CompositeInput{
 		Plan:        plan,
 		SceneClips:  clips,
@@ -400,9 +419,10 @@ func (j *job) composite(ctx context.Context) error {
 		Resolution:  j.v.Resolution,
 		AvatarID:    avatar,
 		AvatarImage: avatarImage,
+		AvatarClip:  clip,
 		Brand:       brand,
 		OutDir:      j.path("out"),
-	}, j.span(20, 90))
+	}, j.span(compositeFrom, 90))
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ func (j *job) speech(ctx context.Context) error {
 		return fmt.Errorf("%w: a speech task without its text", errBadAssignment)
 	}
 	out := j.path("out", wire.ArtifactSpeech)
-	d, err := j.a.cfg.Tools.Speak(ctx, spec.Text, spec.VoiceID, out)
+	d, err := j.a.cfg.Tools.SpeakWith(ctx, j.a.speaker, spec.Text, spec.VoiceID, out)
 	if err != nil {
 		return fmt.Errorf("speech: %w", err)
 	}

@@ -83,31 +83,38 @@ const voiceListTimeout = 30 * time.Second
 // errNoEspeak means discovery found no espeak-ng: the node offers no voices.
 var errNoEspeak = errors.New("espeak-ng not found on PATH: this node offers no voices")
 
-// wireVoices lists the voices the node registers with: those of its
-// espeak-ng (tools.ListVoices), in espeak-ng's order. It lists none, with
-// errNoEspeak, when discovery (c) did not find espeak-ng, and none, with the
-// error, when espeak-ng cannot list them. Voices the control plane would
-// refuse (wire.Voice.Check), later duplicates of an id and those beyond
+// wireVoices lists the voices the node registers with: those of its speech
+// servers (the openai-speech runners, in the runners file's order), then
+// those of its espeak-ng (tools.ListVoices), in espeak-ng's order, less the
+// ids a server took (pipeline.SpeechRouter speaks those with the server).
+// Without espeak-ng (discovery, c, did not find it) the list stops after
+// the servers' voices with errNoEspeak; when espeak-ng cannot list its
+// voices, with that error. Voices the control plane would refuse
+// (wire.Voice.Check), later duplicates of an id and those beyond
 // wire.MaxVoices are left out and counted in skipped.
-func wireVoices(ctx context.Context, tools *pipeline.Tools, c Capacity) (voices []wire.Voice, skipped int, err error) {
+func wireVoices(ctx context.Context, tools *pipeline.Tools, servers []pipeline.Voice, c Capacity) (voices []wire.Voice, skipped int, err error) {
+	seen := map[string]bool{}
+	add := func(list []pipeline.Voice) {
+		for _, v := range list {
+			w := wire.Voice{ID: v.ID, Name: v.Name, Language: v.Language, Gender: v.Gender}
+			if w.Check() != nil || seen[w.ID] || len(voices) == wire.MaxVoices {
+				skipped++
+				continue
+			}
+			seen[w.ID] = true
+			voices = append(voices, w)
+		}
+	}
+	add(servers)
 	if !slices.Contains(c.InstalledTools(), "espeak-ng") {
-		return nil, 0, errNoEspeak
+		return voices, skipped, errNoEspeak
 	}
 	ctx, cancel := context.WithTimeout(ctx, voiceListTimeout)
 	defer cancel()
 	list, err := tools.ListVoices(ctx)
 	if err != nil {
-		return nil, 0, err
+		return voices, skipped, err
 	}
-	seen := make(map[string]bool, len(list))
-	for _, v := range list {
-		w := wire.Voice{ID: v.ID, Name: v.Name, Language: v.Language, Gender: v.Gender}
-		if w.Check() != nil || seen[w.ID] || len(voices) == wire.MaxVoices {
-			skipped++
-			continue
-		}
-		seen[w.ID] = true
-		voices = append(voices, w)
-	}
+	add(list)
 	return voices, skipped, nil
 }

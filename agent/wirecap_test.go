@@ -51,7 +51,7 @@ func withoutEspeak(c Capacity) Capacity {
 func TestWireVoicesFromEspeak(t *testing.T) {
 	cpu, _ := cpuMachine()
 	ex := &espeakOutput{langs: fakeLangs, variants: fakeVariants}
-	voices, skipped, err := wireVoices(context.Background(), &pipeline.Tools{Exec: ex}, cpu)
+	voices, skipped, err := wireVoices(context.Background(), &pipeline.Tools{Exec: ex}, nil, cpu)
 	if err != nil || skipped != 0 {
 		t.Fatalf("wireVoices: %v (skipped %d)", err, skipped)
 	}
@@ -73,12 +73,12 @@ func TestWireVoicesFromEspeak(t *testing.T) {
 func TestWireVoicesWithoutEspeak(t *testing.T) {
 	cpu, _ := cpuMachine()
 	ex := &espeakOutput{langs: fakeLangs, variants: fakeVariants}
-	voices, _, err := wireVoices(context.Background(), &pipeline.Tools{Exec: ex}, withoutEspeak(cpu))
+	voices, _, err := wireVoices(context.Background(), &pipeline.Tools{Exec: ex}, nil, withoutEspeak(cpu))
 	if !errors.Is(err, errNoEspeak) || voices != nil || ex.calls != 0 {
 		t.Fatalf("no espeak-ng found: %v, %v, %d calls", voices, err, ex.calls)
 	}
 	broken := &espeakOutput{err: fmt.Errorf("%w: espeak-ng", pipeline.ErrToolMissing)}
-	voices, _, err = wireVoices(context.Background(), &pipeline.Tools{Exec: broken}, cpu)
+	voices, _, err = wireVoices(context.Background(), &pipeline.Tools{Exec: broken}, nil, cpu)
 	if err == nil || errors.Is(err, errNoEspeak) || voices != nil {
 		t.Fatalf("espeak-ng failing: %v, %v", voices, err)
 	}
@@ -90,7 +90,7 @@ func TestWireVoicesLeavesOutWhatTheControlPlaneRefuses(t *testing.T) {
 	langs := fakeLangs + " 5  en-us           --/M      English_(again)    gmw/en-US\n" + // same file: not listed twice by pipeline
 		" 5  xx              --/M      " + strings.Repeat("N", 200) + " xx/xx\n" // name too long
 	ex := &espeakOutput{langs: langs, variants: fakeVariants}
-	voices, skipped, err := wireVoices(context.Background(), &pipeline.Tools{Exec: ex}, cpu)
+	voices, skipped, err := wireVoices(context.Background(), &pipeline.Tools{Exec: ex}, nil, cpu)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,9 @@ type ClipCheck struct {
 	Downscaled bool      // scaled down to the requested frame size
 }
 
-// CheckClip probes the clip a runner wrote to req.OutputPath and holds it
+// CheckClip probes the clip a runner wrote to req.OutputPath (an MP4 or
+// QuickTime file's header in process, probeMP4; anything else with
+// ffprobe) and holds it
 // to the request. What can be fixed honestly is fixed in place: a clip
 // longer than asked is cut to the duration, a larger one in the same aspect
 // ratio is scaled down (a codec other than H.264 is left to Finalize, which
@@ -47,7 +49,7 @@ func (t *Tools) CheckClip(ctx context.Context, req RenderRequest) (ClipCheck, er
 	if err != nil {
 		return ClipCheck{}, err
 	}
-	info, err := t.Probe(ctx, req.OutputPath)
+	info, err := t.probeClip(ctx, req.OutputPath)
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, ErrToolMissing) {
 			return ClipCheck{}, err

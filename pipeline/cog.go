@@ -128,6 +128,35 @@ func (r *CogRunner) Render(ctx context.Context, req RenderRequest, progress Prog
 	if err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}
+	return r.predict(ctx, where, input, req.OutputPath, progress)
+}
+
+// Run runs one prediction whose inputs are files: each field of files
+// (e.g. "audio", "portrait" for the avatar stage) is sent as a data URI
+// under the input name Inputs maps it to, and the output is written to
+// outputPath. A field that Inputs does not map is an ErrInvalidRequest.
+func (r *CogRunner) Run(ctx context.Context, files map[string]string, outputPath string, progress ProgressFunc) error {
+	if !IsRunnerURL(r.URL) {
+		return invalidf("cog runner: %q is not an http(s) URL", r.URL)
+	}
+	where := "cog model " + RedactURL(r.URL)
+	input := make(map[string]any, len(files))
+	for field, path := range files {
+		name, ok := r.Inputs[field]
+		if !ok {
+			return invalidf("%s: no input name for %q: map it in the runner's inputs", where, field)
+		}
+		u, err := dataURI(path)
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", where, field, err)
+		}
+		input[name] = u
+	}
+	return r.predict(ctx, where, input, outputPath, progress)
+}
+
+// predict runs the prediction of input and saves its output at outputPath.
+func (r *CogRunner) predict(ctx context.Context, where string, input map[string]any, outputPath string, progress ProgressFunc) error {
 	id := r.ID
 	if id == "" {
 		id = newPredictionID()
@@ -136,10 +165,10 @@ func (r *CogRunner) Render(ctx context.Context, req RenderRequest, progress Prog
 	if err != nil {
 		return fmt.Errorf("%s: encode input: %w", where, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(req.OutputPath), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(outputPath), 0o755); err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}
-	_ = os.Remove(req.OutputPath) // a stale clip must not pass for this render's
+	_ = os.Remove(outputPath) // a stale clip must not pass for this render's
 	rep := newReporter(progress)
 	rep.report(0)
 	c := cogCall{r: r, id: id, body: body, rep: rep}
@@ -151,11 +180,11 @@ func (r *CogRunner) Render(ctx context.Context, req RenderRequest, progress Prog
 		}
 		return fmt.Errorf("%s: prediction %s: %w", where, id, err)
 	}
-	if err := c.saveOutput(ctx, pred, req.OutputPath); err != nil {
-		_ = os.Remove(req.OutputPath)
+	if err := c.saveOutput(ctx, pred, outputPath); err != nil {
+		_ = os.Remove(outputPath)
 		return fmt.Errorf("%s: prediction %s: %w", where, id, err)
 	}
-	if err := checkOutput(req.OutputPath); err != nil {
+	if err := checkOutput(outputPath); err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}
 	rep.report(100)

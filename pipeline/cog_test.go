@@ -287,3 +287,34 @@ func TestCogServerDiesMidPrediction(t *testing.T) {
 		t.Fatalf("Render = %v, want the failed reconnection to the prediction", err)
 	}
 }
+
+// TestCogRunFiles runs an avatar prediction: the narration and the picture
+// go as data URIs under their mapped input names; an unmapped field is
+// refused before anything is sent.
+func TestCogRunFiles(t *testing.T) {
+	f := newFakeCog(t)
+	req := cogRequest(t)
+	wav := filepath.Join(t.TempDir(), "narration.wav")
+	if err := os.WriteFile(wav, []byte("RIFF\x24\x00\x00\x00WAVEfmt "), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &CogRunner{URL: f.srv.URL, Inputs: map[string]string{"audio": "driven_audio", "portrait": "source_image"}}
+	out := filepath.Join(t.TempDir(), "presenter.mp4")
+	if err := r.Run(context.Background(), map[string]string{"audio": wav, "portrait": req.InputImages[0]}, out, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(out); err != nil || !bytes.Equal(got, f.clip) {
+		t.Fatalf("clip = %q, %v; want the server's file", got, err)
+	}
+	in := f.inputsGot[0]
+	if a, _ := in["driven_audio"].(string); !strings.HasPrefix(a, "data:audio/wave;base64,") {
+		t.Errorf("driven_audio = %.40q, want a WAV data URI", a)
+	}
+	if p, _ := in["source_image"].(string); !strings.HasPrefix(p, "data:image/png;base64,") || len(in) != 2 {
+		t.Errorf("input = %v, want driven_audio and source_image only", in)
+	}
+	err := r.Run(context.Background(), map[string]string{"mask": wav}, out, nil)
+	if !errors.Is(err, ErrInvalidRequest) || f.created != 1 {
+		t.Errorf("Run with an unmapped field = %v (%d predictions), want ErrInvalidRequest and none sent", err, f.created)
+	}
+}

@@ -44,7 +44,7 @@ func (r *ComfyUIRunner) fetchOutput(ctx context.Context, h comfyHistory, dst str
 	if tools == nil {
 		tools = &Tools{}
 	}
-	info, err := tools.Probe(ctx, dst)
+	info, err := tools.probeClip(ctx, dst)
 	switch {
 	case errors.Is(err, ErrToolMissing) || ctx.Err() != nil:
 		return err

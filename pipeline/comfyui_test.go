@@ -55,12 +55,12 @@ func TestComfyUIRender(t *testing.T) {
 	f := newFakeComfy(t)
 	req := comfyRequest(t)
 	var log progressLog
-	if err := f.runner(comfyWorkflow(t, comfyT2V(comfyVHS))).Render(testCtx(t), req, log.fn); err != nil {
+	if err := comfyRunner(f, comfyWorkflow(t, comfyT2V(comfyVHS))).Render(testCtx(t), req, log.fn); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(req.OutputPath)
-	if err != nil || !bytes.Equal(got, f.clip) {
-		t.Fatalf("clip: %d bytes, %v; want the %d bytes the server rendered", len(got), err, len(f.clip))
+	if err != nil || !bytes.Equal(got, f.Clip) {
+		t.Fatalf("clip: %d bytes, %v; want the %d bytes the server rendered", len(got), err, len(f.Clip))
 	}
 	vals := log.values()
 	checkProgress(t, vals)
@@ -74,12 +74,12 @@ func TestComfyUIRender(t *testing.T) {
 		t.Errorf("progress %v: want the sampler's steps between 3 and 95", vals)
 	}
 	w, h, _ := FrameSize(req.Resolution, req.AspectRatio)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.all) != 1 {
-		t.Fatalf("%d prompts queued, want 1", len(f.all))
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	if len(f.All) != 1 {
+		t.Fatalf("%d prompts queued, want 1", len(f.All))
 	}
-	p := f.all[0]
+	p := f.All[0]
 	for _, c := range []struct {
 		node, input string
 		want        any
@@ -88,11 +88,11 @@ func TestComfyUIRender(t *testing.T) {
 		{"4", "width", float64(w)}, {"4", "height", float64(h)}, {"4", "length", 32.0}, {"7", "frame_rate", 16.0},
 		{"5", "steps", 4.0}, {"1", "unet_name", "wan2.2_t2v_5B_fp16.safetensors"},
 	} {
-		if got := p.nodes[c.node].Inputs[c.input]; got != c.want {
+		if got := p.Nodes[c.node].Inputs[c.input]; got != c.want {
 			t.Errorf("node %s input %s = %#v, want %#v", c.node, c.input, got, c.want)
 		}
 	}
-	if p.clientID == "" {
+	if p.ClientID == "" {
 		t.Error("the prompt has no client_id")
 	}
 }
@@ -111,22 +111,22 @@ func TestComfyUIUploadsImages(t *testing.T) {
 			f := newFakeComfy(t)
 			req := comfyRequest(t)
 			req.Operation, req.InputImages = tc.op, testImages(t, t.TempDir(), tc.n)
-			if err := f.runner(comfyWorkflow(t, comfyT2V(tc.nodes+",\n"+comfyVHS))).Render(testCtx(t), req, nil); err != nil {
+			if err := comfyRunner(f, comfyWorkflow(t, comfyT2V(tc.nodes+",\n"+comfyVHS))).Render(testCtx(t), req, nil); err != nil {
 				t.Fatal(err)
 			}
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			if len(f.uploads) != tc.n {
-				t.Fatalf("%d uploads, want %d", len(f.uploads), tc.n)
+			f.Mu.Lock()
+			defer f.Mu.Unlock()
+			if len(f.Uploads) != tc.n {
+				t.Fatalf("%d uploads, want %d", len(f.Uploads), tc.n)
 			}
 			for node, i := range tc.want {
-				name, _ := f.all[0].nodes[node].Inputs["image"].(string)
+				name, _ := f.All[0].Nodes[node].Inputs["image"].(string)
 				want, _ := os.ReadFile(req.InputImages[i])
-				if !bytes.Equal(f.uploads[name], want) || !strings.HasPrefix(name, "vidfarm-") || !strings.HasSuffix(name, ".png") {
+				if !bytes.Equal(f.Uploads[name], want) || !strings.HasPrefix(name, "vidfarm-") || !strings.HasSuffix(name, ".png") {
 					t.Errorf("node %s image %q: not the upload of input image %d", node, name, i)
 				}
 			}
-			for _, o := range f.overwrite {
+			for _, o := range f.Overwrite {
 				if o != "true" {
 					t.Errorf("upload with overwrite %q", o)
 				}
@@ -145,7 +145,7 @@ func TestComfyUIPromptRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeComfy(t)
 			req := comfyRequest(t)
-			err := f.runner(comfyWorkflow(t, tc.workflow)).Render(testCtx(t), req, nil)
+			err := comfyRunner(f, comfyWorkflow(t, tc.workflow)).Render(testCtx(t), req, nil)
 			checkComfyFailed(t, err, tc.msg, req.OutputPath)
 		})
 	}
@@ -153,21 +153,21 @@ func TestComfyUIPromptRefused(t *testing.T) {
 
 func TestComfyUIMissingField(t *testing.T) {
 	f := newFakeComfy(t)
-	err := f.runner(comfyWorkflow(t, comfyT2V(comfyLoadImage+",\n"+comfyVHS))).Render(testCtx(t), comfyRequest(t), nil)
+	err := comfyRunner(f, comfyWorkflow(t, comfyT2V(comfyLoadImage+",\n"+comfyVHS))).Render(testCtx(t), comfyRequest(t), nil)
 	if !errors.Is(err, ErrInvalidRequest) || !strings.Contains(err.Error(), `needs image (node "10" (LoadImage) input "image")`) {
 		t.Fatalf("err = %v", err)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.all) != 0 {
-		t.Errorf("%d prompts queued for a request the workflow cannot take", len(f.all))
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	if len(f.All) != 0 {
+		t.Errorf("%d prompts queued for a request the workflow cannot take", len(f.All))
 	}
 }
 
 func TestComfyUIExecutionError(t *testing.T) {
-	f := newFakeComfy(t, func(f *fakeComfy) { f.errorAt = "5" })
+	f := newFakeComfy(t, func(f *fakeComfy) { f.ErrorAt = "5" })
 	req := comfyRequest(t)
-	err := f.runner(comfyWorkflow(t, comfyT2V(comfyVHS))).Render(testCtx(t), req, nil)
+	err := comfyRunner(f, comfyWorkflow(t, comfyT2V(comfyVHS))).Render(testCtx(t), req, nil)
 	want := `node "5" (KSampler) failed: torch.OutOfMemoryError: CUDA out of memory`
 	checkComfyFailed(t, err, want, req.OutputPath)
 }
@@ -175,18 +175,18 @@ func TestComfyUIExecutionError(t *testing.T) {
 func TestComfyUIOutputNode(t *testing.T) {
 	wf := comfyT2V(comfyVHS + ",\n" + comfySaveVideo)
 	f := newFakeComfy(t)
-	err := f.runner(comfyWorkflow(t, wf)).Render(testCtx(t), comfyRequest(t), nil)
+	err := comfyRunner(f, comfyWorkflow(t, wf)).Render(testCtx(t), comfyRequest(t), nil)
 	if !errors.Is(err, ErrRunnerFailed) || !strings.Contains(err.Error(), `nodes ["7" "9"] all gave videos; set output_node`) {
 		t.Fatalf("two video outputs, no output_node: err = %v", err)
 	}
-	r := f.runner(comfyWorkflow(t, wf))
+	r := comfyRunner(f, comfyWorkflow(t, wf))
 	r.OutputNode = "9"
 	if err := r.Render(testCtx(t), comfyRequest(t), nil); err != nil {
 		t.Fatal(err)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if last := f.views[len(f.views)-1]; !strings.HasPrefix(last, "output/video/vidfarm_") {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	if last := f.Views[len(f.Views)-1]; !strings.HasPrefix(last, "output/video/vidfarm_") {
 		t.Errorf("downloaded %q, want SaveVideo's file in output/video", last)
 	}
 	r.OutputNode = "99"
@@ -202,16 +202,16 @@ func TestComfyUIBadOutput(t *testing.T) {
 		msg  string
 	}{
 		{"garbage", func(f *fakeComfy) {
-			f.view = func(w http.ResponseWriter) { w.Write([]byte("<html>502 Bad Gateway</html>")) }
+			f.View = func(w http.ResponseWriter) { w.Write([]byte("<html>502 Bad Gateway</html>")) }
 		}, "is not a video ffprobe can read"},
 		{"missing", func(f *fakeComfy) {
-			f.view = func(w http.ResponseWriter) { w.WriteHeader(http.StatusNotFound) }
+			f.View = func(w http.ResponseWriter) { w.WriteHeader(http.StatusNotFound) }
 		}, "GET /view answered 404"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeComfy(t, tc.view)
 			req := comfyRequest(t)
-			err := f.runner(comfyWorkflow(t, comfyT2V(comfyVHS))).Render(testCtx(t), req, nil)
+			err := comfyRunner(f, comfyWorkflow(t, comfyT2V(comfyVHS))).Render(testCtx(t), req, nil)
 			checkComfyFailed(t, err, tc.msg, req.OutputPath)
 		})
 	}
@@ -219,7 +219,7 @@ func TestComfyUIBadOutput(t *testing.T) {
 
 func TestComfyUIConcurrentRenders(t *testing.T) {
 	f := newFakeComfy(t)
-	r := f.runner(comfyWorkflow(t, comfyT2V(comfyVHS)))
+	r := comfyRunner(f, comfyWorkflow(t, comfyT2V(comfyVHS)))
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
 	for i := range errs {
@@ -232,13 +232,13 @@ func TestComfyUIConcurrentRenders(t *testing.T) {
 		}
 	}
 	seen := map[string]bool{}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, p := range f.all {
-		if seen[p.clientID] {
-			t.Errorf("client id %s used by two renders", p.clientID)
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	for _, p := range f.All {
+		if seen[p.ClientID] {
+			t.Errorf("client id %s used by two renders", p.ClientID)
 		}
-		seen[p.clientID] = true
+		seen[p.ClientID] = true
 	}
 }
 
@@ -262,13 +262,13 @@ func TestComfyUIDeployWorkflows(t *testing.T) {
 			if tc.images > 0 {
 				req.InputImages = testImages(t, t.TempDir(), tc.images)
 			}
-			if err := f.runner(wf).Render(testCtx(t), req, nil); err != nil {
+			if err := comfyRunner(f, wf).Render(testCtx(t), req, nil); err != nil {
 				t.Fatal(err)
 			}
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			if len(f.uploads) != tc.images {
-				t.Errorf("%d uploads, want %d", len(f.uploads), tc.images)
+			f.Mu.Lock()
+			defer f.Mu.Unlock()
+			if len(f.Uploads) != tc.images {
+				t.Errorf("%d uploads, want %d", len(f.Uploads), tc.images)
 			}
 		})
 	}
@@ -300,19 +300,19 @@ func TestComfyUIRunAvatar(t *testing.T) {
 	}
 	f := newFakeComfy(t)
 	out := filepath.Join(dir, "avatar.mp4")
-	if err := f.runner(wf).Run(testCtx(t), ComfyInputs{"portrait": portrait, "audio": audio}, out, nil); err != nil {
+	if err := comfyRunner(f, wf).Run(testCtx(t), ComfyInputs{"portrait": portrait, "audio": audio}, out, nil); err != nil {
 		t.Fatal(err)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
 	for node, src := range map[string]string{"1": portrait, "2": audio} {
-		in := f.all[0].nodes[node].Inputs
+		in := f.All[0].Nodes[node].Inputs
 		name, _ := in["image"].(string)
 		if name == "" {
 			name, _ = in["audio"].(string)
 		}
 		want, _ := os.ReadFile(src)
-		if !bytes.Equal(f.uploads[name], want) || filepath.Ext(name) != filepath.Ext(src) {
+		if !bytes.Equal(f.Uploads[name], want) || filepath.Ext(name) != filepath.Ext(src) {
 			t.Errorf("node %s got %q, not the upload of %s", node, name, filepath.Base(src))
 		}
 	}

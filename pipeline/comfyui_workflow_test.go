@@ -135,7 +135,7 @@ func TestComfyPickOutput(t *testing.T) {
 
 func TestComfyUISystemStats(t *testing.T) {
 	f := newFakeComfy(t)
-	r := f.runner(comfyWorkflow(t, comfyT2V(comfyVHS)))
+	r := comfyRunner(f, comfyWorkflow(t, comfyT2V(comfyVHS)))
 	if err := r.Health(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -149,18 +149,18 @@ func TestComfyUISystemStats(t *testing.T) {
 	}
 
 	cpu := newFakeComfy(t, func(f *fakeComfy) {
-		f.stats = `{"system": {"os": "posix"}, "devices": [{"name": "cpu", "type": "cpu", "index": null, "vram_total": 67108864000, "vram_free": 6e10}]}`
+		f.Stats = `{"system": {"os": "posix"}, "devices": [{"name": "cpu", "type": "cpu", "index": null, "vram_total": 67108864000, "vram_free": 6e10}]}`
 	})
-	if total, free, err := cpu.runner(r.Workflow).VRAM(testCtx(t)); err != nil || total != 0 || free != 0 {
+	if total, free, err := comfyRunner(cpu, r.Workflow).VRAM(testCtx(t)); err != nil || total != 0 || free != 0 {
 		t.Errorf("a CPU server: VRAM %d, %d, %v; want 0, 0", total, free, err)
 	}
 
-	bad := newFakeComfy(t, func(f *fakeComfy) { f.stats = `<html>` })
-	if err := bad.runner(r.Workflow).Health(testCtx(t)); !errors.Is(err, ErrRunnerFailed) || !strings.Contains(err.Error(), "not the JSON ComfyUI sends") {
+	bad := newFakeComfy(t, func(f *fakeComfy) { f.Stats = `<html>` })
+	if err := comfyRunner(bad, r.Workflow).Health(testCtx(t)); !errors.Is(err, ErrRunnerFailed) || !strings.Contains(err.Error(), "not the JSON ComfyUI sends") {
 		t.Errorf("an answer that is not JSON: err = %v", err)
 	}
-	down := f.runner(r.Workflow)
-	f.srv.Close()
+	down := comfyRunner(f, r.Workflow)
+	f.Close()
 	if err := down.Health(testCtx(t)); err == nil || !strings.Contains(err.Error(), "system_stats") {
 		t.Errorf("a server that is down: err = %v", err)
 	}

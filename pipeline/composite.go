@@ -46,8 +46,12 @@ type CompositeInput struct {
 	FPS         int          // 0 = DefaultFPS
 	AvatarID    string       // stock presenter; "" = DefaultAvatar
 	AvatarImage string       // picture of the account's own avatar; overrides AvatarID
-	Brand       *Brand       // nil: a neutral translucent bar, no logo
-	OutDir      string       // where the outputs go (created if needed)
+	// AvatarClip is a lip-synced presenter (the avatar stage's clip, made
+	// from the presenter's picture and NarrationTrack); it replaces the
+	// still picture. "" for the still picture.
+	AvatarClip string
+	Brand      *Brand // nil: a neutral translucent bar, no logo
+	OutDir     string // where the outputs go (created if needed)
 }
 
 // CompositeResult names the files of a finished auto video.
@@ -69,6 +73,7 @@ type compositeLayout struct {
 	barColor  string // ffmpeg colour with alpha
 	accent    string // "" for none
 	avatar    string // image path
+	clip      string // presenter clip path; "" for the still avatar
 	ownAvatar bool   // avatar is the account's picture: crop it round
 	logo      string // "" for none
 	clips     []string
@@ -114,7 +119,7 @@ func (t *Tools) Composite(ctx context.Context, in CompositeInput, progress Progr
 		lay.font = t.captionFont(ctx, in.Brand.Fonts)
 		res.CaptionFont = lay.font
 	}
-	if lay.avatar == "" {
+	if lay.avatar == "" && lay.clip == "" {
 		lay.avatar = filepath.Join(in.OutDir, "avatar.png")
 		if err := WriteStockAvatar(orDefault(in.AvatarID, DefaultAvatar), lay.avatar); err != nil {
 			return CompositeResult{}, fmt.Errorf("composite: %w", err)
@@ -225,6 +230,11 @@ func newCompositeLayout(in CompositeInput) (compositeLayout, error) {
 		}
 		lay.ownAvatar = true
 	}
+	if in.AvatarClip != "" {
+		if lay.clip, err = abs(in.AvatarClip); err != nil {
+			return lay, err
+		}
+	}
 	return lay, nil
 }
 
@@ -285,10 +295,20 @@ func compositeArgs(lay compositeLayout, video, cleanVideo string) []string {
 		barChain += fmt.Sprintf(",pad=h=%d:y=%d:color=%s", bar+accentH, accentH, lay.accent)
 	}
 	parts = append(parts, barChain+"[bar]", "[scenes][bar]overlay=x=0:y=H-h[framed]")
-	av := addInput("-i", lay.avatar)
 	size := even(float64(short) * 0.3)
-	avatarChain := fmt.Sprintf("[%d:v]scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d,format=rgba", av, size, size, size, size)
-	if lay.ownAvatar { // a round badge like the stock avatars; runs once, on the one frame
+	var avatarChain string
+	if lay.clip != "" {
+		// The presenter moves: its frames are scaled at the video's rate,
+		// square (no round badge: geq on every frame would cost more than
+		// the scenes), and the last frame stays once the clip ends.
+		av := addInput("-i", lay.clip)
+		avatarChain = fmt.Sprintf("[%d:v]setpts=PTS-STARTPTS,fps=%d,scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d,format=rgba",
+			av, lay.fps, size, size, size, size)
+	} else {
+		av := addInput("-i", lay.avatar)
+		avatarChain = fmt.Sprintf("[%d:v]scale=%d:%d:force_original_aspect_ratio=increase,crop=%d:%d,format=rgba", av, size, size, size, size)
+	}
+	if lay.ownAvatar && lay.clip == "" { // a round badge like the stock avatars; runs once, on the one frame
 		avatarChain += ",geq=r='r(X,Y)':g='g(X,Y)':b='b(X,Y)':a='alpha(X,Y)*clip(W/2-hypot(X-W/2+0.5,Y-H/2+0.5),0,1)'"
 	}
 	parts = append(parts,
@@ -309,22 +329,7 @@ func compositeArgs(lay compositeLayout, video, cleanVideo string) []string {
 		parts = append(parts, fmt.Sprintf("[%s]split[clean][captioned]", last))
 	}
 
-	// Narration: every line delayed to its start, mixed, cut to length.
-	var mix string
-	for i, p := range lay.placed {
-		n := addInput("-i", p.Audio)
-		parts = append(parts, fmt.Sprintf("[%d:a]aresample=48000,adelay=delays=%d:all=1[l%d]", n, p.Start.Milliseconds(), i))
-		mix += fmt.Sprintf("[l%d]", i)
-	}
-	// One voice is one channel: a stereo copy of it sounds the same and
-	// takes the AAC encoder, which runs on ffmpeg's main thread between
-	// the frames, twice as long.
-	audioTail := fmt.Sprintf("aformat=sample_rates=48000:channel_layouts=mono,apad,atrim=duration=%s[a]", total)
-	if len(lay.placed) == 0 {
-		parts = append(parts, "anullsrc=r=48000:cl=mono,"+audioTail)
-	} else {
-		parts = append(parts, fmt.Sprintf("%samix=inputs=%d:duration=longest:normalize=0,%s", mix, len(lay.placed), audioTail))
-	}
+	parts = append(parts, narrationMix(lay.placed, total, addInput)...)
 
 	args = append(args, "-filter_complex", strings.Join(parts, ";"))
 	args = append(args, "-map", "[captioned]", "-map", "[a]", "-r", strconv.Itoa(lay.fps))
@@ -334,6 +339,27 @@ func compositeArgs(lay compositeLayout, video, cleanVideo string) []string {
 	args = append(args, "-map", "[clean]", "-r", strconv.Itoa(lay.fps))
 	args = append(args, lay.x264...)
 	return append(args, "-t", total, "-map_metadata", "-1", cleanVideo)
+}
+
+// narrationMix is the filters that mix the narration into [a], mono, of
+// length total: every line delayed to its start; addInput adds a line's
+// file as an input and returns its index.
+func narrationMix(placed []PlacedLine, total string, addInput func(a ...string) int) []string {
+	var parts []string
+	var mix string
+	for i, p := range placed {
+		n := addInput("-i", p.Audio)
+		parts = append(parts, fmt.Sprintf("[%d:a]aresample=48000,adelay=delays=%d:all=1[l%d]", n, p.Start.Milliseconds(), i))
+		mix += fmt.Sprintf("[l%d]", i)
+	}
+	// One voice is one channel: a stereo copy of it sounds the same and
+	// takes the AAC encoder, which runs on ffmpeg's main thread between
+	// the frames, twice as long.
+	audioTail := fmt.Sprintf("aformat=sample_rates=48000:channel_layouts=mono,apad,atrim=duration=%s[a]", total)
+	if len(placed) == 0 {
+		return append(parts, "anullsrc=r=48000:cl=mono,"+audioTail)
+	}
+	return append(parts, fmt.Sprintf("%samix=inputs=%d:duration=longest:normalize=0,%s", mix, len(placed), audioTail))
 }
 
 // cleanMuxArgs write clean: the video of cleanVideo and the sound of

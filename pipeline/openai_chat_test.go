@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vidfarm/vidfarm/internal/fakes"
 )
 
 // script is a model's answer as JSON.
@@ -35,17 +37,17 @@ var goodScript = script("Honeybees at work",
 	chatScene{Narration: "Back home, the nectar slowly becomes thick golden honey.", Visual: "Inside the hive, golden honeycomb glistening", DurationSeconds: 8},
 )
 
-func chatAnswers(answers ...fakeReply) func(int, fakeChatRequest) fakeReply {
-	return func(n int, _ fakeChatRequest) fakeReply { return answers[min(n, len(answers)-1)] }
+func chatAnswers(answers ...fakes.OpenAIReply) func(int, fakes.ChatRequest) fakes.OpenAIReply {
+	return func(n int, _ fakes.ChatRequest) fakes.OpenAIReply { return answers[min(n, len(answers)-1)] }
 }
 
-func newTestPlanner(f *fakeOpenAI) (*ChatPlanner, *recordWaits) {
+func newTestPlanner(f *fakes.OpenAI) (*ChatPlanner, *recordWaits) {
 	rw := &recordWaits{}
-	return &ChatPlanner{URL: f.url() + "/v1", Model: f.model, APIKey: f.apiKey, wait: rw.wait}, rw
+	return &ChatPlanner{URL: f.URL() + "/v1", Model: f.Model, APIKey: f.APIKey, wait: rw.wait}, rw
 }
 
 func TestChatPlannerWritesPlan(t *testing.T) {
-	f := newFakeOpenAI(t, &fakeOpenAI{apiKey: "sk-test", chat: chatAnswers(fakeReply{content: goodScript})})
+	f := fakes.NewOpenAI(t, &fakes.OpenAI{APIKey: "sk-test", Chat: chatAnswers(fakes.OpenAIReply{Content: goodScript})})
 	p, _ := newTestPlanner(f)
 	plan, err := p.Plan(testCtx(t), "Explain how honeybees make honey.", 30)
 	if err != nil {
@@ -53,7 +55,7 @@ func TestChatPlannerWritesPlan(t *testing.T) {
 	}
 	checkPlan(t, "llm", plan, 30)
 	if plan.Title != "Honeybees at work" || plan.Writer != "openai-chat test-model" || plan.Prompt != "Explain how honeybees make honey." {
-		t.Errorf("plan header: %+v", plan)
+		t.Errorf("plan Header: %+v", plan)
 	}
 	want := [][]string{
 		{"Bees leave the hive at dawn.", "They search the wide meadow for flowers full of sweet nectar."},
@@ -68,7 +70,7 @@ func TestChatPlannerWritesPlan(t *testing.T) {
 	if plan.Scenes[1].StartSeconds != 10 || plan.Scenes[1].DurationSeconds != 12 || plan.Scenes[2].Visual != "Inside the hive, golden honeycomb glistening" {
 		t.Errorf("scenes: %+v", plan.Scenes)
 	}
-	reqs := f.chatRequests()
+	reqs := f.ChatRequests()
 	if len(reqs) != 1 {
 		t.Fatalf("%d requests, want 1", len(reqs))
 	}
@@ -83,9 +85,9 @@ func TestChatPlannerWritesPlan(t *testing.T) {
 }
 
 func TestChatPlannerRetriesInvalidJSON(t *testing.T) {
-	f := newFakeOpenAI(t, &fakeOpenAI{chat: chatAnswers(
-		fakeReply{content: `{"title": "Bees", "scenes": [`},
-		fakeReply{content: "```json\n" + goodScript + "\n```"},
+	f := fakes.NewOpenAI(t, &fakes.OpenAI{Chat: chatAnswers(
+		fakes.OpenAIReply{Content: `{"title": "Bees", "scenes": [`},
+		fakes.OpenAIReply{Content: "```json\n" + goodScript + "\n```"},
 	)})
 	p, _ := newTestPlanner(f)
 	plan, err := p.Plan(testCtx(t), "Bees.", 30)
@@ -93,7 +95,7 @@ func TestChatPlannerRetriesInvalidJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkPlan(t, "retry", plan, 30)
-	reqs := f.chatRequests()
+	reqs := f.ChatRequests()
 	if len(reqs) != 2 {
 		t.Fatalf("%d requests, want 2", len(reqs))
 	}
@@ -134,7 +136,7 @@ func TestChatPlannerValidation(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := newFakeOpenAI(t, &fakeOpenAI{chat: chatAnswers(fakeReply{content: c.answer})})
+			f := fakes.NewOpenAI(t, &fakes.OpenAI{Chat: chatAnswers(fakes.OpenAIReply{Content: c.answer})})
 			p, _ := newTestPlanner(f)
 			plan, err := p.Plan(testCtx(t), "A field in summer.", 30)
 			if c.ok {
@@ -151,7 +153,7 @@ func TestChatPlannerValidation(t *testing.T) {
 			if !errors.Is(err, ErrPlanRejected) || !strings.Contains(err.Error(), c.errHas) || !strings.Contains(err.Error(), "in 3 attempts") {
 				t.Fatalf("error %v: want ErrPlanRejected after 3 attempts naming %q", err, c.errHas)
 			}
-			reqs := f.chatRequests()
+			reqs := f.ChatRequests()
 			if len(reqs) != DefaultPlanAttempts {
 				t.Fatalf("%d requests, want %d", len(reqs), DefaultPlanAttempts)
 			}
@@ -163,20 +165,20 @@ func TestChatPlannerValidation(t *testing.T) {
 }
 
 func TestChatPlannerFallsBackToJSONObject(t *testing.T) {
-	f := newFakeOpenAI(t, &fakeOpenAI{noSchema: true, chat: chatAnswers(fakeReply{content: goodScript})})
+	f := fakes.NewOpenAI(t, &fakes.OpenAI{NoSchema: true, Chat: chatAnswers(fakes.OpenAIReply{Content: goodScript})})
 	p, _ := newTestPlanner(f)
 	for range 2 {
 		if _, err := p.Plan(testCtx(t), "Bees.", 30); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f.mu.Lock()
-	refused := f.refused
-	f.mu.Unlock()
+	f.Mu.Lock()
+	refused := f.Refused
+	f.Mu.Unlock()
 	if refused != 1 {
 		t.Errorf("%d json_schema requests refused, want 1", refused)
 	}
-	reqs := f.chatRequests() // the refused json_schema request is not recorded
+	reqs := f.ChatRequests() // the refused json_schema request is not recorded
 	if len(reqs) != 2 {
 		t.Fatalf("%d answered requests, want 2 (the fallback is remembered)", len(reqs))
 	}
@@ -197,12 +199,12 @@ func TestChatPlannerPromptOnlyInUserMessage(t *testing.T) {
 	}
 	for name, prompt := range prompts {
 		t.Run(name, func(t *testing.T) {
-			f := newFakeOpenAI(t, &fakeOpenAI{chat: chatAnswers(fakeReply{content: "not json"}, fakeReply{content: goodScript})})
+			f := fakes.NewOpenAI(t, &fakes.OpenAI{Chat: chatAnswers(fakes.OpenAIReply{Content: "not json"}, fakes.OpenAIReply{Content: goodScript})})
 			p, _ := newTestPlanner(f)
 			if _, err := p.Plan(testCtx(t), prompt, 30); err != nil {
 				t.Fatal(err)
 			}
-			for i, r := range f.chatRequests() {
+			for i, r := range f.ChatRequests() {
 				if len(r.Messages) != 2 || r.Messages[0].Role != "system" || r.Messages[1].Role != "user" {
 					t.Fatalf("request %d: messages %+v, want system then user", i, r.Messages)
 				}
@@ -237,37 +239,37 @@ func TestChatPlannerPromptOnlyInUserMessage(t *testing.T) {
 }
 
 func TestChatPlannerRetriesWhenBusy(t *testing.T) {
-	busy := func(after string) fakeReply {
-		r := fakeReply{status: 429, errMsg: "Rate limit reached", errCode: "rate_limit_exceeded"}
+	busy := func(after string) fakes.OpenAIReply {
+		r := fakes.OpenAIReply{Status: 429, ErrMsg: "Rate limit reached", ErrCode: "rate_limit_exceeded"}
 		if after != "" {
-			r.header = map[string]string{"Retry-After": after}
+			r.Header = map[string]string{"Retry-After": after}
 		}
 		return r
 	}
 	cases := []struct {
 		name    string
-		answers []fakeReply
+		answers []fakes.OpenAIReply
 		waits   []time.Duration
 		errHas  string
 	}{
-		{name: "Retry-After honoured", answers: []fakeReply{busy("7"), {content: goodScript}}, waits: []time.Duration{7 * time.Second}},
-		{name: "backoff without Retry-After", answers: []fakeReply{busy(""), busy(""), {status: 503, errMsg: "Loading model"}, {content: goodScript}},
+		{name: "Retry-After honoured", answers: []fakes.OpenAIReply{busy("7"), {Content: goodScript}}, waits: []time.Duration{7 * time.Second}},
+		{name: "backoff without Retry-After", answers: []fakes.OpenAIReply{busy(""), busy(""), {Status: 503, ErrMsg: "Loading model"}, {Content: goodScript}},
 			waits: []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}},
-		{name: "gives up", answers: []fakeReply{busy("2")}, waits: []time.Duration{2 * time.Second, 2 * time.Second, 2 * time.Second},
+		{name: "gives up", answers: []fakes.OpenAIReply{busy("2")}, waits: []time.Duration{2 * time.Second, 2 * time.Second, 2 * time.Second},
 			errHas: "answered 429 Too Many Requests: Rate limit reached (type invalid_request_error, code rate_limit_exceeded); gave up after 4 attempts"},
-		{name: "too long a wait", answers: []fakeReply{busy("120")}, errHas: "asks to retry after 2m0s, longer than the 30s vidfarm waits"},
-		{name: "quota is not retried", answers: []fakeReply{{status: 429, errMsg: "You exceeded your current quota", errCode: "insufficient_quota"}}, errHas: "insufficient_quota"},
-		{name: "other errors are not retried", answers: []fakeReply{{status: 500, errMsg: "CUDA out of memory"}}, errHas: "answered 500 Internal Server Error: CUDA out of memory"},
+		{name: "too long a wait", answers: []fakes.OpenAIReply{busy("120")}, errHas: "asks to retry after 2m0s, longer than the 30s vidfarm waits"},
+		{name: "quota is not retried", answers: []fakes.OpenAIReply{{Status: 429, ErrMsg: "You exceeded your current quota", ErrCode: "insufficient_quota"}}, errHas: "insufficient_quota"},
+		{name: "other errors are not retried", answers: []fakes.OpenAIReply{{Status: 500, ErrMsg: "CUDA out of memory"}}, errHas: "answered 500 Internal Server Error: CUDA out of memory"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := newFakeOpenAI(t, &fakeOpenAI{chat: chatAnswers(c.answers...)})
+			f := fakes.NewOpenAI(t, &fakes.OpenAI{Chat: chatAnswers(c.answers...)})
 			p, rw := newTestPlanner(f)
 			_, err := p.Plan(testCtx(t), "Bees.", 30)
 			if c.errHas == "" && err != nil {
 				t.Fatal(err)
 			}
-			if c.errHas != "" && (!errors.Is(err, ErrRunnerFailed) || !strings.Contains(err.Error(), c.errHas) || !strings.Contains(err.Error(), f.url())) {
+			if c.errHas != "" && (!errors.Is(err, ErrRunnerFailed) || !strings.Contains(err.Error(), c.errHas) || !strings.Contains(err.Error(), f.URL())) {
 				t.Fatalf("error %v: want ErrRunnerFailed naming the server and %q", err, c.errHas)
 			}
 			if got := rw.got(); len(got) != len(c.waits) || len(got) > 0 && got[len(got)-1] != c.waits[len(c.waits)-1] {
@@ -284,18 +286,18 @@ func TestChatPlannerRetriesWhenBusy(t *testing.T) {
 }
 
 func TestChatPlannerServerErrors(t *testing.T) {
-	f := newFakeOpenAI(t, &fakeOpenAI{apiKey: "sk-right", chat: chatAnswers(fakeReply{content: goodScript})})
+	f := fakes.NewOpenAI(t, &fakes.OpenAI{APIKey: "sk-right", Chat: chatAnswers(fakes.OpenAIReply{Content: goodScript})})
 	cases := []struct {
 		name   string
 		p      *ChatPlanner
 		errHas string
 		is     error
 	}{
-		{"wrong key", &ChatPlanner{URL: f.url(), Model: f.model, APIKey: "sk-wrong"}, "401 Unauthorized: Incorrect API key provided. (type invalid_request_error, code invalid_api_key)", ErrRunnerFailed},
-		{"wrong model", &ChatPlanner{URL: f.url(), Model: "nope", APIKey: "sk-right"}, "The model `nope` does not exist", ErrRunnerFailed},
-		{"no model", &ChatPlanner{URL: f.url()}, "no model name", ErrInvalidRequest},
+		{"wrong key", &ChatPlanner{URL: f.URL(), Model: f.Model, APIKey: "sk-wrong"}, "401 Unauthorized: Incorrect API key provided. (type invalid_request_error, code invalid_api_key)", ErrRunnerFailed},
+		{"wrong model", &ChatPlanner{URL: f.URL(), Model: "nope", APIKey: "sk-right"}, "The model `nope` does not exist", ErrRunnerFailed},
+		{"no model", &ChatPlanner{URL: f.URL()}, "no model name", ErrInvalidRequest},
 		{"bad url", &ChatPlanner{URL: "localhost:8000", Model: "m"}, "want an http(s) URL", ErrInvalidRequest},
-		{"bad rate", &ChatPlanner{URL: f.url(), Model: f.model, WordsPerMinute: 20}, "words per minute 20", ErrInvalidRequest},
+		{"bad rate", &ChatPlanner{URL: f.URL(), Model: f.Model, WordsPerMinute: 20}, "words per minute 20", ErrInvalidRequest},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -311,11 +313,11 @@ func TestChatPlannerServerErrors(t *testing.T) {
 }
 
 func TestChatPlannerHealth(t *testing.T) {
-	f := newFakeOpenAI(t, &fakeOpenAI{model: "qwen2.5-7b-instruct"})
-	if err := (&ChatPlanner{URL: f.url(), Model: "qwen2.5-7b-instruct"}).Health(testCtx(t)); err != nil {
+	f := fakes.NewOpenAI(t, &fakes.OpenAI{Model: "qwen2.5-7b-instruct"})
+	if err := (&ChatPlanner{URL: f.URL(), Model: "qwen2.5-7b-instruct"}).Health(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	err := (&ChatPlanner{URL: f.url() + "/v1/", Model: "llama3"}).Health(testCtx(t))
+	err := (&ChatPlanner{URL: f.URL() + "/v1/", Model: "llama3"}).Health(testCtx(t))
 	if !errors.Is(err, ErrRunnerFailed) || !strings.Contains(err.Error(), `does not list model "llama3" (it lists qwen2.5-7b-instruct, other-model)`) {
 		t.Fatalf("error %v", err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vidfarm/vidfarm/internal/fakes"
 )
 
 var kokoroVoices = []Voice{
@@ -17,17 +19,17 @@ var kokoroVoices = []Voice{
 }
 
 // speechFake answers every line with a WAV of 100 ms per word of input.
-func speechFake(t *testing.T, stream bool) *fakeOpenAI {
-	return newFakeOpenAI(t, &fakeOpenAI{model: "kokoro", voices: []string{"af_bella", "bm_george"},
-		speech: func(_ int, req speechRequest) (fakeReply, []byte) {
+func speechFake(t *testing.T, stream bool) *fakes.OpenAI {
+	return fakes.NewOpenAI(t, &fakes.OpenAI{Model: "kokoro", Voices: []string{"af_bella", "bm_george"},
+		Speech: func(_ int, req fakes.SpeechRequest) (fakes.OpenAIReply, []byte) {
 			d := time.Duration(len(strings.Fields(req.Input))) * 100 * time.Millisecond
-			return fakeReply{header: map[string]string{"Content-Type": "audio/wav"}}, testWAV(d, stream)
+			return fakes.OpenAIReply{Header: map[string]string{"Content-Type": "audio/wav"}}, fakes.WAV(d, stream)
 		}})
 }
 
-func newTestSpeech(f *fakeOpenAI) (*SpeechServer, *recordWaits) {
+func newTestSpeech(f *fakes.OpenAI) (*SpeechServer, *recordWaits) {
 	rw := &recordWaits{}
-	return &SpeechServer{URL: f.url(), Model: f.model, APIKey: f.apiKey, Voices: kokoroVoices, wait: rw.wait}, rw
+	return &SpeechServer{URL: f.URL(), Model: f.Model, APIKey: f.APIKey, Voices: kokoroVoices, wait: rw.wait}, rw
 }
 
 func TestSpeechServerSynthesizes(t *testing.T) {
@@ -45,8 +47,8 @@ func TestSpeechServerSynthesizes(t *testing.T) {
 		if again, err := WAVDuration(out); err != nil || again != d {
 			t.Errorf("stream=%v: the file measures %v (%v), want %v", stream, again, err, d)
 		}
-		want := speechRequest{Model: "kokoro", Input: "The keeper climbs the stairs at dusk.", Voice: "bm_george", ResponseFormat: "wav"}
-		if reqs := f.speechRequests(); len(reqs) != 1 || reqs[0] != want {
+		want := fakes.SpeechRequest{Model: "kokoro", Input: "The keeper climbs the stairs at dusk.", Voice: "bm_george", ResponseFormat: "wav"}
+		if reqs := f.SpeechRequests(); len(reqs) != 1 || reqs[0] != want {
 			t.Errorf("requests %+v, want %+v", reqs, want)
 		}
 	}
@@ -62,19 +64,19 @@ func TestSpeechServerRejectsNonWAV(t *testing.T) {
 		{"mp3", "audio/mpeg", []byte("ID3\x04\x00\x00\x00\x00\x00\x00"), `answered "audio/mpeg", not WAV audio`},
 		{"json", "application/json", []byte(`{"audio": "..."}`), `answered "application/json", not WAV audio`},
 		{"html as wav", "audio/wav", []byte("<html>502 Bad Gateway</html>"), "not a WAV file: no RIFF/WAVE header"},
-		{"header only", "audio/wav", testWAV(0, false), "not a WAV file: no audio in the data chunk"},
-		{"no data chunk", "application/octet-stream", testWAV(0, false)[:36], "not a WAV file: no data chunk"},
+		{"header only", "audio/wav", fakes.WAV(0, false), "not a WAV file: no audio in the data chunk"},
+		{"no data chunk", "application/octet-stream", fakes.WAV(0, false)[:36], "not a WAV file: no data chunk"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := newFakeOpenAI(t, &fakeOpenAI{model: "kokoro", voices: []string{"af_bella"},
-				speech: func(int, speechRequest) (fakeReply, []byte) {
-					return fakeReply{header: map[string]string{"Content-Type": c.ctype}}, c.body
+			f := fakes.NewOpenAI(t, &fakes.OpenAI{Model: "kokoro", Voices: []string{"af_bella"},
+				Speech: func(int, fakes.SpeechRequest) (fakes.OpenAIReply, []byte) {
+					return fakes.OpenAIReply{Header: map[string]string{"Content-Type": c.ctype}}, c.body
 				}})
 			s, _ := newTestSpeech(f)
 			out := filepath.Join(t.TempDir(), "line.wav")
 			_, err := s.Synthesize(testCtx(t), "Hello there.", "af_bella", out)
-			if !errors.Is(err, ErrRunnerFailed) || !strings.Contains(err.Error(), c.errHas) || !strings.Contains(err.Error(), f.url()) {
+			if !errors.Is(err, ErrRunnerFailed) || !strings.Contains(err.Error(), c.errHas) || !strings.Contains(err.Error(), f.URL()) {
 				t.Fatalf("error %v: want ErrRunnerFailed naming the server and %q", err, c.errHas)
 			}
 			if _, err := os.Stat(out); !os.IsNotExist(err) {
@@ -99,19 +101,19 @@ func TestSpeechServerErrors(t *testing.T) {
 	if !errors.Is(err, ErrRunnerFailed) || !strings.Contains(err.Error(), "400 Bad Request: Voice 'af_gone' not found (type invalid_request_error, param voice)") {
 		t.Errorf("a voice the server lost: %v", err)
 	}
-	if n := len(f.speechRequests()); n != 0 {
+	if n := len(f.SpeechRequests()); n != 0 {
 		t.Errorf("%d lines were answered, want none", n)
 	}
 }
 
 func TestSpeechServerRetriesWhenBusy(t *testing.T) {
-	ok := testWAV(time.Second, false)
-	f := newFakeOpenAI(t, &fakeOpenAI{model: "kokoro", voices: []string{"af_bella"},
-		speech: func(n int, _ speechRequest) (fakeReply, []byte) {
+	ok := fakes.WAV(time.Second, false)
+	f := fakes.NewOpenAI(t, &fakes.OpenAI{Model: "kokoro", Voices: []string{"af_bella"},
+		Speech: func(n int, _ fakes.SpeechRequest) (fakes.OpenAIReply, []byte) {
 			if n < 2 {
-				return fakeReply{status: 429, errMsg: "busy", header: map[string]string{"Retry-After": "3"}}, nil
+				return fakes.OpenAIReply{Status: 429, ErrMsg: "busy", Header: map[string]string{"Retry-After": "3"}}, nil
 			}
-			return fakeReply{header: map[string]string{"Content-Type": "audio/wav; codecs=1"}}, ok
+			return fakes.OpenAIReply{Header: map[string]string{"Content-Type": "audio/wav; codecs=1"}}, ok
 		}})
 	s, rw := newTestSpeech(f)
 	d, err := s.Synthesize(testCtx(t), "Hello.", "af_bella", filepath.Join(t.TempDir(), "a.wav"))
@@ -162,7 +164,7 @@ type fakeSpeaker struct {
 
 func (f *fakeSpeaker) Synthesize(_ context.Context, _, voiceID, outWAV string) (time.Duration, error) {
 	f.spoken = append(f.spoken, voiceID)
-	return 2 * time.Second, os.WriteFile(outWAV, testWAV(2*time.Second, false), 0o644)
+	return 2 * time.Second, os.WriteFile(outWAV, fakes.WAV(2*time.Second, false), 0o644)
 }
 
 func (f *fakeSpeaker) ListVoices(context.Context) ([]Voice, error) { return f.voices, nil }
@@ -197,8 +199,8 @@ func TestSpeechRouter(t *testing.T) {
 	if _, err := r.Synthesize(testCtx(t), "Hi.", "en-us", filepath.Join(t.TempDir(), "e.wav")); err != nil {
 		t.Fatal(err)
 	}
-	if len(f.speechRequests()) != 3 || !reflect.DeepEqual(espeak.spoken, []string{"en-us"}) {
-		t.Errorf("server spoke %d lines, espeak %v; want 3 and [en-us]", len(f.speechRequests()), espeak.spoken)
+	if len(f.SpeechRequests()) != 3 || !reflect.DeepEqual(espeak.spoken, []string{"en-us"}) {
+		t.Errorf("server spoke %d lines, espeak %v; want 3 and [en-us]", len(f.SpeechRequests()), espeak.spoken)
 	}
 
 	alone, err := NewSpeechRouter(nil, s)
@@ -223,7 +225,7 @@ func TestSpeechServerHealth(t *testing.T) {
 	if err := s.Health(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	f.srv.Close()
+	f.Server.Close()
 	if err := s.Health(testCtx(t)); err == nil || !strings.Contains(err.Error(), "health check") {
 		t.Errorf("a server that is gone: %v", err)
 	}
@@ -246,17 +248,17 @@ func TestSpeakWithSpeechServer(t *testing.T) {
 
 func TestSpeechServerWaitEndsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(testCtx(t))
-	f := newFakeOpenAI(t, &fakeOpenAI{model: "kokoro", voices: []string{"af_bella"},
-		speech: func(int, speechRequest) (fakeReply, []byte) {
+	f := fakes.NewOpenAI(t, &fakes.OpenAI{Model: "kokoro", Voices: []string{"af_bella"},
+		Speech: func(int, fakes.SpeechRequest) (fakes.OpenAIReply, []byte) {
 			cancel() // the task is cancelled while the server is busy
-			return fakeReply{status: 429, errMsg: "busy", header: map[string]string{"Retry-After": "20"}}, nil
+			return fakes.OpenAIReply{Status: 429, ErrMsg: "busy", Header: map[string]string{"Retry-After": "20"}}, nil
 		}})
-	s := &SpeechServer{URL: f.url(), Model: "kokoro", Voices: kokoroVoices} // real waits
+	s := &SpeechServer{URL: f.URL(), Model: "kokoro", Voices: kokoroVoices} // real waits
 	_, err := s.Synthesize(ctx, "Hello.", "af_bella", filepath.Join(t.TempDir(), "a.wav"))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want context.Canceled", err)
 	}
-	if n := len(f.speechRequests()); n != 1 {
+	if n := len(f.SpeechRequests()); n != 1 {
 		t.Errorf("%d requests, want 1", n)
 	}
 }

@@ -1,28 +1,24 @@
-package pipeline
+package fakes
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 )
 
 // worker is the prompt worker: one prompt at a time, in queue order.
-func (f *fakeComfy) worker() {
+func (f *ComfyUI) worker() {
 	for {
-		f.mu.Lock()
-		var p *fakePrompt
-		if !f.paused && len(f.queue) > 0 {
-			p, f.queue = f.queue[0], f.queue[1:]
-			f.running = p
+		f.Mu.Lock()
+		var p *ComfyPrompt
+		if !f.Paused && len(f.Queue) > 0 {
+			p, f.Queue = f.Queue[0], f.Queue[1:]
+			f.Running = p
 		}
-		f.mu.Unlock()
+		f.Mu.Unlock()
 		if p == nil {
 			select {
 			case <-f.wake:
@@ -32,15 +28,15 @@ func (f *fakeComfy) worker() {
 			}
 		}
 		f.execute(p)
-		f.mu.Lock()
-		f.running = nil
-		f.mu.Unlock()
+		f.Mu.Lock()
+		f.Running = nil
+		f.Mu.Unlock()
 	}
 }
 
 // order is the nodes in an order where each comes after its inputs
 // (links are [node id, output index]).
-func (p *fakePrompt) order() []string {
+func (p *ComfyPrompt) order() []string {
 	var out []string
 	seen := map[string]bool{}
 	var visit func(id string)
@@ -49,8 +45,8 @@ func (p *fakePrompt) order() []string {
 			return
 		}
 		seen[id] = true
-		for _, in := range sortedKeys(p.nodes[id].Inputs) {
-			if link, ok := p.nodes[id].Inputs[in].([]any); ok && len(link) == 2 {
+		for _, in := range sortedKeys(p.Nodes[id].Inputs) {
+			if link, ok := p.Nodes[id].Inputs[in].([]any); ok && len(link) == 2 {
 				if from, ok := link[0].(string); ok {
 					visit(from)
 				}
@@ -58,7 +54,7 @@ func (p *fakePrompt) order() []string {
 		}
 		out = append(out, id)
 	}
-	ids := sortedKeys(p.nodes)
+	ids := sortedKeys(p.Nodes)
 	sort.Slice(ids, func(i, j int) bool { return len(ids[i]) < len(ids[j]) || len(ids[i]) == len(ids[j]) && ids[i] < ids[j] })
 	for _, id := range ids {
 		visit(id)
@@ -67,38 +63,38 @@ func (p *fakePrompt) order() []string {
 }
 
 // execute runs a prompt as execution.py's PromptExecutor reports it.
-func (f *fakeComfy) execute(p *fakePrompt) {
+func (f *ComfyUI) execute(p *ComfyPrompt) {
 	now := func() int64 { return time.Now().UnixMilli() }
 	var messages [][]any
 	emit := func(typ string, data map[string]any) {
-		data["prompt_id"] = p.id
+		data["prompt_id"] = p.ID
 		if typ != "executing" && typ != "progress" && typ != "executed" {
 			messages = append(messages, []any{typ, data})
 		}
-		f.send(p.clientID, typ, data)
+		f.send(p.ClientID, typ, data)
 	}
 	finish := func(status string, outputs map[string]any) {
 		entry := map[string]any{"prompt": queueItem(p), "outputs": outputs}
-		if !f.legacy {
+		if !f.Legacy {
 			entry["status"] = map[string]any{"status_str": status, "completed": status == "success", "messages": messages}
 			entry["meta"] = map[string]any{}
 		}
-		f.mu.Lock()
-		f.history[p.id] = entry
-		f.mu.Unlock()
+		f.Mu.Lock()
+		f.history[p.ID] = entry
+		f.Mu.Unlock()
 	}
 	emit("execution_start", map[string]any{"timestamp": now()})
 	emit("execution_cached", map[string]any{"nodes": []string{}, "timestamp": now()})
 	outputs := map[string]any{}
 	var executed []string
 	for _, id := range p.order() {
-		n := p.nodes[id]
-		f.mu.Lock()
-		f.at = id
-		f.mu.Unlock()
+		n := p.Nodes[id]
+		f.Mu.Lock()
+		f.At = id
+		f.Mu.Unlock()
 		emit("executing", map[string]any{"node": id, "display_node": id})
 		switch id {
-		case f.holdAt:
+		case f.HoldAt:
 			select {
 			case <-p.interrupted:
 			case <-f.closed:
@@ -107,7 +103,7 @@ func (f *fakeComfy) execute(p *fakePrompt) {
 			emit("execution_interrupted", map[string]any{"node_id": id, "node_type": n.ClassType, "executed": executed, "timestamp": now()})
 			finish("error", outputs)
 			return
-		case f.errorAt:
+		case f.ErrorAt:
 			emit("execution_error", map[string]any{"node_id": id, "node_type": n.ClassType, "executed": executed,
 				"exception_message": "CUDA out of memory. Tried to allocate 20.00 GiB", "exception_type": "torch.OutOfMemoryError",
 				"traceback": []string{"  File \"execution.py\", line 1\n"}, "current_inputs": map[string]any{}, "current_outputs": map[string]any{},
@@ -121,6 +117,17 @@ func (f *fakeComfy) execute(p *fakePrompt) {
 				if f.dropped() {
 					return
 				}
+				if i == int(steps)/2 && f.Gate != nil {
+					select {
+					case <-f.Gate:
+					case <-p.interrupted:
+						emit("execution_interrupted", map[string]any{"node_id": id, "node_type": n.ClassType, "executed": executed, "timestamp": now()})
+						finish("error", outputs)
+						return
+					case <-f.closed:
+						return
+					}
+				}
 			}
 		}
 		if out := f.save(p, n); out != nil {
@@ -129,7 +136,7 @@ func (f *fakeComfy) execute(p *fakePrompt) {
 		}
 		executed = append(executed, id)
 	}
-	if !f.legacy {
+	if !f.Legacy {
 		emit("execution_success", map[string]any{"timestamp": now()})
 	}
 	// main.py prompt_worker: execute() sent execution_success; task_done
@@ -141,26 +148,26 @@ func (f *fakeComfy) execute(p *fakePrompt) {
 // dropped counts a progress message and, at dropWSAt, closes every
 // socket; it reports whether the server also forgot the prompt (and so
 // stops running it).
-func (f *fakeComfy) dropped() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+func (f *ComfyUI) dropped() bool {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
 	f.progressN++
-	if f.dropWSAt == 0 || f.progressN != f.dropWSAt {
+	if f.DropWSAt == 0 || f.progressN != f.DropWSAt {
 		return false
 	}
 	for sid, c := range f.sockets {
 		c.CloseNow()
 		delete(f.sockets, sid)
 	}
-	if f.forget {
-		f.running = nil
+	if f.Forget {
+		f.Running = nil
 		return true
 	}
 	return false
 }
 
 // save is what an output node writes and reports under "output".
-func (f *fakeComfy) save(p *fakePrompt, n fakeNode) map[string]any {
+func (f *ComfyUI) save(p *ComfyPrompt, n ComfyNode) map[string]any {
 	prefix, _ := n.Inputs["filename_prefix"].(string)
 	if prefix == "" {
 		prefix = "ComfyUI"
@@ -171,69 +178,37 @@ func (f *fakeComfy) save(p *fakePrompt, n fakeNode) map[string]any {
 	}
 	file := func(ext string, b []byte) map[string]any {
 		name := fmt.Sprintf("%s_%05d_%s", base, p.number, ext)
-		f.mu.Lock()
+		f.Mu.Lock()
 		f.files["output/"+sub+"/"+name] = b
-		f.mu.Unlock()
+		f.Mu.Unlock()
 		return map[string]any{"filename": name, "subfolder": sub, "type": "output"}
 	}
 	switch n.ClassType {
 	case "VHS_VideoCombine": // VideoHelperSuite: {"ui": {"gifs": [...]}}
-		g := file(".mp4", f.clip)
+		g := file(".mp4", f.Clip)
 		g["format"], g["frame_rate"] = "video/h264-mp4", n.Inputs["frame_rate"]
 		return map[string]any{"gifs": []any{g}}
 	case "SaveVideo": // comfy_extras/nodes_video.py: ui.PreviewVideo
-		return map[string]any{"images": []any{file(".mp4", f.clip)}, "animated": []bool{true}}
+		return map[string]any{"images": []any{file(".mp4", f.Clip)}, "animated": []bool{true}}
 	case "SaveImage":
 		return map[string]any{"images": []any{file(".png", []byte("\x89PNG\r\n\x1a\n"))}}
 	}
 	return nil
 }
 
-// comfyClip is made once for all the tests.
-var comfyClip struct {
-	once sync.Once
-	b    []byte
-	err  error
-}
-
-// comfyTestClip is a small real MP4.
-func comfyTestClip(t *testing.T) []byte {
-	t.Helper()
-	requireTools(t, "ffmpeg", "ffprobe")
-	comfyClip.once.Do(func() {
-		dir, err := os.MkdirTemp("", "comfyclip")
-		if err != nil {
-			comfyClip.err = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		out := filepath.Join(dir, "clip.mp4")
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if _, comfyClip.err = (OSExecutor{}).Run(ctx, Command{Name: "ffmpeg", Args: []string{"-v", "error", "-f", "lavfi", "-i",
-			"testsrc=s=64x48:r=8:d=1", "-c:v", "mpeg4", "-pix_fmt", "yuv420p", out}}); comfyClip.err == nil {
-			comfyClip.b, comfyClip.err = os.ReadFile(out)
-		}
-	})
-	if comfyClip.err != nil {
-		t.Fatal(comfyClip.err)
-	}
-	return comfyClip.b
-}
-
-// logBuffer collects a runner's log lines.
-type logBuffer struct {
+// LogBuffer collects a runner's log lines.
+type LogBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *logBuffer) Write(p []byte) (int, error) {
+func (b *LogBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *logBuffer) String() string {
+func (b *LogBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vidfarm/vidfarm/internal/fakes"
+)
+
+// e2eScript is the script the fake language model writes: one scene of
+// 5 s, as the rules ask of a 5 s video.
+const (
+	e2eNarration = "Fishing boats slip out of the quiet harbour at dawn."
+	e2eScript    = `{"title": "Harbour at dawn", "scenes": [{"narration": "` + e2eNarration + `",
+		"visual": "wide shot of fishing boats leaving a misty harbour at sunrise", "duration_seconds": 5}]}`
+)
+
+// avatarWorkflow is a ComfyUI lip-sync workflow in API format: the
+// presenter's picture and the narration in, a video out.
+const avatarWorkflow = `{
+  "1": {"class_type": "LoadImage", "inputs": {"image": "{{portrait}}"}},
+  "2": {"class_type": "LoadAudio", "inputs": {"audio": "{{audio}}"}},
+  "3": {"class_type": "KSampler", "inputs": {"seed": 1, "steps": 4, "model": ["1", 0], "positive": ["2", 0]}},
+  "4": {"class_type": "CreateVideo", "inputs": {"fps": 24, "images": ["3", 0], "audio": ["2", 0]}},
+  "5": {"class_type": "SaveVideo", "inputs": {"filename_prefix": "avatar/vidfarm", "format": "mp4", "codec": "h264", "video": ["4", 0]}}
+}`
+
+// TestE2EOpenAIPlanVoiceAndAvatar: an agent whose runners file names an
+// OpenAI-compatible chat server (plan), speech server (tts) and a ComfyUI
+// lip-sync workflow (avatar). The speech server's voice is listed in GET
+// /v1/voices with its language and gender and speaks a sample; an auto video
+// with that voice is planned by the language model (its narration is in
+// the captions), spoken by the speech server and presented by the ComfyUI
+// clip, made from the presenter's picture and the narration.
+func TestE2EOpenAIPlanVoiceAndAvatar(t *testing.T) {
+	f := newE2EFarm(t, 100)
+	llm := fakes.NewOpenAI(t, &fakes.OpenAI{Model: "qwen2.5-7b-instruct", Chat: func(int, fakes.ChatRequest) fakes.OpenAIReply {
+		return fakes.OpenAIReply{Content: e2eScript}
+	}})
+	tts := fakes.NewOpenAI(t, &fakes.OpenAI{Model: "kokoro", Voices: []string{"af_bella"},
+		Speech: func(int, fakes.SpeechRequest) (fakes.OpenAIReply, []byte) {
+			return fakes.OpenAIReply{Header: map[string]string{"Content-Type": "audio/wav"}}, fakes.WAV(2*time.Second, true)
+		}})
+	lipsync := startComfy(t, e2eClip(t, f.dir, 3))
+	if err := os.WriteFile(filepath.Join(f.dir, "lipsync.json"), []byte(avatarWorkflow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runners := filepath.Join(f.dir, "runners.yaml")
+	if err := os.WriteFile(runners, fmt.Appendf(nil, `version: 1
+runners:
+  - {name: planner, kind: openai-chat, url: %s/v1, model: qwen2.5-7b-instruct, stages: [plan]}
+  - name: kokoro
+    kind: openai-speech
+    url: %s
+    model: kokoro
+    stages: [tts]
+    voices: [{id: af_bella, name: Bella, language: en-us, gender: female}]
+  - {name: lipsync, kind: comfyui, url: %s, stages: [avatar], workflow: ./lipsync.json}
+`, llm.URL(), tts.URL(), lipsync.URL()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.startAgent("agent-ai", "--runners", runners)
+
+	voices := f.srv.must(http.StatusOK, http.MethodGet, "/v1/voices?language=en-us&gender=female&search=bella", f.apiKey, "").obj(t)
+	data, _ := voices["data"].([]any)
+	if len(data) != 1 || data[0].(map[string]any)["id"] != "af_bella" {
+		t.Fatalf("GET /v1/voices for Bella: %v", voices)
+	}
+	sp := f.srv.must(http.StatusOK, http.MethodPost, "/v1/voices/speech", f.apiKey, `{"text":"Hello from Kokoro.","voice_id":"af_bella"}`).obj(t)
+	if num(sp, "duration_seconds") < 1.5 {
+		t.Errorf("speech sample of %v s, want the server's 2 s", sp["duration_seconds"])
+	}
+
+	v := f.createVideo(`{"mode":"auto","prompt":"A harbour waking up: boats, gulls and the first light.","duration_seconds":5,"voice_id":"af_bella"}`)
+	v = f.waitStatus(v["id"].(string), "completed", 120*time.Second)
+	fw, fh := frameSize(t, "720p", "16:9")
+	info := checkMP4(t, f.download(v["video_url"].(string), "auto.mp4"), 5, fw, fh, true)
+	srt := f.download(v["caption_url_srt"].(string), "auto.srt")
+	checkCaptions(t, srt, info.Duration)
+	if b, _ := os.ReadFile(srt); !strings.Contains(strings.Join(strings.Fields(string(b)), " "), "Fishing boats slip out") {
+		t.Errorf("the captions do not carry the language model's narration %q:\n%s", e2eNarration, b)
+	}
+
+	chats := llm.ChatRequests()
+	if len(chats) != 1 || !strings.Contains(chats[0].Messages[len(chats[0].Messages)-1].Content, "A harbour waking up") {
+		t.Errorf("the language model got %d requests: %+v", len(chats), chats)
+	}
+	var spoken []string
+	for _, r := range tts.SpeechRequests() {
+		if r.Voice != "af_bella" {
+			t.Errorf("the speech server was asked for voice %q", r.Voice)
+		}
+		spoken = append(spoken, r.Input)
+	}
+	if got := strings.Join(spoken, " "); !strings.Contains(got, "Hello from Kokoro.") || !strings.Contains(got, "harbour at dawn") {
+		t.Errorf("the speech server spoke %q; want the sample and the narration", spoken)
+	}
+
+	prompts := comfyPrompts(lipsync)
+	if len(prompts) != 1 {
+		t.Fatalf("the lip-sync server got %d prompts, want 1", len(prompts))
+	}
+	lipsync.Mu.Lock()
+	defer lipsync.Mu.Unlock()
+	portrait, _ := prompts[0].Nodes["1"].Inputs["image"].(string)
+	audio, _ := prompts[0].Nodes["2"].Inputs["audio"].(string)
+	if !bytes.HasPrefix(lipsync.Uploads[portrait], []byte("\x89PNG")) || !bytes.HasPrefix(lipsync.Uploads[audio], []byte("RIFF")) {
+		t.Errorf("the lip-sync workflow got picture %q and audio %q, want an uploaded PNG and WAV", portrait, audio)
+	}
+}
