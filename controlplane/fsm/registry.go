@@ -72,6 +72,10 @@ const (
 	ResealWebhookType      MessageType = 50
 	SweepIntermediatesType MessageType = 51
 	BenchFillType          MessageType = 52
+	CordonNodeType         MessageType = 53
+	DrainNodeType          MessageType = 54
+	UncordonNodeType       MessageType = 55
+	HandBackDrainedType    MessageType = 56
 )
 
 // entry is one command of the registry: its name (in logs and metrics), a
@@ -160,6 +164,10 @@ var registry = [256]entry{
 	ResealWebhookType:      command("reseal_webhook", (*state).applyResealWebhook),
 	SweepIntermediatesType: command("sweep_intermediates", (*state).applySweepIntermediates),
 	BenchFillType:          command("bench_fill", (*state).applyBenchFill),
+	CordonNodeType:         command("cordon_node", (*state).applyCordonNode),
+	DrainNodeType:          command("drain_node", (*state).applyDrainNode),
+	UncordonNodeType:       command("uncordon_node", (*state).applyUncordonNode),
+	HandBackDrainedType:    command("hand_back_drained", (*state).applyHandBackDrained),
 }
 
 // What each command answers, in type order: the R of its apply function and
@@ -205,6 +213,10 @@ func (*ExpireSpeech) answers(int)                        {}
 func (*ResealWebhook) answers(bool)                      {}
 func (*SweepIntermediates) answers(int)                  {}
 func (*BenchFill) answers(int)                           {}
+func (*CordonNode) answers(Node)                         {}
+func (*DrainNode) answers(Node)                          {}
+func (*UncordonNode) answers(Node)                       {}
+func (*HandBackDrained) answers(HandBackResult)          {}
 
 func (t MessageType) String() string {
 	if e := registry[t]; e.name != "" {
