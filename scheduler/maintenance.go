@@ -58,3 +58,18 @@ func (s *State) handBack(n *node, now int64) []Lease {
 	}
 	return out
 }
+
+// NodeLeases returns the leases a node holds, by token (none for an
+// unknown node): what an operator waits for while the node drains.
+func (s *State) NodeLeases(nodeID string) []Lease {
+	n, ok := s.nodes[nodeID]
+	if !ok {
+		return nil
+	}
+	out := make([]Lease, 0, len(n.leased))
+	for _, t := range n.leased {
+		out = append(out, t.leaseInfo())
+	}
+	slices.SortFunc(out, func(a, b Lease) int { return cmp.Compare(a.Token, b.Token) })
+	return out
+}

@@ -80,6 +80,9 @@ func TestHandBackRequeuesWithoutFailure(t *testing.T) {
 	l1 := mustPlace(t, s, "a", at(0))
 	l2 := mustPlace(t, s, "a", at(0))
 	must(t, s.SetCordoned("a", true, at(1)))
+	if held := s.NodeLeases("a"); len(held) != 2 || held[0].Token != l1.Token || held[1].Token != l2.Token {
+		t.Fatalf("node leases %+v", held)
+	}
 	back, err := s.HandBack("a", at(5))
 	must(t, err)
 	if len(back) != 2 || back[0].Token != l1.Token || back[1].Token != l2.Token {
@@ -99,7 +102,7 @@ func TestHandBackRequeuesWithoutFailure(t *testing.T) {
 	if l := mustPlace(t, s, "b", at(6)); l.TaskID != l1.TaskID {
 		t.Fatalf("node b got %s, want the older %s", l.TaskID, l1.TaskID)
 	}
-	if info, _ := s.Node("a"); info.Leases != 0 || !info.Cordoned {
+	if info, _ := s.Node("a"); info.Leases != 0 || !info.Cordoned || len(s.NodeLeases("a")) != 0 {
 		t.Fatalf("drained node %+v", info)
 	}
 	if _, err := s.HandBack("nope", at(6)); !errors.Is(err, ErrUnknownNode) {

@@ -36,6 +36,10 @@ const adminUsage = `usage: vidfarm admin [--server URL] [--admin-token T] [--ca-
   cluster members
   cluster add --node ID --raft-addr HOST:PORT --public-url U --admin-url U --agent-url U [--understands T]
   cluster remove --node ID
+  node list [--json]           (render nodes: state, GPUs, running tasks, last heartbeat, cordoned/draining since)
+  node cordon NODE [--reason TEXT] [--json]                  (no new work; running tasks go on)
+  node drain NODE [--timeout 15m] [--reason TEXT] [--json]   (cordon; tasks still running after the timeout go back to the queue, not failed)
+  node uncordon NODE [--json]  (NODE: a render node's id or name)
   backup --out FILE            (the whole state, in the snapshot format)
   restore --in FILE [--force]  (disaster recovery: replaces the cluster's state)
 `
@@ -81,7 +85,7 @@ func runAdmin(args []string) error {
 	amount := sub.Int64("amount", 0, "credits to grant or debit")
 	key := sub.String("key", "", "key id")
 	video := sub.String("video", "", "video id")
-	reason := sub.String("reason", "", "why the video is failed")
+	reason := sub.String("reason", "", "why the video is failed, or the node cordoned or drained")
 	webhookID := sub.String("webhook", "", "webhook endpoint id (whk_...)")
 	eventID := sub.String("event", "", "event id (evt_...)")
 	state := sub.String("state", "", "delivery state: pending, delivered, abandoned or cancelled")
@@ -96,11 +100,36 @@ func runAdmin(args []string) error {
 	outFile := sub.String("out", "", "file to write the backup to")
 	inFile := sub.String("in", "", "backup file to restore")
 	force := sub.Bool("force", false, "restore even though the cluster holds data")
-	if err := sub.Parse(rest[1:]); err != nil {
+	asJSON := sub.Bool("json", false, "node commands: print JSON instead of a table")
+	drainTimeout := sub.Duration("timeout", admin.DefaultDrainTimeout, "node drain: how long running tasks may finish before they are handed back")
+	subArgs := rest[1:]
+	renderNode := ""
+	if strings.HasPrefix(cmd, "node ") && len(subArgs) > 0 && !strings.HasPrefix(subArgs[0], "-") {
+		renderNode, subArgs = subArgs[0], subArgs[1:] // node cordon NODE --reason …
+	}
+	if err := sub.Parse(subArgs); err != nil {
 		return err
 	}
+	if renderNode == "" {
+		renderNode = sub.Arg(0) // node cordon --reason … NODE
+	}
 	var out any
+	var nodes []admin.NodeJSON // node commands: printed as a table without --json
 	switch cmd {
+	case "node list":
+		nodes, err = cl.Nodes(ctx)
+		out = admin.NodeList{Nodes: nodes}
+	case "node cordon", "node drain", "node uncordon":
+		var n admin.NodeJSON
+		switch cmd {
+		case "node cordon":
+			n, err = cl.CordonNode(ctx, renderNode, *reason)
+		case "node drain":
+			n, err = cl.DrainNode(ctx, renderNode, *drainTimeout, *reason)
+		default:
+			n, err = cl.UncordonNode(ctx, renderNode)
+		}
+		out, nodes = n, []admin.NodeJSON{n}
 	case "account create":
 		out, err = cl.CreateAccount(ctx, *name, *plan, *credits)
 	case "account get":
@@ -148,6 +177,9 @@ func runAdmin(args []string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if nodes != nil && !*asJSON {
+		return admin.WriteNodeTable(os.Stdout, nodes, time.Now())
 	}
 	return printJSON(out)
 }

@@ -187,3 +187,10 @@ func (f *FSM) Node(id string) (Node, bool) {
 	}
 	return *n, true
 }
+
+// NodeLeases returns the leases node id holds, by token.
+func (f *FSM) NodeLeases(id string) []scheduler.Lease {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.sched.NodeLeases(id)
+}
