@@ -85,6 +85,9 @@ type agent struct {
 	hbEvery  time.Duration
 	draining bool
 	held     map[string]*task // leases held, by task id
+	// nodeState is the maintenance state the last heartbeat answer gave
+	// (maintenance.go).
+	nodeState string
 
 	hbNow    chan struct{} // asks the heartbeat loop for a beat now
 	fatal    chan error    // a reason to stop that is not ctx
@@ -148,14 +151,15 @@ func newAgent(ctx context.Context, cfg Config) (*agent, error) {
 		return nil, err
 	}
 	a := &agent{
-		cfg:      cfg,
-		log:      log,
-		cp:       &cpClient{base: cfg.Server, hc: cfg.HTTPClient},
-		inputs:   newInputFetcher(cfg.AllowPrivateInputs, cfg.InputRootCAs),
-		capacity: capacity,
-		held:     map[string]*task{},
-		hbNow:    make(chan struct{}, 1),
-		fatal:    make(chan error, 1),
+		cfg:       cfg,
+		log:       log,
+		cp:        &cpClient{base: cfg.Server, hc: cfg.HTTPClient},
+		inputs:    newInputFetcher(cfg.AllowPrivateInputs, cfg.InputRootCAs),
+		capacity:  capacity,
+		held:      map[string]*task{},
+		nodeState: wire.NodeActive,
+		hbNow:     make(chan struct{}, 1),
+		fatal:     make(chan error, 1),
 	}
 	a.m = newMetrics(cfg.Metrics, a)
 	return a, nil
@@ -402,6 +406,7 @@ func (a *agent) heartbeat(ctx context.Context) {
 		}
 		return
 	}
+	a.noteMaintenance(resp)
 	for _, id := range resp.Stale {
 		a.mu.Lock()
 		t := a.held[id]

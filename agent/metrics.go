@@ -81,7 +81,7 @@ var (
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRegistered, descWorkDir, descGPUTotal, descGPUUsed, descGPUUtil, descGPUErrors, descVirtualGPU} {
+	for _, d := range []*prometheus.Desc{descRegistered, descWorkDir, descGPUTotal, descGPUUsed, descGPUUtil, descGPUErrors, descVirtualGPU, descNodeState} {
 		ch <- d
 	}
 }
@@ -90,6 +90,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	a := c.a
 	cred, _ := a.session()
 	ch <- prometheus.MustNewConstMetric(descRegistered, prometheus.GaugeValue, boolValue(cred != ""))
+	a.collectNodeState(ch)
 	if size, err := dirSize(a.cfg.WorkDir); err == nil {
 		ch <- prometheus.MustNewConstMetric(descWorkDir, prometheus.GaugeValue, float64(size))
 	}
