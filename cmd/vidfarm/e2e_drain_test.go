@@ -113,7 +113,8 @@ func TestE2EDrainUnderLoad(t *testing.T) {
 	})
 	table := f.nodeCLI("list")
 	t.Logf("vidfarm admin node list:\n%s", table)
-	if !strings.Contains(table, "NODE") || !strings.Contains(table, a.nodeID) || !strings.Contains(table, "agent-a") {
+	if !strings.Contains(table, "NODE") || !strings.Contains(table, a.nodeID) || !strings.Contains(table, "agent-a") ||
+		!strings.Contains(table, "kernel update") {
 		t.Fatalf("node list table:\n%s", table)
 	}
 

@@ -1,6 +1,7 @@
 // Package admin is the operator's API on its own listener, guarded by the admin
 // token: accounts, keys, credits and plans (how the service's own app drives
-// vidfarm), failing a video with a refund, webhook deliveries and their attempts, snapshots, status and Prometheus metrics.
+// vidfarm), failing a video with a refund, webhook deliveries and their attempts, render nodes and their
+// maintenance (cordon, drain, uncordon), snapshots, status and Prometheus metrics.
 // Client is its Go client, used by the `vidfarm admin` CLI.
 package admin
 

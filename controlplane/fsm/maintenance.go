@@ -30,7 +30,7 @@ type Maintenance struct {
 	State string `msgpack:"state"`
 	// Since is when the node was first cordoned or drained (leader's
 	// clock, unix ns); cordoning a draining node or draining a cordoned
-	// one keeps it.
+	// one keeps it, and the reason too unless the command gives one.
 	Since int64 `msgpack:"since"`
 	// Deadline (draining only) is when the leader hands back the leases
 	// the node still holds (HandBackDrained), unix ns.
@@ -97,24 +97,30 @@ func (s *state) setMaintenance(id string, m *Maintenance, now int64) (Node, erro
 	return cp, nil
 }
 
-// since is when node id's maintenance began: its current mark's, or now.
-func (s *state) since(id string, now int64) int64 {
+// mark is node id's next mark in state: it keeps the current mark's since
+// (or starts now) and its reason unless a new one is given.
+func (s *state) mark(id, state, reason string, now int64) *Maintenance {
+	m := &Maintenance{State: state, Since: now, Reason: reason}
 	if n, ok := s.nodes[id]; ok && n.Maintenance != nil {
-		return n.Maintenance.Since
+		m.Since = n.Maintenance.Since
+		if reason == "" {
+			m.Reason = n.Maintenance.Reason
+		}
 	}
-	return now
+	return m
 }
 
 func (s *state) applyCordonNode(c *CordonNode) (Node, error) {
-	return s.setMaintenance(c.NodeID, &Maintenance{State: MaintenanceCordoned, Since: s.since(c.NodeID, c.Now), Reason: c.Reason}, c.Now)
+	return s.setMaintenance(c.NodeID, s.mark(c.NodeID, MaintenanceCordoned, c.Reason, c.Now), c.Now)
 }
 
 func (s *state) applyDrainNode(c *DrainNode) (Node, error) {
 	if c.Deadline < c.Now {
 		return Node{}, fmt.Errorf("%w: drain deadline %d is before now %d", ErrInvalidCommand, c.Deadline, c.Now)
 	}
-	return s.setMaintenance(c.NodeID, &Maintenance{State: MaintenanceDraining, Since: s.since(c.NodeID, c.Now),
-		Deadline: c.Deadline, Reason: c.Reason}, c.Now)
+	m := s.mark(c.NodeID, MaintenanceDraining, c.Reason, c.Now)
+	m.Deadline = c.Deadline
+	return s.setMaintenance(c.NodeID, m, c.Now)
 }
 
 func (s *state) applyUncordonNode(c *UncordonNode) (Node, error) {

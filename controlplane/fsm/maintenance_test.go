@@ -102,13 +102,15 @@ func TestCordonUncordonRules(t *testing.T) {
 	if _, ok := w.lease("a", t0+2*sec); ok {
 		t.Fatal("a cordoned node was given work")
 	}
-	// Draining a cordoned node keeps since; cordoning it again drops the deadline.
+	// Draining a cordoned node keeps since and the reason; cordoning it
+	// again drops the deadline, and a new reason replaces the old.
 	d := must(w, &fsm.DrainNode{NodeID: "a", Deadline: t0 + 10*sec, Now: t0 + 3*sec})
-	if d.Maintenance.Since != t0+sec || d.Maintenance.Deadline != t0+10*sec {
+	if d.Maintenance.Since != t0+sec || d.Maintenance.Deadline != t0+10*sec || d.Maintenance.Reason != "disk" {
 		t.Fatalf("drain of a cordoned node %+v", d.Maintenance)
 	}
-	c = must(w, &fsm.CordonNode{NodeID: "a", Now: t0 + 4*sec})
-	if c.Maintenance.State != fsm.MaintenanceCordoned || c.Maintenance.Deadline != 0 || c.Maintenance.Since != t0+sec {
+	c = must(w, &fsm.CordonNode{NodeID: "a", Reason: "disk and fan", Now: t0 + 4*sec})
+	if c.Maintenance.State != fsm.MaintenanceCordoned || c.Maintenance.Deadline != 0 || c.Maintenance.Since != t0+sec ||
+		c.Maintenance.Reason != "disk and fan" {
 		t.Fatalf("cordon of a draining node %+v", c.Maintenance)
 	}
 	// An agent restarting under a new id keeps its node's mark.

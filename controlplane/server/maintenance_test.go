@@ -89,7 +89,8 @@ func TestNodeDrainThroughAdminAPI(t *testing.T) {
 	// Draining again with no time left moves the deadline to now: the
 	// leader's job hands the other render back.
 	since := *n.MaintenanceSince
-	if n, err = h.admin.DrainNode(ctx, n.ID, 0, ""); err != nil || !n.MaintenanceSince.Equal(since) || !n.DrainDeadline.After(since) {
+	if n, err = h.admin.DrainNode(ctx, n.ID, 0, ""); err != nil || !n.MaintenanceSince.Equal(since) || !n.DrainDeadline.After(since) ||
+		n.MaintenanceReason != "kernel update" {
 		t.Fatalf("drain again: %+v %v", n, err)
 	}
 	deadline := time.Now().Add(15 * time.Second)
