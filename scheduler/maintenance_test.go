@@ -50,11 +50,18 @@ func TestCordonedNodeGetsNoWork(t *testing.T) {
 	}
 }
 
-func TestCordonKeepsRunningLeases(t *testing.T) {
+// twoGPUNodeWithTwoVideos is a state with node id (two GPUs) and two
+// queued one-GPU videos, v1 and v2, of one account.
+func twoGPUNodeWithTwoVideos(t *testing.T, id string) *State {
 	s := newState(t, Config{})
-	must(t, s.UpsertNode(gpuNode("n", 2, 24, "m"), at(0)))
-	submitManual(t, s, "v1", "a", 0, gpuReq("m", 1, 8), at(0))
-	submitManual(t, s, "v2", "a", 0, gpuReq("m", 1, 8), at(0))
+	must(t, s.UpsertNode(gpuNode(id, 2, 24, "m"), at(0)))
+	submitManual(t, s, "v1", "acct", 0, gpuReq("m", 1, 8), at(0))
+	submitManual(t, s, "v2", "acct", 0, gpuReq("m", 1, 8), at(0))
+	return s
+}
+
+func TestCordonKeepsRunningLeases(t *testing.T) {
+	s := twoGPUNodeWithTwoVideos(t, "n")
 	l := mustPlace(t, s, "n", at(0))
 	must(t, s.SetCordoned("n", true, at(1)))
 	if _, err := s.Place("n", at(1), leaseDur); !errors.Is(err, ErrNoWork) {
@@ -73,10 +80,7 @@ func TestCordonKeepsRunningLeases(t *testing.T) {
 }
 
 func TestHandBackRequeuesWithoutFailure(t *testing.T) {
-	s := newState(t, Config{})
-	must(t, s.UpsertNode(gpuNode("a", 2, 24, "m"), at(0)))
-	submitManual(t, s, "v1", "acct", 0, gpuReq("m", 1, 8), at(0))
-	submitManual(t, s, "v2", "acct", 0, gpuReq("m", 1, 8), at(0))
+	s := twoGPUNodeWithTwoVideos(t, "a")
 	l1 := mustPlace(t, s, "a", at(0))
 	l2 := mustPlace(t, s, "a", at(0))
 	must(t, s.SetCordoned("a", true, at(1)))

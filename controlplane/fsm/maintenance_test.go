@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/scheduler"
 )
@@ -157,15 +155,7 @@ func TestMaintenanceSurvivesSnapshotAndStateFile(t *testing.T) {
 	apply := func(c fsm.Command) {
 		t.Helper()
 		index++
-		data, err := fsm.Encode(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range []*fsm.FSM{mem, disk} {
-			if res := f.Apply(&raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: data}).(*fsm.Result); res.Err != nil {
-				t.Fatalf("%s: %v", c.Type(), res.Err)
-			}
-		}
+		applyAll(t, index, c, mem, disk)
 	}
 	for _, id := range []string{"a", "b", "c"} {
 		apply(&fsm.RegisterNode{NodeID: id, Name: "name-" + id, CredHash: keyHash("node-" + id), Node: farmNode(), Now: t0})
