@@ -87,6 +87,7 @@ func Handler(cfg Config) http.Handler {
 		r.Get("/admin/v1/cluster/status", s.clusterStatus)
 		r.Post("/admin/v1/accounts/{id}/debits", s.debit)
 		s.nodeRoutes(r)
+		s.queueRoutes(r)
 		if cfg.BenchFill {
 			r.Post("/admin/v1/bench/fill", s.benchFill)
 		}
