@@ -33,11 +33,11 @@ echo "progress 100"
 `, dir)
 }
 
-// nodeCLI runs `vidfarm admin node …` against the farm's server and returns
+// adminCLI runs `vidfarm admin …` against the farm's server and returns
 // what it printed.
-func (f *e2eFarm) nodeCLI(args ...string) string {
+func (f *e2eFarm) adminCLI(args ...string) string {
 	f.t.Helper()
-	full := append([]string{"admin", "--server", f.srv.admin.Server, "--admin-token", e2eAdminToken, "node"}, args...)
+	full := append([]string{"admin", "--server", f.srv.admin.Server, "--admin-token", e2eAdminToken}, args...)
 	out, err := exec.Command(vidfarmBinary(f.t), full...).Output()
 	if err != nil {
 		f.t.Fatalf("vidfarm %v: %v\n%s", full, err, out)
@@ -45,13 +45,13 @@ func (f *e2eFarm) nodeCLI(args ...string) string {
 	return string(out)
 }
 
-// nodeCLIJSON runs a node command with --json and decodes what it printed.
-func (f *e2eFarm) nodeCLIJSON(args ...string) map[string]any {
+// adminCLIJSON runs an admin command with --json and decodes what it printed.
+func (f *e2eFarm) adminCLIJSON(args ...string) map[string]any {
 	f.t.Helper()
-	out := f.nodeCLI(append(args, "--json")...)
+	out := f.adminCLI(append(args, "--json")...)
 	var m map[string]any
 	if err := json.Unmarshal([]byte(out), &m); err != nil {
-		f.t.Fatalf("vidfarm admin node %v printed no JSON object (%v): %s", args, err, out)
+		f.t.Fatalf("vidfarm admin %v printed no JSON object (%v): %s", args, err, out)
 	}
 	return m
 }
@@ -82,7 +82,7 @@ func TestE2EDrainUnderLoad(t *testing.T) {
 		return true
 	})
 
-	n := f.nodeCLIJSON("drain", "agent-a", "--timeout", "10m", "--reason", "kernel update")
+	n := f.adminCLIJSON("node", "drain", "agent-a", "--timeout", "10m", "--reason", "kernel update")
 	if n["state"] != "draining" || n["id"] != a.nodeID || len(n["running_tasks"].([]any)) != 2 || n["drain_deadline"] == nil {
 		t.Fatalf("drain answered %v", n)
 	}
@@ -99,8 +99,32 @@ func TestE2EDrainUnderLoad(t *testing.T) {
 		return len(findLogs(f.srv, "task completed", "task_id", alphaRender, "node_id", a.nodeID)) == 1
 	})
 
+	// What waits, and why: charlie and delta, although A has room now.
+	var queue map[string]any
+	eventually(t, 15*time.Second, "the queue lists charlie and delta", func() bool {
+		queue = f.adminCLIJSON("queue")
+		waiting := map[string]bool{}
+		for _, w := range queue["waiting"].([]any) {
+			if m := w.(map[string]any); m["reason"] != "" && m["task"] == "render" {
+				waiting[m["video_id"].(string)] = true
+			}
+		}
+		return waiting[ids["charlie"]] && waiting[ids["delta"]] && !waiting[ids["bravo"]]
+	})
+	if table := f.adminCLI("queue"); !strings.Contains(table, "REASON") || !strings.Contains(table, ids["charlie"]) {
+		t.Fatalf("queue table:\n%s", table)
+	} else {
+		t.Logf("vidfarm admin queue:\n%s", table)
+	}
+	graph := f.adminCLIJSON("video", "inspect", ids["bravo"])
+	if tasks := graph["tasks"].([]any); len(tasks) != 2 || tasks[0].(map[string]any)["node"] != a.nodeID ||
+		tasks[0].(map[string]any)["state"] != "leased" {
+		t.Fatalf("video inspect: %v", graph)
+	}
+	t.Logf("vidfarm admin video inspect:\n%s", f.adminCLI("video", "inspect", ids["bravo"]))
+
 	// No time left: bravo's render goes back to the queue.
-	f.nodeCLIJSON("drain", "agent-a", "--timeout", "0s")
+	f.adminCLIJSON("node", "drain", "agent-a", "--timeout", "0s")
 	bravoRender := ids["bravo"] + "/render"
 	eventually(t, 15*time.Second, "bravo's render handed back", func() bool {
 		return len(findLogs(f.srv, "drain deadline passed: task handed back to the queue", "task_id", bravoRender, "node_id", a.nodeID)) == 1
@@ -109,9 +133,9 @@ func TestE2EDrainUnderLoad(t *testing.T) {
 		return len(findLogs(a.proc, "task dropped: its lease is stale; result discarded", "task_id", bravoRender)) == 1
 	})
 	eventually(t, 15*time.Second, "agent A shown drained", func() bool {
-		return strings.Contains(f.nodeCLI("list"), "drained")
+		return strings.Contains(f.adminCLI("node", "list"), "drained")
 	})
-	table := f.nodeCLI("list")
+	table := f.adminCLI("node", "list")
 	t.Logf("vidfarm admin node list:\n%s", table)
 	if !strings.Contains(table, "NODE") || !strings.Contains(table, a.nodeID) || !strings.Contains(table, "agent-a") ||
 		!strings.Contains(table, "kernel update") {
@@ -145,7 +169,7 @@ func TestE2EDrainUnderLoad(t *testing.T) {
 		t.Fatalf("balance %d, want %d: four videos charged once each, nothing refunded", got, grant-4*manualPrice)
 	}
 
-	if n := f.nodeCLIJSON("uncordon", a.nodeID); n["state"] != "active" {
+	if n := f.adminCLIJSON("node", "uncordon", a.nodeID); n["state"] != "active" {
 		t.Fatalf("uncordon answered %v", n)
 	}
 	eventually(t, 15*time.Second, "agent A logged that it takes work again", func() bool {
