@@ -37,8 +37,8 @@ func TestCordonedNodeGetsNoWork(t *testing.T) {
 			if !errors.Is(err, ErrNoWork) || !strings.HasSuffix(err.Error(), tc.wantErr) {
 				t.Fatalf("place on a marked node: %v", err)
 			}
-			if st, _ := s.VideoStatus("v"); st.Reason != ReasonNoNodeFits {
-				t.Fatalf("reason with the only node marked: %q", st.Reason)
+			if st, _ := s.VideoStatus("v"); st.Reason != ReasonNoNodeFits || !strings.Contains(st.Message, "1 node(s) cordoned or draining") {
+				t.Fatalf("reason with the only node marked: %q %q", st.Reason, st.Message)
 			}
 			must(t, checkInvariants(s))
 			must(t, tc.lift(s))
