@@ -86,6 +86,11 @@ type Config struct {
 	// (pipeline.HTTPRunner). Models without one render with the procedural
 	// runner. See ParseRunners for the --runner flag's form.
 	Runners map[string][]string
+	// RunnerSpecs are the runners of a runners file (LoadRunnersFile),
+	// merged with Runners; a model may have a runner in only one of them.
+	// Kinds this build cannot drive yet (comfyui, openai-chat,
+	// openai-speech) are refused with ErrConfig.
+	RunnerSpecs []RunnerSpec
 	// RunnerHTTPClient calls the model servers of URL runners. Default: no
 	// overall timeout (renders are long; cancelling the task ends the
 	// call), trusting ServerRootCAs when set, else the system's CAs.
@@ -136,6 +141,8 @@ type Config struct {
 	// SampleGPUs reads the GPUs for the metrics at scrape time. Default:
 	// SampleGPUs (NVML).
 	SampleGPUs func() ([]GPU, error)
+
+	runners []RunnerSpec // RunnerSpecs and Runners, merged by withDefaults
 }
 
 // withDefaults checks c and fills in the defaults that need no discovery.
@@ -207,6 +214,9 @@ func (c Config) withDefaults() (Config, error) {
 		runners[id] = slices.Clone(argv)
 	}
 	c.Runners = runners
+	if c.runners, err = mergeRunners(c.RunnerSpecs, c.Runners); err != nil {
+		return c, err
+	}
 	if c.Tools == nil {
 		c.Tools = &pipeline.Tools{}
 	}

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vidfarm/vidfarm/pipeline"
 	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
 
@@ -74,8 +73,12 @@ type agent struct {
 	log      *slog.Logger
 	cp       *cpClient
 	inputs   *inputFetcher
-	capacity wire.Capacity
+	capacity wire.Capacity // as discovered; advertised() leaves out the models of runners that are down
 	m        *metrics
+	runners  []*liveRunner
+
+	capChanged chan struct{} // a runner came up or went down
+	idle       chan struct{} // the last running task ended
 
 	regMu sync.Mutex // serialises (re)registration
 
@@ -85,6 +88,11 @@ type agent struct {
 	hbEvery  time.Duration
 	draining bool
 	held     map[string]*task // leases held, by task id
+	// registered are the models of the last registration.
+	registered []string
+	// leaseGate is closed while workers may lease; a capacity change
+	// replaces it until it has registered again.
+	leaseGate chan struct{}
 	// nodeState is the maintenance state the last heartbeat answer gave
 	// (maintenance.go).
 	nodeState string
@@ -134,15 +142,12 @@ func newAgent(ctx context.Context, cfg Config) (*agent, error) {
 		log.Warn("input images may be fetched from loopback, private and link-local addresses (AllowPrivateInputs): " +
 			"a development switch, never for a farm that takes requests from others")
 	}
-	if len(cfg.Runners) == 0 {
+	if len(cfg.runners) == 0 {
 		log.Warn("no external runners: every model renders with the built-in procedural runner, which is not a video model")
 	}
-	for model, argv := range cfg.Runners {
-		if u, ok := runnerURL(argv); ok {
-			log.Info("external runner", "model", model, "url", pipeline.RedactURL(u))
-			continue
-		}
-		log.Info("external runner", "model", model, "command", argv)
+	for _, s := range cfg.runners {
+		log.Info("external runner", "runner", s.Name, "runner_kind", s.Kind, "at", s.describe(), "models", s.Models,
+			"concurrency", s.Concurrency, "from", s.Where)
 	}
 	if missing := c.tools(false); len(missing) > 0 {
 		log.Warn("tools missing: tasks that need them are not offered to this node", "missing", missing)
@@ -151,15 +156,20 @@ func newAgent(ctx context.Context, cfg Config) (*agent, error) {
 		return nil, err
 	}
 	a := &agent{
-		cfg:       cfg,
-		log:       log,
-		cp:        &cpClient{base: cfg.Server, hc: cfg.HTTPClient},
-		inputs:    newInputFetcher(cfg.AllowPrivateInputs, cfg.InputRootCAs),
-		capacity:  capacity,
-		held:      map[string]*task{},
-		nodeState: wire.NodeActive,
-		hbNow:     make(chan struct{}, 1),
-		fatal:     make(chan error, 1),
+		cfg:      cfg,
+		log:      log,
+		cp:       &cpClient{base: cfg.Server, hc: cfg.HTTPClient},
+		inputs:   newInputFetcher(cfg.AllowPrivateInputs, cfg.InputRootCAs),
+		capacity: capacity,
+		held:     map[string]*task{},
+		runners:  newLiveRunners(cfg.runners, capacity.GPUs, cfg.RunnerHTTPClient),
+
+		capChanged: make(chan struct{}, 1),
+		idle:       make(chan struct{}, 1),
+		leaseGate:  openGate(),
+		nodeState:  wire.NodeActive,
+		hbNow:      make(chan struct{}, 1),
+		fatal:      make(chan error, 1),
 	}
 	a.m = newMetrics(cfg.Metrics, a)
 	return a, nil
@@ -179,6 +189,7 @@ func (a *agent) run(ctx context.Context) error {
 	// Register before anything else; give up when ctx ends first.
 	regCtx, stopReg := context.WithCancel(leaseCtx)
 	stopOnCtx := context.AfterFunc(ctx, stopReg)
+	a.checkRunners(regCtx)
 	err := a.registerLoop(regCtx)
 	stopOnCtx()
 	stopReg()
@@ -194,6 +205,8 @@ func (a *agent) run(ctx context.Context) error {
 	hbCtx, stopHeartbeats := context.WithCancel(life)
 	defer stopHeartbeats()
 	hbWG.Go(func() { a.heartbeats(hbCtx) })
+	var watchers sync.WaitGroup
+	a.watchRunners(leaseCtx, &watchers)
 	for i := range a.cfg.Workers {
 		workers.Go(func() { a.worker(i) })
 	}
@@ -212,6 +225,7 @@ func (a *agent) run(ctx context.Context) error {
 	running := len(a.held)
 	a.mu.Unlock()
 	stopLeasing()
+	watchers.Wait()
 	a.beatNow()
 	a.log.Info("draining: leasing no new work", "running_tasks", running, "drain_timeout", a.cfg.DrainTimeout.String())
 	workersDone := make(chan struct{})
@@ -266,7 +280,8 @@ func (a *agent) registerLoop(ctx context.Context) error {
 	b := a.backoff()
 	for attempt := 1; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		resp, err := a.cp.register(cctx, a.cfg.Token, wire.RegisterRequest{Name: a.cfg.Name, Capacity: a.capacity})
+		capacity := a.advertised()
+		resp, err := a.cp.register(cctx, a.cfg.Token, wire.RegisterRequest{Name: a.cfg.Name, Capacity: capacity})
 		cancel()
 		if err == nil {
 			every := time.Duration(resp.HeartbeatSeconds) * time.Second
@@ -277,10 +292,10 @@ func (a *agent) registerLoop(ctx context.Context) error {
 				every = a.cfg.HeartbeatInterval
 			}
 			a.mu.Lock()
-			a.cred, a.gen, a.hbEvery = resp.Credential, a.gen+1, every
+			a.cred, a.gen, a.hbEvery, a.registered = resp.Credential, a.gen+1, every, capacity.Models
 			a.mu.Unlock()
 			a.log.Info("registered", "node_id", resp.NodeID, "name", a.cfg.Name, "gpus", len(a.capacity.GPUs),
-				"virtual", a.capacity.Virtual, "cpu_slots", a.capacity.CPUSlots, "models", len(a.capacity.Models),
+				"virtual", a.capacity.Virtual, "cpu_slots", a.capacity.CPUSlots, "models", len(capacity.Models),
 				"tools", a.capacity.Tools, "voices", len(a.capacity.Voices), "lease_seconds", resp.LeaseSeconds, "heartbeat_every", every.String())
 			return nil
 		}
@@ -440,6 +455,9 @@ func (a *agent) worker(n int) {
 		} else if full {
 			log.Info("work dir is back under its limit: leasing again", "bytes", size, "max_bytes", a.cfg.WorkDirMaxBytes)
 			full = false
+		}
+		if !a.waitLeasing() {
+			return
 		}
 		cred, gen := a.session()
 		if cred == "" { // another goroutine is registering again

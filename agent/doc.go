@@ -87,10 +87,13 @@
 //   - speech (a job, Assignment.Speech): Tools.Speak with the sample's voice
 //     → speech.m4a (AAC); reports DurationSeconds.
 //
-// Runners: Config.Runners names an external runner per model, a command
-// (pipeline.ExternalRunner, which sees only its lease's GPUs through
-// CUDA_VISIBLE_DEVICES) or a model server's URL (pipeline.HTTPRunner, told
-// the lease's GPUs in gpu_ids); every other model renders with
+// Runners: Config.RunnerSpecs (a runners file, LoadRunnersFile) and
+// Config.Runners (--runner) name a runner per model: a Cog container
+// (pipeline.CogRunner), a command (pipeline.ExternalRunner, which sees only
+// its lease's GPUs through CUDA_VISIBLE_DEVICES) or a model server's URL
+// (pipeline.HTTPRunner, told the lease's GPUs in gpu_ids). A runner with a
+// health check (Cog) is part of the node's capacity: its models are
+// advertised only while it answers (health.go). Every other model renders with
 // pipeline.ProceduralRunner, which is not a video model. A machine on which
 // NVML finds no GPU advertises, with Config.Procedural, Config.VirtualGPUs
 // virtual GPUs of 80 GB (wire.Capacity.Virtual) so the procedural runner

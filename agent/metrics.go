@@ -78,10 +78,12 @@ var (
 	descGPUUtil    = prometheus.NewDesc("vidfarm_agent_gpu_utilization_ratio", "GPU utilisation over NVML's last sample period, 0 to 1.", gpuLabels, nil)
 	descGPUErrors  = prometheus.NewDesc("vidfarm_agent_gpu_sample_errors", "1 when the last GPU sample could not read everything (see the agent's log).", nil, nil)
 	descVirtualGPU = prometheus.NewDesc("vidfarm_agent_virtual_gpus", "Procedural render slots advertised on a machine without NVIDIA GPUs.", nil, nil)
+	descRunnerUp   = prometheus.NewDesc("vidfarm_agent_runner_up",
+		"1 while a runner's models are advertised: it passes its health check and fits a GPU of the node.", []string{"runner", "kind"}, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRegistered, descWorkDir, descGPUTotal, descGPUUsed, descGPUUtil, descGPUErrors, descVirtualGPU, descNodeState} {
+	for _, d := range []*prometheus.Desc{descRegistered, descWorkDir, descGPUTotal, descGPUUsed, descGPUUtil, descGPUErrors, descVirtualGPU, descRunnerUp, descNodeState} {
 		ch <- d
 	}
 }
@@ -93,6 +95,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	a.collectNodeState(ch)
 	if size, err := dirSize(a.cfg.WorkDir); err == nil {
 		ch <- prometheus.MustNewConstMetric(descWorkDir, prometheus.GaugeValue, float64(size))
+	}
+	for _, r := range a.runners {
+		ch <- prometheus.MustNewConstMetric(descRunnerUp, prometheus.GaugeValue, boolValue(r.isUp()), r.spec.Name, r.spec.Kind)
 	}
 	if a.capacity.Virtual {
 		ch <- prometheus.MustNewConstMetric(descVirtualGPU, prometheus.GaugeValue, float64(len(a.capacity.GPUs)))

@@ -194,10 +194,10 @@ func (j *job) loadPlan(ctx context.Context) (pipeline.Plan, error) {
 	return plan, nil
 }
 
-// runner is what renders for this task: the external runner configured
-// for a model (a command, or a model server's URL), else the procedural
-// runner. External runners are told the GPUs the lease holds (gpu_ids; a
-// command also through CUDA_VISIBLE_DEVICES).
+// runner is what renders for this task: the runner configured for a
+// model (a command, a model server's URL, a Cog container), else the
+// procedural runner. Command and URL runners are told the GPUs the lease
+// holds (gpu_ids; a command also through CUDA_VISIBLE_DEVICES).
 func (j *job) runner() pipeline.Runner {
 	a := j.a
 	r := &pipeline.Router{Default: &pipeline.ProceduralRunner{Tools: a.cfg.Tools}, Models: map[string]pipeline.Runner{}}
@@ -206,12 +206,11 @@ func (j *job) runner() pipeline.Runner {
 		gpus = j.asg.GPUIDs
 		env = []string{"CUDA_VISIBLE_DEVICES=" + strings.Join(gpus, ",")}
 	}
-	for model, argv := range a.cfg.Runners {
-		if u, ok := runnerURL(argv); ok {
-			r.Models[model] = &pipeline.HTTPRunner{URL: u, Client: a.cfg.RunnerHTTPClient, GPUIDs: gpus}
-			continue
+	for _, lr := range a.runners {
+		run := j.pipelineRunner(lr, env, gpus)
+		for _, model := range lr.spec.Models {
+			r.Models[model] = run
 		}
-		r.Models[model] = &pipeline.ExternalRunner{Command: argv, Dir: j.dir, Env: env, Exec: a.cfg.Tools.Exec, GPUIDs: gpus}
 	}
 	return r
 }

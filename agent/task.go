@@ -88,6 +88,7 @@ func (a *agent) runTask(asg wire.Assignment) {
 		if a.held[asg.TaskID] == t {
 			delete(a.held, asg.TaskID)
 		}
+		a.taskEnded()
 		a.mu.Unlock()
 	}()
 	t.log.Info("task leased", "gpus", asg.GPUIDs, "deadline", asg.Deadline)

@@ -178,8 +178,14 @@ func avatarPhotoArgs(photo, outPNG string) []string {
 // at outM4A (working in the file's directory) and returns its measured
 // length.
 func (t *Tools) Speak(ctx context.Context, text, voiceID, outM4A string) (time.Duration, error) {
+	return t.SpeakWith(ctx, t, text, voiceID, outM4A)
+}
+
+// SpeakWith is Speak with the voice spoken by sp (a SpeechRouter, so that a
+// speech server's voices have samples too); ffmpeg still encodes the AAC.
+func (t *Tools) SpeakWith(ctx context.Context, sp Speaker, text, voiceID, outM4A string) (time.Duration, error) {
 	wav := strings.TrimSuffix(outM4A, filepath.Ext(outM4A)) + ".wav"
-	spoken, err := t.Synthesize(ctx, text, voiceID, wav)
+	spoken, err := sp.Synthesize(ctx, text, voiceID, wav)
 	if err != nil {
 		return 0, err
 	}

@@ -25,9 +25,12 @@
 //
 // # plan: the script writer
 //
-// No language model is available to vidfarm, so NewPlan is a deterministic
-// writer: the same prompt, duration and options always give the same Plan.
-// It
+// A Planner writes the Plan. Where a node has a language model server
+// (runner kind openai-chat), ChatPlanner asks it for the script with
+// structured output and checks the answer against the rules below (see
+// ChatPlanner and README.md). Without one, DeterministicPlanner runs
+// NewPlan, a deterministic writer: the same prompt, duration and options
+// always give the same Plan. It
 //
 //   - splits the prompt into sentences (at . ! ? … and line breaks), drops a
 //     request preamble such as "Create a video about", and cuts sentences of
@@ -51,8 +54,8 @@
 // repetitive narration built from the same key words; the key-word and
 // sentence heuristics are tuned for English and count words by spaces, so
 // languages written without spaces get poorly sized narration; a long
-// prompt is cut, not summarised. A language model would replace NewPlan
-// behind the same Plan type.
+// prompt is cut, not summarised. ChatPlanner replaces it behind the same
+// Plan type.
 //
 // # tts
 //
@@ -62,7 +65,10 @@
 // espeak-ng language ("en-us") and its combination with the classic
 // variants f1–f5 and m1–m8 ("en-us+f3"), about 1,800 with espeak-ng 1.51; see Voice for
 // how the ids are made and why they are stable. Tools.Narrate speaks every
-// line of a Plan.
+// line of a Plan. A SpeechServer speaks through an OpenAI-compatible
+// /v1/audio/speech server (runner kind openai-speech) with the voices its
+// configuration lists; a SpeechRouter sends each voice id to its server or
+// to espeak-ng, and Narrate takes any such Speaker.
 //
 // # Runners
 //

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
@@ -42,6 +43,31 @@ type Plan struct {
 	DurationSeconds int     `json:"duration_seconds"`
 	WordsPerMinute  int     `json:"words_per_minute"`
 	Scenes          []Scene `json:"scenes"`
+	// Writer names the language model that wrote the plan ("openai-chat
+	// MODEL"); empty for the deterministic writer.
+	Writer string `json:"writer,omitempty"`
+}
+
+// Planner writes the script of an auto video of durationSeconds from the
+// customer's prompt (the plan stage). DeterministicPlanner is the default;
+// ChatPlanner asks a language model.
+type Planner interface {
+	Plan(ctx context.Context, prompt string, durationSeconds int) (Plan, error)
+}
+
+// DeterministicPlanner is NewPlan behind the Planner interface.
+type DeterministicPlanner struct {
+	Options PlanOptions
+}
+
+var _ Planner = DeterministicPlanner{}
+
+// Plan implements Planner. It does not block, so ctx is only checked.
+func (d DeterministicPlanner) Plan(ctx context.Context, prompt string, durationSeconds int) (Plan, error) {
+	if err := ctx.Err(); err != nil {
+		return Plan{}, err
+	}
+	return NewPlan(prompt, durationSeconds, d.Options)
 }
 
 // Scene is one shot of an auto video.
@@ -242,11 +268,41 @@ func sceneDurations(groups [][]planLine, d, wpm int) []int {
 		words[i] = max(words[i], 1)
 		total += words[i]
 	}
-	durs := make([]int, n)
 	ideal := make([]float64, n)
-	sum := 0
 	for i := range groups {
 		ideal[i] = float64(d) * words[i] / total
+	}
+	durs := apportion(ideal, d)
+	speech := func(i int) float64 { return words[i] * 60 / float64(wpm) }
+	for range d { // each pass moves one second; d passes always suffice
+		short, slack := -1, -1
+		for i := range durs {
+			if short < 0 && speech(i) > float64(durs[i]) {
+				short = i
+			}
+			if durs[i] > planMinScene && float64(durs[i]-1) >= speech(i) &&
+				(slack < 0 || float64(durs[i])-speech(i) > float64(durs[slack])-speech(slack)) {
+				slack = i
+			}
+		}
+		if short < 0 || slack < 0 {
+			break
+		}
+		durs[short]++
+		durs[slack]--
+	}
+	return durs
+}
+
+// apportion shares d whole seconds between scenes whose ideal (fractional)
+// lengths add up to d: the whole part of each, at least planMinScene, then
+// seconds added to the largest remainders or taken from the longest
+// overshoots until they add up to d. d must be at least
+// planMinScene*len(ideal).
+func apportion(ideal []float64, d int) []int {
+	durs := make([]int, len(ideal))
+	sum := 0
+	for i := range ideal {
 		durs[i] = max(planMinScene, int(ideal[i]))
 		sum += durs[i]
 	}
@@ -267,24 +323,6 @@ func sceneDurations(groups [][]planLine, d, wpm int) []int {
 			durs[best]--
 			sum--
 		}
-	}
-	speech := func(i int) float64 { return words[i] * 60 / float64(wpm) }
-	for range d { // each pass moves one second; d passes always suffice
-		short, slack := -1, -1
-		for i := range durs {
-			if short < 0 && speech(i) > float64(durs[i]) {
-				short = i
-			}
-			if durs[i] > planMinScene && float64(durs[i]-1) >= speech(i) &&
-				(slack < 0 || float64(durs[i])-speech(i) > float64(durs[slack])-speech(slack)) {
-				slack = i
-			}
-		}
-		if short < 0 || slack < 0 {
-			break
-		}
-		durs[short]++
-		durs[slack]--
 	}
 	return durs
 }

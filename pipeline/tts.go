@@ -84,9 +84,16 @@ type SpokenLine struct {
 	Duration time.Duration `json:"duration"` // measured
 }
 
-// Narrate speaks every line of plan with voiceID into dir (line-000.wav,
-// line-001.wav, …) and returns the lines with their measured durations.
+// Narrate speaks every line of plan with voiceID and espeak-ng into dir
+// (line-000.wav, line-001.wav, …) and returns the lines with their
+// measured durations.
 func (t *Tools) Narrate(ctx context.Context, plan Plan, voiceID, dir string, progress ProgressFunc) ([]SpokenLine, error) {
+	return Narrate(ctx, t, plan, voiceID, dir, progress)
+}
+
+// Narrate is Tools.Narrate with any Speaker: a SpeechServer, or a
+// SpeechRouter that picks espeak-ng or a speech server by voice.
+func Narrate(ctx context.Context, t Speaker, plan Plan, voiceID, dir string, progress ProgressFunc) ([]SpokenLine, error) {
 	rep := newReporter(progress)
 	total := len(plan.Lines())
 	var out []SpokenLine

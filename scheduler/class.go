@@ -17,6 +17,19 @@ type class struct {
 	// capable counts live (not down, not draining) nodes whose hardware
 	// could run this class when idle.
 	capable int
+	// done are the completion times (unix ms) of the class's latest tasks,
+	// oldest first, at most recentCompletions: its recent throughput, for
+	// EstimateWait. Not in snapshots: a restored state estimates from the
+	// completions it has seen since.
+	done []int64
+}
+
+// noteDone records a task of the class completed at ms.
+func (c *class) noteDone(ms int64) {
+	if len(c.done) == recentCompletions {
+		c.done = append(c.done[:0], c.done[1:]...)
+	}
+	c.done = append(c.done, ms)
 }
 
 // classKey identifies a class in State.classByKey. Every task looks its

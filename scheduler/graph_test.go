@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"errors"
+	"math"
 	"testing"
 )
 
@@ -182,4 +183,93 @@ func TestPercentWeighted(t *testing.T) {
 	if err := s.Progress(plan.Ref(), 10); !isStale(err) {
 		t.Fatalf("progress on a finished lease: %v", err)
 	}
+}
+
+// TestDoneShare checks the share a cancel charges for: finished tasks by
+// weight, a running task's progress not counted.
+func TestDoneShare(t *testing.T) {
+	s := newState(t, Config{})
+	must(t, s.UpsertNode(gpuNode("n1", 4, 48, "wan"), at(0)))
+	must(t, s.Submit(AutoGraph(VideoInfo{ID: "v1", AccountID: "a"}), at(0)))
+	share := func(want float64) {
+		t.Helper()
+		got, err := s.DoneShare("v1")
+		must(t, err)
+		if math.Abs(got-want) > 1e-9 {
+			t.Fatalf("done share %v, want %v", got, want)
+		}
+	}
+	share(0)
+	plan := mustPlace(t, s, "n1", at(1))
+	must(t, s.Progress(plan.Ref(), 90))
+	share(0) // running work is not charged
+	_, err := s.Complete(plan.Ref(), at(2))
+	must(t, err)
+	share(0.10) // plan weighs 10 of 100, the scenes' share reserved
+	must(t, s.AddScenes("v1", 4, gpuReq("wan", 1, 40), at(2)))
+	for range 6 {
+		l, err := s.Place("n1", at(3), leaseDur)
+		if errors.Is(err, ErrNoWork) {
+			break
+		}
+		must(t, err)
+		if l.Kind == KindScene {
+			_, err := s.Complete(l.Ref(), at(4))
+			must(t, err)
+		}
+	}
+	// plan, and every scene (15 each of 60 for four), tts still leased.
+	share(0.70)
+	if _, err := s.DoneShare("nope"); err == nil {
+		t.Fatal("done share of an unknown video: no error")
+	}
+}
+
+// TestVideoStages follows an auto and a manual video through their stages.
+func TestVideoStages(t *testing.T) {
+	s := newState(t, Config{})
+	must(t, s.UpsertNode(gpuNode("n1", 8, 48, "wan"), at(0)))
+	stage := func(id, want string, done, total int) {
+		t.Helper()
+		st, err := s.VideoStatus(id)
+		must(t, err)
+		if st.Stage != want || st.ScenesDone != done || st.ScenesTotal != total {
+			t.Fatalf("%s: stage %q %d/%d, want %q %d/%d", id, st.Stage, st.ScenesDone, st.ScenesTotal, want, done, total)
+		}
+	}
+	complete := func(l Lease) {
+		t.Helper()
+		_, err := s.Complete(l.Ref(), at(5))
+		must(t, err)
+	}
+	must(t, s.Submit(AutoGraph(VideoInfo{ID: "auto", AccountID: "a"}), at(0)))
+	stage("auto", "", 0, 0) // queued
+	plan := mustPlace(t, s, "n1", at(1))
+	stage("auto", StagePlanning, 0, 0)
+	complete(plan)
+	must(t, s.AddScenes("auto", 2, gpuReq("wan", 1, 40), at(2)))
+	leases := map[Kind][]Lease{}
+	for range 3 {
+		l := mustPlace(t, s, "n1", at(3))
+		leases[l.Kind] = append(leases[l.Kind], l)
+	}
+	if len(leases[KindTTS]) != 1 || len(leases[KindScene]) != 2 {
+		t.Fatalf("leases %v", leases)
+	}
+	stage("auto", StageRenderingScenes, 0, 2)
+	complete(leases[KindScene][0])
+	stage("auto", StageRenderingScenes, 1, 2)
+	complete(leases[KindScene][1])
+	stage("auto", StageVoicing, 2, 2)
+	complete(leases[KindTTS][0])
+	stage("auto", StageCompositing, 2, 2)
+
+	must(t, s.Submit(ManualGraph(VideoInfo{ID: "man", AccountID: "b"}, gpuReq("wan", 1, 40)), at(6)))
+	render := mustPlace(t, s, "n1", at(7))
+	if render.VideoID != "man" {
+		render = mustPlace(t, s, "n1", at(7))
+	}
+	stage("man", StageRendering, 0, 0)
+	complete(render)
+	stage("man", StageFinalizing, 0, 0)
 }

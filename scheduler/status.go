@@ -52,6 +52,12 @@ type VideoStatus struct {
 	Percent    int `json:"percent"`
 	TasksDone  int `json:"tasks_done"`
 	TasksTotal int `json:"tasks_total"`
+	// Stage names the step a processing video is at (Stage*; "" otherwise,
+	// and for jobs); ScenesDone and ScenesTotal count an auto video's
+	// scenes once its plan made them.
+	Stage       string `json:"stage,omitempty"`
+	ScenesDone  int    `json:"scenes_done,omitempty"`
+	ScenesTotal int    `json:"scenes_total,omitempty"`
 	// FailedTask and Failure are set when the video failed.
 	FailedTask string `json:"failed_task,omitempty"`
 	Failure    string `json:"failure,omitempty"`
@@ -87,6 +93,7 @@ func (s *State) VideoStatus(videoID string) (VideoStatus, error) {
 		Failure:    v.failure,
 		Percent:    v.percent(),
 	}
+	st.Stage, st.ScenesDone, st.ScenesTotal = v.stage()
 	if v.state.terminal() {
 		return st, nil
 	}
@@ -230,4 +237,93 @@ func modelName(r *Requirements) string {
 		return "this task"
 	}
 	return "model " + r.Model
+}
+
+// DoneShare is the weighted share, 0..1, of a video's work that finished
+// tasks did: what a cancel charges for (a task still running counts for
+// nothing, so a customer never pays for a part that was not delivered to
+// the next step). An auto video whose scenes are not planned yet counts
+// its scenes' weight as undone, as percent does.
+func (s *State) DoneShare(videoID string) (float64, error) {
+	v, err := s.video(videoID)
+	if err != nil {
+		return 0, err
+	}
+	var total, done float64
+	for _, t := range v.tasks {
+		total += t.weight
+		if t.state == TaskDone {
+			done += t.weight
+		}
+	}
+	if v.mode == ModeAuto && !v.scenesAdded {
+		total += float64(KindScene.Weight())
+	}
+	if total == 0 {
+		return 0, nil
+	}
+	return done / total, nil
+}
+
+// Stages of a processing video, in the order an auto video goes through
+// them (a manual one: rendering, then finalizing).
+const (
+	StagePlanning        = "planning"
+	StageVoicing         = "voicing"
+	StageRenderingScenes = "rendering_scenes"
+	StageCompositing     = "compositing"
+	StageRendering       = "rendering"
+	StageFinalizing      = "finalizing"
+)
+
+// stage is the step a processing video is at, and its scenes done and in
+// all. An auto video voices its script and renders its scenes at the same
+// time; it says voicing until a scene starts, then rendering_scenes until
+// the last is done, then voicing again if the voice is still running.
+func (v *video) stage() (string, int, int) {
+	if v.state != VideoProcessing {
+		return "", 0, 0
+	}
+	var planDone, ttsDone, renderDone bool
+	scenes, scenesDone, scenesStarted := 0, 0, false
+	for _, t := range v.tasks {
+		if t.state == TaskDone {
+			switch t.kind {
+			case KindPlan:
+				planDone = true
+			case KindTTS:
+				ttsDone = true
+			case KindRender:
+				renderDone = true
+			}
+		}
+		if t.kind == KindScene {
+			scenes++
+			switch t.state {
+			case TaskDone:
+				scenesDone++
+				scenesStarted = true
+			case TaskLeased:
+				scenesStarted = true
+			}
+		}
+	}
+	switch v.mode {
+	case ModeManual:
+		if !renderDone {
+			return StageRendering, 0, 0
+		}
+		return StageFinalizing, 0, 0
+	case ModeAuto:
+		switch {
+		case !planDone || !v.scenesAdded:
+			return StagePlanning, 0, 0
+		case scenesDone < scenes && (scenesStarted || ttsDone):
+			return StageRenderingScenes, scenesDone, scenes
+		case !ttsDone:
+			return StageVoicing, scenesDone, scenes
+		}
+		return StageCompositing, scenesDone, scenes
+	}
+	return "", 0, 0
 }

@@ -44,6 +44,7 @@ func runAgent(args []string) error {
 	virtualGPUs := fs.Int("virtual-gpus", agent.DefaultVirtualGPUs, "on a machine without NVIDIA GPUs, advertise this many procedural render slots (0: take CPU tasks only)")
 	var runners stringList
 	fs.Var(&runners, "runner", "MODEL=COMMAND or MODEL=URL: render MODEL with an external runner, a command (split at spaces, no shell) or a model server's http(s) URL (vidfarm.render.v1 over HTTP); repeatable, or ';'-separated in the environment variable")
+	runnersFile := fs.String("runners", "", "YAML file of the node's runners: Cog containers and external runners per model (deploy/runners.example.yaml); checked at start, every mistake reported; --runner adds to it")
 	allowPrivate := fs.Bool("allow-private-inputs", false, "development only: fetch input images from loopback and private addresses")
 	drainTimeout := fs.Duration("drain-timeout", agent.DefaultDrainTimeout, "on SIGTERM, how long running tasks may finish before they are handed back")
 	taskTimeout := fs.Duration("task-timeout", agent.DefaultTaskTimeout, "stop a task's stage (a render, a composite) that runs longer than this and report it failed (0: no limit)")
@@ -71,6 +72,12 @@ func runAgent(args []string) error {
 	runnerMap, err := agent.ParseRunners(runners...)
 	if err != nil {
 		return err
+	}
+	var runnerSpecs []agent.RunnerSpec
+	if *runnersFile != "" {
+		if runnerSpecs, err = agent.LoadRunnersFile(*runnersFile); err != nil {
+			return err
+		}
 	}
 	var serverCAs *x509.CertPool
 	if *caFile != "" {
@@ -102,6 +109,7 @@ func runAgent(args []string) error {
 		Procedural:         *virtualGPUs > 0,
 		VirtualGPUs:        *virtualGPUs,
 		Runners:            runnerMap,
+		RunnerSpecs:        runnerSpecs,
 		AllowPrivateInputs: *allowPrivate,
 		ServerRootCAs:      serverCAs,
 		DrainTimeout:       max(*drainTimeout, time.Nanosecond), // 0 here means no wait; in Config, the default

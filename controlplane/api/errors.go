@@ -22,6 +22,7 @@ func (a *API) fromApply(r *http.Request, err error) *apierr.Error {
 	var inUse *fsm.InUseError
 	var limit *fsm.LimitError
 	var notUnderstood *raftnode.NotUnderstoodError
+	var notCancelable *fsm.NotCancelableError
 	switch {
 	case errors.As(err, &unusable):
 		return apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, unusable.Error()).
@@ -57,6 +58,10 @@ func (a *API) fromApply(r *http.Request, err error) *apierr.Error {
 		return apierr.NotFound("video")
 	case errors.Is(err, fsm.ErrFolderNotFound):
 		return apierr.Invalid("folder_id", "no such folder for this account; list folders with GET /v1/folders")
+	case errors.As(err, &notCancelable):
+		return apierr.New(http.StatusConflict, apierr.CodeVideoNotCancelable,
+			"only a queued or processing video can be canceled; this one has finished or is a free preview, which renders nothing").
+			With("status", notCancelable.Status)
 	case errors.Is(err, fsm.ErrNotPreview):
 		return apierr.Invalid("id", "only a video created as a free preview can be rendered with this endpoint; this one renders already")
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

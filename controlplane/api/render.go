@@ -1,9 +1,12 @@
 package api
 
 import (
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/scheduler"
 )
 
 // PollIntervalSeconds is the polling interval suggested on every video.
@@ -16,11 +19,25 @@ type progressJSON struct {
 	// Reason and Message say why a video waits (scheduler reason codes).
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
+	// Stage (additions): the step a processing video is at, with the
+	// scenes of an auto video while they render.
+	Stage string `json:"stage,omitempty"`
+	// ETASeconds (an addition) is {"p50":…,"p90":…} or null on reads of a
+	// queued video; absent elsewhere (a create's answer replays unchanged).
+	ETASeconds  json.RawMessage `json:"eta_seconds,omitempty"`
+	ScenesDone  *int            `json:"scenes_done,omitempty"`
+	ScenesTotal *int            `json:"scenes_total,omitempty"`
 }
 
 type videoErrorJSON struct {
 	Message         string `json:"message"`
 	CreditsRefunded bool   `json:"credits_refunded"`
+}
+
+// cancellationJSON is on a canceled video: an addition to the contract.
+type cancellationJSON struct {
+	CreditsRefunded int64 `json:"credits_refunded"`
+	CanceledAt      int64 `json:"canceled_at"`
 }
 
 type previewJSON struct {
@@ -33,30 +50,31 @@ type previewJSON struct {
 // videoJSON is the contract's video object. Field order is fixed so that the same
 // video always encodes to the same bytes (idempotent replays depend on it).
 type videoJSON struct {
-	ID                 string          `json:"id"`
-	Object             string          `json:"object"`
-	Mode               string          `json:"mode"`
-	Model              string          `json:"model,omitempty"`
-	Operation          string          `json:"operation,omitempty"`
-	Status             string          `json:"status"`
-	Name               string          `json:"name"`
-	FolderID           *string         `json:"folder_id"`
-	Prompt             string          `json:"prompt"`
-	DurationSeconds    int             `json:"duration_seconds"`
-	Resolution         string          `json:"resolution,omitempty"`
-	AspectRatio        string          `json:"aspect_ratio,omitempty"`
-	Orientation        string          `json:"orientation,omitempty"`
-	CreditsCharged     int64           `json:"credits_charged"`
-	PollInterval       int             `json:"poll_interval_seconds"`
-	Progress           *progressJSON   `json:"progress,omitempty"`
-	VideoURL           string          `json:"video_url,omitempty"`
-	VideoURLNoCaptions string          `json:"video_url_no_captions,omitempty"`
-	CaptionURL         string          `json:"caption_url,omitempty"`
-	CaptionURLSRT      string          `json:"caption_url_srt,omitempty"`
-	PosterURL          string          `json:"poster_url,omitempty"`
-	Error              *videoErrorJSON `json:"error,omitempty"`
-	Preview            *previewJSON    `json:"preview,omitempty"`
-	CreatedAt          int64           `json:"created_at"`
+	ID                 string            `json:"id"`
+	Object             string            `json:"object"`
+	Mode               string            `json:"mode"`
+	Model              string            `json:"model,omitempty"`
+	Operation          string            `json:"operation,omitempty"`
+	Status             string            `json:"status"`
+	Name               string            `json:"name"`
+	FolderID           *string           `json:"folder_id"`
+	Prompt             string            `json:"prompt"`
+	DurationSeconds    int               `json:"duration_seconds"`
+	Resolution         string            `json:"resolution,omitempty"`
+	AspectRatio        string            `json:"aspect_ratio,omitempty"`
+	Orientation        string            `json:"orientation,omitempty"`
+	CreditsCharged     int64             `json:"credits_charged"`
+	PollInterval       int               `json:"poll_interval_seconds"`
+	Progress           *progressJSON     `json:"progress,omitempty"`
+	VideoURL           string            `json:"video_url,omitempty"`
+	VideoURLNoCaptions string            `json:"video_url_no_captions,omitempty"`
+	CaptionURL         string            `json:"caption_url,omitempty"`
+	CaptionURLSRT      string            `json:"caption_url_srt,omitempty"`
+	PosterURL          string            `json:"poster_url,omitempty"`
+	Error              *videoErrorJSON   `json:"error,omitempty"`
+	Preview            *previewJSON      `json:"preview,omitempty"`
+	Cancellation       *cancellationJSON `json:"cancellation,omitempty"`
+	CreatedAt          int64             `json:"created_at"`
 }
 
 // previewNote and previewMessage are shown with every preview.
@@ -82,7 +100,13 @@ func (a *API) videoView(q fsm.QueuedVideo, urlExpiry time.Time) videoJSON {
 	}
 	switch v.Status {
 	case fsm.StatusQueued, fsm.StatusProcessing:
-		out.Progress = &progressJSON{QueuePosition: q.QueuePosition, Percent: v.Percent, Reason: q.WaitReason, Message: q.WaitMessage}
+		out.Progress = &progressJSON{QueuePosition: q.QueuePosition, Percent: v.Percent, Reason: q.WaitReason, Message: q.WaitMessage, Stage: q.Stage}
+		if v.Status == fsm.StatusQueued && q.Wait != nil {
+			out.Progress.ETASeconds = etaJSON(*q.Wait)
+		}
+		if q.Stage == scheduler.StageRenderingScenes {
+			out.Progress.ScenesDone, out.Progress.ScenesTotal = &q.ScenesDone, &q.ScenesTotal
+		}
 	case fsm.StatusCompleted:
 		out.VideoURL = a.fileURL(v.Outputs.Video, urlExpiry)
 		out.VideoURLNoCaptions = a.fileURL(v.Outputs.VideoNoCaptions, urlExpiry)
@@ -91,6 +115,8 @@ func (a *API) videoView(q fsm.QueuedVideo, urlExpiry time.Time) videoJSON {
 		out.PosterURL = a.fileURL(v.Outputs.Poster, urlExpiry)
 	case fsm.StatusFailed:
 		out.Error = &videoErrorJSON{Message: v.ErrorMessage, CreditsRefunded: v.CreditsRefunded}
+	case fsm.StatusCanceled:
+		out.Cancellation = &cancellationJSON{CreditsRefunded: v.RefundedCredits, CanceledAt: time.Unix(0, v.FinishedAt).Unix()}
 	case fsm.StatusPreview:
 		out.Preview = &previewJSON{
 			ImageURL:   a.cfg.Signer.URL(previewPath(v.ID), urlExpiry),
@@ -121,4 +147,12 @@ func (a *API) readExpiry() time.Time {
 // the video, so an idempotent replay carries the same URL.
 func createExpiry(v fsm.Video) time.Time {
 	return time.Unix(0, v.CreatedAt+fsm.IdempotencyTTL).Add(time.Hour)
+}
+
+// etaJSON is a wait estimate as eta_seconds: its range, or null.
+func etaJSON(w fsm.WaitEstimate) json.RawMessage {
+	if !w.Known {
+		return json.RawMessage("null")
+	}
+	return json.RawMessage(fmt.Sprintf(`{"p50":%d,"p90":%d}`, w.P50, w.P90))
 }

@@ -102,10 +102,19 @@ func (a *API) getVideo(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.NotFound("video"))
 		return
 	}
+	a.addWait(&v)
 	apierr.WriteJSON(w, http.StatusOK, a.videoView(v, a.readExpiry()))
 }
 
-var videoStatuses = []string{fsm.StatusQueued, fsm.StatusProcessing, fsm.StatusCompleted, fsm.StatusFailed, fsm.StatusPreview}
+// addWait estimates a queued video's wait for a read.
+func (a *API) addWait(v *fsm.QueuedVideo) {
+	if v.Status == fsm.StatusQueued {
+		w := a.fsm.EstimateWait(v.ID, a.cfg.Now().UnixNano())
+		v.Wait = &w
+	}
+}
+
+var videoStatuses = []string{fsm.StatusQueued, fsm.StatusProcessing, fsm.StatusCompleted, fsm.StatusFailed, fsm.StatusPreview, fsm.StatusCanceled}
 
 type listJSON[T any] struct {
 	Object  string `json:"object"`
@@ -153,6 +162,7 @@ func (a *API) listVideos(w http.ResponseWriter, r *http.Request) {
 	exp := a.readExpiry()
 	out := listJSON[videoJSON]{Object: "list", Data: make([]videoJSON, 0, len(page.Videos)), Total: page.Total, HasMore: page.HasMore}
 	for _, v := range page.Videos {
+		a.addWait(&v)
 		out.Data = append(out.Data, a.videoView(v, exp))
 	}
 	out.Count = len(out.Data)
@@ -162,27 +172,10 @@ func (a *API) listVideos(w http.ResponseWriter, r *http.Request) {
 // renderPreview renders a previewed project once the account is premium. The body
 // may be empty or {}; calling it again returns the video as it now stands.
 func (a *API) renderPreview(w http.ResponseWriter, r *http.Request) {
-	body, e := readBody(r)
-	if e != nil {
-		apierr.Write(w, r, e)
-		return
-	}
-	if len(strings.TrimSpace(string(body))) > 0 {
-		o, e := decodeObject(body)
-		if e == nil {
-			e = o.checkFields()
-		}
-		if e != nil {
-			apierr.Write(w, r, e)
-			return
-		}
-	}
-	p := principalOf(r)
-	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
-	defer cancel()
-	res, err := fsm.Do(ctx, a.store, &fsm.RenderPreview{VideoID: chi.URLParam(r, "id"), AccountID: p.AccountID, Now: a.cfg.Now().UnixNano()})
-	if err != nil {
-		apierr.Write(w, r, a.fromApply(r, err))
+	res, ok := videoAction(a, w, r, func(id, account string, now int64) fsm.Typed[fsm.CreateVideoResult] {
+		return &fsm.RenderPreview{VideoID: id, AccountID: account, Now: now}
+	})
+	if !ok {
 		return
 	}
 	if res.Video.Status == fsm.StatusQueued {
@@ -201,4 +194,50 @@ func requestHash(spec fsm.Spec) [32]byte {
 		panic(fmt.Sprintf("api: a validated spec does not encode: %v", err)) // plain data: cannot happen
 	}
 	return sha256.Sum256(b)
+}
+
+// cancelVideo stops a queued or processing video (an addition to the
+// contract). The body may be empty or {}. A canceled video answers again as
+// it stands, so a retry is harmless; a finished one is 409.
+func (a *API) cancelVideo(w http.ResponseWriter, r *http.Request) {
+	res, ok := videoAction(a, w, r, func(id, account string, now int64) fsm.Typed[fsm.CancelVideoResult] {
+		return &fsm.CancelVideo{VideoID: id, AccountID: account, Now: now}
+	})
+	if !ok {
+		return
+	}
+	apierr.WriteJSON(w, http.StatusOK, a.videoView(fsm.QueuedVideo{Video: res.Video}, a.readExpiry()))
+}
+
+// readNoFields reads a body that may be empty or an object without fields
+// ({}), as the action endpoints take.
+func readNoFields(r *http.Request) *apierr.Error {
+	body, e := readBody(r)
+	if e != nil || len(strings.TrimSpace(string(body))) == 0 {
+		return e
+	}
+	o, e := decodeObject(body)
+	if e == nil {
+		e = o.checkFields()
+	}
+	return e
+}
+
+// videoAction runs the command of an action on a video (POST
+// /v1/videos/{id}/…, a body without fields) for the caller's account; false
+// when it answered an error instead.
+func videoAction[R any](a *API, w http.ResponseWriter, r *http.Request, cmd func(videoID, accountID string, now int64) fsm.Typed[R]) (R, bool) {
+	var zero R
+	if e := readNoFields(r); e != nil {
+		apierr.Write(w, r, e)
+		return zero, false
+	}
+	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
+	defer cancel()
+	res, err := fsm.Do(ctx, a.store, cmd(chi.URLParam(r, "id"), principalOf(r).AccountID, a.cfg.Now().UnixNano()))
+	if err != nil {
+		apierr.Write(w, r, a.fromApply(r, err))
+		return zero, false
+	}
+	return res, true
 }

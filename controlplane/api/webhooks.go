@@ -114,8 +114,9 @@ func (a *API) webhookIDs(accountID string) []string {
 	return out
 }
 
-// parseWebhook reads {url, events}; events default to every type and come back
-// without repeats, in the order of fsm.EventTypes.
+// parseWebhook reads {url, events}; events default to the contract's types
+// (fsm.DefaultEventTypes: an endpoint registered as before gets what it got
+// before) and come back without repeats, in the order of fsm.EventTypes.
 func parseWebhook(r *http.Request) (string, []string, *apierr.Error) {
 	body, e := readBody(r)
 	if e != nil {
@@ -143,7 +144,7 @@ func parseWebhook(r *http.Request) (string, []string, *apierr.Error) {
 		return "", nil, e
 	}
 	if !present {
-		return raw, slices.Clone(fsm.EventTypes), nil
+		return raw, slices.Clone(fsm.DefaultEventTypes), nil
 	}
 	var events []string
 	for _, t := range fsm.EventTypes {
@@ -158,7 +159,7 @@ func parseWebhook(r *http.Request) (string, []string, *apierr.Error) {
 		}
 	}
 	if len(events) == 0 {
-		return "", nil, apierr.Invalid("events", "events must name at least one event type, or be left out for all").
+		return "", nil, apierr.Invalid("events", "events must name at least one event type, or be left out for "+strings.Join(fsm.DefaultEventTypes, " and ")).
 			With("allowed", fsm.EventTypes)
 	}
 	return raw, events, nil

@@ -26,25 +26,27 @@ func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
 // Codes of the contract.
 const (
-	CodeInvalidRequest       = "invalid_request"
-	CodeUnknownModel         = "unknown_model"
-	CodeMissingAPIKey        = "missing_api_key"
-	CodeInvalidAPIKey        = "invalid_api_key"
-	CodeAPIKeyRevoked        = "api_key_revoked"
-	CodeInsufficientCredits  = "insufficient_credits"
-	CodeUpgradeRequired      = "upgrade_required"
-	CodeFreeLimitReached     = "free_limit_reached"
-	CodeNotFound             = "not_found"
-	CodeDuplicateRequest     = "duplicate_request"
-	CodeIdempotencyInFlight  = "idempotency_in_flight"
-	CodePayloadTooLarge      = "payload_too_large"
-	CodeRateLimited          = "rate_limited"
-	CodeUpstreamError        = "upstream_error"
-	CodeInternalError        = "internal_error"
-	CodeInvalidURL           = "invalid_url"
-	CodeAccountNotFound      = "account_not_found"
-	CodeWebhookLimitReached  = "webhook_limit_reached"
-	CodeUnauthorized         = "unauthorized" // admin and agent listeners only
+	CodeInvalidRequest      = "invalid_request"
+	CodeUnknownModel        = "unknown_model"
+	CodeMissingAPIKey       = "missing_api_key"
+	CodeInvalidAPIKey       = "invalid_api_key"
+	CodeAPIKeyRevoked       = "api_key_revoked"
+	CodeInsufficientCredits = "insufficient_credits"
+	CodeUpgradeRequired     = "upgrade_required"
+	CodeFreeLimitReached    = "free_limit_reached"
+	CodeNotFound            = "not_found"
+	CodeDuplicateRequest    = "duplicate_request"
+	CodeIdempotencyInFlight = "idempotency_in_flight"
+	CodePayloadTooLarge     = "payload_too_large"
+	CodeRateLimited         = "rate_limited"
+	CodeUpstreamError       = "upstream_error"
+	CodeInternalError       = "internal_error"
+	CodeInvalidURL          = "invalid_url"
+	CodeAccountNotFound     = "account_not_found"
+	CodeWebhookLimitReached = "webhook_limit_reached"
+	CodeUnauthorized        = "unauthorized" // admin and agent listeners only
+	// CodeVideoNotCancelable is an addition: a cancel of a finished video.
+	CodeVideoNotCancelable   = "video_not_cancelable"
 	defaultInternalErrorText = "internal error; retry with exponential backoff"
 )
 

@@ -160,8 +160,8 @@ func (s *state) applyDebitCredits(c *DebitCredits) (DebitResult, error) {
 	if c.Amount <= 0 || c.Key == "" || len(c.Key) > MaxDebitKey {
 		return DebitResult{}, fmt.Errorf("%w: a debit needs a positive amount and a key of 1-%d characters", ErrInvalidCommand, MaxDebitKey)
 	}
-	k := idemKey{account: c.AccountID, key: c.Key}
-	if d, ok := s.debits[k]; ok {
+	k := idemID(c.AccountID, c.Key)
+	if d, ok := s.debits.get(k); ok {
 		if d.Amount != c.Amount {
 			return DebitResult{}, fmt.Errorf("%w: debit key %q was used for %d credits, not %d", ErrDuplicateRequest, c.Key, d.Amount, c.Amount)
 		}
@@ -172,7 +172,7 @@ func (s *state) applyDebitCredits(c *DebitCredits) (DebitResult, error) {
 	}
 	s.move(a, LedgerCharge, -c.Amount, "", c.Key, c.Now)
 	d := &Debit{AccountID: c.AccountID, Key: c.Key, Amount: c.Amount, Balance: a.Credits, CreatedAt: c.Now}
-	s.debits[k] = d
+	s.debits.put(k, d)
 	return DebitResult{Debit: *d}, nil
 }
 

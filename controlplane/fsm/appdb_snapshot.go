@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 
@@ -19,9 +18,10 @@ type appBridgeRecord struct {
 }
 
 // appRecords copies the bridge's state: ledger and events in log order, debits by
-// account and key, so replicas write the same bytes.
-func (s *state) appRecords() []record {
-	out := make([]record, 0, 1+len(s.out.ledger)+len(s.out.events)+len(s.debits))
+// account and key (unless hotOnly: they are a table), so replicas write the
+// same bytes.
+func (s *state) appRecords(hotOnly bool) []record {
+	out := make([]record, 0, 2+len(s.out.ledger)+len(s.out.events))
 	out = append(out, record{recAppBridge, appBridgeRecord{On: s.out.on, Inbound: s.in.mark, Refused: slices.Clone(s.in.refused), Index: s.out.index}})
 	for _, e := range s.out.ledger {
 		out = append(out, record{recLedger, e})
@@ -29,18 +29,8 @@ func (s *state) appRecords() []record {
 	for _, e := range s.out.events {
 		out = append(out, record{recVideoEvent, e})
 	}
-	keys := make([]idemKey, 0, len(s.debits))
-	for k := range s.debits {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b idemKey) int {
-		if c := cmp.Compare(a.account, b.account); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.key, b.key)
-	})
-	for _, k := range keys {
-		out = append(out, record{recDebit, *s.debits[k]})
+	if !hotOnly {
+		out = append(out, record{recTable, s.debits.snapshot(recDebit, "")})
 	}
 	return out
 }
@@ -63,7 +53,7 @@ func (s *state) restoreAppRecord(t recordType, body []byte) error {
 		return err
 	case recDebit:
 		d, err := decodeRecord[Debit](body, "debit")
-		s.debits[idemKey{account: d.AccountID, key: d.Key}] = &d
+		s.debits.restore(idemID(d.AccountID, d.Key), &d)
 		return err
 	}
 	return fmt.Errorf("unknown snapshot record type %d", t)

@@ -21,7 +21,7 @@ func (f *FSM) WriteBackup(w io.Writer) error {
 	disk := f.s.disk
 	if disk == nil {
 		f.mu.RUnlock()
-		return writeSnapshot(w, records, memoryVideos)
+		return writeSnapshot(w, records, nil)
 	}
 	// The read transaction begins under the lock, so it and the copy show
 	// the same state: a checkpoint commit waits for nothing, but a video it
@@ -52,7 +52,7 @@ func (f *FSM) WriteBackup(w io.Writer) error {
 		return fmt.Errorf("backup: read state store: %w", err)
 	}
 	defer tx.Rollback()
-	return writeSnapshot(w, records, diskVideos(tx))
+	return writeSnapshot(w, records, tx)
 }
 
 // CheckBackup reads a backup stream to its end without applying it, and says

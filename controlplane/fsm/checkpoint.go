@@ -74,5 +74,5 @@ func streamCheckpoint(tx *bbolt.Tx, w io.Writer) error {
 	if s == nil {
 		return errors.New("the state file holds no checkpoint")
 	}
-	return writeSnapshot(w, s.records(false), diskVideos(tx))
+	return writeSnapshot(w, s.records(false), tx)
 }

@@ -64,6 +64,7 @@ var everyCommand = []struct {
 	{fsm.ExpireSpeechType, 49, "expire_speech", &fsm.ExpireSpeech{Before: t0 - 1, Now: t0}},
 	{fsm.ResealWebhookType, 50, "reseal_webhook", &fsm.ResealWebhook{WebhookID: "whk", Old: "whsec_s", New: "sealed:v1:AAAA", Now: t0}},
 	{fsm.SweepIntermediatesType, 51, "sweep_intermediates", &fsm.SweepIntermediates{Now: t0}},
+	{fsm.CancelVideoType, 53, "cancel_video", &fsm.CancelVideo{VideoID: "vid", AccountID: "acct", Now: t0}},
 }
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {

@@ -240,7 +240,7 @@ func (sn *snapshot) Persist(sink raft.SnapshotSink) error {
 		return nil
 	}
 	w := &countingWriter{w: sink}
-	if err := writeSnapshot(w, sn.records, memoryVideos); err != nil {
+	if err := writeSnapshot(w, sn.records, nil); err != nil {
 		_ = sink.Cancel()
 		return err
 	}
@@ -277,7 +277,7 @@ func (f *FSM) checkpoint(sn *snapshot) (int64, error) {
 // index. It returns the bytes it wrote.
 func writeCheckpoint(st *store, cp *checkpoint, records []record) (int64, error) {
 	var hot bytes.Buffer
-	if err := writeSnapshot(&hot, records, memoryVideos); err != nil {
+	if err := writeSnapshot(&hot, records, nil); err != nil {
 		return 0, fmt.Errorf("checkpoint: hot state: %w", err)
 	}
 	size := int64(hot.Len())
@@ -400,7 +400,7 @@ func (f *FSM) restoreToStore(r io.Reader) (*state, error) {
 	if _, err := writeCheckpoint(st, cp, s.records(true)); err != nil {
 		return fail(fmt.Errorf("checkpoint restored state: %w", err))
 	}
-	s.dirty.clean(cp.gen)
+	s.dropWritten(cp)
 	st.db.NoSync = false
 	if err := st.db.Sync(); err != nil {
 		return fail(fmt.Errorf("sync restored state: %w", err))

@@ -24,22 +24,23 @@ import (
 //     number, so an account's are read in creation order);
 //   - the scheduler's task graphs (bucketHotSched, by video id; the
 //     scheduler says which changed, scheduler.State.TakeChanged);
-//   - idempotency records (bucketHotIdem, by account and key);
-//   - webhook events and deliveries (bucketHotEvents by event id,
-//     bucketHotDeliveries by delivery id), kept until pruned.
+//   - idempotency records (bucketHotIdem, by account and key) and webhook
+//     events and deliveries (bucketHotEvents by event id,
+//     bucketHotDeliveries by delivery id), kept until they expire or are
+//     pruned. These are tables (table.go): the file serves them, and
+//     memory holds only what changed since the last checkpoint and the
+//     pending deliveries.
 //
 // Everything else hot (accounts, keys, folders, nodes, webhook endpoints,
 // the app bridge's outbox, the scheduler's counters and nodes) is small and
 // still goes whole into the hot stream at every checkpoint.
 //
 // A state that keeps a file tracks what changed in the dirty sets below;
-// every change to a video in memory calls touch, every change to an
-// idempotency record goes through putIdem or dropIdem, to an event or a
-// delivery through putEvent, dropEvent, deliveryChanged or dropDelivery. A
-// change that skipped
-// them would be lost at the next restart: TestStoreMatchesMemory restarts from
-// the file at random moments and compares every byte with a state that never
-// left memory.
+// every change to a video in memory calls touch, every change to a table's
+// record goes through its put, del or (for one changed in place) mark. A
+// change that skipped them would be lost at the next restart:
+// TestStoreMatchesMemory restarts from the file at random moments and
+// compares every byte with a state that never left memory.
 const (
 	bucketHotVideos = "hot_videos" // account, 0, seq (8 bytes) → msgpack video
 	bucketHotSched  = "hot_sched"  // video id → msgpack scheduler.VideoRecord
@@ -47,6 +48,7 @@ const (
 
 	bucketHotEvents     = "hot_events"     // event id → msgpack event
 	bucketHotDeliveries = "hot_deliveries" // delivery id → msgpack delivery
+	bucketHotDebits     = "hot_debits"     // account, 0, key → msgpack debit by the app
 )
 
 // dirty is what changed and is not yet on disk among the records written
@@ -56,33 +58,60 @@ const (
 // checkpoint that fails, or a snapshot Raft never persists, loses nothing,
 // and what changed while a checkpoint was being written stays for the
 // next. The maps are nil in a state without a file (New): nothing would
-// ever empty them.
+// ever empty them. The tables (table.go) keep their own, by the same
+// generations.
 type dirty struct {
 	gen    uint64 // the generation changes now belong to
 	videos map[string]uint64
-	idem   map[idemKey]uint64
 	// sched holds the videos whose task graph changed, as taken from the
 	// scheduler (scheduler.State.TakeChanged) at each checkpoint.
-	sched      map[string]uint64
-	events     map[string]uint64
-	deliveries map[string]uint64
+	sched map[string]uint64
 }
 
 func newDirty() dirty {
-	return dirty{gen: 1, videos: map[string]uint64{}, idem: map[idemKey]uint64{}, sched: map[string]uint64{},
-		events: map[string]uint64{}, deliveries: map[string]uint64{}}
+	return dirty{gen: 1, videos: map[string]uint64{}, sched: map[string]uint64{}}
 }
 
 func (d dirty) tracking() bool { return d.videos != nil }
 
+// newTables makes the state's tables, which track changes whenever the
+// state does.
+func (s *state) newTables() {
+	gen := func() (uint64, bool) { return s.dirty.gen, s.dirty.tracking() }
+	s.idem = newTable[Idempotency](bucketHotIdem, gen)
+	s.idem.at = func(r *Idempotency) (int64, bool) { return r.CreatedAt, true }
+	s.events = newTable[Event](bucketHotEvents, gen)
+	s.events.at = func(e *Event) (int64, bool) { return e.Created, true }
+	s.deliveries = newTable[Delivery](bucketHotDeliveries, gen)
+	s.deliveries.at = func(d *Delivery) (int64, bool) { return d.FinishedAt, d.State != DeliveryPending }
+	// The deliverer scans the pending ones at every round.
+	s.deliveries.hot = func(d *Delivery) bool { return d.State == DeliveryPending }
+	s.deliveries.copy = func(d *Delivery) *Delivery { c := d.clone(); return &c }
+	s.debits = newTable[Debit](bucketHotDebits, gen)
+	s.debits.at = func(d *Debit) (int64, bool) { return d.CreatedAt, true }
+}
+
+// anyTable is what is done to every table alike.
+type anyTable interface {
+	clean(gen uint64)
+	takeWrites(cp *checkpoint)
+	load(tx *bbolt.Tx, extra storeExtra) error
+	buildIndexes(tx *bbolt.Tx) error
+	attach(st *store)
+	buckets() []string
+}
+
+func (s *state) tables() []anyTable { return []anyTable{s.idem, s.events, s.deliveries, s.debits} }
+
 // clean drops the entries a checkpoint of generation gen wrote and that did
 // not change since.
-func (d dirty) clean(gen uint64) {
+func (s *state) clean(gen uint64) {
+	d := s.dirty
 	maps.DeleteFunc(d.videos, func(_ string, g uint64) bool { return g <= gen })
-	maps.DeleteFunc(d.idem, func(_ idemKey, g uint64) bool { return g <= gen })
 	maps.DeleteFunc(d.sched, func(_ string, g uint64) bool { return g <= gen })
-	maps.DeleteFunc(d.events, func(_ string, g uint64) bool { return g <= gen })
-	maps.DeleteFunc(d.deliveries, func(_ string, g uint64) bool { return g <= gen })
+	for _, t := range s.tables() {
+		t.clean(gen)
+	}
 }
 
 // attach gives s its state file: from now on it tracks what changed, for the
@@ -92,6 +121,9 @@ func (s *state) attach(st *store) {
 	s.disk = st
 	if !s.dirty.tracking() {
 		s.dirty = newDirty()
+	}
+	for _, t := range s.tables() {
+		t.attach(st)
 	}
 	s.sched.TrackChanges()
 }
@@ -103,57 +135,13 @@ func (s *state) touch(v *Video) {
 	}
 }
 
-func (s *state) putIdem(r *Idempotency) {
-	k := idemKey{account: r.AccountID, key: r.Key}
-	s.idem[k] = r
-	if s.dirty.tracking() {
-		s.dirty.idem[k] = s.dirty.gen
-	}
-}
-
-func (s *state) dropIdem(k idemKey) {
-	delete(s.idem, k)
-	if s.dirty.tracking() {
-		s.dirty.idem[k] = s.dirty.gen
-	}
-}
-
-// putEvent stores an event; events are never changed once written.
-func (s *state) putEvent(e *Event) {
-	s.events[e.ID] = e
-	if s.dirty.tracking() {
-		s.dirty.events[e.ID] = s.dirty.gen
-	}
-}
-
-func (s *state) dropEvent(id string) {
-	delete(s.events, id)
-	if s.dirty.tracking() {
-		s.dirty.events[id] = s.dirty.gen
-	}
-}
-
-// deliveryChanged records that d, new or changed in place, is to be written.
-func (s *state) deliveryChanged(d *Delivery) {
-	if s.dirty.tracking() {
-		s.dirty.deliveries[d.ID()] = s.dirty.gen
-	}
-}
-
-func (s *state) dropDelivery(key string) {
-	delete(s.deliveries, key)
-	if s.dirty.tracking() {
-		s.dirty.deliveries[key] = s.dirty.gen
-	}
-}
+// idemID is an idempotency record's key in its table: the account, a zero
+// byte and the client's key, so an account's records sort together.
+func idemID(account, key string) string { return account + "\x00" + key }
 
 func hotVideoKey(account string, seq uint64) []byte {
 	k := append([]byte(account), 0)
 	return binary.BigEndian.AppendUint64(k, seq)
-}
-
-func hotIdemKey(k idemKey) []byte {
-	return append(append([]byte(k.account), 0), k.key...)
 }
 
 // hotWrite is one record of a checkpoint: put val, encoded, at key, or
@@ -165,6 +153,8 @@ type hotWrite struct {
 	bucket string
 	key    []byte
 	val    any
+	// index keeps a table's index buckets in step (nil: no index).
+	index *indexer
 }
 
 // takeHot copies the changed records for cp, which writes generation
@@ -185,11 +175,11 @@ func (s *state) takeHot(cp *checkpoint) error {
 		seq := s.seqOf[id]
 		if !finished(v) {
 			c := v.Clone()
-			cp.hot = append(cp.hot, hotWrite{bucketHotVideos, hotVideoKey(v.AccountID, seq), &c})
+			cp.hot = append(cp.hot, hotWrite{bucket: bucketHotVideos, key: hotVideoKey(v.AccountID, seq), val: &c})
 			continue
 		}
 		// It may have been hot at the last checkpoint.
-		cp.hot = append(cp.hot, hotWrite{bucketHotVideos, hotVideoKey(v.AccountID, seq), nil})
+		cp.hot = append(cp.hot, hotWrite{bucket: bucketHotVideos, key: hotVideoKey(v.AccountID, seq)})
 		_, listed := s.listedOnDisk[id]
 		c := v.Clone()
 		cp.videos = append(cp.videos, diskVideo{v: &c, seq: seq, listed: listed, orig: v})
@@ -202,27 +192,8 @@ func (s *state) takeHot(cp *checkpoint) error {
 	// In creation order: the lists grow at their ends, bbolt's cheapest write.
 	slices.SortFunc(cp.videos, func(a, b diskVideo) int { return cmp.Compare(a.seq, b.seq) })
 	cp.extra.Leftovers = slices.Sorted(maps.Keys(leftovers))
-	for k := range s.dirty.idem {
-		w := hotWrite{bucket: bucketHotIdem, key: hotIdemKey(k)}
-		if r, ok := s.idem[k]; ok {
-			w.val = r
-		}
-		cp.hot = append(cp.hot, w)
-	}
-	for id := range s.dirty.events {
-		w := hotWrite{bucket: bucketHotEvents, key: []byte(id)}
-		if e, ok := s.events[id]; ok {
-			w.val = e
-		}
-		cp.hot = append(cp.hot, w)
-	}
-	for key := range s.dirty.deliveries {
-		w := hotWrite{bucket: bucketHotDeliveries, key: []byte(key)}
-		if d, ok := s.deliveries[key]; ok {
-			c := d.clone()
-			w.val = &c
-		}
-		cp.hot = append(cp.hot, w)
+	for _, t := range s.tables() {
+		t.takeWrites(cp)
 	}
 	for id := range s.dirty.sched {
 		w := hotWrite{bucket: bucketHotSched, key: []byte(id)}
@@ -244,6 +215,11 @@ func putHotRecords(tx *bbolt.Tx, writes []hotWrite) (int64, error) {
 	var n int64
 	for _, w := range writes {
 		b := tx.Bucket([]byte(w.bucket))
+		if w.index != nil {
+			if err := w.index.update(tx, w.key, b.Get(w.key), w.val); err != nil {
+				return n, fmt.Errorf("index %s record %q: %w", w.bucket, w.key, err)
+			}
+		}
 		if w.val == nil {
 			if err := b.Delete(w.key); err != nil {
 				return n, fmt.Errorf("delete %s record %q: %w", w.bucket, w.key, err)
@@ -262,10 +238,10 @@ func putHotRecords(tx *bbolt.Tx, writes []hotWrite) (int64, error) {
 	return n, nil
 }
 
-// loadHotRecords reads the records kept one per key into s: unfinished
-// videos, idempotency records, webhook events and deliveries. The
-// scheduler's are read by loadSchedRecords, before the scheduler is restored.
-func loadHotRecords(tx *bbolt.Tx, s *state) error {
+// loadHotRecords reads the unfinished videos into s, and prepares its
+// tables, which read the file as they need it. The scheduler's records are
+// read by loadSchedRecords, before the scheduler is restored.
+func loadHotRecords(tx *bbolt.Tx, s *state, extra storeExtra) error {
 	err := tx.Bucket([]byte(bucketHotVideos)).ForEach(func(k, b []byte) error {
 		if len(k) < 9 {
 			return fmt.Errorf("hot video key %q too short", k)
@@ -284,19 +260,13 @@ func loadHotRecords(tx *bbolt.Tx, s *state) error {
 	if err != nil {
 		return err
 	}
-	// The rest decode as the snapshot stream's records do, without marking
-	// them changed: the file already holds them.
-	tracked := s.dirty
-	s.dirty = dirty{}
-	defer func() { s.dirty = tracked }()
-	for _, kind := range []struct {
-		bucket string
-		t      recordType
-	}{{bucketHotIdem, recIdempotency}, {bucketHotEvents, recEvent}, {bucketHotDeliveries, recDelivery}} {
-		err := tx.Bucket([]byte(kind.bucket)).ForEach(func(_, body []byte) error { return s.restoreRecord(kind.t, body) })
-		if err != nil {
+	for _, t := range s.tables() {
+		if err := t.load(tx, extra); err != nil {
 			return err
 		}
+	}
+	for k := range s.deliveries.mem {
+		s.pending[k] = struct{}{}
 	}
 	return nil
 }

@@ -1,6 +1,11 @@
 package fsm
 
-import "github.com/vidfarm/vidfarm/scheduler"
+import (
+	"math"
+	"time"
+
+	"github.com/vidfarm/vidfarm/scheduler"
+)
 
 // Reads. Each takes the read lock and returns copies the caller may keep and change.
 
@@ -12,6 +17,36 @@ type QueuedVideo struct {
 	// WaitReason is a stable code (scheduler.Reason) and WaitMessage its text.
 	WaitReason  string
 	WaitMessage string
+	// Stage is the step a processing video is at (scheduler.Stage*), with
+	// an auto video's scenes done and in all.
+	Stage                   string
+	ScenesDone, ScenesTotal int
+	// Wait is the estimate of a queued video's wait (EstimateWait), set by
+	// reads that ask for it; nil when not asked.
+	Wait *WaitEstimate
+}
+
+// WaitEstimate is how long a queued video may wait before it starts to
+// render, in seconds; Known is false when nothing can tell (no live node
+// can run it, or too few of its kind finished lately).
+type WaitEstimate struct {
+	Known    bool
+	P50, P90 int64
+}
+
+// EstimateWait estimates how long the queued video waits at now (Unix ns):
+// scheduler.State.EstimateWait, rounded up to whole seconds. Not a command's
+// answer: the throughput it reads is not replicated (each node counts the
+// completions it applied since it started).
+func (f *FSM) EstimateWait(videoID string, now int64) WaitEstimate {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	est, ok := f.s.sched.EstimateWait(videoID, timeOf(now))
+	if !ok {
+		return WaitEstimate{}
+	}
+	secs := func(d time.Duration) int64 { return int64(math.Ceil(d.Seconds())) }
+	return WaitEstimate{Known: true, P50: secs(est.P50), P90: secs(est.P90)}
 }
 
 // queued adds the scheduler's view to a copy of v.
@@ -27,6 +62,7 @@ func (s *state) queued(v *Video) QueuedVideo {
 	q.QueuePosition = uint64(max(st.QueuePosition, 0))
 	q.WaitReason, q.WaitMessage = string(st.Reason), st.Message
 	q.Percent = st.Percent
+	q.Stage, q.ScenesDone, q.ScenesTotal = st.Stage, st.ScenesDone, st.ScenesTotal
 	return q
 }
 
@@ -147,15 +183,17 @@ func (f *FSM) Folder(accountID, id string) (Folder, bool) {
 
 // Stats counts what the state holds, for metrics and status pages.
 type Stats struct {
-	Accounts    int
-	Keys        int
-	Videos      int
-	Queued      int
-	Idempotency int
-	Nodes       int
-	Garbage     int // intermediate blobs waiting for the leader to delete them
-	Retrying    int // tasks waiting out a backoff after a failure
-	ByStatus    map[string]int
+	// Events and Deliveries are the webhook outbox's records kept.
+	Events, Deliveries int
+	Accounts           int
+	Keys               int
+	Videos             int
+	Queued             int
+	Idempotency        int
+	Nodes              int
+	Garbage            int // intermediate blobs waiting for the leader to delete them
+	Retrying           int // tasks waiting out a backoff after a failure
+	ByStatus           map[string]int
 }
 
 // Stats returns counts of the state's records.
@@ -164,7 +202,7 @@ func (f *FSM) Stats() Stats {
 	defer f.mu.RUnlock()
 	st := Stats{
 		Accounts: len(f.s.accounts), Keys: len(f.s.keys),
-		Idempotency: len(f.s.idem), ByStatus: f.s.videosByStatus(), Nodes: len(f.s.nodes), Garbage: len(f.s.garbage),
+		Idempotency: f.s.idem.n, Events: f.s.events.n, Deliveries: f.s.deliveries.n, ByStatus: f.s.videosByStatus(), Nodes: len(f.s.nodes), Garbage: len(f.s.garbage),
 		Retrying: f.s.sched.Stats().RetryingTasks,
 	}
 	for _, n := range st.ByStatus {
@@ -180,7 +218,7 @@ func (f *FSM) Stats() Stats {
 func (f *FSM) IdempotencyReplays(accountID, key string, bodyHash [32]byte, now int64) bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	rec, ok := f.s.idem[idemKey{account: accountID, key: key}]
+	rec, ok := f.s.idem.get(idemID(accountID, key))
 	return ok && rec.CreatedAt+IdempotencyTTL > now && rec.BodyHash == bodyHash
 }
 

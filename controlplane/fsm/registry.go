@@ -72,10 +72,11 @@ const (
 	ResealWebhookType      MessageType = 50
 	SweepIntermediatesType MessageType = 51
 	BenchFillType          MessageType = 52
-	CordonNodeType         MessageType = 53
-	DrainNodeType          MessageType = 54
-	UncordonNodeType       MessageType = 55
-	HandBackDrainedType    MessageType = 56
+	CancelVideoType        MessageType = 53
+	CordonNodeType         MessageType = 54
+	DrainNodeType          MessageType = 55
+	UncordonNodeType       MessageType = 56
+	HandBackDrainedType    MessageType = 57
 )
 
 // entry is one command of the registry: its name (in logs and metrics), a
@@ -164,6 +165,7 @@ var registry = [256]entry{
 	ResealWebhookType:      command("reseal_webhook", (*state).applyResealWebhook),
 	SweepIntermediatesType: command("sweep_intermediates", (*state).applySweepIntermediates),
 	BenchFillType:          command("bench_fill", (*state).applyBenchFill),
+	CancelVideoType:        command("cancel_video", (*state).applyCancelVideo),
 	CordonNodeType:         command("cordon_node", (*state).applyCordonNode),
 	DrainNodeType:          command("drain_node", (*state).applyDrainNode),
 	UncordonNodeType:       command("uncordon_node", (*state).applyUncordonNode),
@@ -213,6 +215,7 @@ func (*ExpireSpeech) answers(int)                        {}
 func (*ResealWebhook) answers(bool)                      {}
 func (*SweepIntermediates) answers(int)                  {}
 func (*BenchFill) answers(int)                           {}
+func (*CancelVideo) answers(CancelVideoResult)           {}
 func (*CordonNode) answers(Node)                         {}
 func (*DrainNode) answers(Node)                          {}
 func (*UncordonNode) answers(Node)                       {}

@@ -10,11 +10,11 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
-	"maps"
 	"slices"
 
 	"github.com/vidfarm/vidfarm/scheduler"
 	"github.com/vmihailenco/msgpack/v5"
+	"go.etcd.io/bbolt"
 )
 
 // The snapshot stream: a magic line, then records, each a type byte, a uvarint
@@ -85,6 +85,10 @@ type record struct {
 // It is never written.
 const recAccountVideos recordType = 255
 
+// recTable stands, likewise, for a table's records (tableRecords), merged
+// with the file's by writeSnapshot.
+const recTable recordType = 254
+
 type accountVideos struct {
 	account string
 	mem     []seqVideo
@@ -101,7 +105,7 @@ type seqVideo struct {
 // lock. With hotOnly, the records a checkpoint writes one per key (hot.go)
 // are left out: videos, idempotency records, the scheduler's task graphs, webhook events and deliveries.
 func (s *state) records(hotOnly bool) []record {
-	out := make([]record, 0, 1+len(s.nodes)+len(s.accounts)+len(s.keys)+len(s.folders)+len(s.accounts)+len(s.idem)+len(s.assets)+len(s.kits))
+	out := make([]record, 0, 1+len(s.nodes)+len(s.accounts)+len(s.keys)+len(s.folders)+len(s.accounts)+len(s.accounts)+len(s.assets)+len(s.kits))
 	if hotOnly {
 		out = append(out, record{recScheduler, s.sched.SnapshotHeader()})
 	} else {
@@ -126,10 +130,6 @@ func (s *state) records(hotOnly bool) []record {
 	keysByAccount := map[string][]*Key{}
 	for _, k := range s.keys {
 		keysByAccount[k.AccountID] = append(keysByAccount[k.AccountID], k)
-	}
-	idemByAccount := map[string][]*Idempotency{}
-	for _, r := range s.idemUnlessHot(hotOnly) {
-		idemByAccount[r.AccountID] = append(idemByAccount[r.AccountID], r)
 	}
 	for _, id := range ids {
 		out = append(out, record{recAccount, *s.accounts[id]})
@@ -160,10 +160,8 @@ func (s *state) records(hotOnly bool) []record {
 		for _, kid := range s.accountKits[id] {
 			out = append(out, record{recBrandKit, s.kits[kid].Clone()})
 		}
-		rs := idemByAccount[id]
-		slices.SortFunc(rs, func(a, b *Idempotency) int { return cmp.Compare(a.Key, b.Key) })
-		for _, r := range rs {
-			out = append(out, record{recIdempotency, r.clone()})
+		if !hotOnly {
+			out = append(out, record{recTable, s.idem.snapshot(recIdempotency, idemID(id, ""))})
 		}
 		for _, wid := range s.accountWebhooks[id] {
 			out = append(out, record{recWebhook, s.webhooks[wid].clone()})
@@ -172,31 +170,19 @@ func (s *state) records(hotOnly bool) []record {
 	return append(out, s.outboxRecords(hotOnly)...)
 }
 
-func (s *state) idemUnlessHot(hotOnly bool) map[idemKey]*Idempotency {
-	if hotOnly {
-		return nil
-	}
-	return s.idem
-}
-
 // outboxRecords copies the webhook outbox: events, then deliveries, by id
 // (unless hotOnly: hot.go keeps them one per key), then the garbage list and
 // the app bridge's records.
 func (s *state) outboxRecords(hotOnly bool) []record {
 	if hotOnly {
-		return append(s.garbageRecords(), s.appRecords()...)
+		return append(s.garbageRecords(), s.appRecords(true)...)
 	}
-	out := make([]record, 0, len(s.events)+len(s.deliveries))
-	for _, id := range slices.Sorted(maps.Keys(s.events)) {
-		e := *s.events[id]
-		e.Video = e.Video.Clone()
-		out = append(out, record{recEvent, e})
-	}
-	for _, key := range slices.Sorted(maps.Keys(s.deliveries)) {
-		out = append(out, record{recDelivery, s.deliveries[key].clone()})
+	out := []record{
+		{recTable, s.events.snapshot(recEvent, "")},
+		{recTable, s.deliveries.snapshot(recDelivery, "")},
 	}
 	out = append(out, s.garbageRecords()...)
-	return append(out, s.appRecords()...)
+	return append(out, s.appRecords(false)...)
 }
 
 // videoSource expands an accountVideos record into the account's videos in
@@ -213,7 +199,14 @@ func memoryVideos(av accountVideos, emit func(Video) error) error {
 	return nil
 }
 
-func writeSnapshot(w io.Writer, records []record, videos videoSource) error {
+// writeSnapshot writes records as a snapshot stream. Stand-ins for videos
+// and tables expand from their copies alone without tx, merged with the
+// state file as tx sees it with one.
+func writeSnapshot(w io.Writer, records []record, tx *bbolt.Tx) error {
+	videos := memoryVideos
+	if tx != nil {
+		videos = diskVideos(tx)
+	}
 	bw := bufio.NewWriterSize(w, 1<<16)
 	sum := crc32.New(castagnoli)
 	out := io.MultiWriter(bw, sum)
@@ -228,6 +221,16 @@ func writeSnapshot(w io.Writer, records []record, videos videoSource) error {
 	for _, r := range records {
 		if av, ok := r.v.(accountVideos); ok {
 			if err := videos(av, emitVideo); err != nil {
+				return err
+			}
+			continue
+		}
+		if tr, ok := r.v.(tableRecords); ok {
+			err := tr.walk(tx, func(v any) error {
+				n++
+				return writeRecord(out, record{tr.typ, v})
+			})
+			if err != nil {
 				return err
 			}
 			continue
@@ -452,7 +455,7 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 		if err := msgpack.Unmarshal(body, &r); err != nil {
 			return fmt.Errorf("decode idempotency record: %w", err)
 		}
-		s.putIdem(&r)
+		s.idem.restore(idemID(r.AccountID, r.Key), &r)
 	case recAvatar:
 		var a Avatar
 		if err := msgpack.Unmarshal(body, &a); err != nil {
@@ -505,17 +508,16 @@ func (s *state) restoreOutboxRecord(t recordType, body []byte) error {
 		if err := msgpack.Unmarshal(body, &e); err != nil {
 			return fmt.Errorf("decode event: %w", err)
 		}
-		s.putEvent(&e)
+		s.events.restore(e.ID, &e)
 	case recDelivery:
 		var d Delivery
 		if err := msgpack.Unmarshal(body, &d); err != nil {
 			return fmt.Errorf("decode delivery: %w", err)
 		}
-		s.deliveries[d.ID()] = &d
+		s.deliveries.restore(d.ID(), &d)
 		if d.State == DeliveryPending {
 			s.pending[d.ID()] = struct{}{}
 		}
-		s.deliveryChanged(&d)
 	}
 	return nil
 }

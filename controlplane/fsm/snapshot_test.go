@@ -211,6 +211,14 @@ func (g *cmdGen) next(t *rapid.T) fsm.Command {
 		}
 		return &fsm.RenderPreview{VideoID: v, AccountID: acct, Now: g.now}
 	case 9:
+		if rapid.IntRange(0, 2).Draw(t, "cancel") == 0 {
+			v := pick(t, g.videos, "vid")
+			acct := g.videoAcct[v]
+			if rapid.IntRange(0, 9).Draw(t, "other_account") == 0 {
+				acct = pick(t, g.accounts, "acct")
+			}
+			return &fsm.CancelVideo{VideoID: v, AccountID: acct, Now: g.now}
+		}
 		return &fsm.FailVideo{VideoID: pick(t, g.videos, "vid"), Reason: "r", Now: g.now}
 	case 10:
 		return &fsm.ExpireIdempotency{Before: g.now - fsm.IdempotencyTTL}

@@ -7,11 +7,6 @@ import (
 	"github.com/vidfarm/vidfarm/scheduler"
 )
 
-type idemKey struct {
-	account string
-	key     string
-}
-
 // state is the data behind the FSM. Apply functions change it in place; readers
 // get copies through the FSM's methods.
 type state struct {
@@ -39,7 +34,8 @@ type state struct {
 	restoreTo *restoreSink
 	schedJoin []scheduler.VideoRecord
 
-	idem map[idemKey]*Idempotency
+	// idem holds the idempotency records by idemID (table.go).
+	idem *table[Idempotency]
 	// dirty lists the records changed since the last checkpoint (hot.go).
 	dirty dirty
 
@@ -65,10 +61,11 @@ type state struct {
 
 	webhooks        map[string]*Webhook
 	accountWebhooks map[string][]string // webhook ids in creation order
-	// events and deliveries are the webhook outbox; pending indexes the
-	// deliveries still waiting for an attempt, by Delivery.ID.
-	events     map[string]*Event
-	deliveries map[string]*Delivery
+	// events (by id) and deliveries (by Delivery.ID) are the webhook outbox
+	// (table.go); pending indexes the deliveries still waiting for an
+	// attempt, which the deliveries table keeps in memory.
+	events     *table[Event]
+	deliveries *table[Delivery]
 	pending    map[string]struct{}
 	// outboxWritten is set by an apply that wrote deliveries (not snapshotted).
 	outboxWritten bool
@@ -78,11 +75,11 @@ type state struct {
 	// out, in and debits belong to the app-database bridge (appdb.go).
 	out    outbox
 	in     inbound
-	debits map[idemKey]*Debit
+	debits *table[Debit] // by idemID
 }
 
 func newState() *state {
-	return &state{
+	s := &state{
 		accounts:       map[string]*Account{},
 		keys:           map[string]*Key{},
 		keyByHash:      map[[32]byte]string{},
@@ -94,7 +91,6 @@ func newState() *state {
 		listedOnDisk:   map[string]struct{}{},
 		diskCounts:     map[string]videoCounts{},
 		diskLeftovers:  map[string]struct{}{},
-		idem:           map[idemKey]*Idempotency{},
 		avatars:        map[string]*Avatar{},
 		accountAvatars: map[string][]string{},
 		speech:         map[string]*Speech{},
@@ -107,15 +103,14 @@ func newState() *state {
 		nodeByCred:     map[[32]byte]string{},
 		voices:         newVoiceIndex(),
 		sched:          newScheduler(),
-		debits:         map[idemKey]*Debit{},
 		members:        map[string]*Member{},
 
 		webhooks:        map[string]*Webhook{},
 		accountWebhooks: map[string][]string{},
-		events:          map[string]*Event{},
-		deliveries:      map[string]*Delivery{},
 		pending:         map[string]struct{}{},
 	}
+	s.newTables()
+	return s
 }
 
 func newScheduler() *scheduler.State {
@@ -185,9 +180,4 @@ func (v Video) Clone() Video {
 	v.Spec = v.Spec.Clone()
 	v.Artifacts = maps.Clone(v.Artifacts)
 	return v
-}
-
-func (i Idempotency) clone() Idempotency {
-	i.Original = i.Original.Clone()
-	return i
 }

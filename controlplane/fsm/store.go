@@ -36,10 +36,13 @@ const (
 	metaFormat = "format"
 	// storeFormat changes when the file's layout does; a file of another
 	// format is refused rather than misread. v2 keeps unfinished videos,
-	// task graphs and idempotency records one per key (hot.go); v1 kept them
-	// in the hot stream, which v2 still reads, so a v1 file is loaded and
-	// becomes v2 at its first checkpoint. A v1 binary refuses a v2 file.
-	storeFormat   = "vidfarm-state-v2"
+	// task graphs, idempotency records, webhook events and deliveries one
+	// per key (hot.go); v1 kept them in the hot stream, which later formats
+	// still read, so a v1 file is loaded and becomes current at its first
+	// checkpoint. v3 adds the tables' index buckets (table.go), which
+	// opening a v2 file builds. An older binary refuses a newer file.
+	storeFormat   = "vidfarm-state-v3"
+	storeFormatV2 = "vidfarm-state-v2"
 	storeFormatV1 = "vidfarm-state-v1"
 
 	hotChunk = 1 << 20
@@ -99,6 +102,8 @@ type storeExtra struct {
 	VideoSeq  uint64            `msgpack:"video_seq"`
 	Seqs      map[string]uint64 `msgpack:"seqs,omitempty"`
 	Leftovers []string          `msgpack:"leftovers"`
+	// Tables counts each table's records (table.go), by bucket.
+	Tables map[string]int `msgpack:"tables,omitempty"`
 }
 
 type store struct {
@@ -122,7 +127,12 @@ func openStore(path string) (*store, error) {
 		return nil, fmt.Errorf("open state store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range []string{bucketMeta, bucketVideos, bucketList, bucketCounts, bucketHot, bucketHotVideos, bucketHotSched, bucketHotIdem, bucketHotEvents, bucketHotDeliveries} {
+		buckets := []string{bucketMeta, bucketVideos, bucketList, bucketCounts, bucketHot, bucketHotVideos, bucketHotSched}
+		tables := newState().tables()
+		for _, t := range tables {
+			buckets = append(buckets, t.buckets()...)
+		}
+		for _, b := range buckets {
 			if _, err := tx.CreateBucketIfNotExists([]byte(b)); err != nil {
 				return err
 			}
@@ -130,6 +140,13 @@ func openStore(path string) (*store, error) {
 		meta := tx.Bucket([]byte(bucketMeta))
 		switch f := meta.Get([]byte(metaFormat)); {
 		case f == nil:
+			return meta.Put([]byte(metaFormat), []byte(storeFormat))
+		case string(f) == storeFormatV2:
+			for _, t := range tables {
+				if err := t.buildIndexes(tx); err != nil {
+					return fmt.Errorf("upgrade from %s: %w", f, err)
+				}
+			}
 			return meta.Put([]byte(metaFormat), []byte(storeFormat))
 		case string(f) != storeFormat && string(f) != storeFormatV1:
 			return fmt.Errorf("state store %s has format %q; this binary reads %q", path, f, storeFormat)
@@ -307,7 +324,7 @@ func loadState(tx *bbolt.Tx, track bool) (*state, uint64, error) {
 		}
 		s.seqOf[id] = seq
 	}
-	if err := loadHotRecords(tx, s); err != nil {
+	if err := loadHotRecords(tx, s, extra); err != nil {
 		return nil, 0, err
 	}
 	for _, id := range extra.Leftovers {

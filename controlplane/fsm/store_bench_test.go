@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -103,6 +104,69 @@ func BenchmarkCheckpointDeepQueue(b *testing.B) {
 	}
 	b.ReportMetric(float64(copyTime.Microseconds())/1000/float64(b.N), "copy-ms")
 	b.ReportMetric(float64(persistTime.Microseconds())/1000/float64(b.N), "persist-ms")
+}
+
+// BenchmarkHistoryHeap measures the heap a state keeps per video of
+// history: VIDFARM_BENCH_HISTORY videos (default 20,000), each created with
+// an idempotency key, failed, and its webhook delivered, with a checkpoint
+// every 8192 videos as Raft takes them. "memory" is a state without a file
+// (everything on the heap), "file" one with a state file, where the videos,
+// idempotency records, events and finished deliveries are on disk.
+func BenchmarkHistoryHeap(b *testing.B) {
+	n := envInt("VIDFARM_BENCH_HISTORY", 20_000)
+	for _, mode := range []string{"memory", "file"} {
+		b.Run(mode, func(b *testing.B) {
+			var perVideo float64
+			for b.Loop() {
+				perVideo = historyHeap(b, mode == "file", n)
+			}
+			b.ReportMetric(perVideo, "heap-B/video")
+		})
+	}
+}
+
+func historyHeap(b *testing.B, file bool, n int) float64 {
+	var f *fsm.FSM
+	must := func(c fsm.Command) {
+		if _, err := f.ApplyCommand(c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	before := heapAlloc()
+	if file {
+		f, must = benchStore(b)
+	} else {
+		f = fsm.New()
+		must(&fsm.CreateAccount{AccountID: "a", Name: "a", Plan: fsm.PlanMax, Credits: 1 << 40, KeyID: "k", KeyHash: keyHash("k"), KeyHint: "k", Now: t0})
+	}
+	must(&fsm.CreateWebhook{WebhookID: "whk_1", AccountID: "a", URL: "https://h.example/1", Events: []string{fsm.EventVideoFailed}, Secret: "whsec_1", Now: t0})
+	for i := range n {
+		id := fmt.Sprintf("vid_%08d", i)
+		must(&fsm.CreateVideo{VideoID: id, AccountID: "a", Spec: manualSpec("a prompt of a typical length, about a hundred characters, for a manual render"), Price: 1, Now: t0 + int64(i),
+			IdempotencyKey: "idem-" + id, BodyHash: sha256.Sum256([]byte(id))})
+		must(&fsm.FailVideo{VideoID: id, Reason: "r", Now: t0 + int64(i)})
+		must(&fsm.RecordDelivery{EventID: fsm.EventID(id), WebhookID: "whk_1", At: t0 + int64(i), Status: 200, LatencyMS: 3})
+		if file && i%8192 == 8191 {
+			checkpoint(b, f)
+		}
+	}
+	if file {
+		checkpoint(b, f)
+	}
+	held := heapAlloc() - before
+	if st := f.Stats(); st.Idempotency != n || st.Deliveries != n {
+		b.Fatalf("%+v: want %d idempotency records and deliveries", st, n)
+	}
+	return float64(held) / float64(n)
+}
+
+func heapAlloc() int64 {
+	// Twice: a sync.Pool (bbolt's pages) keeps what it held for one more cycle.
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }
 
 // envInt is the positive integer in environment variable name, or def.

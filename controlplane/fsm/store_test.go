@@ -95,7 +95,11 @@ func TestStoreMatchesMemory(t *testing.T) {
 				case len(g.videos) > 0 && rapid.IntRange(0, 1).Draw(rt, "finish") == 0:
 					// Videos finish more often than the generator makes them,
 					// so that checkpoints have something to move to disk.
-					c = &fsm.FailVideo{VideoID: rapid.SampledFrom(g.videos).Draw(rt, "fail_video"), Reason: "operator", Now: g.now}
+					v := rapid.SampledFrom(g.videos).Draw(rt, "fail_video")
+					c = &fsm.FailVideo{VideoID: v, Reason: "operator", Now: g.now}
+					if rapid.IntRange(0, 3).Draw(rt, "cancel") == 0 {
+						c = &fsm.CancelVideo{VideoID: v, AccountID: g.videoAcct[v], Now: g.now}
+					}
 				}
 				data, err := fsm.Encode(c)
 				if err != nil {

@@ -33,7 +33,7 @@ func (v *Video) deliveries() []string {
 // leftovers reports whether v is finished and holds an artifact that is
 // not one of its deliveries.
 func (v *Video) leftovers() bool {
-	if v.Status != StatusCompleted && v.Status != StatusFailed {
+	if !finished(v) {
 		return false
 	}
 	keep := v.deliveries()

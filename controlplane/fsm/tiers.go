@@ -26,7 +26,10 @@ import (
 // videoCounts counts an account's videos on disk by tag (see countTags).
 type videoCounts map[string]int
 
-func finished(v *Video) bool { return v.Status == StatusCompleted || v.Status == StatusFailed }
+// finished reports whether v reached a final status: it goes to the disk tier.
+func finished(v *Video) bool {
+	return v.Status == StatusCompleted || v.Status == StatusFailed || v.Status == StatusCanceled
+}
 
 // addVideo records a new video in memory with the next sequence number.
 func (s *state) addVideo(v *Video) {
@@ -234,6 +237,8 @@ type checkpoint struct {
 	// generation gen of the dirty sets.
 	hot []hotWrite
 	gen uint64
+	// written forget in memory the table records hot holds, once written.
+	written []func()
 }
 
 // takeCheckpoint copies what changed since the last checkpoint, and what
@@ -254,7 +259,10 @@ func (s *state) takeCheckpoint(index uint64) (*checkpoint, error) {
 // video changed since cp was taken (by a sweep) stays in memory to be
 // written again.
 func (s *state) dropWritten(cp *checkpoint) {
-	s.dirty.clean(cp.gen)
+	s.clean(cp.gen)
+	for _, forget := range cp.written {
+		forget()
+	}
 	gone := make(map[string]bool, len(cp.videos))
 	accounts := map[string]bool{}
 	for _, d := range cp.videos {
@@ -367,13 +375,20 @@ type TierStats struct {
 	VideosOnDisk   int
 	// StoreBytes is the size of the state file; 0 without one.
 	StoreBytes int64
+	// TableMemory counts, by kind, the table records held in memory
+	// (table.go), deletions not yet written included: with a file, those
+	// changed since the last checkpoint and the pending deliveries.
+	TableMemory map[string]int
 }
 
 // TierStats counts the videos in each tier, for metrics and tests.
 func (f *FSM) TierStats() TierStats {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	ts := TierStats{VideosInMemory: len(f.s.videos) - len(f.s.listedOnDisk)}
+	ts := TierStats{VideosInMemory: len(f.s.videos) - len(f.s.listedOnDisk), TableMemory: map[string]int{
+		"idempotency": len(f.s.idem.mem), "events": len(f.s.events.mem), "deliveries": len(f.s.deliveries.mem),
+		"app_debits": len(f.s.debits.mem),
+	}}
 	for _, c := range f.s.diskCounts {
 		ts.VideosOnDisk += c[""]
 	}

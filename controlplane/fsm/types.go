@@ -112,10 +112,13 @@ type Video struct {
 	CreditsCharged int64  `msgpack:"charged"`
 	// Price is what the video would cost; for a preview it is what rendering would
 	// have cost, shown to help the upgrade decision.
-	Price               int64   `msgpack:"price"`
-	Percent             int     `msgpack:"percent"`
-	ErrorMessage        string  `msgpack:"error,omitempty"`
-	CreditsRefunded     bool    `msgpack:"refunded"`
+	Price           int64  `msgpack:"price"`
+	Percent         int    `msgpack:"percent"`
+	ErrorMessage    string `msgpack:"error,omitempty"`
+	CreditsRefunded bool   `msgpack:"refunded"`
+	// RefundedCredits is what a cancel refunded (CancelRefund); a failed
+	// video is refunded its whole charge and leaves it 0.
+	RefundedCredits     int64   `msgpack:"refunded_credits,omitempty"`
 	RenderedFromPreview bool    `msgpack:"from_preview"`
 	Outputs             Outputs `msgpack:"outputs"`
 	// Artifacts are the blobs its finished tasks produced, "task/file" -> key.

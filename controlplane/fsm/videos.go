@@ -14,9 +14,8 @@ func (s *state) applyCreateVideo(c *CreateVideo) (CreateVideoResult, error) {
 	if !ok {
 		return CreateVideoResult{}, fmt.Errorf("create video for %s: %w", c.AccountID, ErrAccountNotFound)
 	}
-	ik := idemKey{account: c.AccountID, key: c.IdempotencyKey}
 	if c.IdempotencyKey != "" {
-		if rec, ok := s.idem[ik]; ok && rec.CreatedAt+IdempotencyTTL > c.Now {
+		if rec, ok := s.idem.get(idemID(c.AccountID, c.IdempotencyKey)); ok && rec.CreatedAt+IdempotencyTTL > c.Now {
 			if rec.BodyHash != c.BodyHash {
 				return CreateVideoResult{}, &DuplicateRequestError{ExistingVideoID: rec.VideoID}
 			}
@@ -61,7 +60,7 @@ func (s *state) applyCreateVideo(c *CreateVideo) (CreateVideoResult, error) {
 	s.videoChanged(v, c.Now)
 	res := CreateVideoResult{QueuedVideo: s.queued(v)}
 	if c.IdempotencyKey != "" {
-		s.putIdem(&Idempotency{
+		s.idem.put(idemID(c.AccountID, c.IdempotencyKey), &Idempotency{
 			AccountID: c.AccountID, Key: c.IdempotencyKey, BodyHash: c.BodyHash, VideoID: v.ID,
 			Original: res.Video.Clone(), QueuePosition: res.QueuePosition, WaitReason: res.WaitReason,
 			WaitMessage: res.WaitMessage, CreatedAt: c.Now,
@@ -116,17 +115,13 @@ func (s *state) applyFailVideo(c *FailVideo) (Video, error) {
 
 func (s *state) applyExpireIdempotency(c *ExpireIdempotency) (int, error) {
 	n := 0
-	for k, rec := range s.idem {
-		if rec.CreatedAt < c.Before {
-			s.dropIdem(k)
-			n++
-		}
+	for _, k := range s.idem.before(c.Before) {
+		s.idem.del(k)
+		n++
 	}
-	for k, d := range s.debits {
-		if d.CreatedAt < c.Before {
-			delete(s.debits, k)
-			n++
-		}
+	for _, k := range s.debits.before(c.Before) {
+		s.debits.del(k)
+		n++
 	}
 	return n, nil
 }

@@ -49,7 +49,7 @@ func (f *FSM) DueDeliveries(now int64, limit int) []DueDelivery {
 	}
 	ds := make([]*Delivery, 0, limit+1)
 	for key := range f.s.pending {
-		d := f.s.deliveries[key]
+		d := f.s.deliveries.mem[key] // pending: in memory
 		if !due(d, now) || (len(ds) == limit && !earlier(d, ds[limit-1])) {
 			continue
 		}
@@ -66,7 +66,11 @@ func (f *FSM) DueDeliveries(now int64, limit int) []DueDelivery {
 	}
 	out := make([]DueDelivery, 0, len(ds))
 	for _, d := range ds {
-		dd := DueDelivery{Delivery: d.clone(), Event: *f.s.events[d.EventID]}
+		e, ok := f.s.events.get(d.EventID)
+		if !ok { // cannot happen: an event stays while it has deliveries
+			panic("fsm: pending delivery " + d.ID() + " has no event")
+		}
+		dd := DueDelivery{Delivery: d.clone(), Event: *e}
 		dd.Event.Video = dd.Event.Video.Clone()
 		if w := f.s.webhooks[d.WebhookID]; w != nil {
 			dd.Secret = w.Secret
@@ -83,7 +87,7 @@ func (f *FSM) NextDeliveryAt() (int64, bool) {
 	defer f.mu.RUnlock()
 	next, found := int64(math.MaxInt64), false
 	for key := range f.s.pending {
-		d := f.s.deliveries[key]
+		d := f.s.deliveries.mem[key]
 		at := d.NextAt
 		if len(d.Attempts) == 0 {
 			at = math.MinInt64
@@ -107,12 +111,19 @@ func (f *FSM) Deliveries(q DeliveryFilter) []Delivery {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	var out []Delivery
-	for _, d := range f.s.deliveries {
+	prefix := ""
+	if q.EventID != "" {
+		prefix = deliveryKey(q.EventID, "")
+	}
+	// Without an event, every delivery kept is read: this serves operators,
+	// not clients.
+	f.s.deliveries.each(prefix, func(_ string, d *Delivery) bool {
 		if (q.AccountID == "" || d.AccountID == q.AccountID) && (q.WebhookID == "" || d.WebhookID == q.WebhookID) &&
 			(q.EventID == "" || d.EventID == q.EventID) && (q.State == "" || d.State == q.State) {
 			out = append(out, d.clone())
 		}
-	}
+		return true
+	})
 	slices.SortFunc(out, func(a, b Delivery) int {
 		if a.CreatedAt != b.CreatedAt {
 			return cmp.Compare(b.CreatedAt, a.CreatedAt)
@@ -129,7 +140,7 @@ func (f *FSM) Deliveries(q DeliveryFilter) []Delivery {
 func (f *FSM) Event(id string) (Event, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	e, ok := f.s.events[id]
+	e, ok := f.s.events.get(id)
 	if !ok {
 		return Event{}, false
 	}

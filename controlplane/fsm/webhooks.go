@@ -11,10 +11,16 @@ import (
 const (
 	EventVideoCompleted = "video.completed"
 	EventVideoFailed    = "video.failed"
+	// EventVideoCanceled is an addition to the contract (CancelVideo).
+	EventVideoCanceled = "video.canceled"
 )
 
 // EventTypes are every event type, in the order the API lists them.
-var EventTypes = []string{EventVideoCompleted, EventVideoFailed}
+var EventTypes = []string{EventVideoCompleted, EventVideoFailed, EventVideoCanceled}
+
+// DefaultEventTypes are what an endpoint registered without events gets: the
+// contract's, so that additions reach only endpoints that ask for them.
+var DefaultEventTypes = []string{EventVideoCompleted, EventVideoFailed}
 
 // MaxWebhooksPerAccount is the contract's cap on active endpoints per account.
 const MaxWebhooksPerAccount = 5
@@ -135,7 +141,7 @@ func (s *state) applyDeleteWebhook(c *DeleteWebhook) (Webhook, error) {
 		delete(s.accountWebhooks, w.AccountID)
 	}
 	for key := range s.pending {
-		if d := s.deliveries[key]; d.WebhookID == w.ID {
+		if d := s.deliveries.mem[key]; d.WebhookID == w.ID { // pending: in memory
 			s.finishDelivery(d, DeliveryCancelled, c.Now)
 		}
 	}
@@ -145,11 +151,11 @@ func (s *state) applyDeleteWebhook(c *DeleteWebhook) (Webhook, error) {
 func (s *state) finishDelivery(d *Delivery, st string, at int64) {
 	d.State, d.FinishedAt, d.NextAt = st, at, 0
 	delete(s.pending, d.ID())
-	s.deliveryChanged(d)
+	s.deliveries.mark(d.ID())
 }
 
 func (s *state) applyRecordDelivery(c *RecordDelivery) (Delivery, error) {
-	d, ok := s.deliveries[deliveryKey(c.EventID, c.WebhookID)]
+	d, ok := s.deliveries.get(deliveryKey(c.EventID, c.WebhookID))
 	if !ok {
 		return Delivery{}, fmt.Errorf("delivery of %s to %s: %w", c.EventID, c.WebhookID, ErrDeliveryNotFound)
 	}
@@ -160,8 +166,8 @@ func (s *state) applyRecordDelivery(c *RecordDelivery) (Delivery, error) {
 	if len(a.Error) > MaxAttemptError {
 		a.Error = a.Error[:MaxAttemptError]
 	}
-	d.Attempts = append(d.Attempts, a)
-	s.deliveryChanged(d)
+	d.Attempts = append(d.Attempts, a) // pending, so in memory
+	s.deliveries.mark(d.ID())
 	switch n := len(d.Attempts); {
 	case c.Status >= 200 && c.Status < 300:
 		s.finishDelivery(d, DeliveryDelivered, c.At)
@@ -174,19 +180,16 @@ func (s *state) applyRecordDelivery(c *RecordDelivery) (Delivery, error) {
 }
 
 func (s *state) applyPruneDeliveries(c *PruneDeliveries) (int, error) {
-	left := map[string]bool{} // events that keep a delivery
+	// Both scans read the tables' time indexes: finished deliveries by when
+	// they finished, events by when they were made.
 	n := 0
-	for key, d := range s.deliveries {
-		if d.State != DeliveryPending && d.FinishedAt < c.Before {
-			s.dropDelivery(key)
-			n++
-			continue
-		}
-		left[d.EventID] = true
+	for _, key := range s.deliveries.before(c.Before) {
+		s.deliveries.del(key)
+		n++
 	}
-	for id, e := range s.events {
-		if !left[id] && e.Created < c.Before {
-			s.dropEvent(id)
+	for _, id := range s.events.before(c.Before) {
+		if !s.deliveries.hasPrefix(deliveryKey(id, "")) {
+			s.events.del(id)
 		}
 	}
 	return n, nil
@@ -194,14 +197,17 @@ func (s *state) applyPruneDeliveries(c *PruneDeliveries) (int, error) {
 
 // emitVideoEvent writes v's terminal event and one pending delivery per endpoint of
 // its account subscribed to the event's type; with no subscriber nothing is kept.
-// Callers have just moved v to completed or failed.
+// Callers have just moved v to completed, failed or canceled.
 func (s *state) emitVideoEvent(v *Video, now int64) {
 	typ := EventVideoCompleted
-	if v.Status == StatusFailed {
+	switch v.Status {
+	case StatusFailed:
 		typ = EventVideoFailed
+	case StatusCanceled:
+		typ = EventVideoCanceled
 	}
 	id := EventID(v.ID)
-	if _, dup := s.events[id]; dup {
+	if s.events.has(id) {
 		return
 	}
 	var subs []*Webhook
@@ -213,13 +219,12 @@ func (s *state) emitVideoEvent(v *Video, now int64) {
 	if len(subs) == 0 {
 		return
 	}
-	s.putEvent(&Event{ID: id, Type: typ, AccountID: v.AccountID, Video: v.Clone(), Created: now})
+	s.events.put(id, &Event{ID: id, Type: typ, AccountID: v.AccountID, Video: v.Clone(), Created: now})
 	for _, w := range subs {
 		d := &Delivery{EventID: id, WebhookID: w.ID, AccountID: w.AccountID, URL: w.URL, State: DeliveryPending,
 			NextAt: now, CreatedAt: now}
-		s.deliveries[d.ID()] = d
+		s.deliveries.put(d.ID(), d)
 		s.pending[d.ID()] = struct{}{}
-		s.deliveryChanged(d)
 	}
 	s.outboxWritten = true
 }

@@ -19,6 +19,7 @@ type stateCollector struct {
 	leader *prometheus.Desc
 	tiers  *prometheus.Desc
 	file   *prometheus.Desc
+	tables *prometheus.Desc
 }
 
 func newStateCollector(f *fsm.FSM, n *raftnode.Node) *stateCollector {
@@ -30,6 +31,7 @@ func newStateCollector(f *fsm.FSM, n *raftnode.Node) *stateCollector {
 		leader: prometheus.NewDesc("vidfarm_raft_leader", "1 when this node is the Raft leader.", nil, nil),
 		tiers:  prometheus.NewDesc("vidfarm_state_videos", "Videos held by tier: memory (unfinished, and finished since the last checkpoint) or disk (the state file).", []string{"tier"}, nil),
 		file:   prometheus.NewDesc("vidfarm_state_file_bytes", "Size of the state file (state.db).", nil, nil),
+		tables: prometheus.NewDesc("vidfarm_state_records_in_memory", "Idempotency records, webhook events and deliveries held in memory (changed since the last checkpoint, and pending deliveries); the rest is served from the state file.", []string{"kind"}, nil),
 	}
 }
 
@@ -40,6 +42,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.leader
 	ch <- c.tiers
 	ch <- c.file
+	ch <- c.tables
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -47,7 +50,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for status, n := range st.ByStatus {
 		ch <- prometheus.MustNewConstMetric(c.videos, prometheus.GaugeValue, float64(n), status)
 	}
-	for kind, n := range map[string]int{"accounts": st.Accounts, "keys": st.Keys, "videos": st.Videos, "idempotency": st.Idempotency, "queued": st.Queued, "garbage_blobs": st.Garbage, "retrying_tasks": st.Retrying} {
+	for kind, n := range map[string]int{"accounts": st.Accounts, "keys": st.Keys, "videos": st.Videos, "idempotency": st.Idempotency, "webhook_events": st.Events, "webhook_deliveries": st.Deliveries, "queued": st.Queued, "garbage_blobs": st.Garbage, "retrying_tasks": st.Retrying} {
 		ch <- prometheus.MustNewConstMetric(c.counts, prometheus.GaugeValue, float64(n), kind)
 	}
 	stats := c.node.Stats()
@@ -65,4 +68,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.tiers, prometheus.GaugeValue, float64(ts.VideosInMemory), "memory")
 	ch <- prometheus.MustNewConstMetric(c.tiers, prometheus.GaugeValue, float64(ts.VideosOnDisk), "disk")
 	ch <- prometheus.MustNewConstMetric(c.file, prometheus.GaugeValue, float64(ts.StoreBytes))
+	for kind, n := range ts.TableMemory {
+		ch <- prometheus.MustNewConstMetric(c.tables, prometheus.GaugeValue, float64(n), kind)
+	}
 }

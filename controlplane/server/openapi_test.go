@@ -422,6 +422,11 @@ func TestOpenAPIDocumentMatchesServer(t *testing.T) {
 	}
 	o.run(h, exchange{name: "render again, {}", method: "POST", path: "/v1/videos/" + prevID + "/render", key: freeKey,
 		body: []byte(`{}`), status: 200, template: "/v1/videos/{id}/render"})
+	toCancel := "/v1/videos/" + h.create(key, autoReq("duration_seconds", 30))["id"].(string) + "/cancel"
+	o.run(h, exchange{name: "cancel a queued video", method: "POST", path: toCancel, key: key, status: 200, template: "/v1/videos/{id}/cancel"})
+	o.run(h, exchange{name: "cancel again, {}", method: "POST", path: toCancel, key: key, body: []byte(`{}`), status: 200, template: "/v1/videos/{id}/cancel"})
+	o.run(h, exchange{name: "cancel with a field", method: "POST", path: toCancel, key: key, body: []byte(`{"force":true}`), req: reqInvalid,
+		status: 400, code: "invalid_request", template: "/v1/videos/{id}/cancel"})
 
 	// 400.
 	for _, x := range []exchange{

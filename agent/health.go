@@ -1,0 +1,200 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/vidfarm/vidfarm/scheduler/wire"
+)
+
+// Runners are part of the node's capacity: the node advertises a model
+// only while the runner that renders it passes its health check and fits
+// a GPU of the node. The agent protocol has one way to change what a node
+// advertises, registering again (scheduler/wire: a registration under the
+// node's name replaces the node, and the control plane hands its leases
+// back). So that no running task is lost, a change of the advertised
+// models stops leasing, waits until the tasks running here have ended,
+// registers with the new models and leases again.
+
+// advertised is the capacity to register with now: the node's, less the
+// models of runners that are down or do not fit. The models of a runner
+// whose health check passes are warm (wire.Capacity.WarmModels): a Cog
+// container says READY only once its setup, which loads the weights, has
+// run, so the scheduler may prefer this node for them.
+func (a *agent) advertised() wire.Capacity {
+	c := a.capacity
+	out := withdrawn(a.runners)
+	c.Models = slices.DeleteFunc(slices.Clone(a.capacity.Models), func(m string) bool { return out[m] })
+	c.WarmModels = slices.Clone(a.capacity.WarmModels)
+	for _, r := range a.runners {
+		if r.health == nil || !r.isUp() {
+			continue
+		}
+		for _, m := range r.spec.Models {
+			if slices.Contains(c.Models, m) {
+				c.WarmModels = append(c.WarmModels, m)
+			}
+		}
+	}
+	return c
+}
+
+// checkRunners runs every health check once, at start, so that the first
+// registration advertises only the runners that answer.
+func (a *agent) checkRunners(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, r := range a.runners {
+		if r.health == nil {
+			continue
+		}
+		wg.Go(func() { a.checkRunner(ctx, r, true) })
+	}
+	wg.Wait()
+	for _, r := range a.runners {
+		if !r.fits {
+			a.log.Warn("runner needs more GPU memory than any GPU of this node has: its models are not advertised",
+				"runner", r.spec.Name, "gpu_memory_gb", r.spec.GPUMemoryGB, "models", r.spec.Models)
+		}
+	}
+}
+
+// checkRunner runs one health check of r, logs a change (and the first
+// check's failure) and reports whether there was one.
+func (a *agent) checkRunner(ctx context.Context, r *liveRunner, first bool) bool {
+	changed, err := r.check(ctx)
+	if ctx.Err() != nil {
+		return false
+	}
+	switch {
+	case err != nil && (changed || first):
+		a.log.Warn("runner is not healthy: its models are withdrawn until it is", "runner", r.spec.Name,
+			"runner_kind", r.spec.Kind, "models", r.spec.Models, "err", err)
+	case err == nil && changed:
+		a.log.Info("runner is healthy: advertising its models", "runner", r.spec.Name, "models", r.spec.Models)
+	}
+	return changed
+}
+
+// watchRunners checks each runner with a health check every
+// health_interval until ctx ends, and asks for a new registration when one
+// comes up or goes down.
+func (a *agent) watchRunners(ctx context.Context, wg *sync.WaitGroup) {
+	for _, r := range a.runners {
+		if r.health == nil {
+			continue
+		}
+		wg.Go(func() {
+			for sleep(ctx, r.spec.HealthInterval) {
+				if a.checkRunner(ctx, r, false) {
+					select {
+					case a.capChanged <- struct{}{}:
+					default:
+					}
+				}
+			}
+		})
+	}
+	wg.Go(func() { a.capacityLoop(ctx) })
+}
+
+// capacityLoop registers again whenever the advertised models change,
+// until ctx ends.
+func (a *agent) capacityLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.capChanged:
+		}
+		if err := a.reregisterCapacity(ctx); errors.Is(err, ErrRegistrationRefused) {
+			a.stop(err)
+			return
+		}
+	}
+}
+
+// reregisterCapacity registers with the advertised models if they differ
+// from the registered ones: it stops leasing, waits for the running tasks
+// to end, then registers.
+func (a *agent) reregisterCapacity(ctx context.Context) error {
+	if slices.Equal(a.advertised().Models, a.registeredModels()) {
+		return nil // the warm models follow the models
+	}
+	a.pauseLeasing()
+	defer a.resumeLeasing()
+	a.log.Info("the advertised models change: leasing no new work until the running tasks end, then registering again")
+	for {
+		a.mu.Lock()
+		running := len(a.held)
+		a.mu.Unlock()
+		if running == 0 {
+			break
+		}
+		select {
+		case <-a.idle:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if slices.Equal(a.advertised().Models, a.registeredModels()) {
+		return nil // it changed back meanwhile
+	}
+	a.regMu.Lock()
+	defer a.regMu.Unlock()
+	return a.registerLoop(ctx)
+}
+
+func (a *agent) registeredModels() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.registered
+}
+
+// pauseLeasing makes workers wait before their next lease request.
+func (a *agent) pauseLeasing() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.leaseGate = make(chan struct{})
+}
+
+// resumeLeasing lets workers lease again.
+func (a *agent) resumeLeasing() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	close(a.leaseGate)
+}
+
+// waitLeasing waits while leasing is paused; false when the agent stops
+// leasing meanwhile.
+func (a *agent) waitLeasing() bool {
+	a.mu.Lock()
+	gate := a.leaseGate
+	a.mu.Unlock()
+	select {
+	case <-gate:
+		return true
+	case <-a.leaseCtx.Done():
+		return false
+	}
+}
+
+// taskEnded tells a capacity change waiting for an idle node that a task
+// ended; a.mu is held.
+func (a *agent) taskEnded() {
+	if len(a.held) > 0 {
+		return
+	}
+	select {
+	case a.idle <- struct{}{}:
+	default:
+	}
+}
+
+// openGate is a closed channel: leasing is not paused.
+func openGate() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}

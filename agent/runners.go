@@ -1,0 +1,259 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vidfarm/vidfarm/pipeline"
+	"github.com/vidfarm/vidfarm/scheduler"
+)
+
+// healthChecker is a runner whose server can say whether it takes work now
+// (pipeline.CogRunner; later ComfyUI and OpenAI-compatible servers). The
+// node advertises a runner's models only while its Health returns nil.
+type healthChecker interface {
+	Health(ctx context.Context) error
+}
+
+var _ healthChecker = (*pipeline.CogRunner)(nil)
+
+// healthTimeout bounds one health check; the next one starts
+// health_interval after it ends.
+const healthTimeout = 10 * time.Second
+
+// checkAvailable refuses the kinds the runners file knows but this build
+// cannot drive yet.
+func checkAvailable(s RunnerSpec) error {
+	switch s.Kind {
+	case RunnerCog, RunnerCommand, RunnerHTTP:
+		if len(s.Stages) > 0 {
+			return fmt.Errorf("%w: runner %q (%s): stage %s is not available in this build yet; remove it from the runners file",
+				ErrConfig, s.Name, s.Where, s.Stages[0])
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: runner %q (%s): kind %s is not available in this build yet; remove it from the runners file",
+		ErrConfig, s.Name, s.Where, s.Kind)
+}
+
+// flagRunner is RunnerSpec.Where of a --runner spec.
+const flagRunner = "--runner"
+
+// mergeRunners joins the runners file's specs and the --runner ones
+// (Config.Runners, kind command or http, no concurrency limit); a model
+// given by both is an error.
+func mergeRunners(file []RunnerSpec, flags map[string][]string) ([]RunnerSpec, error) {
+	out := slices.Clone(file)
+	byModel := map[string]RunnerSpec{}
+	for _, s := range file {
+		if err := checkAvailable(s); err != nil {
+			return nil, err
+		}
+		for _, m := range s.Models {
+			byModel[m] = s
+		}
+	}
+	models := make([]string, 0, len(flags))
+	for m := range flags {
+		models = append(models, m)
+	}
+	slices.Sort(models)
+	for _, m := range models {
+		if s, dup := byModel[m]; dup {
+			return nil, fmt.Errorf("%w: model %q has a runner in the runners file (%q at %s) and one from --runner: give it one",
+				ErrConfig, m, s.Name, s.Where)
+		}
+		spec := RunnerSpec{Name: m, Kind: RunnerCommand, Command: slices.Clone(flags[m]), Models: []string{m}, Where: flagRunner}
+		if u, ok := runnerURL(flags[m]); ok {
+			spec.Kind, spec.URL, spec.Command = RunnerHTTP, u, nil
+		}
+		out = append(out, spec)
+	}
+	return out, nil
+}
+
+// liveRunner is a configured runner while the agent runs: its health and
+// its task slots.
+type liveRunner struct {
+	spec   RunnerSpec
+	health healthChecker // nil: no health check (command, http): always up
+	slots  chan struct{} // nil: no limit
+	fits   bool          // a GPU of the node has spec.GPUMemoryGB
+
+	mu  sync.Mutex
+	up  bool
+	err error // the last failed health check
+}
+
+// newLiveRunners prepares specs for a node with gpus: runners with a
+// health check start down until their first check passes.
+func newLiveRunners(specs []RunnerSpec, gpus []scheduler.GPU, client *http.Client) []*liveRunner {
+	out := make([]*liveRunner, 0, len(specs))
+	for _, s := range specs {
+		r := &liveRunner{spec: s, up: true, fits: s.GPUMemoryGB == 0}
+		for _, g := range gpus {
+			r.fits = r.fits || g.MemoryTotalGB >= s.GPUMemoryGB
+		}
+		if s.Concurrency > 0 {
+			r.slots = make(chan struct{}, s.Concurrency)
+		}
+		if r.health = runnerHealth(s, client); r.health != nil {
+			r.up = false
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// runnerHealth is the health check of a runner's kind; nil for kinds
+// without one. Kinds wired later plug in here.
+func runnerHealth(s RunnerSpec, client *http.Client) healthChecker {
+	switch s.Kind {
+	case RunnerCog:
+		return &pipeline.CogRunner{URL: s.URL, Client: client, Inputs: s.Inputs}
+	}
+	return nil
+}
+
+// isUp reports whether the runner's models may be advertised.
+func (r *liveRunner) isUp() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.up && r.fits
+}
+
+// check runs one health check and reports whether the runner's state
+// changed, and the check's error.
+func (r *liveRunner) check(ctx context.Context) (changed bool, err error) {
+	cctx, cancel := context.WithTimeout(ctx, healthTimeout)
+	err = r.health.Health(cctx)
+	cancel()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	changed = r.up != (err == nil)
+	r.up, r.err = err == nil, err
+	return changed, err
+}
+
+// withdrawn lists the models of runners that are down or do not fit.
+func withdrawn(runners []*liveRunner) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range runners {
+		if !r.isUp() {
+			for _, m := range r.spec.Models {
+				out[m] = true
+			}
+		}
+	}
+	return out
+}
+
+// predictionID is the Cog prediction id of a task attempt: the same for
+// a repeated request of this lease, another for every new lease.
+func predictionID(taskID string, token uint64) string {
+	sum := sha256.Sum256([]byte(taskID + "/" + strconv.FormatUint(token, 10)))
+	return pipeline.CogPredictionID(sum[:])
+}
+
+// pipelineRunner is the pipeline.Runner of r for the task j, with r's
+// concurrency and timeout.
+func (j *job) pipelineRunner(r *liveRunner, env, gpus []string) pipeline.Runner {
+	a := j.a
+	var inner pipeline.Runner
+	switch r.spec.Kind {
+	case RunnerCog:
+		inner = &pipeline.CogRunner{URL: r.spec.URL, Client: a.cfg.RunnerHTTPClient, Inputs: r.spec.Inputs,
+			ID: predictionID(j.asg.TaskID, j.asg.Token)}
+	case RunnerHTTP:
+		inner = &pipeline.HTTPRunner{URL: r.spec.URL, Client: a.cfg.RunnerHTTPClient, GPUIDs: gpus}
+	default:
+		inner = &pipeline.ExternalRunner{Command: r.spec.Command, Dir: j.dir, Env: env, Exec: a.cfg.Tools.Exec, GPUIDs: gpus}
+	}
+	g := &guardedRunner{inner: inner, slots: r.slots, timeout: r.spec.Timeout, name: r.spec.Name, log: j.t.log}
+	if r.spec.Where != flagRunner {
+		// --runner runners keep their behaviour from before the runners file.
+		g.check = a.cfg.Tools
+	}
+	if g.slots == nil && g.timeout == 0 && g.check == nil {
+		return inner
+	}
+	return g
+}
+
+// guardedRunner holds one of its runner's slots while it renders, bounds
+// the render by the runner's timeout, and holds the clip to the request
+// (pipeline.Tools.CheckClip: trimmed or scaled down where that is honest,
+// else the render fails saying why).
+type guardedRunner struct {
+	inner   pipeline.Runner
+	slots   chan struct{}
+	timeout time.Duration
+	name    string
+	check   *pipeline.Tools // nil: the clip is not checked
+	log     *slog.Logger
+}
+
+func (l *guardedRunner) Render(ctx context.Context, req pipeline.RenderRequest, progress pipeline.ProgressFunc) error {
+	if l.slots != nil {
+		select {
+		case l.slots <- struct{}{}:
+			defer func() { <-l.slots }()
+		case <-ctx.Done():
+			return fmt.Errorf("runner %s: waiting for a free slot: %w", l.name, context.Cause(ctx))
+		}
+	}
+	if l.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, l.timeout, fmt.Errorf("runner %s: the render ran past its timeout of %s", l.name, l.timeout))
+		defer cancel()
+	}
+	if l.check == nil {
+		return l.inner.Render(ctx, req, progress)
+	}
+	// The check runs before the runner's 100 %, which it reports last.
+	var done bool
+	held := func(p int) {
+		if p < 100 {
+			progress(p)
+		} else {
+			done = true
+		}
+	}
+	if progress == nil {
+		held = nil
+	}
+	if err := l.inner.Render(ctx, req, held); err != nil {
+		return err
+	}
+	c, err := l.check.CheckClip(ctx, req)
+	if err != nil {
+		return fmt.Errorf("runner %s: %w", l.name, err)
+	}
+	if c.Trimmed || c.Downscaled {
+		l.log.Info("the runner's clip was longer or larger than asked: cut and scaled to the request", "runner", l.name,
+			"trimmed", c.Trimmed, "downscaled", c.Downscaled, "width", c.Info.Width, "height", c.Info.Height,
+			"duration_seconds", c.Info.Duration.Seconds())
+	}
+	if done {
+		progress(100)
+	}
+	return nil
+}
+
+// describe is a runner for logs.
+func (s RunnerSpec) describe() string {
+	switch {
+	case s.URL != "":
+		return s.Kind + " " + pipeline.RedactURL(s.URL)
+	default:
+		return s.Kind + " " + strings.Join(s.Command, " ")
+	}
+}

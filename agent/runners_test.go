@@ -1,0 +1,281 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vidfarm/vidfarm/pipeline"
+	"github.com/vidfarm/vidfarm/scheduler"
+	"github.com/vidfarm/vidfarm/scheduler/wire"
+)
+
+const cogModel = "wan-2.2-a14b"
+
+// cogSpec is a runners-file entry for the fake Cog container f.
+func cogSpec(f *fakeCog) RunnerSpec {
+	return RunnerSpec{Name: "wan", Kind: RunnerCog, URL: f.srv.URL, Models: []string{cogModel}, Concurrency: 1,
+		HealthInterval: 20 * time.Millisecond, Inputs: map[string]string{"prompt": "prompt"}, Where: "runners.yaml:3"}
+}
+
+// lastModels returns the models of the n-th and later registrations' last
+// one, and whether there have been n.
+func lastModels(f *fakeCP, n int) ([]string, bool) {
+	regs := f.snapshot().registrations
+	if len(regs) < n {
+		return nil, false
+	}
+	return regs[len(regs)-1].Capacity.Models, true
+}
+
+// waitAdvertised waits for a registration after the first `after` that
+// advertises (or withdraws) model, and returns how many there have been.
+func waitAdvertised(t *testing.T, f *fakeCP, after int, model string, want bool) int {
+	t.Helper()
+	n := 0
+	waitFor(t, "a registration with "+model+" advertised="+map[bool]string{true: "yes", false: "no"}[want], func() bool {
+		ms, ok := lastModels(f, after+1)
+		n = len(f.snapshot().registrations)
+		return ok && slices.Contains(ms, model) == want
+	})
+	return n
+}
+
+// startCogAgent runs an agent whose runners file has cog's container for
+// cogModel, and waits until it advertises the model.
+func startCogAgent(t *testing.T, cog *fakeCog) *fakeCP {
+	t.Helper()
+	f := newFakeCP(t)
+	cfg := testConfig(t, f)
+	cfg.RunnerSpecs = []RunnerSpec{cogSpec(cog)}
+	startAgent(t, cfg)
+	waitAdvertised(t, f, 0, cogModel, true)
+	return f
+}
+
+// cogRender is a 4 s 720p render of cogModel.
+func cogRender(vid string) wire.Assignment {
+	return assignment(vid, "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: cogModel,
+		Prompt: "p", Resolution: "720p", AspectRatio: "16:9", DurationSeconds: 4})
+}
+
+func TestCogHealthGatesAdvertisedModels(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	cog := newAgentFakeCog(t, "STARTING")
+	cfg := testConfig(t, f)
+	cfg.RunnerSpecs = []RunnerSpec{cogSpec(cog)}
+	reg := prometheus.NewRegistry()
+	cfg.Metrics = reg
+	startAgent(t, cfg)
+	up := func() float64 { return gaugeValue(t, reg, "vidfarm_agent_runner_up", "cog", "wan") }
+
+	n := waitAdvertised(t, f, 0, cogModel, false)
+	if up() != 0 {
+		t.Error("vidfarm_agent_runner_up is 1 for a starting container")
+	}
+	if ms, _ := lastModels(f, 1); !slices.Contains(ms, "sora-2") {
+		t.Fatalf("first registration lacks the procedural models: %v", ms)
+	}
+	cog.setHealth("READY")
+	n = waitAdvertised(t, f, n, cogModel, true)
+	if regs := f.snapshot().registrations; !slices.Equal(regs[len(regs)-1].Capacity.WarmModels, []string{cogModel}) {
+		t.Errorf("warm models = %v, want the ready container's %s", regs[len(regs)-1].Capacity.WarmModels, cogModel)
+	}
+	if up() != 1 {
+		t.Error("vidfarm_agent_runner_up is 0 for a ready container")
+	}
+
+	// A render goes through the container, and the progress in its log
+	// (50 % of the render) reaches the control plane before it ends.
+	a := cogRender("vid_cog")
+	f.enqueue(a)
+	waitFor(t, "progress from the container's log", func() bool {
+		return slices.ContainsFunc(f.snapshot().progress, func(p wire.ProgressRequest) bool { return p.Percent >= 50 })
+	})
+	close(cog.gate)
+	c := waitComplete(t, f, a.TaskID)
+	if got := f.blob(c.Artifacts[ClipFile]); !bytes.Equal(got, cog.clip) {
+		t.Errorf("uploaded clip = %q, want the container's output", got)
+	}
+	if predicted, _ := cog.record(); !slices.Equal(predicted, []string{predictionID(a.TaskID, c.Token)}) {
+		t.Errorf("predictions = %v, want one with the task attempt's id", predicted)
+	}
+
+	// It goes away and comes back by itself.
+	cog.setHealth("DEFUNCT")
+	n = waitAdvertised(t, f, n, cogModel, false)
+	cog.setHealth("READY")
+	waitAdvertised(t, f, n, cogModel, true)
+}
+
+func TestCapacityChangeWaitsForRunningTasks(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	cog := newAgentFakeCog(t, "READY")
+	cfg := testConfig(t, f)
+	cfg.RunnerSpecs = []RunnerSpec{cogSpec(cog)}
+	gate := t.TempDir() + "/gate"
+	cfg.Runners = map[string][]string{"sora-2": gateRunner(gate)}
+	r := startAgent(t, cfg)
+	n := waitAdvertised(t, f, 0, cogModel, true)
+
+	a := assignment("vid_long", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: "sora-2",
+		Prompt: "p", Resolution: "720p", AspectRatio: "16:9", DurationSeconds: 4})
+	f.enqueue(a)
+	waitFor(t, "the task to run", func() bool { return len(f.snapshot().progress) > 0 })
+	cog.setHealth("SETUP_FAILED")
+	waitFor(t, "the agent to notice", func() bool { return strings.Contains(r.logs.String(), "the advertised models change") })
+	if got := len(f.snapshot().registrations); got != n {
+		t.Fatalf("registered again (%d registrations, had %d) while a task was running: its lease would be lost", got, n)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitComplete(t, f, a.TaskID)
+	waitAdvertised(t, f, n, cogModel, false)
+}
+
+func TestLeaseLossCancelsCogPrediction(t *testing.T) {
+	t.Parallel()
+	cog := newAgentFakeCog(t, "READY")
+	t.Cleanup(func() { close(cog.gate) })
+	f := startCogAgent(t, cog)
+	a := cogRender("vid_lost")
+	f.enqueue(a)
+	waitFor(t, "the prediction", func() bool { p, _ := cog.record(); return len(p) == 1 })
+	f.expire(a.TaskID)
+	want := predictionID(a.TaskID, 1)
+	waitFor(t, "the cancel to reach the container", func() bool { _, c := cog.record(); return slices.Equal(c, []string{want}) })
+	if _, ok := f.complete(a.TaskID); ok {
+		t.Error("a task whose lease was lost was completed")
+	}
+}
+
+func TestCogClipTooShortFailsTheTask(t *testing.T) {
+	t.Parallel()
+	cog := newAgentFakeCog(t, "READY")
+	cog.clip = testClip(t, 1280, 720, 1)
+	close(cog.gate)
+	f := startCogAgent(t, cog)
+	a := cogRender("vid_short")
+	f.enqueue(a)
+	expectFailed(t, f, a.TaskID, "runner wan: pipeline: the runner's clip does not match the request: the clip is 1280x720, 1.00 s, "+
+		"the request 1280x720 (720p 16:9), 4.00 s: too short")
+}
+
+func TestRunnerConfigRefused(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	cog := newAgentFakeCog(t, "READY")
+	comfy := RunnerSpec{Name: "comfy", Kind: RunnerComfyUI, URL: "http://127.0.0.1:8188", Models: []string{"ltx-video-13b"}, Where: "runners.yaml:9"}
+	tests := []struct {
+		name  string
+		specs []RunnerSpec
+		flags map[string][]string
+		msg   string
+	}{
+		{"kind not in this build", []RunnerSpec{cogSpec(cog), comfy}, nil,
+			`runner "comfy" (runners.yaml:9): kind comfyui is not available in this build yet`},
+		{"stage not in this build", []RunnerSpec{{Name: "lipsync", Kind: RunnerCog, URL: "http://127.0.0.1:5001", Stages: []string{StageAvatar}, Where: "runners.yaml:20"}}, nil,
+			`runner "lipsync" (runners.yaml:20): stage avatar is not available in this build yet`},
+		{"model in the file and a flag", []RunnerSpec{cogSpec(cog)}, map[string][]string{cogModel: {"/bin/true"}},
+			`model "wan-2.2-a14b" has a runner in the runners file ("wan" at runners.yaml:3) and one from --runner`},
+	}
+	for _, tc := range tests {
+		cfg := testConfig(t, f)
+		cfg.RunnerSpecs, cfg.Runners = tc.specs, tc.flags
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := Run(ctx, cfg)
+		cancel()
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: Run = %v, want ErrConfig saying %q", tc.name, err, tc.msg)
+		}
+	}
+	if regs := f.snapshot().registrations; len(regs) != 0 {
+		t.Errorf("a refused configuration registered: %d registrations", len(regs))
+	}
+}
+
+// funcRunner is a pipeline.Runner made of a function.
+type funcRunner func(ctx context.Context, req pipeline.RenderRequest, progress pipeline.ProgressFunc) error
+
+func (f funcRunner) Render(ctx context.Context, req pipeline.RenderRequest, progress pipeline.ProgressFunc) error {
+	return f(ctx, req, progress)
+}
+
+func TestGuardedRunnerSlotsAndTimeout(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var mu sync.Mutex
+	running, most := 0, 0
+	inner := funcRunner(func(ctx context.Context, _ pipeline.RenderRequest, _ pipeline.ProgressFunc) error {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		defer func() { mu.Lock(); running--; mu.Unlock() }()
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+	g := &guardedRunner{inner: inner, slots: make(chan struct{}, 2), name: "wan"}
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() {
+			if err := g.Render(context.Background(), pipeline.RenderRequest{}, nil); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	waitFor(t, "two renders to run", func() bool { mu.Lock(); defer mu.Unlock(); return running == 2 })
+	close(release)
+	wg.Wait()
+	if most != 2 {
+		t.Errorf("at most %d renders ran at once, want the runner's concurrency 2", most)
+	}
+
+	g = &guardedRunner{inner: funcRunner(func(ctx context.Context, _ pipeline.RenderRequest, _ pipeline.ProgressFunc) error {
+		<-ctx.Done()
+		return context.Cause(ctx)
+	}), timeout: time.Millisecond, name: "wan"}
+	if err := g.Render(context.Background(), pipeline.RenderRequest{}, nil); err == nil || !strings.Contains(err.Error(), "runner wan: the render ran past its timeout of 1ms") {
+		t.Errorf("Render = %v, want the runner's timeout", err)
+	}
+}
+
+func TestRunnersFitAndMerge(t *testing.T) {
+	t.Parallel()
+	gpus := []scheduler.GPU{{ID: "a", MemoryTotalGB: 24, MemoryFreeGB: 2}, {ID: "b", MemoryTotalGB: 79.19, MemoryFreeGB: 79}}
+	specs := []RunnerSpec{
+		{Name: "small", Kind: RunnerCommand, Command: []string{"/bin/true"}, Models: []string{"mochi-1"}, GPUMemoryGB: 40},
+		{Name: "huge", Kind: RunnerCommand, Command: []string{"/bin/true"}, Models: []string{"veo-3", "sora-2"}, GPUMemoryGB: 100},
+		{Name: "any", Kind: RunnerHTTP, URL: "http://127.0.0.1:1", Models: []string{"veo-2"}},
+	}
+	merged, err := mergeRunners(specs, map[string][]string{"kling-2.1-pro": {"http://127.0.0.1:9/render"}, "vidu-q1": {"/opt/vidu.sh", "--fast"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := merged[3]; got.Kind != RunnerHTTP || got.URL != "http://127.0.0.1:9/render" || got.Where != flagRunner || got.Concurrency != 0 {
+		t.Errorf("--runner URL = %+v, want kind http without a concurrency limit", got)
+	}
+	if got := merged[4]; got.Kind != RunnerCommand || !slices.Equal(got.Command, []string{"/opt/vidu.sh", "--fast"}) {
+		t.Errorf("--runner command = %+v", got)
+	}
+	out := withdrawn(newLiveRunners(merged, gpus, nil))
+	if want := map[string]bool{"veo-3": true, "sora-2": true}; !maps.Equal(out, want) {
+		t.Errorf("withdrawn = %v, want the models of the runner no GPU fits: %v", out, want)
+	}
+}
