@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 )
 
@@ -33,5 +35,33 @@ func (s *Server) handBackDrained(ctx context.Context) {
 	}
 	if len(res.Leases) > 0 {
 		s.notify.Notify()
+	}
+}
+
+// nodeMaintenanceDesc counts render nodes by maintenance state, so a
+// dashboard shows how much of the farm an operator has taken out.
+var nodeMaintenanceDesc = prometheus.NewDesc("vidfarm_render_nodes_maintenance",
+	"Registered render nodes by maintenance state: active, cordoned, draining (tasks still running) or drained (draining, running nothing).",
+	[]string{"state"}, nil)
+
+// maintenanceCollector exports nodeMaintenanceDesc at scrape time.
+type maintenanceCollector struct{ f *fsm.FSM }
+
+func (c maintenanceCollector) Describe(ch chan<- *prometheus.Desc) { ch <- nodeMaintenanceDesc }
+
+func (c maintenanceCollector) Collect(ch chan<- prometheus.Metric) {
+	counts := map[string]int{"active": 0, fsm.MaintenanceCordoned: 0, fsm.MaintenanceDraining: 0, "drained": 0}
+	for _, v := range c.f.Nodes() {
+		switch m := v.Node.Maintenance; {
+		case m == nil:
+			counts["active"]++
+		case m.State == fsm.MaintenanceDraining && v.Info.Leases == 0:
+			counts["drained"]++
+		default:
+			counts[m.State]++
+		}
+	}
+	for state, n := range counts {
+		ch <- prometheus.MustNewConstMetric(nodeMaintenanceDesc, prometheus.GaugeValue, float64(n), state)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,6 +100,10 @@ func TestNodeDrainThroughAdminAPI(t *testing.T) {
 			t.Fatalf("the render was not handed back: %+v", h.adminNode("gpu-a"))
 		}
 		time.Sleep(50 * time.Millisecond) // polling interval
+	}
+	if m := h.adminGet("/metrics"); !strings.Contains(m, `vidfarm_render_nodes_maintenance{state="drained"} 1`) ||
+		!strings.Contains(m, `vidfarm_render_nodes_maintenance{state="active"} 0`) {
+		t.Fatalf("maintenance gauge with gpu-a drained:\n%s", grepLines(m, "vidfarm_render_nodes_maintenance"))
 	}
 	if hb := h.heartbeat(a, r2); !slices.Equal(hb.Stale, []string{r2.TaskID}) {
 		t.Fatalf("the handed-back lease was not named stale: %+v", hb)

@@ -303,7 +303,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s = &Server{cfg: cfg, tls: tlsSet, Node: node, Blobs: blobs, publicLn: publicLn, adminLn: adminLn, agentLn: agentLn,
 		notify: agentapi.NewNotifier(), webhooks: engine, log: cfg.Logger, secrets: secrets}
 	engine.SetStore(node)
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newStateCollector(f, node), guards)
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newStateCollector(f, node), guards,
+		maintenanceCollector{f})
 	if err := s.openBridge(f, reg); err != nil {
 		node.Close()
 		publicLn.Close()
