@@ -95,6 +95,9 @@ type agent struct {
 	// leaseGate is closed while workers may lease; a capacity change
 	// replaces it until it has registered again.
 	leaseGate chan struct{}
+	// nodeState is the maintenance state the last heartbeat answer gave
+	// (maintenance.go).
+	nodeState string
 
 	hbNow    chan struct{} // asks the heartbeat loop for a beat now
 	fatal    chan error    // a reason to stop that is not ctx
@@ -175,6 +178,7 @@ func newAgent(ctx context.Context, cfg Config) (*agent, error) {
 		capChanged: make(chan struct{}, 1),
 		idle:       make(chan struct{}, 1),
 		leaseGate:  openGate(),
+		nodeState:  wire.NodeActive,
 		hbNow:      make(chan struct{}, 1),
 		fatal:      make(chan error, 1),
 	}
@@ -428,6 +432,7 @@ func (a *agent) heartbeat(ctx context.Context) {
 		}
 		return
 	}
+	a.noteMaintenance(resp)
 	for _, id := range resp.Stale {
 		a.mu.Lock()
 		t := a.held[id]

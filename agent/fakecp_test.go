@@ -51,6 +51,9 @@ type fakeCP struct {
 	fails         map[string]wire.FailRequest
 	refused       []string // "complete <task id>": reports refused as stale
 	deregistered  int
+	// maintenance is what heartbeat answers say an operator made of the
+	// node (its Maintenance, DrainDeadline, MaintenanceReason).
+	maintenance wire.HeartbeatResponse
 }
 
 func newFakeCP(t testing.TB) *fakeCP {
@@ -150,8 +153,8 @@ func (f *fakeCP) heartbeat(w http.ResponseWriter, r *http.Request, _ string) {
 		apiErr(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
 	}
-	var resp wire.HeartbeatResponse
 	f.mu.Lock()
+	resp := f.maintenance
 	f.heartbeats = append(f.heartbeats, req)
 	for _, l := range req.Leases {
 		if h, ok := f.held[l.TaskID]; !ok || h.Token != l.Token {
@@ -399,4 +402,12 @@ func inputsOf(into map[string]string, taskName string, c wire.CompleteRequest) m
 		into[taskName+"/"+file] = key
 	}
 	return into
+}
+
+// setMaintenance makes the next heartbeat answers carry an operator's mark
+// (state "" for none), as the control plane's do.
+func (f *fakeCP) setMaintenance(state string, deadline *time.Time, reason string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.maintenance = wire.HeartbeatResponse{Maintenance: state, DrainDeadline: deadline, MaintenanceReason: reason}
 }

@@ -84,7 +84,7 @@ var (
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRegistered, descWorkDir, descGPUTotal, descGPUUsed, descGPUUtil, descGPUTemp, descGPUErrors, descVirtualGPU, descRunnerUp} {
+	for _, d := range []*prometheus.Desc{descRegistered, descWorkDir, descGPUTotal, descGPUUsed, descGPUUtil, descGPUTemp, descGPUErrors, descVirtualGPU, descRunnerUp, descNodeState} {
 		ch <- d
 	}
 }
@@ -93,6 +93,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	a := c.a
 	cred, _ := a.session()
 	ch <- prometheus.MustNewConstMetric(descRegistered, prometheus.GaugeValue, boolValue(cred != ""))
+	a.collectNodeState(ch)
 	if size, err := dirSize(a.cfg.WorkDir); err == nil {
 		ch <- prometheus.MustNewConstMetric(descWorkDir, prometheus.GaugeValue, float64(size))
 	}

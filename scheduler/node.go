@@ -38,7 +38,10 @@ type Node struct {
 // NodeInfo is a read-only view of a node and its current use.
 type NodeInfo struct {
 	Node
-	Down         bool     `json:"down"` // silent for longer than Config.NodeTimeout
+	Down bool `json:"down"` // silent for longer than Config.NodeTimeout
+	// Cordoned is the operator's mark (SetCordoned): no new work, whatever
+	// the agent reports; kept when the node registers again.
+	Cordoned     bool     `json:"cordoned,omitempty"`
 	FreeCPUSlots int      `json:"free_cpu_slots"`
 	IdleGPUs     []string `json:"idle_gpus,omitempty"`
 	Leases       int      `json:"leases"`
@@ -64,9 +67,12 @@ type node struct {
 	capList []capEntry // the classes its hardware can run
 	free    freeView   // scratch for Place
 	leased  []*task    // tasks it holds leases on
+	// cordoned is the operator's mark (maintenance.go), apart from the
+	// agent's own Draining so that a heartbeat never lifts it.
+	cordoned bool
 }
 
-func (n *node) live() bool { return !n.down && !n.spec.Draining }
+func (n *node) live() bool { return !n.down && !n.spec.Draining && !n.cordoned }
 
 func (n *node) freeCPU() int { return max(n.spec.CPUSlots-n.usedCPU, 0) }
 
@@ -77,7 +83,7 @@ func (n *node) info() NodeInfo {
 	spec.Models = slices.Clone(n.spec.Models)
 	spec.WarmModels = slices.Clone(n.spec.WarmModels)
 	spec.LastHeartbeat = fromMS(n.lastHB)
-	out := NodeInfo{Node: spec, Down: n.down, FreeCPUSlots: n.freeCPU(), Leases: len(n.leased)}
+	out := NodeInfo{Node: spec, Down: n.down, Cordoned: n.cordoned, FreeCPUSlots: n.freeCPU(), Leases: len(n.leased)}
 	for i := range n.gpus {
 		g := &n.gpus[i]
 		if g.busy == nil {
@@ -192,14 +198,7 @@ func (s *State) RemoveNode(nodeID string, now time.Time) ([]Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	held := slices.Clone(n.leased)
-	slices.SortFunc(held, func(a, b *task) int { return cmp.Compare(a.lease.token, b.lease.token) })
-	out := make([]Lease, 0, len(held))
-	for _, t := range held {
-		out = append(out, t.leaseInfo())
-		s.releaseLease(t)
-		s.makeReady(t, ms(now))
-	}
+	out := s.handBack(n, ms(now))
 	s.countCapable(n, -1)
 	delete(s.nodes, nodeID)
 	return out, nil

@@ -63,6 +63,9 @@ func (s *State) place(nodeID string, now time.Time, dur time.Duration) (*task, e
 	if n.spec.Draining {
 		return nil, fmt.Errorf("%w: node %s is draining", ErrNoWork, nodeID)
 	}
+	if n.cordoned {
+		return nil, fmt.Errorf("%w: node %s is cordoned", ErrNoWork, nodeID)
+	}
 	free := n.view()
 	if !free.empty() {
 		for _, p := range s.prios {

@@ -36,6 +36,9 @@ type AccountRecord struct {
 type NodeRecord struct {
 	Node Node `json:"node"`
 	Down bool `json:"down,omitempty"`
+	// Cordoned is omitted when false in msgpack too, so a state without
+	// cordoned nodes encodes byte for byte as before the field existed.
+	Cordoned bool `json:"cordoned,omitempty" msgpack:",omitempty"`
 }
 
 // VideoRecord is a video and its tasks.
@@ -102,7 +105,7 @@ func (s *State) snapshot(withVideos bool) Snapshot {
 	}
 	slices.SortFunc(snap.Accounts, func(a, b AccountRecord) int { return cmp.Compare(a.ID, b.ID) })
 	for _, n := range s.nodes {
-		snap.Nodes = append(snap.Nodes, NodeRecord{Node: n.info().Node, Down: n.down})
+		snap.Nodes = append(snap.Nodes, NodeRecord{Node: n.info().Node, Down: n.down, Cordoned: n.cordoned})
 	}
 	slices.SortFunc(snap.Nodes, func(a, b NodeRecord) int { return cmp.Compare(a.Node.ID, b.Node.ID) })
 	if !withVideos {
@@ -200,6 +203,7 @@ func Restore(snap Snapshot) (*State, error) {
 			return nil, fmt.Errorf("snapshot: %w", err)
 		}
 		s.nodes[nr.Node.ID].down = nr.Down // before any class exists: no counts to fix
+		s.nodes[nr.Node.ID].cordoned = nr.Cordoned
 	}
 	var ready, leased []*task
 	var lastSeq uint64

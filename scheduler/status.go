@@ -200,9 +200,12 @@ func (s *State) reason(t *task) (Reason, string) {
 // diagnose explains why no live node can run r. It scans the nodes, which
 // is fine: it only runs for work no node can take.
 func (s *State) diagnose(r *Requirements) (Reason, string) {
-	var live, model, memory int
+	var live, held, model, memory int
 	for _, n := range s.nodes { // counts only: order-independent
 		if !n.live() {
+			if !n.down {
+				held++ // cordoned by an operator, or its agent drains
+			}
 			continue
 		}
 		live++
@@ -217,6 +220,8 @@ func (s *State) diagnose(r *Requirements) (Reason, string) {
 	}
 	gb := strconv.FormatFloat(r.GPUMemoryGB, 'g', -1, 64)
 	switch {
+	case live == 0 && held > 0:
+		return ReasonNoNodeFits, fmt.Sprintf("no node is online: %d node(s) cordoned or draining take no new work", held)
 	case live == 0:
 		return ReasonNoNodeFits, "no node is online"
 	case r.Model != "" && model == 0:

@@ -29,6 +29,8 @@ const adminUsage = `usage: vidfarm admin [--server URL] [--admin-token T] [--ca-
   credits debit --account ID --amount C --idempotency-key K
   plan set --account ID --plan free|pro|max
   video fail --video ID [--reason TEXT]
+  video inspect ID [--json]    (a video of any account and its task graph: each task's state, node, attempts, failures, times)
+  queue [--account ID] [--limit N] [--json]   (what waits, oldest first: why, position, since when)
   webhook deliveries [--account ID] [--webhook ID] [--event ID] [--state pending|delivered|abandoned|cancelled] [--limit N]
   snapshot
   status
@@ -36,6 +38,10 @@ const adminUsage = `usage: vidfarm admin [--server URL] [--admin-token T] [--ca-
   cluster members
   cluster add --node ID --raft-addr HOST:PORT --public-url U --admin-url U --agent-url U [--understands T]
   cluster remove --node ID
+  node list [--json]           (render nodes: state, GPUs, running tasks, last heartbeat, cordoned/draining since)
+  node cordon NODE [--reason TEXT] [--json]                  (no new work; running tasks go on)
+  node drain NODE [--timeout 15m] [--reason TEXT] [--json]   (cordon; tasks still running after the timeout go back to the queue, not failed)
+  node uncordon NODE [--json]  (NODE: a render node's id or name)
   backup --out FILE            (the whole state, in the snapshot format)
   restore --in FILE [--force]  (disaster recovery: replaces the cluster's state)
 `
@@ -81,11 +87,11 @@ func runAdmin(args []string) error {
 	amount := sub.Int64("amount", 0, "credits to grant or debit")
 	key := sub.String("key", "", "key id")
 	video := sub.String("video", "", "video id")
-	reason := sub.String("reason", "", "why the video is failed")
+	reason := sub.String("reason", "", "why the video is failed, or the node cordoned or drained")
 	webhookID := sub.String("webhook", "", "webhook endpoint id (whk_...)")
 	eventID := sub.String("event", "", "event id (evt_...)")
 	state := sub.String("state", "", "delivery state: pending, delivered, abandoned or cancelled")
-	limit := sub.Int("limit", 0, "at most this many deliveries, newest first (default 50, at most 500)")
+	limit := sub.Int("limit", 0, "at most this many deliveries, newest first (default 50, at most 500), or waiting videos (queue: default 100, at most 1000)")
 	idemKey := sub.String("idempotency-key", "", "debit key: the same key and amount never debits twice")
 	node := sub.String("node", "", "control-plane node id")
 	raftAddr := sub.String("raft-addr", "", "the node's Raft address (cluster add)")
@@ -96,11 +102,48 @@ func runAdmin(args []string) error {
 	outFile := sub.String("out", "", "file to write the backup to")
 	inFile := sub.String("in", "", "backup file to restore")
 	force := sub.Bool("force", false, "restore even though the cluster holds data")
-	if err := sub.Parse(rest[1:]); err != nil {
+	asJSON := sub.Bool("json", false, "node, queue and video inspect: print JSON instead of a table")
+	drainTimeout := sub.Duration("timeout", admin.DefaultDrainTimeout, "node drain: how long running tasks may finish before they are handed back")
+	subArgs := rest[1:]
+	renderNode := "" // or the video of video inspect
+	if (strings.HasPrefix(cmd, "node ") || cmd == "video inspect") && len(subArgs) > 0 && !strings.HasPrefix(subArgs[0], "-") {
+		renderNode, subArgs = subArgs[0], subArgs[1:] // node cordon NODE --reason …
+	}
+	if err := sub.Parse(subArgs); err != nil {
 		return err
 	}
+	if renderNode == "" {
+		renderNode = sub.Arg(0) // node cordon --reason … NODE
+	}
 	var out any
+	var nodes []admin.NodeJSON // node commands: printed as a table without --json
+	var table func() error     // queue, video inspect: what prints without --json
 	switch cmd {
+	case "queue":
+		var q admin.QueueJSON
+		q, err = cl.Queue(ctx, *account, *limit)
+		out, table = q, func() error { return admin.WriteQueueTable(os.Stdout, q, time.Now()) }
+	case "video inspect":
+		if renderNode == "" {
+			renderNode = *video
+		}
+		var v admin.VideoInspectJSON
+		v, err = cl.InspectVideo(ctx, renderNode)
+		out, table = v, func() error { return admin.WriteVideoInspect(os.Stdout, v, time.Now()) }
+	case "node list":
+		nodes, err = cl.Nodes(ctx)
+		out = admin.NodeList{Nodes: nodes}
+	case "node cordon", "node drain", "node uncordon":
+		var n admin.NodeJSON
+		switch cmd {
+		case "node cordon":
+			n, err = cl.CordonNode(ctx, renderNode, *reason)
+		case "node drain":
+			n, err = cl.DrainNode(ctx, renderNode, *drainTimeout, *reason)
+		default:
+			n, err = cl.UncordonNode(ctx, renderNode)
+		}
+		out, nodes = n, []admin.NodeJSON{n}
 	case "account create":
 		out, err = cl.CreateAccount(ctx, *name, *plan, *credits)
 	case "account get":
@@ -148,6 +191,13 @@ func runAdmin(args []string) error {
 	}
 	if err != nil {
 		return err
+	}
+	switch {
+	case *asJSON:
+	case nodes != nil:
+		return admin.WriteNodeTable(os.Stdout, nodes, time.Now())
+	case table != nil:
+		return table()
 	}
 	return printJSON(out)
 }

@@ -1,6 +1,7 @@
 // Package admin is the operator's API on its own listener, guarded by the admin
 // token: accounts, keys, credits and plans (how the service's own app drives
-// vidfarm), failing a video with a refund, webhook deliveries and their attempts, snapshots, status and Prometheus metrics.
+// vidfarm), failing a video with a refund, webhook deliveries and their attempts, render nodes and their
+// maintenance (cordon, drain, uncordon), snapshots, status and Prometheus metrics.
 // Client is its Go client, used by the `vidfarm admin` CLI.
 package admin
 
@@ -23,6 +24,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/controlplane/ids"
 	"github.com/vidfarm/vidfarm/controlplane/raftnode"
+	"github.com/vidfarm/vidfarm/scheduler"
 )
 
 // Node is what the admin API needs of the Raft node.
@@ -84,6 +86,8 @@ func Handler(cfg Config) http.Handler {
 		r.Get("/admin/v1/webhook-deliveries", s.webhookDeliveries)
 		r.Get("/admin/v1/cluster/status", s.clusterStatus)
 		r.Post("/admin/v1/accounts/{id}/debits", s.debit)
+		s.nodeRoutes(r)
+		s.queueRoutes(r)
 		if cfg.BenchFill {
 			r.Post("/admin/v1/bench/fill", s.benchFill)
 		}
@@ -155,6 +159,8 @@ func (s *server) refuse(w http.ResponseWriter, r *http.Request, err error) {
 		e = apierr.NotFound("api key")
 	case errors.Is(err, fsm.ErrVideoNotFound):
 		e = apierr.NotFound("video")
+	case errors.Is(err, scheduler.ErrUnknownNode):
+		e = apierr.NotFound("render node")
 	case errors.Is(err, fsm.ErrInvalidCommand), errors.Is(err, fsm.ErrInvalidTransition):
 		e = apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, err.Error())
 	case errors.Is(err, raftnode.ErrNotLeader), errors.Is(err, raftnode.ErrTimeout):

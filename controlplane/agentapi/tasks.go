@@ -55,6 +55,14 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp := wire.HeartbeatResponse{}
+	if node, ok := s.fsm.Node(n.ID); ok && node.Maintenance != nil {
+		m := node.Maintenance
+		resp.Maintenance, resp.MaintenanceReason = m.State, m.Reason
+		if m.Deadline != 0 {
+			d := time.Unix(0, m.Deadline).UTC()
+			resp.DrainDeadline = &d
+		}
+	}
 	for _, ref := range res.Stale {
 		resp.Stale = append(resp.Stale, ref.TaskID)
 	}
@@ -96,8 +104,9 @@ func (s *server) lease(w http.ResponseWriter, r *http.Request) {
 	for {
 		changed := s.notify.Changed()
 		res := fsm.LeaseResult{Why: "no task is waiting"}
-		// Placement is a Raft write; with nothing ready, skip it and wait.
-		if s.cfg.FSM.HasReadyWork() {
+		// Placement is a Raft write; with nothing ready, or a node an
+		// operator cordoned, skip it and wait.
+		if s.cfg.FSM.HasReadyWork() && !s.cordoned(n.ID) {
 			leased, err := apply(s, r, &fsm.LeaseTask{NodeID: n.ID, LeaseMS: s.cfg.LeaseDuration.Milliseconds(), Now: s.cfg.Now().UnixNano()})
 			if err != nil {
 				apierr.Write(w, r, s.fromApply(r, err))
@@ -416,4 +425,11 @@ func (s *server) deregister(w http.ResponseWriter, r *http.Request) {
 	s.notify.Notify()
 	s.log.Info("node deregistered", "node_id", n.ID, "name", n.Name)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// cordoned reports whether an operator cordoned or drained the node: the
+// scheduler would place nothing on it.
+func (s *server) cordoned(nodeID string) bool {
+	node, ok := s.fsm.Node(nodeID)
+	return ok && node.Maintenance != nil
 }

@@ -24,6 +24,9 @@ type Node struct {
 	// nil for none. They never change while the node is registered, so the
 	// copies reads return share them: read them, never write to them.
 	Voices []Voice `msgpack:"voices,omitempty"`
+	// Maintenance is the operator's mark (maintenance.go); nil while the
+	// node is active. Shared by read copies like Voices.
+	Maintenance *Maintenance `msgpack:"maintenance,omitempty"`
 }
 
 // LeaseResult answers LeaseTask: a lease, or why there is none.
@@ -41,12 +44,18 @@ func leaseDur(ms int64) time.Duration { return time.Duration(ms) * time.Millisec
 func (s *state) applyRegisterNode(c *RegisterNode) (Node, error) {
 	spec := c.Node
 	spec.ID = c.NodeID
+	maint := s.inherited(c.NodeID, c.Name)
 	// The new node first: a spec the scheduler refuses leaves the old one in place.
 	if err := s.sched.UpsertNode(spec, timeOf(c.Now)); err != nil {
 		return Node{}, fmt.Errorf("register node %s: %w", c.Name, err)
 	}
+	if maint != nil {
+		if err := s.sched.SetCordoned(c.NodeID, true, timeOf(c.Now)); err != nil {
+			return Node{}, fmt.Errorf("register node %s: %w", c.Name, err)
+		}
+	}
 	n := &Node{ID: c.NodeID, Name: c.Name, CredHash: c.CredHash, Virtual: c.Virtual, RegisteredAt: c.Now,
-		Voices: normalizeVoices(c.Voices)}
+		Voices: normalizeVoices(c.Voices), Maintenance: maint}
 	if old, ok := s.nodes[n.ID]; ok { // the same id again: its record is replaced
 		s.voices.remove(old.Voices)
 		delete(s.nodeByCred, old.CredHash)

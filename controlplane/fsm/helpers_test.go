@@ -260,3 +260,18 @@ func (w *world) readyAsset(account, id string) fsm.Asset {
 		Size: 10, BlobKey: "assets/" + id + ".png", CreatedAt: t0}})
 	return must(w, &fsm.CompleteAsset{AssetID: id, AccountID: account, StoredSize: 10, ContentType: "image/png", Now: t0 + 1})
 }
+
+// applyAll applies c as log entry index to every FSM, the way Raft does,
+// and fails the test on a refusal.
+func applyAll(t *testing.T, index uint64, c fsm.Command, fsms ...*fsm.FSM) {
+	t.Helper()
+	data, err := fsm.Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fsms {
+		if res := f.Apply(&raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: data}).(*fsm.Result); res.Err != nil {
+			t.Fatalf("%s: %v", c.Type(), res.Err)
+		}
+	}
+}

@@ -73,6 +73,10 @@ const (
 	SweepIntermediatesType MessageType = 51
 	BenchFillType          MessageType = 52
 	CancelVideoType        MessageType = 53
+	CordonNodeType         MessageType = 54
+	DrainNodeType          MessageType = 55
+	UncordonNodeType       MessageType = 56
+	HandBackDrainedType    MessageType = 57
 )
 
 // entry is one command of the registry: its name (in logs and metrics), a
@@ -162,6 +166,10 @@ var registry = [256]entry{
 	SweepIntermediatesType: command("sweep_intermediates", (*state).applySweepIntermediates),
 	BenchFillType:          command("bench_fill", (*state).applyBenchFill),
 	CancelVideoType:        command("cancel_video", (*state).applyCancelVideo),
+	CordonNodeType:         command("cordon_node", (*state).applyCordonNode),
+	DrainNodeType:          command("drain_node", (*state).applyDrainNode),
+	UncordonNodeType:       command("uncordon_node", (*state).applyUncordonNode),
+	HandBackDrainedType:    command("hand_back_drained", (*state).applyHandBackDrained),
 }
 
 // What each command answers, in type order: the R of its apply function and
@@ -208,6 +216,10 @@ func (*ResealWebhook) answers(bool)                      {}
 func (*SweepIntermediates) answers(int)                  {}
 func (*BenchFill) answers(int)                           {}
 func (*CancelVideo) answers(CancelVideoResult)           {}
+func (*CordonNode) answers(Node)                         {}
+func (*DrainNode) answers(Node)                          {}
+func (*UncordonNode) answers(Node)                       {}
+func (*HandBackDrained) answers(HandBackResult)          {}
 
 func (t MessageType) String() string {
 	if e := registry[t]; e.name != "" {

@@ -257,11 +257,30 @@ func (g *cmdGen) next(t *rapid.T) fsm.Command {
 		}
 		return &fsm.NodeHeartbeat{NodeID: node, Held: held, Draining: rapid.IntRange(0, 9).Draw(t, "drain") == 0, LeaseMS: 60_000, Now: g.now}
 	default:
-		if rapid.IntRange(0, 4).Draw(t, "deregister") == 0 {
+		switch rapid.IntRange(0, 9).Draw(t, "node_or_expire") {
+		case 0, 1:
 			return &fsm.DeregisterNode{NodeID: pick(t, g.nodes, "node"), Now: g.now}
+		case 2, 3, 4:
+			return g.maintenanceCommand(t)
 		}
 		return &fsm.ExpireLeases{Now: g.now}
 	}
+}
+
+// maintenanceCommand draws a cordon, drain, uncordon or hand-back (of a
+// missing node now and then, to be refused).
+func (g *cmdGen) maintenanceCommand(t *rapid.T) fsm.Command {
+	node := pick(t, g.nodes, "node")
+	switch rapid.IntRange(0, 3).Draw(t, "maintenance") {
+	case 0:
+		return &fsm.CordonNode{NodeID: node, Reason: rapid.SampledFrom([]string{"", "disk"}).Draw(t, "reason"), Now: g.now}
+	case 1:
+		// Now and then a deadline already behind the leader's clock, to be refused.
+		return &fsm.DrainNode{NodeID: node, Deadline: g.now + rapid.Int64Range(-1e9, 120*1e9).Draw(t, "drain_for"), Now: g.now}
+	case 2:
+		return &fsm.UncordonNode{NodeID: node, Now: g.now}
+	}
+	return &fsm.HandBackDrained{Now: g.now}
 }
 
 // nextAssetCommand draws an asset or brand-kit command.

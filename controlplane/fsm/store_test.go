@@ -380,16 +380,7 @@ func TestStoreKeepsWebhookOutbox(t *testing.T) {
 	apply := func(c fsm.Command) {
 		t.Helper()
 		index++
-		data, err := fsm.Encode(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range []*fsm.FSM{mem, disk} {
-			res := f.Apply(&raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: data}).(*fsm.Result)
-			if res.Err != nil {
-				t.Fatalf("%s: %v", c.Type(), res.Err)
-			}
-		}
+		applyAll(t, index, c, mem, disk)
 	}
 	// restart checkpoints the file, reopens it and compares with memory.
 	restart := func(when string) {

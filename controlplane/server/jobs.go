@@ -79,6 +79,7 @@ func (s *Server) leaderJobs(ctx context.Context) {
 			if leader {
 				s.publishSelf(ctx)
 				s.expireLeases(ctx)
+				s.handBackDrained(ctx)
 				s.stopExport(ctx)
 			}
 		}

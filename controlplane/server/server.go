@@ -304,7 +304,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		notify: agentapi.NewNotifier(), webhooks: engine, log: cfg.Logger, secrets: secrets}
 	engine.SetStore(node)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newStateCollector(f, node), guards,
-		&farmCollector{f: f, dataDir: cfg.DataDir, now: time.Now, log: cfg.Logger})
+		&farmCollector{f: f, dataDir: cfg.DataDir, now: time.Now, log: cfg.Logger}, maintenanceCollector{f})
 	if err := s.openBridge(f, reg); err != nil {
 		node.Close()
 		publicLn.Close()

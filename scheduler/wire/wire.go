@@ -153,10 +153,26 @@ type HeartbeatRequest struct {
 }
 
 // HeartbeatResponse lists the leases that were not renewed: the node must stop
-// those tasks and discard their results.
+// those tasks and discard their results. It also says what an operator
+// made of the node: while Maintenance is set the node gets no new work.
 type HeartbeatResponse struct {
 	Stale []string `json:"stale,omitempty"` // task ids
+	// Maintenance is NodeCordoned or NodeDraining; absent: the node is active.
+	Maintenance string `json:"maintenance,omitempty"`
+	// DrainDeadline (draining) is when the tasks the node still runs are
+	// handed back to the queue; a later heartbeat names them stale.
+	DrainDeadline *time.Time `json:"drain_deadline,omitempty"`
+	// MaintenanceReason is the operator's note, if any.
+	MaintenanceReason string `json:"maintenance_reason,omitempty"`
 }
+
+// A node's maintenance states (HeartbeatResponse.Maintenance; NodeActive is
+// the empty value's name in logs and metrics).
+const (
+	NodeActive   = "active"
+	NodeCordoned = "cordoned"
+	NodeDraining = "draining"
+)
 
 // LeaseRequest asks for one task.
 type LeaseRequest struct{}

@@ -1,0 +1,230 @@
+package admin
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/vidfarm/vidfarm/controlplane/apierr"
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+)
+
+// Node maintenance (fsm/maintenance.go): list the render nodes, cordon,
+// drain and uncordon them.
+//
+//	GET  /admin/v1/nodes                 -> 200 NodeList
+//	GET  /admin/v1/nodes/{id}            -> 200 NodeJSON
+//	POST /admin/v1/nodes/{id}/cordon     {"reason"}                    -> 200 NodeJSON
+//	POST /admin/v1/nodes/{id}/drain      {"timeout_seconds", "reason"} -> 200 NodeJSON
+//	POST /admin/v1/nodes/{id}/uncordon                                 -> 200 NodeJSON
+//
+// {id} is a node id or a node's name (an agent's --name, unique in the farm).
+
+// The states NodeJSON.State takes.
+const (
+	NodeActive   = "active"
+	NodeCordoned = fsm.MaintenanceCordoned
+	NodeDraining = fsm.MaintenanceDraining
+	// NodeDrained is a draining node that runs nothing any more: safe to stop.
+	NodeDrained = "drained"
+)
+
+// DefaultDrainTimeout is how long a drain lets running tasks finish when the
+// request names no timeout; MaxDrainTimeout the longest it accepts.
+const (
+	DefaultDrainTimeout = 15 * time.Minute
+	MaxDrainTimeout     = 7 * 24 * time.Hour
+)
+
+// NodeList answers GET /admin/v1/nodes.
+type NodeList struct {
+	Nodes []NodeJSON `json:"nodes"`
+}
+
+// NodeJSON is a render node as an operator sees it.
+type NodeJSON struct {
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	State string `json:"state"` // active, cordoned, draining or drained
+	// Down: the node stopped heartbeating (scheduler NodeTimeout).
+	Down bool `json:"down"`
+	// AgentDraining: the agent itself asked for no new work (it is stopping).
+	AgentDraining bool          `json:"agent_draining,omitempty"`
+	GPUs          []NodeGPUJSON `json:"gpus"`
+	CPUSlots      int           `json:"cpu_slots"`
+	FreeCPUSlots  int           `json:"free_cpu_slots"`
+	RunningTasks  []RunningTask `json:"running_tasks"`
+	LastHeartbeat time.Time     `json:"last_heartbeat"`
+	RegisteredAt  time.Time     `json:"registered_at"`
+	// MaintenanceSince is when the node was cordoned or drained.
+	MaintenanceSince *time.Time `json:"maintenance_since,omitempty"`
+	// DrainDeadline is when the tasks a draining node still runs are handed back.
+	DrainDeadline     *time.Time `json:"drain_deadline,omitempty"`
+	MaintenanceReason string     `json:"maintenance_reason,omitempty"`
+}
+
+// NodeGPUJSON is one GPU of a node.
+type NodeGPUJSON struct {
+	ID            string  `json:"id"`
+	MemoryTotalGB float64 `json:"memory_total_gb"`
+	Busy          bool    `json:"busy"`
+}
+
+// RunningTask is a lease a node holds.
+type RunningTask struct {
+	TaskID   string    `json:"task_id"`
+	VideoID  string    `json:"video_id"`
+	Attempt  int       `json:"attempt"`
+	Granted  time.Time `json:"granted_at"`
+	Deadline time.Time `json:"lease_deadline"`
+}
+
+func (s *server) nodeRoutes(r chi.Router) {
+	r.Get("/admin/v1/nodes", s.listNodes)
+	r.Get("/admin/v1/nodes/{id}", s.getNode)
+	r.Post("/admin/v1/nodes/{id}/cordon", s.cordonNode)
+	r.Post("/admin/v1/nodes/{id}/drain", s.drainNode)
+	r.Post("/admin/v1/nodes/{id}/uncordon", s.uncordonNode)
+}
+
+func (s *server) nodeView(v fsm.NodeView) NodeJSON {
+	leases := s.cfg.FSM.NodeLeases(v.Node.ID)
+	out := NodeJSON{
+		ID: v.Node.ID, Name: v.Node.Name, State: NodeActive, Down: v.Info.Down, AgentDraining: v.Info.Draining,
+		GPUs: []NodeGPUJSON{}, CPUSlots: v.Info.CPUSlots, FreeCPUSlots: v.Info.FreeCPUSlots,
+		RunningTasks:  make([]RunningTask, 0, len(leases)),
+		LastHeartbeat: v.Info.LastHeartbeat.UTC(), RegisteredAt: time.Unix(0, v.Node.RegisteredAt).UTC(),
+	}
+	idle := map[string]bool{}
+	for _, id := range v.Info.IdleGPUs {
+		idle[id] = true
+	}
+	for _, g := range v.Info.GPUs {
+		out.GPUs = append(out.GPUs, NodeGPUJSON{ID: g.ID, MemoryTotalGB: g.MemoryTotalGB, Busy: !idle[g.ID]})
+	}
+	for _, l := range leases {
+		out.RunningTasks = append(out.RunningTasks, RunningTask{TaskID: l.TaskID, VideoID: l.VideoID, Attempt: l.Attempt,
+			Granted: l.GrantedAt.UTC(), Deadline: l.Deadline.UTC()})
+	}
+	if m := v.Node.Maintenance; m != nil {
+		out.State = m.State
+		if m.State == fsm.MaintenanceDraining && len(leases) == 0 {
+			out.State = NodeDrained
+		}
+		since := time.Unix(0, m.Since).UTC()
+		out.MaintenanceSince, out.MaintenanceReason = &since, m.Reason
+		if m.Deadline != 0 {
+			d := time.Unix(0, m.Deadline).UTC()
+			out.DrainDeadline = &d
+		}
+	}
+	return out
+}
+
+func (s *server) listNodes(w http.ResponseWriter, r *http.Request) {
+	out := NodeList{Nodes: []NodeJSON{}}
+	for _, v := range s.cfg.FSM.Nodes() {
+		out.Nodes = append(out.Nodes, s.nodeView(v))
+	}
+	apierr.WriteJSON(w, http.StatusOK, out)
+}
+
+// findNode resolves {id}, a node id or name, or answers 404.
+func (s *server) findNode(w http.ResponseWriter, r *http.Request) (fsm.NodeView, bool) {
+	key := chi.URLParam(r, "id")
+	for _, v := range s.cfg.FSM.Nodes() {
+		if v.Node.ID == key || v.Node.Name == key {
+			return v, true
+		}
+	}
+	apierr.Write(w, r, apierr.New(http.StatusNotFound, apierr.CodeNotFound,
+		"no render node with id or name "+key+": `vidfarm admin node list` shows them"))
+	return fsm.NodeView{}, false
+}
+
+func (s *server) getNode(w http.ResponseWriter, r *http.Request) {
+	if v, ok := s.findNode(w, r); ok {
+		apierr.WriteJSON(w, http.StatusOK, s.nodeView(v))
+	}
+}
+
+// maintenanceRequest is the body of cordon and drain, which may be empty.
+type maintenanceRequest struct {
+	Reason string `json:"reason"`
+	// TimeoutSeconds (drain): how long running tasks may go on before they
+	// are handed back; absent: DefaultDrainTimeout; 0: at once.
+	TimeoutSeconds *float64 `json:"timeout_seconds"`
+}
+
+// decodeMaintenance reads an optional maintenanceRequest.
+func decodeMaintenance(w http.ResponseWriter, r *http.Request) (maintenanceRequest, bool) {
+	var req maintenanceRequest
+	if r.ContentLength == 0 {
+		return req, true
+	}
+	if !decode(w, r, &req) {
+		return req, false
+	}
+	if len(req.Reason) > 500 {
+		apierr.Write(w, r, apierr.Invalid("reason", "reason must be at most 500 bytes"))
+		return req, false
+	}
+	return req, true
+}
+
+// answerNode proposes cmd and answers the node as it now is.
+func (s *server) answerNode(w http.ResponseWriter, r *http.Request, cmd fsm.Typed[fsm.Node], id string) {
+	if _, ok := apply(s, w, r, cmd); !ok {
+		return
+	}
+	for _, v := range s.cfg.FSM.Nodes() {
+		if v.Node.ID == id {
+			s.cfg.Logger.Info("node maintenance", "command", cmd.Type().String(), "node_id", id, "node_name", v.Node.Name)
+			apierr.WriteJSON(w, http.StatusOK, s.nodeView(v))
+			return
+		}
+	}
+	apierr.Write(w, r, apierr.NotFound("node "+id)) // deregistered meanwhile
+}
+
+func (s *server) cordonNode(w http.ResponseWriter, r *http.Request) {
+	v, ok := s.findNode(w, r)
+	if !ok {
+		return
+	}
+	req, ok := decodeMaintenance(w, r)
+	if ok {
+		s.answerNode(w, r, &fsm.CordonNode{NodeID: v.Node.ID, Reason: req.Reason, Now: s.cfg.Now().UnixNano()}, v.Node.ID)
+	}
+}
+
+func (s *server) drainNode(w http.ResponseWriter, r *http.Request) {
+	v, ok := s.findNode(w, r)
+	if !ok {
+		return
+	}
+	req, ok := decodeMaintenance(w, r)
+	if !ok {
+		return
+	}
+	timeout := DefaultDrainTimeout
+	if t := req.TimeoutSeconds; t != nil {
+		if !(*t >= 0 && *t <= MaxDrainTimeout.Seconds()) {
+			apierr.Write(w, r, apierr.Invalid("timeout_seconds", "timeout_seconds must be from 0 to 604800 (7 days)"))
+			return
+		}
+		timeout = time.Duration(*t * float64(time.Second))
+	}
+	now := s.cfg.Now()
+	s.answerNode(w, r, &fsm.DrainNode{NodeID: v.Node.ID, Deadline: now.Add(timeout).UnixNano(), Reason: req.Reason,
+		Now: now.UnixNano()}, v.Node.ID)
+}
+
+func (s *server) uncordonNode(w http.ResponseWriter, r *http.Request) {
+	v, ok := s.findNode(w, r)
+	if !ok {
+		return
+	}
+	s.answerNode(w, r, &fsm.UncordonNode{NodeID: v.Node.ID, Now: s.cfg.Now().UnixNano()}, v.Node.ID)
+}

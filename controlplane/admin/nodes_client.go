@@ -1,0 +1,102 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"text/tabwriter"
+	"time"
+)
+
+// Nodes lists the render nodes.
+func (c *Client) Nodes(ctx context.Context) ([]NodeJSON, error) {
+	var out NodeList
+	err := c.into(ctx, http.MethodGet, "/admin/v1/nodes", nil, &out)
+	return out.Nodes, err
+}
+
+// CordonNode stops placing work on a node (id or name); its running tasks go on.
+func (c *Client) CordonNode(ctx context.Context, node, reason string) (NodeJSON, error) {
+	return c.maintain(ctx, node, "cordon", map[string]any{"reason": reason})
+}
+
+// DrainNode cordons a node and hands back, after timeout, the tasks it still runs.
+func (c *Client) DrainNode(ctx context.Context, node string, timeout time.Duration, reason string) (NodeJSON, error) {
+	return c.maintain(ctx, node, "drain", map[string]any{"reason": reason, "timeout_seconds": timeout.Seconds()})
+}
+
+// UncordonNode lifts a node's cordon or drain.
+func (c *Client) UncordonNode(ctx context.Context, node string) (NodeJSON, error) {
+	return c.maintain(ctx, node, "uncordon", nil)
+}
+
+func (c *Client) maintain(ctx context.Context, node, action string, body any) (NodeJSON, error) {
+	var out NodeJSON
+	if node == "" {
+		return out, fmt.Errorf("node %s: name the node (its id or name, from `vidfarm admin node list`)", action)
+	}
+	err := c.into(ctx, http.MethodPost, "/admin/v1/nodes/"+url.PathEscape(node)+"/"+action, body, &out)
+	return out, err
+}
+
+// WriteNodeTable writes nodes as a table for a terminal: one line a node,
+// times relative to now.
+func WriteNodeTable(w io.Writer, nodes []NodeJSON, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tNAME\tSTATE\tGPUS\tRUNNING\tLAST HEARTBEAT\tSINCE\tDEADLINE\tREASON")
+	for _, n := range nodes {
+		state := n.State
+		if n.Down {
+			state += ",down"
+		}
+		if n.AgentDraining {
+			state += ",agent-draining"
+		}
+		busy := 0
+		for _, g := range n.GPUs {
+			if g.Busy {
+				busy++
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d busy\t%d\t%s\t%s\t%s\t%s\n", n.ID, n.Name, state, busy, len(n.GPUs),
+			len(n.RunningTasks), ago(now, n.LastHeartbeat), agoPtr(now, n.MaintenanceSince), untilPtr(now, n.DrainDeadline),
+			dash(n.MaintenanceReason))
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// ago writes how long before now t was, in whole seconds ("12s ago").
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return now.Sub(t).Round(time.Second).String() + " ago"
+}
+
+func agoPtr(now time.Time, t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return ago(now, *t)
+}
+
+// untilPtr writes how long after now t is ("in 4m0s"), or "passed".
+func untilPtr(now time.Time, t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	d := t.Sub(now).Round(time.Second)
+	if d <= 0 {
+		return "passed"
+	}
+	return "in " + d.String()
+}

@@ -1,0 +1,94 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"text/tabwriter"
+	"time"
+)
+
+// Queue lists the oldest waiting videos (of one account, "" for all), at
+// most limit (0: the server's default).
+func (c *Client) Queue(ctx context.Context, account string, limit int) (QueueJSON, error) {
+	q := url.Values{}
+	if account != "" {
+		q.Set("account", account)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	path := "/admin/v1/queue"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var out QueueJSON
+	err := c.into(ctx, http.MethodGet, path, nil, &out)
+	return out, err
+}
+
+// InspectVideo reads a video of any account with its task graph.
+func (c *Client) InspectVideo(ctx context.Context, id string) (VideoInspectJSON, error) {
+	var out VideoInspectJSON
+	if id == "" {
+		return out, fmt.Errorf("video inspect: name the video (vid_…)")
+	}
+	err := c.into(ctx, http.MethodGet, "/admin/v1/videos/"+url.PathEscape(id), nil, &out)
+	return out, err
+}
+
+// WriteQueueTable writes the queue for a terminal: a summary line, then one
+// line a waiting video, ages relative to now.
+func WriteQueueTable(w io.Writer, q QueueJSON, now time.Time) error {
+	more := ""
+	if q.HasMore {
+		more = " (more wait: raise --limit)"
+	}
+	fmt.Fprintf(w, "%d unfinished videos, %d tasks ready; %d waiting shown, oldest first%s\n",
+		q.UnfinishedVideos, q.ReadyTasks, len(q.Waiting), more)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "VIDEO\tACCOUNT\tMODEL\tTASK\tPOSITION\tREASON\tWAITING\tAGE\tMESSAGE")
+	for _, v := range q.Waiting {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", v.VideoID, v.AccountID, dash(v.Model), dash(v.Task),
+			v.QueuePosition, v.Reason, agoPtr(now, v.WaitingSince), ago(now, v.CreatedAt), v.Message)
+	}
+	return tw.Flush()
+}
+
+// WriteVideoInspect writes a video and its task graph for a terminal.
+func WriteVideoInspect(w io.Writer, v VideoInspectJSON, now time.Time) error {
+	fmt.Fprintf(w, "%s  account %s  %s %s  %s  %d%%  charged %d", v.VideoID, v.AccountID, v.Mode, dash(v.Model), v.Status,
+		v.Percent, v.CreditsCharged)
+	if v.CreditsRefunded {
+		fmt.Fprint(w, " (refunded)")
+	}
+	fmt.Fprintf(w, "\ncreated %s, started %s, finished %s\n", ago(now, v.CreatedAt), agoPtr(now, v.StartedAt), agoPtr(now, v.FinishedAt))
+	if v.Reason != "" {
+		fmt.Fprintf(w, "waiting: %s (position %d): %s\n", v.Reason, v.QueuePosition, v.Message)
+	}
+	if v.Error != "" {
+		fmt.Fprintf(w, "error: %s\n", v.Error)
+	}
+	if len(v.Tasks) == 0 {
+		_, err := fmt.Fprintln(w, "no task graph: the scheduler forgets a video's tasks once it has finished")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tKIND\tSTATE\tAFTER\tNODE\tATTEMPTS\tFAILURES\tPERCENT\tREADY\tLEASED\tLAST FAILURE")
+	for _, t := range v.Tasks {
+		node := t.Node
+		if node == "" {
+			node = t.DoneNode
+		}
+		after := "-"
+		if len(t.Deps) > 0 {
+			after = fmt.Sprint(t.Deps)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%.0f\t%s\t%s\t%s\n", t.Name, t.Kind, t.State, after, dash(node), t.Attempts,
+			t.Failures, t.Percent, agoPtr(now, t.ReadySince), agoPtr(now, t.Leased), dash(t.LastFailure))
+	}
+	return tw.Flush()
+}

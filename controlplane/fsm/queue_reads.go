@@ -1,0 +1,99 @@
+package fsm
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/vidfarm/vidfarm/scheduler"
+)
+
+// Reads for operators: what waits in the queue and why (`vidfarm admin
+// queue`), and one video's task graph (`vidfarm admin video inspect`).
+
+// WaitingVideo is a video that waits for a node, with the task that waits.
+type WaitingVideo struct {
+	QueuedVideo
+	// Task is the video's first task (in graph order) that is ready or
+	// waiting out a retry backoff; zero when the scheduler has none.
+	Task scheduler.TaskRecord
+}
+
+// QueueView is the oldest waiting videos and the queue's size.
+type QueueView struct {
+	// Unfinished counts the videos queued or processing; ReadyTasks the
+	// tasks ready for placement (any video's).
+	Unfinished int
+	ReadyTasks int
+	// Videos are the oldest waiting videos (a wait reason is set), oldest
+	// first; HasMore says more wait than the limit.
+	Videos  []WaitingVideo
+	HasMore bool
+}
+
+// Queue returns up to limit waiting videos, oldest first, of one account
+// ("" for all). It sorts the unfinished videos by creation and asks the
+// scheduler why each waits until it has found limit of them, so its cost
+// is a sort of the unfinished videos plus a status per video looked at,
+// not a status for every queued video. Media jobs (avatars, speech) are not
+// listed.
+func (f *FSM) Queue(accountID string, limit int) QueueView {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	type cand struct {
+		v   *Video
+		seq uint64
+	}
+	var cands []cand
+	for id, v := range f.s.videos {
+		if (v.Status == StatusQueued || v.Status == StatusProcessing) && (accountID == "" || v.AccountID == accountID) {
+			cands = append(cands, cand{v, f.s.seqOf[id]})
+		}
+	}
+	slices.SortFunc(cands, func(a, b cand) int { return cmp.Compare(a.seq, b.seq) })
+	out := QueueView{Unfinished: len(cands), ReadyTasks: f.s.sched.ReadyTasks()}
+	for _, c := range cands {
+		q := f.s.queued(c.v)
+		if q.WaitReason == "" {
+			continue
+		}
+		if len(out.Videos) == limit {
+			out.HasMore = true
+			break
+		}
+		w := WaitingVideo{QueuedVideo: q}
+		if rec, ok := f.s.sched.VideoRecord(c.v.ID); ok {
+			for _, t := range rec.Tasks {
+				if t.State == scheduler.TaskReady || t.State == scheduler.TaskRetrying {
+					w.Task = t
+					break
+				}
+			}
+		}
+		out.Videos = append(out.Videos, w)
+	}
+	return out
+}
+
+// VideoGraph is a video with the scheduler's record of its tasks.
+type VideoGraph struct {
+	QueuedVideo
+	// Tasks are in graph order, while the scheduler holds the video: from
+	// creation until it completes or fails (then it forgets them), so a
+	// finished video has none.
+	Tasks []scheduler.TaskRecord
+}
+
+// VideoGraph returns video id of any account with its tasks.
+func (f *FSM) VideoGraph(id string) (VideoGraph, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	v, _, ok := f.s.lookupVideo(id)
+	if !ok {
+		return VideoGraph{}, false
+	}
+	g := VideoGraph{QueuedVideo: f.s.queued(v)}
+	if rec, ok := f.s.sched.VideoRecord(id); ok {
+		g.Tasks = rec.Tasks
+	}
+	return g, true
+}
