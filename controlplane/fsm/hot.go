@@ -87,6 +87,7 @@ func (s *state) newTables() {
 	// The deliverer scans the pending ones at every round.
 	s.deliveries.hot = func(d *Delivery) bool { return d.State == DeliveryPending }
 	s.deliveries.copy = func(d *Delivery) *Delivery { c := d.clone(); return &c }
+	s.deliveries.group = func(d *Delivery) (string, int64) { return d.WebhookID, d.CreatedAt }
 	s.debits = newTable[Debit](bucketHotDebits, gen)
 	s.debits.at = func(d *Debit) (int64, bool) { return d.CreatedAt, true }
 }

@@ -140,9 +140,23 @@ func TestStoreMatchesMemory(t *testing.T) {
 
 // sameListings compares filtered and paged listings.
 func sameListings(t *rapid.T, g *cmdGen, a, b *fsm.FSM) {
+	for _, wh := range g.webhooks {
+		after := ""
+		for range 100 { // each endpoint's deliveries, two at a time
+			x, errx := a.WebhookDeliveries(wh[1], wh[0], after, 2)
+			y, erry := b.WebhookDeliveries(wh[1], wh[0], after, 2)
+			if !reflect.DeepEqual(answerOf(x, errx), answerOf(y, erry)) {
+				t.Fatalf("deliveries of %s after %q differ:\n%#v\n%#v", wh[0], after, x, y)
+			}
+			if errx != nil || !x.HasMore {
+				break
+			}
+			after = x.Deliveries[len(x.Deliveries)-1].ID()
+		}
+	}
 	for _, id := range g.accounts {
 		flts := []fsm.VideoFilter{{Limit: 2}}
-		for _, st := range []string{fsm.StatusQueued, fsm.StatusProcessing, fsm.StatusCompleted, fsm.StatusFailed, fsm.StatusPreview} {
+		for _, st := range []string{fsm.StatusQueued, fsm.StatusProcessing, fsm.StatusCompleted, fsm.StatusFailed, fsm.StatusPreview, fsm.StatusCanceled} {
 			flts = append(flts, fsm.VideoFilter{Status: st, Limit: 2})
 			for _, fo := range g.folders[id] {
 				flts = append(flts, fsm.VideoFilter{Status: st, FolderID: fo, Limit: 2})

@@ -45,6 +45,9 @@ type table[V any] struct {
 	at func(*V) (int64, bool)
 	// hot marks a record kept in memory whatever the checkpoints; nil: none.
 	hot func(*V) bool
+	// group puts a record in a group that eachInGroup lists newest first,
+	// by the time it returns (deliveries by endpoint); nil: no groups.
+	group func(*V) (string, int64)
 	// copy returns a copy that nothing changes later; nil for records that
 	// are replaced, never changed in place.
 	copy func(*V) *V
@@ -54,11 +57,12 @@ func newTable[V any](bucket string, gen func() (uint64, bool)) *table[V] {
 	return &table[V]{bucket: bucket, mem: map[string]*V{}, dirty: map[string]uint64{}, gen: gen}
 }
 
-func (t *table[V]) timeBucket() []byte { return []byte(t.bucket + "_by_time") }
-func (t *table[V]) hotBucket() []byte  { return []byte(t.bucket + "_hot") }
+func (t *table[V]) timeBucket() []byte  { return []byte(t.bucket + "_by_time") }
+func (t *table[V]) hotBucket() []byte   { return []byte(t.bucket + "_hot") }
+func (t *table[V]) groupBucket() []byte { return []byte(t.bucket + "_by_group") }
 
 // indexed reports whether the table keeps index buckets beside its own.
-func (t *table[V]) indexed() bool { return t.at != nil || t.hot != nil }
+func (t *table[V]) indexed() bool { return t.at != nil || t.hot != nil || t.group != nil }
 
 func (t *table[V]) mark(k string) {
 	if g, ok := t.gen(); ok {
@@ -333,30 +337,53 @@ func (t *table[V]) clean(gen uint64) {
 // indexer keeps the table's index buckets in step with a record written at
 // a checkpoint.
 type indexer struct {
-	time, hot []byte
-	// of says a record's entries: its time, if indexed by time, and whether it is hot.
-	of func(val any) (at int64, timed, hot bool)
+	time, hot, group []byte
+	// of says a record's index entries.
+	of func(val any) entries
 	// ofBody says them of a record as the file holds it.
-	ofBody func(b []byte) (at int64, timed, hot bool, err error)
+	ofBody func(b []byte) (entries, error)
+}
+
+// entries are a record's index entries: its time if it is indexed by time,
+// whether it is hot, and its group key without the record's key (nil for
+// none).
+type entries struct {
+	at       int64
+	timed    bool
+	hot      bool
+	groupKey []byte
 }
 
 func (t *table[V]) indexer() *indexer {
-	of := func(v *V) (at int64, timed, hot bool) {
+	of := func(v *V) entries {
+		var e entries
 		if t.at != nil {
-			at, timed = t.at(v)
+			e.at, e.timed = t.at(v)
 		}
-		return at, timed, t.hot != nil && t.hot(v)
+		e.hot = t.hot != nil && t.hot(v)
+		if t.group != nil {
+			if g, at := t.group(v); g != "" {
+				e.groupKey = groupKey(g, at)
+			}
+		}
+		return e
 	}
-	return &indexer{time: t.timeBucket(), hot: t.hotBucket(),
-		of: func(val any) (int64, bool, bool) { return of(val.(*V)) },
-		ofBody: func(b []byte) (int64, bool, bool, error) {
+	return &indexer{time: t.timeBucket(), hot: t.hotBucket(), group: t.groupBucket(),
+		of: func(val any) entries { return of(val.(*V)) },
+		ofBody: func(b []byte) (entries, error) {
 			v, err := t.decode(b)
 			if err != nil {
-				return 0, false, false, err
+				return entries{}, err
 			}
-			at, timed, hot := of(v)
-			return at, timed, hot, nil
+			return of(v), nil
 		}}
+}
+
+// groupKey starts a record's key in its group's index: the group, a zero
+// byte and the time; the record's key follows, so a group's records sort by
+// time, then key.
+func groupKey(group string, at int64) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte(group), 0), uint64(at))
 }
 
 func timeKey(at int64, key []byte) []byte {
@@ -366,19 +393,24 @@ func timeKey(at int64, key []byte) []byte {
 // update replaces the index entries of the record at key: old is its body
 // in the file (nil for none), val the record written (nil when deleted).
 func (ix *indexer) update(tx *bbolt.Tx, key, old []byte, val any) error {
-	tb, hb := tx.Bucket(ix.time), tx.Bucket(ix.hot)
+	tb, hb, gb := tx.Bucket(ix.time), tx.Bucket(ix.hot), tx.Bucket(ix.group)
 	if old != nil {
-		at, timed, hot, err := ix.ofBody(old)
+		e, err := ix.ofBody(old)
 		if err != nil {
 			return fmt.Errorf("decode the record it replaces: %w", err)
 		}
-		if timed {
-			if err := tb.Delete(timeKey(at, key)); err != nil {
+		if e.timed {
+			if err := tb.Delete(timeKey(e.at, key)); err != nil {
 				return err
 			}
 		}
-		if hot {
+		if e.hot {
 			if err := hb.Delete(key); err != nil {
+				return err
+			}
+		}
+		if e.groupKey != nil {
+			if err := gb.Delete(append(e.groupKey, key...)); err != nil {
 				return err
 			}
 		}
@@ -386,13 +418,18 @@ func (ix *indexer) update(tx *bbolt.Tx, key, old []byte, val any) error {
 	if val == nil {
 		return nil
 	}
-	at, timed, hot := ix.of(val)
-	if timed {
-		if err := tb.Put(timeKey(at, key), nil); err != nil {
+	e := ix.of(val)
+	if e.timed {
+		if err := tb.Put(timeKey(e.at, key), nil); err != nil {
 			return err
 		}
 	}
-	if hot {
+	if e.groupKey != nil {
+		if err := gb.Put(append(e.groupKey, key...), nil); err != nil {
+			return err
+		}
+	}
+	if e.hot {
 		return hb.Put(key, nil)
 	}
 	return nil
@@ -442,5 +479,107 @@ func (t *table[V]) attach(st *store) { t.disk = st }
 
 // buckets names the table's buckets in the file: its own and its indexes'.
 func (t *table[V]) buckets() []string {
-	return []string{t.bucket, string(t.timeBucket()), string(t.hotBucket())}
+	return []string{t.bucket, string(t.timeBucket()), string(t.hotBucket()), string(t.groupBucket())}
+}
+
+// groupPos is a record's place in its group: newer is greater.
+type groupPos struct {
+	at  int64
+	key string
+}
+
+func (p groupPos) less(q groupPos) bool { return p.at < q.at || (p.at == q.at && p.key < q.key) }
+
+// eachInGroup calls fn with the records of group g, newest first (by the
+// group's time, then key, descending), from both tiers, until fn returns
+// false. With a non-empty after (the key of a record of the group) it
+// starts with the record that follows it; false when after is not one of
+// the group's records.
+func (t *table[V]) eachInGroup(g, after string, fn func(k string, v *V) bool) bool {
+	var bound *groupPos
+	if after != "" {
+		v, ok := t.get(after)
+		if !ok {
+			return false
+		}
+		vg, at := t.group(v)
+		if vg != g {
+			return false
+		}
+		bound = &groupPos{at, after}
+	}
+	var mem []keyed[V]
+	pos := map[string]groupPos{}
+	for k, v := range t.mem {
+		if v == nil {
+			continue
+		}
+		vg, at := t.group(v)
+		if p := (groupPos{at, k}); vg == g && (bound == nil || p.less(*bound)) {
+			mem = append(mem, keyed[V]{k, v})
+			pos[k] = p
+		}
+	}
+	slices.SortFunc(mem, func(a, b keyed[V]) int {
+		if pos[a.k].less(pos[b.k]) {
+			return 1
+		}
+		return -1
+	})
+	visit := func(tx *bbolt.Tx) error {
+		var c *bbolt.Cursor
+		var prefix []byte
+		var dk []byte
+		if tx != nil {
+			c, prefix = tx.Bucket(t.groupBucket()).Cursor(), append([]byte(g), 0)
+			seek := append(slices.Clone(prefix), 0xFF) // after every key of the group: times are below 1<<63
+			if bound != nil {
+				seek = append(groupKey(g, bound.at), bound.key...)
+			}
+			if dk, _ = c.Seek(seek); dk == nil {
+				dk, _ = c.Last()
+			} else {
+				dk, _ = c.Prev()
+			}
+		}
+		nextDisk := func() (groupPos, bool) {
+			for ; dk != nil && bytes.HasPrefix(dk, prefix) && len(dk) >= len(prefix)+8; dk, _ = c.Prev() {
+				p := groupPos{int64(binary.BigEndian.Uint64(dk[len(prefix):])), string(dk[len(prefix)+8:])}
+				if !t.inMem(p.key) {
+					dk, _ = c.Prev()
+					return p, true
+				}
+			}
+			return groupPos{}, false
+		}
+		dp, dok := groupPos{}, false
+		if tx != nil {
+			dp, dok = nextDisk()
+		}
+		i := 0
+		for dok || i < len(mem) {
+			if i < len(mem) && (!dok || dp.less(pos[mem[i].k])) {
+				if !fn(mem[i].k, mem[i].v) {
+					return nil
+				}
+				i++
+				continue
+			}
+			v, err := t.decode(tx.Bucket([]byte(t.bucket)).Get([]byte(dp.key)))
+			if err != nil {
+				return fmt.Errorf("record %q: %w", dp.key, err)
+			}
+			if !fn(dp.key, v) {
+				return nil
+			}
+			dp, dok = nextDisk()
+		}
+		return nil
+	}
+	if t.disk == nil {
+		_ = visit(nil)
+		return true
+	}
+	t.view(visit)
+	return true
 }

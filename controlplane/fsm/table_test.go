@@ -2,6 +2,7 @@ package fsm_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -94,7 +95,13 @@ func TestTablesServeFromFile(t *testing.T) {
 	if got := p.inMemory(); got["idempotency"] != videos || got["events"] != failed || got["deliveries"] != failed || got["app_debits"] != debits {
 		t.Fatalf("before a checkpoint memory holds %v, want every record", got)
 	}
+	if n := len(p.pages("whk_1", 7)); n != failed {
+		t.Fatalf("%d deliveries listed before a checkpoint, want %d", n, failed)
+	}
 	p.same("first checkpoint")
+	if n := len(p.pages("whk_1", 7)); n != failed {
+		t.Fatalf("%d deliveries listed from the file, want %d", n, failed)
+	}
 	want := map[string]int{"idempotency": 0, "events": 0, "deliveries": failed - delivered, "app_debits": 0}
 	if got := p.inMemory(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after a checkpoint memory holds %v, want %v (only the pending deliveries)", got, want)
@@ -139,6 +146,7 @@ func TestTablesServeFromFile(t *testing.T) {
 		t.Fatalf("after a restart memory holds %v, want %v", got, want)
 	}
 	p.same("after a restart")
+	p.pages("whk_1", 3)
 
 	// Expiry and pruning read the time indexes; deletions stay in memory,
 	// as tombstones, until the next checkpoint writes them.
@@ -151,7 +159,13 @@ func TestTablesServeFromFile(t *testing.T) {
 	if n := p.apply(&fsm.PruneDeliveries{Before: now + 3}).(int); n != delivered {
 		t.Fatalf("pruned %d deliveries, want %d", n, delivered)
 	}
+	if n := len(p.pages("whk_1", 4)); n != failed-delivered {
+		t.Fatalf("%d deliveries listed after pruning (tombstones in memory), want %d", n, failed-delivered)
+	}
 	p.same("after expiry and pruning")
+	if n := len(p.pages("whk_1", 4)); n != failed-delivered {
+		t.Fatalf("%d deliveries listed after pruning was written, want %d", n, failed-delivered)
+	}
 	want = map[string]int{"idempotency": 0, "events": 0, "deliveries": failed - delivered, "app_debits": 0}
 	if got := p.inMemory(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after the checkpoint memory holds %v, want %v", got, want)
@@ -233,5 +247,76 @@ func downgradeToV2(t *testing.T, path string) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// pages walks every page of the endpoint's deliveries on both FSMs, limit
+// at a time, checks they are the same and newest first, and returns them.
+func (p *pair) pages(webhookID string, limit int) []fsm.EndpointDelivery {
+	p.t.Helper()
+	var all []fsm.EndpointDelivery
+	after := ""
+	for {
+		got, err1 := p.disk.WebhookDeliveries("a", webhookID, after, limit)
+		want, err2 := p.mem.WebhookDeliveries("a", webhookID, after, limit)
+		if err1 != nil || err2 != nil || !reflect.DeepEqual(got, want) {
+			p.t.Fatalf("deliveries of %s after %q: file %d %v %v, memory %d %v %v", webhookID, after,
+				len(got.Deliveries), got.HasMore, err1, len(want.Deliveries), want.HasMore, err2)
+		}
+		all = append(all, got.Deliveries...)
+		if !got.HasMore {
+			break
+		}
+		after = got.Deliveries[len(got.Deliveries)-1].ID()
+	}
+	for i := 1; i < len(all); i++ {
+		a, b := all[i-1], all[i]
+		if a.CreatedAt < b.CreatedAt || (a.CreatedAt == b.CreatedAt && a.ID() < b.ID()) {
+			p.t.Fatalf("delivery %d (%s at %d) comes before %s at %d: not newest first", i, a.ID(), a.CreatedAt, b.ID(), b.CreatedAt)
+		}
+	}
+	return all
+}
+
+// TestDeliveriesByEndpoint lists each endpoint's deliveries, made at
+// different times and spread over both tiers, page by page.
+func TestDeliveriesByEndpoint(t *testing.T) {
+	p := newPair(t)
+	now := t0
+	p.apply(&fsm.CreateAccount{AccountID: "a", Name: "a", Plan: fsm.PlanPro, Credits: 1000, KeyID: "k", KeyHash: keyHash("k"), KeyHint: "k", Now: now})
+	p.apply(&fsm.CreateAccount{AccountID: "b", Name: "b", Plan: fsm.PlanPro, Credits: 1000, KeyID: "kb", KeyHash: keyHash("kb"), KeyHint: "k", Now: now})
+	p.apply(&fsm.CreateWebhook{WebhookID: "whk_1", AccountID: "a", URL: "https://h.example/1", Events: []string{fsm.EventVideoFailed}, Secret: "whsec_1", Now: now})
+	p.apply(&fsm.CreateWebhook{WebhookID: "whk_2", AccountID: "a", URL: "https://h.example/2", Events: fsm.EventTypes, Secret: "whsec_2", Now: now})
+	for i := range 30 {
+		id := fmt.Sprintf("vid_%02d", i)
+		p.apply(createVideo(id, "a", 1, "", "", now))
+		at := now + int64((i*7)%30)*1e9 // creation times out of id order
+		if i%3 == 0 {
+			p.apply(&fsm.CancelVideo{VideoID: id, AccountID: "a", Now: at}) // whk_2 only
+		} else {
+			p.apply(&fsm.FailVideo{VideoID: id, Reason: "r", Now: at})
+		}
+		if i%4 == 0 && i%3 != 0 {
+			p.apply(&fsm.RecordDelivery{EventID: fsm.EventID(id), WebhookID: "whk_1", At: at + 1, Status: 200})
+		}
+		if i == 15 {
+			p.same("halfway")
+		}
+	}
+	if n := len(p.pages("whk_1", 4)); n != 20 {
+		t.Fatalf("whk_1 lists %d deliveries, want 20 (the failed videos)", n)
+	}
+	if n := len(p.pages("whk_2", 6)); n != 30 {
+		t.Fatalf("whk_2 lists %d deliveries, want 30", n)
+	}
+	p.same("the end")
+	p.pages("whk_1", 4)
+	p.pages("whk_2", 1)
+	if _, err := p.disk.WebhookDeliveries("b", "whk_1", "", 10); !errors.Is(err, fsm.ErrWebhookNotFound) {
+		t.Fatalf("another account's endpoint: %v", err)
+	}
+	other := p.pages("whk_2", 100)[0].ID()
+	if _, err := p.disk.WebhookDeliveries("a", "whk_1", other, 10); !errors.Is(err, fsm.ErrDeliveryNotFound) {
+		t.Fatalf("a cursor from another endpoint: %v", err)
 	}
 }

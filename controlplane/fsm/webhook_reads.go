@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 )
@@ -154,4 +155,45 @@ func (f *FSM) PendingDeliveries() int {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return len(f.s.pending)
+}
+
+// DeliveryPage is a page of an endpoint's deliveries, newest first.
+type DeliveryPage struct {
+	Deliveries []EndpointDelivery
+	HasMore    bool
+}
+
+// EndpointDelivery is a delivery with its event's type.
+type EndpointDelivery struct {
+	Delivery
+	EventType string
+}
+
+// WebhookDeliveries lists the deliveries to one of the account's endpoints,
+// newest first, up to limit, after the delivery startingAfter (its ID;
+// "" for the newest). It reads the deliveries table's index by endpoint:
+// the cost is the page, not the endpoint's history.
+func (f *FSM) WebhookDeliveries(accountID, webhookID, startingAfter string, limit int) (DeliveryPage, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if w, ok := f.s.webhooks[webhookID]; !ok || w.AccountID != accountID {
+		return DeliveryPage{}, fmt.Errorf("deliveries of %s: %w", webhookID, ErrWebhookNotFound)
+	}
+	var page DeliveryPage
+	found := f.s.deliveries.eachInGroup(webhookID, startingAfter, func(_ string, d *Delivery) bool {
+		if len(page.Deliveries) == limit {
+			page.HasMore = true
+			return false
+		}
+		ed := EndpointDelivery{Delivery: d.clone()}
+		if e, ok := f.s.events.get(d.EventID); ok {
+			ed.EventType = e.Type
+		}
+		page.Deliveries = append(page.Deliveries, ed)
+		return true
+	})
+	if !found {
+		return DeliveryPage{}, fmt.Errorf("deliveries of %s after %q: %w", webhookID, startingAfter, ErrDeliveryNotFound)
+	}
+	return page, nil
 }

@@ -263,3 +263,63 @@ func firstAttemptFails(t *testing.T, h, reader *harness, key string) (*receiver,
 		"the first attempt to be recorded")
 	return rc, secret, evt
 }
+
+// TestWebhookDeliveriesAPI reads an endpoint's delivery history over HTTP
+// while a delivery is retried and after it is acknowledged.
+func TestWebhookDeliveriesAPI(t *testing.T) {
+	clock := newFakeClock()
+	h := start(t, withWebhooks(clock))
+	_, key := h.account("pro", 1000)
+	_, otherKey := h.account("pro", 1000)
+	rc := newReceiver(t, func(n int) int {
+		if n == 1 {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusNoContent
+	})
+	whk, _ := h.registerWebhook(key, rc.srv.URL+"/hook")
+	vid := h.failedVideo(key)
+	evt := fsm.EventID(vid)
+	rc.waitFor(1)
+	path := "/v1/webhooks/" + whk + "/deliveries"
+	var d map[string]any
+	eventually(t, func() bool {
+		data := expectAPIStatus(t, h.do("GET", path, key, nil), http.StatusOK)["data"].([]any)
+		if len(data) != 1 {
+			return false
+		}
+		d = data[0].(map[string]any)
+		return len(d["attempts"].([]any)) == 1
+	}, "the first attempt to be listed")
+	a := d["attempts"].([]any)[0].(map[string]any)
+	if d["id"] != evt+"."+whk || d["event_id"] != evt || d["event_type"] != fsm.EventVideoFailed || d["status"] != "pending" ||
+		jsonInt(t, a["response_status"]) != 503 || d["next_retry_at"] == nil || d["finished_at"] != nil {
+		t.Fatalf("pending delivery %v", d)
+	}
+	if jsonInt(t, d["next_retry_at"]) != jsonInt(t, a["attempted_at"])+int64(fsm.RetrySchedule[0].Seconds()) {
+		t.Fatalf("next_retry_at %v, want the attempt plus %s", d["next_retry_at"], fsm.RetrySchedule[0])
+	}
+	clock.Set(clock.Now().Add(fsm.RetrySchedule[0]))
+	rc.waitFor(2)
+	eventually(t, func() bool {
+		data := expectAPIStatus(t, h.do("GET", path, key, nil), http.StatusOK)["data"].([]any)
+		d = data[0].(map[string]any)
+		return d["status"] == "delivered"
+	}, "the delivery to be listed as delivered")
+	if len(d["attempts"].([]any)) != 2 || d["finished_at"] == nil || d["next_retry_at"] != nil {
+		t.Fatalf("delivered %v", d)
+	}
+	// A second event lists first; paging goes on to the first.
+	second := fsm.EventID(h.failedVideo(key))
+	rc.waitFor(3)
+	page := expectAPIStatus(t, h.do("GET", path+"?limit=1", key, nil), http.StatusOK)
+	data := page["data"].([]any)
+	if len(data) != 1 || data[0].(map[string]any)["event_id"] != second || page["has_more"] != true {
+		t.Fatalf("first page %v", page)
+	}
+	rest := expectAPIStatus(t, h.do("GET", path+"?limit=1&starting_after="+second+"."+whk, key, nil), http.StatusOK)
+	if data := rest["data"].([]any); len(data) != 1 || data[0].(map[string]any)["event_id"] != evt || rest["has_more"] != false {
+		t.Fatalf("second page %v", rest)
+	}
+	expectAPIError(t, h.do("GET", path, otherKey, nil), http.StatusNotFound, "not_found")
+}

@@ -25,6 +25,12 @@ func webhookExchanges(o *oas, h *harness) {
 	o.run(h, exchange{name: "sixth webhook", method: "POST", path: "/v1/webhooks", key: key,
 		body: []byte(public), status: 409, code: "webhook_limit_reached", template: "/v1/webhooks"})
 	id := created["id"].(string)
+	o.run(h, exchange{name: "webhook deliveries, none yet", method: "GET", path: "/v1/webhooks/" + id + "/deliveries?limit=5", key: key,
+		status: 200, template: "/v1/webhooks/{id}/deliveries"})
+	o.run(h, exchange{name: "webhook deliveries after an unknown delivery", method: "GET", path: "/v1/webhooks/" + id + "/deliveries?starting_after=evt_x.whk_y", key: key,
+		status: 400, code: "invalid_request", template: "/v1/webhooks/{id}/deliveries"})
 	o.run(h, exchange{name: "delete webhook", method: "DELETE", path: "/v1/webhooks/" + id, key: key, status: 200, template: "/v1/webhooks/{id}"})
 	o.run(h, exchange{name: "delete webhook again", method: "DELETE", path: "/v1/webhooks/" + id, key: key, status: 404, code: "not_found", template: "/v1/webhooks/{id}"})
+	o.run(h, exchange{name: "deliveries of a deleted webhook", method: "GET", path: "/v1/webhooks/" + id + "/deliveries", key: key,
+		status: 404, code: "not_found", template: "/v1/webhooks/{id}/deliveries"})
 }
