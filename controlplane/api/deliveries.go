@@ -95,3 +95,32 @@ func (a *API) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) {
 	out.Count = len(out.Data)
 	apierr.WriteJSON(w, http.StatusOK, out)
 }
+
+// retryWebhookDelivery makes one more attempt of a delivery now (an
+// addition): the delivery is pending again and the deliverer sends it.
+func (a *API) retryWebhookDelivery(w http.ResponseWriter, r *http.Request) {
+	if e := readNoFields(r); e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
+	defer cancel()
+	d, err := fsm.Do(ctx, a.store, &fsm.RetryDelivery{AccountID: principalOf(r).AccountID, WebhookID: chi.URLParam(r, "id"),
+		DeliveryID: chi.URLParam(r, "delivery_id"), Now: a.cfg.Now().UnixNano()})
+	switch {
+	case errors.Is(err, fsm.ErrWebhookNotFound):
+		apierr.Write(w, r, apierr.NotFound("webhook endpoint"))
+		return
+	case errors.Is(err, fsm.ErrDeliveryNotFound):
+		apierr.Write(w, r, apierr.NotFound("webhook delivery"))
+		return
+	case err != nil:
+		apierr.Write(w, r, a.fromApply(r, err))
+		return
+	}
+	ed := fsm.EndpointDelivery{Delivery: d}
+	if e, ok := a.fsm.Event(d.EventID); ok {
+		ed.EventType = e.Type
+	}
+	apierr.WriteJSON(w, http.StatusOK, deliveryView(ed))
+}

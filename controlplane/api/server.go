@@ -163,6 +163,7 @@ func (a *API) routes() chi.Router {
 		r.Post("/v1/webhooks", a.createWebhook)
 		r.Delete("/v1/webhooks/{id}", a.deleteWebhook)
 		r.Get("/v1/webhooks/{id}/deliveries", a.listWebhookDeliveries)
+		r.Post("/v1/webhooks/{id}/deliveries/{delivery_id}/retry", a.retryWebhookDelivery)
 		r.Post("/v1/uploads", a.createUpload)
 		r.Post("/v1/assets", a.createAsset)
 		r.Get("/v1/assets", a.listAssets)

@@ -65,6 +65,7 @@ var everyCommand = []struct {
 	{fsm.ResealWebhookType, 50, "reseal_webhook", &fsm.ResealWebhook{WebhookID: "whk", Old: "whsec_s", New: "sealed:v1:AAAA", Now: t0}},
 	{fsm.SweepIntermediatesType, 51, "sweep_intermediates", &fsm.SweepIntermediates{Now: t0}},
 	{fsm.CancelVideoType, 53, "cancel_video", &fsm.CancelVideo{VideoID: "vid", AccountID: "acct", Now: t0}},
+	{fsm.RetryDeliveryType, 58, "retry_delivery", &fsm.RetryDelivery{AccountID: "acct", WebhookID: "whk", DeliveryID: "evt.whk", Now: t0}},
 }
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {

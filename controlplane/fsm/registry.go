@@ -77,6 +77,7 @@ const (
 	DrainNodeType          MessageType = 55
 	UncordonNodeType       MessageType = 56
 	HandBackDrainedType    MessageType = 57
+	RetryDeliveryType      MessageType = 58
 )
 
 // entry is one command of the registry: its name (in logs and metrics), a
@@ -170,6 +171,7 @@ var registry = [256]entry{
 	DrainNodeType:          command("drain_node", (*state).applyDrainNode),
 	UncordonNodeType:       command("uncordon_node", (*state).applyUncordonNode),
 	HandBackDrainedType:    command("hand_back_drained", (*state).applyHandBackDrained),
+	RetryDeliveryType:      command("retry_delivery", (*state).applyRetryDelivery),
 }
 
 // What each command answers, in type order: the R of its apply function and
@@ -220,6 +222,7 @@ func (*CordonNode) answers(Node)                         {}
 func (*DrainNode) answers(Node)                          {}
 func (*UncordonNode) answers(Node)                       {}
 func (*HandBackDrained) answers(HandBackResult)          {}
+func (*RetryDelivery) answers(Delivery)                  {}
 
 func (t MessageType) String() string {
 	if e := registry[t]; e.name != "" {

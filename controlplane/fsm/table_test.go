@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -58,6 +59,22 @@ func (p *pair) apply(c fsm.Command) any {
 		p.t.Fatalf("%s: the state file answers %+v, memory %+v", c.Type(), answers[1].Value, answers[0].Value)
 	}
 	return answers[0].Value
+}
+
+// refuse applies c to both as a log entry and checks both refuse it with want.
+func (p *pair) refuse(c fsm.Command, want error) {
+	p.t.Helper()
+	p.index++
+	data, err := fsm.Encode(c)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	for _, f := range []*fsm.FSM{p.mem, p.disk} {
+		res := f.Apply(&raft.Log{Index: p.index, Term: 1, Type: raft.LogCommand, Data: data}).(*fsm.Result)
+		if !errors.Is(res.Err, want) {
+			p.t.Fatalf("%s: %v, want %v", c.Type(), res.Err, want)
+		}
+	}
 }
 
 // same checks that both write the same snapshot; the disk one checkpoints.
@@ -319,4 +336,31 @@ func TestDeliveriesByEndpoint(t *testing.T) {
 	if _, err := p.disk.WebhookDeliveries("a", "whk_1", other, 10); !errors.Is(err, fsm.ErrDeliveryNotFound) {
 		t.Fatalf("a cursor from another endpoint: %v", err)
 	}
+
+	// A delivered delivery, now only in the file, is retried: pending and
+	// due again, its attempt kept; acknowledged, it is delivered again.
+	id := fsm.EventID("vid_04") + ".whk_1"
+	later := now + 100e9
+	d := p.apply(&fsm.RetryDelivery{AccountID: "a", WebhookID: "whk_1", DeliveryID: id, Now: later}).(fsm.Delivery)
+	if d.State != fsm.DeliveryPending || len(d.Attempts) != 1 || d.NextAt != later || d.FinishedAt != 0 {
+		t.Fatalf("retried delivery %+v", d)
+	}
+	if again := p.apply(&fsm.RetryDelivery{AccountID: "a", WebhookID: "whk_1", DeliveryID: id, Now: later + 1}).(fsm.Delivery); !reflect.DeepEqual(again, d) {
+		t.Fatalf("retrying a pending delivery changed it: %+v", again)
+	}
+	due := p.disk.DueDeliveries(later, 100)
+	if !slices.ContainsFunc(due, func(x fsm.DueDelivery) bool { return x.ID() == id && x.Event.ID == fsm.EventID("vid_04") }) {
+		t.Fatalf("the retried delivery is not due: %d due", len(due))
+	}
+	p.same("retried")
+	d = p.apply(&fsm.RecordDelivery{EventID: fsm.EventID("vid_04"), WebhookID: "whk_1", At: later + 2, Status: 200}).(fsm.Delivery)
+	if d.State != fsm.DeliveryDelivered || len(d.Attempts) != 2 {
+		t.Fatalf("after the retry's attempt %+v", d)
+	}
+	p.same("acknowledged")
+	p.refuse(&fsm.RetryDelivery{AccountID: "a", WebhookID: "whk_1", DeliveryID: other, Now: later}, fsm.ErrDeliveryNotFound)
+	p.refuse(&fsm.RetryDelivery{AccountID: "a", WebhookID: "whk_1", DeliveryID: "evt_none.whk_1", Now: later}, fsm.ErrDeliveryNotFound)
+	p.refuse(&fsm.RetryDelivery{AccountID: "b", WebhookID: "whk_1", DeliveryID: id, Now: later}, fsm.ErrWebhookNotFound)
+	p.same("delivered again")
+	p.pages("whk_1", 5)
 }

@@ -322,4 +322,21 @@ func TestWebhookDeliveriesAPI(t *testing.T) {
 		t.Fatalf("second page %v", rest)
 	}
 	expectAPIError(t, h.do("GET", path, otherKey, nil), http.StatusNotFound, "not_found")
+
+	// The first delivery, delivered, is sent again on request.
+	retry := path + "/" + evt + "." + whk + "/retry"
+	expectAPIError(t, h.do("POST", retry, otherKey, nil), http.StatusNotFound, "not_found")
+	expectAPIError(t, h.do("POST", path+"/evt_none."+whk+"/retry", key, nil), http.StatusNotFound, "not_found")
+	r := expectAPIStatus(t, h.do("POST", retry, key, nil), http.StatusOK)
+	if r["status"] != "pending" || len(r["attempts"].([]any)) != 2 || r["event_type"] != fsm.EventVideoFailed {
+		t.Fatalf("retried delivery %v", r)
+	}
+	if got := rc.waitFor(4); got[3].Event["id"] != evt {
+		t.Fatalf("the retry sent %v, want %s", got[3].Event["id"], evt)
+	}
+	eventually(t, func() bool {
+		data := expectAPIStatus(t, h.do("GET", path+"?limit=1&starting_after="+second+"."+whk, key, nil), http.StatusOK)["data"].([]any)
+		d = data[0].(map[string]any)
+		return d["status"] == "delivered" && len(d["attempts"].([]any)) == 3
+	}, "the retried delivery to be delivered with three attempts")
 }

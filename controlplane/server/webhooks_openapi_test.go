@@ -1,5 +1,11 @@
 package server_test
 
+import (
+	"net/http"
+
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+)
+
 // webhookExchanges runs the webhook endpoints' answers through the document's
 // validator (called from TestOpenAPIDocumentMatchesServer). The node runs the
 // production guard, so the public address literal needs no DNS and nothing is
@@ -29,8 +35,25 @@ func webhookExchanges(o *oas, h *harness) {
 		status: 200, template: "/v1/webhooks/{id}/deliveries"})
 	o.run(h, exchange{name: "webhook deliveries after an unknown delivery", method: "GET", path: "/v1/webhooks/" + id + "/deliveries?starting_after=evt_x.whk_y", key: key,
 		status: 400, code: "invalid_request", template: "/v1/webhooks/{id}/deliveries"})
+	o.run(h, exchange{name: "retry an unknown delivery", method: "POST", path: "/v1/webhooks/" + id + "/deliveries/evt_x." + id + "/retry", key: key,
+		status: 404, code: "not_found", template: "/v1/webhooks/{id}/deliveries/{delivery_id}/retry"})
 	o.run(h, exchange{name: "delete webhook", method: "DELETE", path: "/v1/webhooks/" + id, key: key, status: 200, template: "/v1/webhooks/{id}"})
 	o.run(h, exchange{name: "delete webhook again", method: "DELETE", path: "/v1/webhooks/" + id, key: key, status: 404, code: "not_found", template: "/v1/webhooks/{id}"})
 	o.run(h, exchange{name: "deliveries of a deleted webhook", method: "GET", path: "/v1/webhooks/" + id + "/deliveries", key: key,
 		status: 404, code: "not_found", template: "/v1/webhooks/{id}/deliveries"})
+
+	// A delivery to list and retry: a node whose deliverer may reach a
+	// receiver on loopback, whose one answer acknowledges it.
+	hw := start(o.t, withWebhooks(newFakeClock()))
+	_, wkey := hw.account("pro", 100)
+	rc := newReceiver(o.t, func(int) int { return http.StatusNoContent })
+	whk, _ := hw.registerWebhook(wkey, rc.srv.URL+"/hook")
+	evt := fsm.EventID(hw.failedVideo(wkey))
+	rc.waitFor(1)
+	eventually(o.t, func() bool { return hw.deliveriesOf(evt)[0].State == fsm.DeliveryDelivered }, "the delivery to be acknowledged")
+	o.run(hw, exchange{name: "webhook deliveries", method: "GET", path: "/v1/webhooks/" + whk + "/deliveries", key: wkey,
+		status: 200, template: "/v1/webhooks/{id}/deliveries"})
+	o.run(hw, exchange{name: "retry a delivery", method: "POST", path: "/v1/webhooks/" + whk + "/deliveries/" + evt + "." + whk + "/retry", key: wkey,
+		status: 200, template: "/v1/webhooks/{id}/deliveries/{delivery_id}/retry"})
+	rc.waitFor(2)
 }
