@@ -30,7 +30,7 @@ func (s *state) applyRetryDelivery(c *RetryDelivery) (Delivery, error) {
 	// d may be the file's copy: the changed one goes back into memory.
 	r := d.clone()
 	r.State, r.NextAt, r.FinishedAt = DeliveryPending, c.Now, 0
-	s.deliveries.put(r.ID(), &r)
+	s.deliveries.set(r.ID(), &r, true)
 	s.pending[r.ID()] = struct{}{}
 	s.outboxWritten = true
 	return r.clone(), nil

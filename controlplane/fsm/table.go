@@ -126,8 +126,12 @@ func (t *table[V]) has(k string) bool {
 }
 
 // put stores v at k, new or in place of what was there.
-func (t *table[V]) put(k string, v *V) {
-	if !t.has(k) {
+func (t *table[V]) put(k string, v *V) { t.set(k, v, t.has(k)) }
+
+// set is put for a caller that just looked k up (existed: whether a record
+// was there), so that the file is not read a second time on the apply path.
+func (t *table[V]) set(k string, v *V, existed bool) {
+	if !existed {
 		t.n++
 	}
 	t.mem[k] = v

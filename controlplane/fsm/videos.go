@@ -14,8 +14,11 @@ func (s *state) applyCreateVideo(c *CreateVideo) (CreateVideoResult, error) {
 	if !ok {
 		return CreateVideoResult{}, fmt.Errorf("create video for %s: %w", c.AccountID, ErrAccountNotFound)
 	}
+	var idemFound bool // an expired record may still be there, to be replaced
 	if c.IdempotencyKey != "" {
-		if rec, ok := s.idem.get(idemID(c.AccountID, c.IdempotencyKey)); ok && rec.CreatedAt+IdempotencyTTL > c.Now {
+		rec, ok := s.idem.get(idemID(c.AccountID, c.IdempotencyKey))
+		idemFound = ok
+		if ok && rec.CreatedAt+IdempotencyTTL > c.Now {
 			if rec.BodyHash != c.BodyHash {
 				return CreateVideoResult{}, &DuplicateRequestError{ExistingVideoID: rec.VideoID}
 			}
@@ -60,11 +63,11 @@ func (s *state) applyCreateVideo(c *CreateVideo) (CreateVideoResult, error) {
 	s.videoChanged(v, c.Now)
 	res := CreateVideoResult{QueuedVideo: s.queued(v)}
 	if c.IdempotencyKey != "" {
-		s.idem.put(idemID(c.AccountID, c.IdempotencyKey), &Idempotency{
+		s.idem.set(idemID(c.AccountID, c.IdempotencyKey), &Idempotency{
 			AccountID: c.AccountID, Key: c.IdempotencyKey, BodyHash: c.BodyHash, VideoID: v.ID,
 			Original: res.Video.Clone(), QueuePosition: res.QueuePosition, WaitReason: res.WaitReason,
 			WaitMessage: res.WaitMessage, CreatedAt: c.Now,
-		})
+		}, idemFound)
 	}
 	return res, nil
 }

@@ -219,11 +219,11 @@ func (s *state) emitVideoEvent(v *Video, now int64) {
 	if len(subs) == 0 {
 		return
 	}
-	s.events.put(id, &Event{ID: id, Type: typ, AccountID: v.AccountID, Video: v.Clone(), Created: now})
+	s.events.set(id, &Event{ID: id, Type: typ, AccountID: v.AccountID, Video: v.Clone(), Created: now}, false) // has(id) was false above
 	for _, w := range subs {
 		d := &Delivery{EventID: id, WebhookID: w.ID, AccountID: w.AccountID, URL: w.URL, State: DeliveryPending,
 			NextAt: now, CreatedAt: now}
-		s.deliveries.put(d.ID(), d)
+		s.deliveries.set(d.ID(), d, false) // its event is new, so is it
 		s.pending[d.ID()] = struct{}{}
 	}
 	s.outboxWritten = true
