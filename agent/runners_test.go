@@ -28,24 +28,24 @@ func cogSpec(f *fakeCog) RunnerSpec {
 		HealthInterval: 20 * time.Millisecond, Inputs: map[string]string{"prompt": "prompt"}, Where: "runners.yaml:3"}
 }
 
-// lastModels returns the models of the n-th and later registrations' last
-// one, and whether there have been n.
+// lastModels returns the models of the n-th and later advertisements'
+// last (a registration or a models update), if there are n.
 func lastModels(f *fakeCP, n int) ([]string, bool) {
-	regs := f.snapshot().registrations
-	if len(regs) < n {
+	ads := f.snapshot().adverts
+	if len(ads) < n {
 		return nil, false
 	}
-	return regs[len(regs)-1].Capacity.Models, true
+	return ads[len(ads)-1].Models, true
 }
 
-// waitAdvertised waits for a registration after the first `after` that
+// waitAdvertised waits for an advertisement after the first `after` that
 // advertises (or withdraws) model, and returns how many there have been.
 func waitAdvertised(t testing.TB, f *fakeCP, after int, model string, want bool) int {
 	t.Helper()
 	n := 0
-	waitFor(t, "a registration with "+model+" advertised="+map[bool]string{true: "yes", false: "no"}[want], func() bool {
+	waitFor(t, "an advertisement with "+model+" advertised="+map[bool]string{true: "yes", false: "no"}[want], func() bool {
 		ms, ok := lastModels(f, after+1)
-		n = len(f.snapshot().registrations)
+		n = len(f.snapshot().adverts)
 		return ok && slices.Contains(ms, model) == want
 	})
 	return n
@@ -89,8 +89,11 @@ func TestCogHealthGatesAdvertisedModels(t *testing.T) {
 	}
 	cog.setHealth("READY")
 	n = waitAdvertised(t, f, n, cogModel, true)
-	if regs := f.snapshot().registrations; !slices.Equal(regs[len(regs)-1].Capacity.WarmModels, []string{cogModel}) {
-		t.Errorf("warm models = %v, want the ready container's %s", regs[len(regs)-1].Capacity.WarmModels, cogModel)
+	if ads := f.snapshot().adverts; !slices.Equal(ads[len(ads)-1].WarmModels, []string{cogModel}) {
+		t.Errorf("warm models = %v, want the ready container's %s", ads[len(ads)-1].WarmModels, cogModel)
+	}
+	if regs := len(f.snapshot().registrations); regs != 1 {
+		t.Errorf("%d registrations: a runner's change should update the models in place", regs)
 	}
 	if up() != 1 {
 		t.Error("vidfarm_agent_runner_up is 0 for a ready container")
@@ -119,31 +122,71 @@ func TestCogHealthGatesAdvertisedModels(t *testing.T) {
 	waitAdvertised(t, f, n, cogModel, true)
 }
 
-func TestCapacityChangeWaitsForRunningTasks(t *testing.T) {
-	t.Parallel()
-	f := newFakeCP(t)
-	cog := newAgentFakeCog(t, "READY")
-	cfg := testConfig(t, f)
-	cfg.RunnerSpecs = []RunnerSpec{cogSpec(cog)}
-	gate := t.TempDir() + "/gate"
-	cfg.Runners = map[string][]string{"sora-2": gateRunner(gate)}
-	r := startAgent(t, cfg)
-	n := waitAdvertised(t, f, 0, cogModel, true)
+// longTask is an agent with a ready Cog runner (advertised in adverts
+// advertisements) that runs a render of another model until finish.
+type longTask struct {
+	cog     *fakeCog
+	agent   *running
+	gate    string
+	task    wire.Assignment
+	adverts int
+}
 
-	a := assignment("vid_long", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: "sora-2",
+func startLongTask(t *testing.T, f *fakeCP) longTask {
+	t.Helper()
+	lt := longTask{cog: newAgentFakeCog(t, "READY"), gate: t.TempDir() + "/gate"}
+	cfg := testConfig(t, f)
+	cfg.RunnerSpecs = []RunnerSpec{cogSpec(lt.cog)}
+	cfg.Runners = map[string][]string{"sora-2": gateRunner(lt.gate)}
+	lt.agent = startAgent(t, cfg)
+	lt.adverts = waitAdvertised(t, f, 0, cogModel, true)
+	lt.task = assignment("vid_long", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: "sora-2",
 		Prompt: "p", Resolution: "720p", AspectRatio: "16:9", DurationSeconds: 4})
-	f.enqueue(a)
+	f.enqueue(lt.task)
 	waitFor(t, "the task to run", func() bool { return len(f.snapshot().progress) > 0 })
-	cog.setHealth("SETUP_FAILED")
-	waitFor(t, "the agent to notice", func() bool { return strings.Contains(r.logs.String(), "the advertised models change") })
-	if got := len(f.snapshot().registrations); got != n {
-		t.Fatalf("registered again (%d registrations, had %d) while a task was running: its lease would be lost", got, n)
-	}
-	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+	return lt
+}
+
+// finish lets the render end and waits for its completion.
+func (lt longTask) finish(t *testing.T, f *fakeCP) {
+	t.Helper()
+	if err := os.WriteFile(lt.gate, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitComplete(t, f, a.TaskID)
-	waitAdvertised(t, f, n, cogModel, false)
+	waitComplete(t, f, lt.task.TaskID)
+}
+
+// A runner that goes down while a task of another runner runs: the agent
+// updates its models at once, keeping its credential and the task's lease.
+func TestCapacityChangeKeepsRunningTasks(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	lt := startLongTask(t, f)
+	lt.cog.setHealth("SETUP_FAILED")
+	waitAdvertised(t, f, lt.adverts, cogModel, false) // while the task still runs
+	if rec := f.snapshot(); len(rec.registrations) != 1 || rec.modelUpdates != 1 || rec.held != 1 {
+		t.Fatalf("%d registrations, %d model updates, %d leases held; want 1, 1, 1", len(rec.registrations), rec.modelUpdates, rec.held)
+	}
+	lt.finish(t, f)
+}
+
+// Against a control plane without PUT /agent/v1/models the agent registers
+// again, but only once the tasks running here have ended.
+func TestCapacityChangeWaitsForRunningTasksOnAnOlderControlPlane(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	f.NoModelsRoute = true
+	lt := startLongTask(t, f)
+	lt.cog.setHealth("SETUP_FAILED")
+	waitFor(t, "the agent to notice", func() bool { return strings.Contains(lt.agent.logs.String(), "registering again instead") })
+	if got := len(f.snapshot().registrations); got != lt.adverts {
+		t.Fatalf("registered again (%d registrations, had %d) while a task was running: its lease would be lost", got, lt.adverts)
+	}
+	lt.finish(t, f)
+	waitAdvertised(t, f, lt.adverts, cogModel, false)
+	if got := len(f.snapshot().registrations); got != 2 {
+		t.Fatalf("%d registrations, want the first and one with the model withdrawn", got)
+	}
 }
 
 func TestLeaseLossCancelsCogPrediction(t *testing.T) {
@@ -286,5 +329,39 @@ func TestRunnersFitAndMerge(t *testing.T) {
 	out := withdrawn(live)
 	if want := map[string]bool{"veo-3": true, "sora-2": true}; !maps.Equal(out, want) {
 		t.Errorf("withdrawn = %v, want the models of the runner no GPU fits: %v", out, want)
+	}
+}
+
+// healthSeq answers a health check with each of its errors in turn.
+type healthSeq struct {
+	errs []error
+	i    int
+}
+
+func (h *healthSeq) Health(context.Context) error { h.i++; return h.errs[h.i-1] }
+
+// A healthy runner is withdrawn only after unhealthy_after failed checks
+// in a row, and one passing check brings it back.
+func TestRunnerHealthHysteresis(t *testing.T) {
+	t.Parallel()
+	bad := errors.New("connection refused")
+	steps := []struct {
+		err         error
+		changed, up bool
+	}{
+		{nil, true, true}, {bad, false, true}, {bad, false, true}, {nil, false, true}, // two failures, then fine
+		{bad, false, true}, {bad, false, true}, {bad, true, false}, // the third in a row withdraws it
+		{bad, false, false}, {nil, true, true},
+	}
+	h := &healthSeq{}
+	for _, s := range steps {
+		h.errs = append(h.errs, s.err)
+	}
+	r := &liveRunner{spec: RunnerSpec{Name: "x", UnhealthyAfter: 3}, health: h, fits: true}
+	for i, s := range steps {
+		changed, _, err := r.check(context.Background())
+		if changed != s.changed || r.isUp() != s.up || (err == nil) != (s.err == nil) {
+			t.Fatalf("check %d: changed %v up %v err %v; want %v %v %v", i+1, changed, r.isUp(), err, s.changed, s.up, s.err)
+		}
 	}
 }

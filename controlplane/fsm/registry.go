@@ -78,6 +78,7 @@ const (
 	UncordonNodeType       MessageType = 56
 	HandBackDrainedType    MessageType = 57
 	RetryDeliveryType      MessageType = 58
+	SetNodeModelsType      MessageType = 65
 )
 
 // entry is one command of the registry: its name (in logs and metrics), a
@@ -172,6 +173,7 @@ var registry = [256]entry{
 	UncordonNodeType:       command("uncordon_node", (*state).applyUncordonNode),
 	HandBackDrainedType:    command("hand_back_drained", (*state).applyHandBackDrained),
 	RetryDeliveryType:      command("retry_delivery", (*state).applyRetryDelivery),
+	SetNodeModelsType:      command("set_node_models", (*state).applySetNodeModels),
 }
 
 // What each command answers, in type order: the R of its apply function and
@@ -223,6 +225,7 @@ func (*DrainNode) answers(Node)                          {}
 func (*UncordonNode) answers(Node)                       {}
 func (*HandBackDrained) answers(HandBackResult)          {}
 func (*RetryDelivery) answers(Delivery)                  {}
+func (*SetNodeModels) answers(Nothing)                   {}
 
 func (t MessageType) String() string {
 	if e := registry[t]; e.name != "" {
