@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vidfarm/vidfarm/internal/fakes"
 	"github.com/vidfarm/vidfarm/pipeline"
 	"github.com/vidfarm/vidfarm/scheduler"
 	"github.com/vidfarm/vidfarm/scheduler/wire"
@@ -23,8 +24,8 @@ import (
 const cogModel = "wan-2.2-a14b"
 
 // cogSpec is a runners-file entry for the fake Cog container f.
-func cogSpec(f *fakeCog) RunnerSpec {
-	return RunnerSpec{Name: "wan", Kind: RunnerCog, URL: f.srv.URL, Models: []string{cogModel}, Concurrency: 1,
+func cogSpec(f *fakes.Cog) RunnerSpec {
+	return RunnerSpec{Name: "wan", Kind: RunnerCog, URL: f.URL(), Models: []string{cogModel}, Concurrency: 1,
 		HealthInterval: 20 * time.Millisecond, Inputs: map[string]string{"prompt": "prompt"}, Where: "runners.yaml:3"}
 }
 
@@ -53,7 +54,7 @@ func waitAdvertised(t testing.TB, f *fakeCP, after int, model string, want bool)
 
 // startCogAgent runs an agent whose runners file has cog's container for
 // cogModel, and waits until it advertises the model.
-func startCogAgent(t *testing.T, cog *fakeCog) *fakeCP {
+func startCogAgent(t *testing.T, cog *fakes.Cog) *fakeCP {
 	t.Helper()
 	f := newFakeCP(t)
 	cfg := testConfig(t, f)
@@ -87,7 +88,7 @@ func TestCogHealthGatesAdvertisedModels(t *testing.T) {
 	if ms, _ := lastModels(f, 1); !slices.Contains(ms, "sora-2") {
 		t.Fatalf("first registration lacks the procedural models: %v", ms)
 	}
-	cog.setHealth("READY")
+	cog.SetHealth("READY")
 	n = waitAdvertised(t, f, n, cogModel, true)
 	if ads := f.snapshot().adverts; !slices.Equal(ads[len(ads)-1].WarmModels, []string{cogModel}) {
 		t.Errorf("warm models = %v, want the ready container's %s", ads[len(ads)-1].WarmModels, cogModel)
@@ -106,26 +107,26 @@ func TestCogHealthGatesAdvertisedModels(t *testing.T) {
 	waitFor(t, "progress from the container's log", func() bool {
 		return slices.ContainsFunc(f.snapshot().progress, func(p wire.ProgressRequest) bool { return p.Percent >= 50 })
 	})
-	close(cog.gate)
+	close(cog.Gate)
 	c := waitComplete(t, f, a.TaskID)
-	if got := f.blob(c.Artifacts[ClipFile]); !bytes.Equal(got, cog.clip) {
+	if got := f.blob(c.Artifacts[ClipFile]); !bytes.Equal(got, cog.Clip) {
 		t.Errorf("uploaded clip = %q, want the container's output", got)
 	}
-	if predicted, _ := cog.record(); !slices.Equal(predicted, []string{predictionID(a.TaskID, c.Token)}) {
+	if predicted, _ := cog.Record(); !slices.Equal(predicted, []string{predictionID(a.TaskID, c.Token)}) {
 		t.Errorf("predictions = %v, want one with the task attempt's id", predicted)
 	}
 
 	// It goes away and comes back by itself.
-	cog.setHealth("DEFUNCT")
+	cog.SetHealth("DEFUNCT")
 	n = waitAdvertised(t, f, n, cogModel, false)
-	cog.setHealth("READY")
+	cog.SetHealth("READY")
 	waitAdvertised(t, f, n, cogModel, true)
 }
 
 // longTask is an agent with a ready Cog runner (advertised in adverts
 // advertisements) that runs a render of another model until finish.
 type longTask struct {
-	cog     *fakeCog
+	cog     *fakes.Cog
 	agent   *running
 	gate    string
 	task    wire.Assignment
@@ -162,7 +163,7 @@ func TestCapacityChangeKeepsRunningTasks(t *testing.T) {
 	t.Parallel()
 	f := newFakeCP(t)
 	lt := startLongTask(t, f)
-	lt.cog.setHealth("SETUP_FAILED")
+	lt.cog.SetHealth("SETUP_FAILED")
 	waitAdvertised(t, f, lt.adverts, cogModel, false) // while the task still runs
 	if rec := f.snapshot(); len(rec.registrations) != 1 || rec.modelUpdates != 1 || rec.held != 1 {
 		t.Fatalf("%d registrations, %d model updates, %d leases held; want 1, 1, 1", len(rec.registrations), rec.modelUpdates, rec.held)
@@ -177,7 +178,7 @@ func TestCapacityChangeWaitsForRunningTasksOnAnOlderControlPlane(t *testing.T) {
 	f := newFakeCP(t)
 	f.NoModelsRoute = true
 	lt := startLongTask(t, f)
-	lt.cog.setHealth("SETUP_FAILED")
+	lt.cog.SetHealth("SETUP_FAILED")
 	waitFor(t, "the agent to notice", func() bool { return strings.Contains(lt.agent.logs.String(), "registering again instead") })
 	if got := len(f.snapshot().registrations); got != lt.adverts {
 		t.Fatalf("registered again (%d registrations, had %d) while a task was running: its lease would be lost", got, lt.adverts)
@@ -192,14 +193,14 @@ func TestCapacityChangeWaitsForRunningTasksOnAnOlderControlPlane(t *testing.T) {
 func TestLeaseLossCancelsCogPrediction(t *testing.T) {
 	t.Parallel()
 	cog := newAgentFakeCog(t, "READY")
-	t.Cleanup(func() { close(cog.gate) })
+	t.Cleanup(func() { close(cog.Gate) })
 	f := startCogAgent(t, cog)
 	a := cogRender("vid_lost")
 	f.enqueue(a)
-	waitFor(t, "the prediction", func() bool { p, _ := cog.record(); return len(p) == 1 })
+	waitFor(t, "the prediction", func() bool { p, _ := cog.Record(); return len(p) == 1 })
 	f.expire(a.TaskID)
 	want := predictionID(a.TaskID, 1)
-	waitFor(t, "the cancel to reach the container", func() bool { _, c := cog.record(); return slices.Equal(c, []string{want}) })
+	waitFor(t, "the cancel to reach the container", func() bool { _, c := cog.Record(); return slices.Equal(c, []string{want}) })
 	if _, ok := f.complete(a.TaskID); ok {
 		t.Error("a task whose lease was lost was completed")
 	}
@@ -208,8 +209,8 @@ func TestLeaseLossCancelsCogPrediction(t *testing.T) {
 func TestCogClipTooShortFailsTheTask(t *testing.T) {
 	t.Parallel()
 	cog := newAgentFakeCog(t, "READY")
-	cog.clip = testClip(t, 1280, 720, 1)
-	close(cog.gate)
+	cog.Clip = testClip(t, 1280, 720, 1)
+	close(cog.Gate)
 	f := startCogAgent(t, cog)
 	a := cogRender("vid_short")
 	f.enqueue(a)
