@@ -342,9 +342,14 @@ func (e *Engine) signingSecrets(d fsm.DueDelivery) ([]string, error) {
 	if d.OldSecret == "" {
 		return []string{secret}, nil
 	}
+	// The previous secret is not sealed again when the secrets key changes
+	// (it lives a day at most): one that no key opens any more must not stop
+	// the delivery, which the current secret signs.
 	old, err := e.cfg.Secrets.Open(d.OldSecret, d.WebhookID)
 	if err != nil {
-		return nil, fmt.Errorf("previous secret: %w", err)
+		e.cfg.Logger.Warn("the previous webhook secret does not open with any secrets key; signing with the current one only",
+			"webhook_id", d.WebhookID, "err", err)
+		return []string{secret}, nil
 	}
 	return []string{secret, old}, nil
 }
