@@ -96,6 +96,12 @@ func sameWebhookReads(same func(what string, x, y any), g *cmdGen, a, b *fsm.FSM
 	nb, okb := b.NextDeliveryAt()
 	same("next delivery", []any{na, oka}, []any{nb, okb})
 	same("pending deliveries", a.PendingDeliveries(), b.PendingDeliveries())
+	same("failing webhooks", a.FailingWebhooks(1), b.FailingWebhooks(1))
+	for _, ev := range g.testEvents {
+		ea, oka := a.Event(ev)
+		eb, okb := b.Event(ev)
+		same("test event "+ev, []any{ea, oka}, []any{eb, okb})
+	}
 }
 
 // BenchmarkDueDeliveries reads the due batch out of an outbox of 10,000 pending
