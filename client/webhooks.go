@@ -94,6 +94,19 @@ func webhookPath(id string, rest ...string) (string, error) {
 	return p, nil
 }
 
+// webhookCall sends a call about an endpoint and decodes the answer.
+func webhookCall[T any](ctx context.Context, c *Client, method, webhookID string, q url.Values, rest ...string) (*T, error) {
+	path, err := webhookPath(webhookID, rest...)
+	if err != nil {
+		return nil, err
+	}
+	var v T
+	if err := c.do(ctx, method, path, q, nil, "", &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
 // ListWebhooks reads every endpoint of the account, oldest first.
 func (c *Client) ListWebhooks(ctx context.Context) (*List[WebhookEndpoint], error) {
 	var l List[WebhookEndpoint]
@@ -106,10 +119,6 @@ func (c *Client) ListWebhooks(ctx context.Context) (*List[WebhookEndpoint], erro
 // ListWebhookDeliveries reads one page of an endpoint's deliveries, each
 // with every attempt.
 func (c *Client) ListWebhookDeliveries(ctx context.Context, webhookID string, p ListDeliveriesParams) (*DeliveryList, error) {
-	path, err := webhookPath(webhookID, "deliveries")
-	if err != nil {
-		return nil, err
-	}
 	q := url.Values{}
 	if p.Limit > 0 {
 		q.Set("limit", strconv.Itoa(p.Limit))
@@ -117,11 +126,7 @@ func (c *Client) ListWebhookDeliveries(ctx context.Context, webhookID string, p 
 	if p.StartingAfter != "" {
 		q.Set("starting_after", p.StartingAfter)
 	}
-	var l DeliveryList
-	if err := c.do(ctx, "GET", path, q, nil, "", &l); err != nil {
-		return nil, err
-	}
-	return &l, nil
+	return webhookCall[DeliveryList](ctx, c, "GET", webhookID, q, "deliveries")
 }
 
 // RetryWebhookDelivery makes one more attempt of a delivery now. Retrying a
@@ -130,29 +135,13 @@ func (c *Client) RetryWebhookDelivery(ctx context.Context, webhookID, deliveryID
 	if deliveryID == "" {
 		return nil, errors.New("vidfarm: empty delivery id")
 	}
-	path, err := webhookPath(webhookID, "deliveries", url.PathEscape(deliveryID), "retry")
-	if err != nil {
-		return nil, err
-	}
-	var d WebhookDelivery
-	if err := c.do(ctx, "POST", path, nil, nil, "", &d); err != nil {
-		return nil, err
-	}
-	return &d, nil
+	return webhookCall[WebhookDelivery](ctx, c, "POST", webhookID, nil, "deliveries", url.PathEscape(deliveryID), "retry")
 }
 
 // TestWebhook sends a signed webhook.test event to the endpoint and returns
 // its delivery (pending). A retried call may send a second test event.
 func (c *Client) TestWebhook(ctx context.Context, webhookID string) (*WebhookDelivery, error) {
-	path, err := webhookPath(webhookID, "test")
-	if err != nil {
-		return nil, err
-	}
-	var d WebhookDelivery
-	if err := c.do(ctx, "POST", path, nil, nil, "", &d); err != nil {
-		return nil, err
-	}
-	return &d, nil
+	return webhookCall[WebhookDelivery](ctx, c, "POST", webhookID, nil, "test")
 }
 
 // RotateWebhookSecret gives the endpoint a new signing secret, in the
@@ -174,13 +163,5 @@ func (c *Client) RotateWebhookSecret(ctx context.Context, webhookID string) (*We
 // EnableWebhook enables a disabled endpoint: what waited is sent. Enabling
 // an enabled endpoint returns it unchanged.
 func (c *Client) EnableWebhook(ctx context.Context, webhookID string) (*WebhookEndpoint, error) {
-	path, err := webhookPath(webhookID, "enable")
-	if err != nil {
-		return nil, err
-	}
-	var w WebhookEndpoint
-	if err := c.do(ctx, "POST", path, nil, nil, "", &w); err != nil {
-		return nil, err
-	}
-	return &w, nil
+	return webhookCall[WebhookEndpoint](ctx, c, "POST", webhookID, nil, "enable")
 }

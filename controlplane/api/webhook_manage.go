@@ -36,8 +36,8 @@ func (a *API) understandsEvents(events []string) error {
 	return gate.CheckUnderstood(fsm.DisableWebhookType)
 }
 
-// webhookAction answers an endpoint action's errors common to every action;
-// false when it wrote one.
+// webhookActionError answers the errors common to every endpoint action;
+// true when err is nil and nothing was written.
 func (a *API) webhookActionError(w http.ResponseWriter, r *http.Request, err error) bool {
 	switch {
 	case err == nil:
@@ -55,65 +55,59 @@ func (a *API) webhookActionError(w http.ResponseWriter, r *http.Request, err err
 	return false
 }
 
-// testWebhook queues a signed webhook.test event to the endpoint; the answer
-// is its delivery, which GET /v1/webhooks/{id}/deliveries lists like any.
-func (a *API) testWebhook(w http.ResponseWriter, r *http.Request) {
+// webhookAction runs the command of an action on one of the caller's
+// endpoints (POST /v1/webhooks/{id}/…, a body without fields), which counts
+// against the webhook writes limit; false when it answered an error instead.
+func webhookAction[R any](a *API, w http.ResponseWriter, r *http.Request, cmd func(accountID, id string, now time.Time) fsm.Typed[R]) (R, bool) {
+	var zero R
 	if e := readNoFields(r); e != nil {
 		apierr.Write(w, r, e)
-		return
+		return zero, false
 	}
 	if !a.webhookWrite(w, r) {
-		return
+		return zero, false
 	}
 	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
 	defer cancel()
-	d, err := fsm.Do(ctx, a.store, &fsm.SendTestEvent{AccountID: principalOf(r).AccountID, WebhookID: chi.URLParam(r, "id"),
-		EventID: ids.New("evt"), Now: a.cfg.Now().UnixNano()})
-	if !a.webhookActionError(w, r, err) {
-		return
+	res, err := fsm.Do(ctx, a.store, cmd(principalOf(r).AccountID, chi.URLParam(r, "id"), a.cfg.Now()))
+	return res, a.webhookActionError(w, r, err)
+}
+
+// testWebhook queues a signed webhook.test event to the endpoint; the answer
+// is its delivery, which GET /v1/webhooks/{id}/deliveries lists like any.
+func (a *API) testWebhook(w http.ResponseWriter, r *http.Request) {
+	d, ok := webhookAction(a, w, r, func(acct, id string, now time.Time) fsm.Typed[fsm.Delivery] {
+		return &fsm.SendTestEvent{AccountID: acct, WebhookID: id, EventID: ids.New("evt"), Now: now.UnixNano()}
+	})
+	if ok {
+		apierr.WriteJSON(w, http.StatusOK, deliveryView(fsm.EndpointDelivery{Delivery: d, EventType: fsm.EventWebhookTest}))
 	}
-	apierr.WriteJSON(w, http.StatusOK, deliveryView(fsm.EndpointDelivery{Delivery: d, EventType: fsm.EventWebhookTest}))
 }
 
 // rotateWebhookSecret gives the endpoint a new secret, shown once in the
 // answer; the old one signs beside it for the overlap.
 func (a *API) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) {
-	if e := readNoFields(r); e != nil {
-		apierr.Write(w, r, e)
-		return
+	secret := ids.NewWebhookSecret()
+	var at time.Time
+	hook, ok := webhookAction(a, w, r, func(acct, id string, now time.Time) fsm.Typed[fsm.Webhook] {
+		at = now
+		return &fsm.RotateWebhookSecret{AccountID: acct, WebhookID: id, Secret: a.cfg.Secrets.Seal(secret, id),
+			Until: now.Add(a.cfg.SecretOverlap).UnixNano(), Now: now.UnixNano()}
+	})
+	if ok {
+		view := webhookViewAt(hook, at)
+		view.Secret = secret // shown once, in the clear
+		apierr.WriteJSON(w, http.StatusOK, view)
 	}
-	if !a.webhookWrite(w, r) {
-		return
-	}
-	id, secret, now := chi.URLParam(r, "id"), ids.NewWebhookSecret(), a.cfg.Now()
-	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
-	defer cancel()
-	hook, err := fsm.Do(ctx, a.store, &fsm.RotateWebhookSecret{AccountID: principalOf(r).AccountID, WebhookID: id,
-		Secret: a.cfg.Secrets.Seal(secret, id), Until: now.Add(a.cfg.SecretOverlap).UnixNano(), Now: now.UnixNano()})
-	if !a.webhookActionError(w, r, err) {
-		return
-	}
-	view := webhookViewAt(hook, now)
-	view.Secret = secret // shown once, in the clear
-	apierr.WriteJSON(w, http.StatusOK, view)
 }
 
 // enableWebhook enables a disabled endpoint again; an enabled one answers
 // unchanged.
 func (a *API) enableWebhook(w http.ResponseWriter, r *http.Request) {
-	if e := readNoFields(r); e != nil {
-		apierr.Write(w, r, e)
-		return
+	hook, ok := webhookAction(a, w, r, func(acct, id string, now time.Time) fsm.Typed[fsm.Webhook] {
+		return &fsm.EnableWebhook{AccountID: acct, WebhookID: id, Now: now.UnixNano()}
+	})
+	if ok {
+		apierr.WriteJSON(w, http.StatusOK, webhookViewAt(hook, a.cfg.Now()))
 	}
-	if !a.webhookWrite(w, r) {
-		return
-	}
-	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
-	defer cancel()
-	hook, err := fsm.Do(ctx, a.store, &fsm.EnableWebhook{AccountID: principalOf(r).AccountID, WebhookID: chi.URLParam(r, "id"),
-		Now: a.cfg.Now().UnixNano()})
-	if !a.webhookActionError(w, r, err) {
-		return
-	}
-	apierr.WriteJSON(w, http.StatusOK, webhookViewAt(hook, a.cfg.Now()))
 }
