@@ -168,6 +168,7 @@ func TestDisableWebhook(t *testing.T) {
 		{"a success inside", []attempt{{t0, false}, {t0 + 3*day, true}, {t0 + 5*day, false}}, t0, false},
 		{"success since the leader looked", []attempt{{t0, false}, {t0 + 5*day, false}, {t0 + 5*day + 1, true}}, t0, false},
 		{"a later run", []attempt{{t0, false}, {t0 + day, true}, {t0 + 2*day, false}, {t0 + 7*day, false}}, -1, true},
+		{"a later run than the leader saw", []attempt{{t0, false}, {t0 + day, true}, {t0 + 2*day, false}, {t0 + 7*day, false}}, t0, false},
 		{"never failed", []attempt{{t0, true}}, 0, false},
 	}
 	for _, ap := range appliers {
