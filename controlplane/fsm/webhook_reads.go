@@ -238,3 +238,16 @@ func (f *FSM) FailingWebhooks(minFailing int64) []Webhook {
 	slices.SortFunc(out, func(a, b Webhook) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
+
+// DisabledWebhooks counts the disabled endpoints (a metric).
+func (f *FSM) DisabledWebhooks() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	n := 0
+	for _, w := range f.s.webhooks {
+		if w.Disabled() {
+			n++
+		}
+	}
+	return n
+}

@@ -154,6 +154,9 @@ func TestWebhookDisabledAfterFailingThenEnabled(t *testing.T) {
 		return ""
 	}
 	eventually(t, func() bool { return status() == "disabled" }, "the endpoint to be disabled")
+	if m := h.adminGet("/metrics"); !strings.Contains(m, "vidfarm_webhook_endpoints_disabled 1") {
+		t.Error("the metrics do not count the disabled endpoint")
+	}
 
 	got := watcher.waitFor(1)
 	ev := checkSigned(t, got[0], otherSecret, clock.Now())

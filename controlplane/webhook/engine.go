@@ -45,6 +45,7 @@ type State interface {
 	DueDeliveries(now int64, limit int) []fsm.DueDelivery
 	NextDeliveryAt() (int64, bool)
 	PendingDeliveries() int
+	DisabledWebhooks() int
 }
 
 // Store proposes commands; raftnode.Node implements it.
