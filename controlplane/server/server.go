@@ -89,6 +89,15 @@ type Config struct {
 	// WebhookClock is the deliverer's clock; nil means the system clock. Tests
 	// move a fake one through the retry schedule.
 	WebhookClock webhook.Clock
+	// WebhookSecretOverlap is how long a rotated webhook secret keeps signing
+	// beside the new one (0: api.DefaultSecretOverlap, 24 h).
+	WebhookSecretOverlap time.Duration
+	// WebhookDisableAfter is how long an endpoint's attempts must have failed,
+	// first failure to latest with no success between, before the leader
+	// disables it (0: DefaultWebhookDisableAfter, 5 days); the leader looks
+	// every WebhookDisableCheck (0: DefaultWebhookDisableCheck).
+	WebhookDisableAfter time.Duration
+	WebhookDisableCheck time.Duration
 	// WebhookResolver resolves webhook hosts, at registration and at every
 	// connection; nil means the system resolver. Tests make names resolve to
 	// what they need (a name that turns private after registration).
@@ -187,6 +196,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.RetryBackoff = DefaultRetryBackoff
 	case cfg.RetryBackoff < 0:
 		cfg.RetryBackoff = 0
+	}
+	if cfg.WebhookDisableAfter <= 0 {
+		cfg.WebhookDisableAfter = DefaultWebhookDisableAfter
+	}
+	if cfg.WebhookDisableCheck <= 0 {
+		cfg.WebhookDisableCheck = DefaultWebhookDisableCheck
 	}
 	if cfg.GarbageInterval <= 0 {
 		cfg.GarbageInterval = DefaultGarbageInterval
@@ -316,7 +331,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		FSM: f, Store: node, Logger: cfg.Logger, Signer: blob.Signer{Key: secret, BaseURL: cfg.PublicURL},
 		Limits: cfg.Limits, AppURL: cfg.AppURL, Registry: reg, Blobs: blobs, WorkQueued: s.notify.Notify,
 		AllowPrivateURLs: cfg.AllowPrivateURLs, SpeechWait: cfg.SpeechWait, WebhookGuard: guard, Secrets: secrets,
-		Guard: &netguard.Guard{AllowPrivate: cfg.AllowPrivateURLs, Resolver: cfg.ClientResolver},
+		SecretOverlap: cfg.WebhookSecretOverlap,
+		Guard:         &netguard.Guard{AllowPrivate: cfg.AllowPrivateURLs, Resolver: cfg.ClientResolver},
 	})
 	if cfg.AllowPrivateURLs {
 		cfg.Logger.Warn("DEVELOPMENT SWITCH: input image URLs on private and loopback hosts are accepted; never use this on a public farm")
