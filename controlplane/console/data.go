@@ -1,0 +1,315 @@
+package console
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/vidfarm/vidfarm/controlplane/admin"
+	"github.com/vidfarm/vidfarm/controlplane/apierr"
+	"github.com/vidfarm/vidfarm/scheduler"
+)
+
+// The console's JSON, one endpoint per page; each answer is the page whole.
+//
+//	GET  /console/api/session                     -> 200 SessionJSON
+//	GET  /console/api/farm                        -> 200 FarmJSON
+//	GET  /console/api/queue                       -> 200 QueueJSON
+//	GET  /console/api/videos/{id}                 -> 200 VideoJSON
+//	GET  /console/api/webhooks                    -> 200 WebhooksJSON
+//	POST /console/api/nodes/{id}/cordon|drain|uncordon  {"reason", "timeout_seconds"} -> 200 admin.NodeJSON
+
+// NearExpiry is how close to its deadline a lease must be to count as
+// stuck: a healthy agent renews its leases every heartbeat (5 s by
+// default), long before this.
+const NearExpiry = 10 * time.Second
+
+// QueueLimit is how many waiting videos the queue page lists, oldest first.
+const QueueLimit = 200
+
+// FarmJSON answers GET /console/api/farm.
+type FarmJSON struct {
+	GeneratedAt time.Time        `json:"generated_at"`
+	Summary     FarmSummary      `json:"summary"`
+	Nodes       []admin.NodeJSON `json:"nodes"`
+	// Self is the member that served the page (its Raft state and the
+	// bridge's status); Cluster each member's own view.
+	Self    admin.ClusterStatus    `json:"self"`
+	Cluster *admin.ClusterOverview `json:"cluster"`
+	// ClusterError says why the members could not be listed.
+	ClusterError string `json:"cluster_error,omitempty"`
+}
+
+// FarmSummary counts the nodes by state and their GPUs.
+type FarmSummary struct {
+	Nodes        map[string]int `json:"nodes"` // by admin.NodeJSON.State, and "down"
+	GPUs         int            `json:"gpus"`
+	BusyGPUs     int            `json:"busy_gpus"`
+	RunningTasks int            `json:"running_tasks"`
+}
+
+// QueueJSON answers GET /console/api/queue.
+type QueueJSON struct {
+	GeneratedAt time.Time `json:"generated_at"`
+	// Classes count the tasks ready for placement by kind and model, with
+	// the longest wait, in this member's state; most first.
+	Classes []ClassJSON `json:"classes"`
+	// Queue is the admin API's queue: the oldest waiting videos and why.
+	Queue admin.QueueJSON `json:"queue"`
+	// Expiring are leases within NearExpiry of their deadline (their node
+	// missed heartbeats); Retrying the waiting videos whose task failed
+	// before.
+	Expiring []ExpiringLease    `json:"expiring_leases"`
+	Retrying []admin.WaitingJSON `json:"retrying"`
+}
+
+// ClassJSON is the ready tasks of one kind and model.
+type ClassJSON struct {
+	Kind          string  `json:"kind"`
+	Model         string  `json:"model,omitempty"`
+	Tasks         int     `json:"tasks"`
+	OldestSeconds float64 `json:"oldest_seconds"`
+}
+
+// ExpiringLease is a lease near its deadline.
+type ExpiringLease struct {
+	admin.RunningTask
+	Node             string  `json:"node"`
+	RemainingSeconds float64 `json:"remaining_seconds"`
+}
+
+// WebhooksJSON answers GET /console/api/webhooks: the deliveries that
+// gave up, and those still retrying after a failed attempt, newest first.
+type WebhooksJSON struct {
+	GeneratedAt time.Time            `json:"generated_at"`
+	Abandoned   []admin.DeliveryJSON `json:"abandoned"`
+	Retrying    []admin.DeliveryJSON `json:"retrying"`
+}
+
+// fail answers an admin API error as the admin API gave it.
+func fail(w http.ResponseWriter, r *http.Request, err error) {
+	var e *apierr.Error
+	if errors.As(err, &e) {
+		apierr.Write(w, r, e)
+		return
+	}
+	apierr.Write(w, r, apierr.New(http.StatusBadGateway, apierr.CodeUpstreamError, "the admin API did not answer: "+err.Error()).With("retryable", true))
+}
+
+// memberTimeout bounds how long the farm page waits for the other members'
+// own status: a member that is down shows as an error, not a stalled page.
+const memberTimeout = time.Second
+
+func (c *Console) farm(w http.ResponseWriter, r *http.Request) {
+	type overview struct {
+		o   admin.ClusterOverview
+		err error
+	}
+	ch := make(chan overview, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(r.Context(), memberTimeout)
+		defer cancel()
+		o, err := c.admin.ClusterStatusAll(ctx)
+		ch <- overview{o, err}
+	}()
+	nodes, err := c.admin.Nodes(r.Context())
+	if err != nil {
+		<-ch
+		fail(w, r, err)
+		return
+	}
+	out := FarmJSON{GeneratedAt: c.cfg.Now().UTC(), Nodes: nodes, Summary: summarize(nodes)}
+	raw, err := c.admin.ClusterStatus(r.Context())
+	if err == nil {
+		err = json.Unmarshal(raw, &out.Self)
+	}
+	if err != nil {
+		<-ch
+		fail(w, r, err)
+		return
+	}
+	if ov := <-ch; ov.err != nil {
+		out.ClusterError = ov.err.Error()
+	} else {
+		out.Cluster = &ov.o
+	}
+	apierr.WriteJSON(w, http.StatusOK, out)
+}
+
+func summarize(nodes []admin.NodeJSON) FarmSummary {
+	s := FarmSummary{Nodes: map[string]int{}}
+	for _, n := range nodes {
+		s.Nodes[n.State]++
+		if n.Down {
+			s.Nodes["down"]++
+		}
+		s.GPUs += len(n.GPUs)
+		for _, g := range n.GPUs {
+			if g.Busy {
+				s.BusyGPUs++
+			}
+		}
+		s.RunningTasks += len(n.RunningTasks)
+	}
+	return s
+}
+
+func (c *Console) queue(w http.ResponseWriter, r *http.Request) {
+	q, err := c.admin.Queue(r.Context(), r.URL.Query().Get("account"), QueueLimit)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	nodes, err := c.admin.Nodes(r.Context())
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	now := c.cfg.Now()
+	out := QueueJSON{GeneratedAt: now.UTC(), Classes: c.classes(now), Queue: q, Expiring: []ExpiringLease{}, Retrying: []admin.WaitingJSON{}}
+	for _, n := range nodes {
+		for _, t := range n.RunningTasks {
+			if left := t.Deadline.Sub(now); left <= NearExpiry {
+				out.Expiring = append(out.Expiring, ExpiringLease{RunningTask: t, Node: cmp.Or(n.Name, n.ID), RemainingSeconds: left.Seconds()})
+			}
+		}
+	}
+	slices.SortFunc(out.Expiring, func(a, b ExpiringLease) int { return a.Deadline.Compare(b.Deadline) })
+	for _, v := range q.Waiting {
+		if v.Failures > 0 || v.RetryAt != nil {
+			out.Retrying = append(out.Retrying, v)
+		}
+	}
+	apierr.WriteJSON(w, http.StatusOK, out)
+}
+
+// classes counts the ready tasks by kind and model.
+func (c *Console) classes(now time.Time) []ClassJSON {
+	out := []ClassJSON{}
+	if c.cfg.EachReadyTask == nil {
+		return out
+	}
+	type key struct {
+		kind  scheduler.Kind
+		model string
+	}
+	idx := map[key]int{}
+	c.cfg.EachReadyTask(func(kind scheduler.Kind, model string, readyAt time.Time) {
+		k := key{kind, model}
+		i, ok := idx[k]
+		if !ok {
+			i = len(out)
+			idx[k] = i
+			out = append(out, ClassJSON{Kind: string(kind), Model: model})
+		}
+		out[i].Tasks++
+		out[i].OldestSeconds = max(out[i].OldestSeconds, now.Sub(readyAt).Seconds())
+	})
+	slices.SortFunc(out, func(a, b ClassJSON) int {
+		return cmp.Or(cmp.Compare(b.Tasks, a.Tasks), strings.Compare(a.Kind, b.Kind), strings.Compare(a.Model, b.Model))
+	})
+	return out
+}
+
+// VideoJSON answers GET /console/api/videos/{id}: the admin API's inspect,
+// and the names of the nodes its tasks name by id.
+type VideoJSON struct {
+	admin.VideoInspectJSON
+	NodeNames map[string]string `json:"node_names"`
+}
+
+func (c *Console) video(w http.ResponseWriter, r *http.Request) {
+	v, err := c.admin.InspectVideo(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	out := VideoJSON{VideoInspectJSON: v, NodeNames: map[string]string{}}
+	if len(v.Tasks) > 0 {
+		nodes, err := c.admin.Nodes(r.Context())
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		for _, n := range nodes {
+			out.NodeNames[n.ID] = cmp.Or(n.Name, n.ID)
+		}
+	}
+	apierr.WriteJSON(w, http.StatusOK, out)
+}
+
+func (c *Console) webhooks(w http.ResponseWriter, r *http.Request) {
+	out := WebhooksJSON{GeneratedAt: c.cfg.Now().UTC(), Retrying: []admin.DeliveryJSON{}}
+	abandoned, err := c.admin.WebhookDeliveries(r.Context(), admin.DeliveryQuery{State: "abandoned", Limit: 50})
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	out.Abandoned = abandoned.Data
+	pending, err := c.admin.WebhookDeliveries(r.Context(), admin.DeliveryQuery{State: "pending", Limit: 200})
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	for _, d := range pending.Data {
+		if len(d.Attempts) > 0 {
+			out.Retrying = append(out.Retrying, d)
+		}
+	}
+	apierr.WriteJSON(w, http.StatusOK, out)
+}
+
+// maintain cordons, drains or uncordons a node through the admin API.
+func (c *Console) maintain(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Reason         string   `json:"reason"`
+		TimeoutSeconds *float64 `json:"timeout_seconds"`
+	}
+	if r.ContentLength != 0 {
+		if !decodeBody(w, r, &req) {
+			return
+		}
+	}
+	id, action := chi.URLParam(r, "id"), chi.URLParam(r, "action")
+	var n admin.NodeJSON
+	var err error
+	switch action {
+	case "cordon":
+		n, err = c.admin.CordonNode(r.Context(), id, req.Reason)
+	case "drain":
+		timeout := admin.DefaultDrainTimeout
+		if t := req.TimeoutSeconds; t != nil {
+			timeout = time.Duration(*t * float64(time.Second))
+		}
+		n, err = c.admin.DrainNode(r.Context(), id, timeout, req.Reason)
+	case "uncordon":
+		n, err = c.admin.UncordonNode(r.Context(), id)
+	default:
+		apierr.Write(w, r, apierr.New(http.StatusNotFound, apierr.CodeNotFound, "no node action "+action+": use cordon, drain or uncordon"))
+		return
+	}
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	c.cfg.Logger.Info("console node maintenance", "action", action, "node_id", n.ID, "node_name", n.Name, "reason", req.Reason)
+	apierr.WriteJSON(w, http.StatusOK, n)
+}
+
+// decodeBody reads a strict JSON body into v.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 16<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		apierr.Write(w, r, apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, "invalid JSON body: "+err.Error()))
+		return false
+	}
+	return true
+}
