@@ -66,7 +66,7 @@ type QueueJSON struct {
 	// Expiring are leases within NearExpiry of their deadline (their node
 	// missed heartbeats); Retrying the waiting videos whose task failed
 	// before.
-	Expiring []ExpiringLease    `json:"expiring_leases"`
+	Expiring []ExpiringLease     `json:"expiring_leases"`
 	Retrying []admin.WaitingJSON `json:"retrying"`
 }
 
