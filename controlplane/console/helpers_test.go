@@ -34,11 +34,11 @@ type farm struct {
 	admin *admin.Client
 }
 
-func startFarm(t testing.TB) *farm {
+func startFarm(t testing.TB, opts ...func(*server.Config)) *farm {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	srv, err := server.Start(ctx, server.Config{
+	cfg := server.Config{
 		DataDir: t.TempDir(), NodeID: "cp1", Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", RaftListen: "127.0.0.1:0",
 		AdminToken: adminToken, AgentToken: agentToken, AppURL: "https://app.test", Limits: api.Limits{Disabled: true},
 		// A lone node leads as soon as its timer fires.
@@ -46,7 +46,11 @@ func startFarm(t testing.TB) *farm {
 		// Leases outlast the test: nothing expires behind its back.
 		LeaseDuration: 2 * time.Minute, HeartbeatInterval: 5 * time.Second, RetryBackoff: -1,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv, err := server.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("start control plane: %v", err)
 	}
