@@ -108,8 +108,21 @@ func (s *server) nodeRoutes(r chi.Router) {
 	r.Post("/admin/v1/nodes/{id}/uncordon", s.uncordonNode)
 }
 
-func (s *server) nodeView(v fsm.NodeView) NodeJSON {
-	leases := s.cfg.FSM.NodeLeases(v.Node.ID)
+// NodeViews lists the render nodes of f as GET /admin/v1/nodes answers them.
+func NodeViews(f *fsm.FSM) []NodeJSON {
+	views := f.Nodes()
+	out := make([]NodeJSON, 0, len(views))
+	for _, v := range views {
+		out = append(out, NodeView(f, v))
+	}
+	return out
+}
+
+func (s *server) nodeView(v fsm.NodeView) NodeJSON { return NodeView(s.cfg.FSM, v) }
+
+// NodeView is one render node of f as the admin API shows it.
+func NodeView(f *fsm.FSM, v fsm.NodeView) NodeJSON {
+	leases := f.NodeLeases(v.Node.ID)
 	out := NodeJSON{
 		ID: v.Node.ID, Name: v.Node.Name, State: NodeActive, Down: v.Info.Down, AgentDraining: v.Info.Draining,
 		Virtual: v.Node.Virtual, GPUs: []NodeGPUJSON{}, Models: len(v.Info.Models),
@@ -127,7 +140,7 @@ func (s *server) nodeView(v fsm.NodeView) NodeJSON {
 	for _, l := range leases {
 		rt := RunningTask{TaskID: l.TaskID, VideoID: l.VideoID, Attempt: l.Attempt,
 			Granted: l.GrantedAt.UTC(), Deadline: l.Deadline.UTC(), Kind: string(l.Kind), Model: l.Req.Model, GPUIDs: l.GPUIDs}
-		if t, ok := s.cfg.FSM.Task(l.TaskID); ok {
+		if t, ok := f.Task(l.TaskID); ok {
 			rt.Task, rt.Percent = t.Name, t.Percent
 		}
 		out.RunningTasks = append(out.RunningTasks, rt)
@@ -148,11 +161,7 @@ func (s *server) nodeView(v fsm.NodeView) NodeJSON {
 }
 
 func (s *server) listNodes(w http.ResponseWriter, r *http.Request) {
-	out := NodeList{Nodes: []NodeJSON{}}
-	for _, v := range s.cfg.FSM.Nodes() {
-		out.Nodes = append(out.Nodes, s.nodeView(v))
-	}
-	apierr.WriteJSON(w, http.StatusOK, out)
+	apierr.WriteJSON(w, http.StatusOK, NodeList{Nodes: NodeViews(s.cfg.FSM)})
 }
 
 // findNode resolves {id}, a node id or name, or answers 404.

@@ -5,12 +5,16 @@
 // It is a front end of the admin API, not a second one. The operator logs in
 // with the admin token once; the console keeps the token on the server and
 // gives the browser a session cookie (HttpOnly, SameSite=Strict, Secure under
-// TLS) instead. Every page's data comes from the admin API's own handlers
-// (nodes, queue, video inspect, cluster status, webhook deliveries), called
-// in-process through the same forwarding a CLI request meets: on a follower,
-// reads and writes go to the leader, as `vidfarm admin` does. Only what
-// waits, counted by task kind and model over the whole queue, is this
-// member's own state (like the vidfarm_queue_age_seconds metric).
+// TLS) instead. Pages show what the admin API shows, built by its own view
+// functions (admin.NodeViews, QueueView, VideoView, DeliveriesView) from
+// this member's state: a follower answers from its own copy, like
+// /metrics, so a member cut off from the leader still shows the farm as it
+// last knew it, and every page says which member served it, in which Raft
+// state and at which applied index. The Raft view of each member comes from
+// that member itself (admin.Client.ClusterStatusAll). Actions (cordon,
+// drain, uncordon) are admin API requests, made in-process with the token
+// through the same forwarding as a `vidfarm admin` request: on a follower
+// they reach the leader.
 //
 // Sessions live in this node's memory: a session is good on the node that
 // made it, for SessionTTL at most and IdleTTL without a request, and logout
@@ -40,7 +44,7 @@ import (
 
 	"github.com/vidfarm/vidfarm/controlplane/admin"
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
-	"github.com/vidfarm/vidfarm/scheduler"
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
 )
 
 //go:embed static
@@ -65,9 +69,8 @@ type Config struct {
 	// MemberTLS checks the other members' certificates when the console asks
 	// each for its own status (nil: plain http or the system's CAs).
 	MemberTLS *tls.Config
-	// EachReadyTask visits every task that waits for placement in this
-	// member's state (fsm.FSM.EachReadyTask); nil leaves the counts out.
-	EachReadyTask func(func(kind scheduler.Kind, model string, readyAt time.Time))
+	// FSM is this member's state, which the pages are read from.
+	FSM *fsm.FSM
 	// Secure marks the session cookie Secure: the listener serves TLS.
 	Secure bool
 	// SessionTTL and IdleTTL bound a session (0: the defaults).

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,13 +16,14 @@ import (
 
 	"github.com/vidfarm/vidfarm/controlplane/admin"
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/scheduler"
 )
 
 // The console's JSON, one endpoint per page; each answer is the page whole.
 //
 //	GET  /console/api/session                     -> 200 SessionJSON
-//	GET  /console/api/farm                        -> 200 FarmJSON
+//	GET  /console/api/farm[?q=TEXT&limit=N]       -> 200 FarmJSON
 //	GET  /console/api/queue                       -> 200 QueueJSON
 //	GET  /console/api/videos/{id}                 -> 200 VideoJSON
 //	GET  /console/api/webhooks                    -> 200 WebhooksJSON
@@ -31,14 +34,23 @@ import (
 // default), long before this.
 const NearExpiry = 10 * time.Second
 
-// QueueLimit is how many waiting videos the queue page lists, oldest first.
-const QueueLimit = 200
+// FarmLimit is how many nodes the farm page lists unless asked for more.
+const FarmLimit = 200
+
+// QueueLimit is how many waiting videos the queue page lists, oldest first
+// (the admin API's default; `vidfarm admin queue --limit` shows more): each
+// costs the scheduler a queue-position estimate.
+const QueueLimit = 100
 
 // FarmJSON answers GET /console/api/farm.
 type FarmJSON struct {
-	GeneratedAt time.Time        `json:"generated_at"`
-	Summary     FarmSummary      `json:"summary"`
-	Nodes       []admin.NodeJSON `json:"nodes"`
+	GeneratedAt time.Time   `json:"generated_at"`
+	Summary     FarmSummary `json:"summary"`
+	// Nodes are those that match the page's filter (q: part of a name or
+	// id), what needs an operator first (down, draining, cordoned,
+	// drained), then by name; at most limit (FarmLimit) of Matched.
+	Nodes   []admin.NodeJSON `json:"nodes"`
+	Matched int              `json:"matched"`
 	// Self is the member that served the page (its Raft state and the
 	// bridge's status); Cluster each member's own view.
 	Self    admin.ClusterStatus    `json:"self"`
@@ -108,6 +120,10 @@ func fail(w http.ResponseWriter, r *http.Request, err error) {
 const memberTimeout = time.Second
 
 func (c *Console) farm(w http.ResponseWriter, r *http.Request) {
+	limit, ok := intParam(w, r, "limit", FarmLimit, 1, 10_000)
+	if !ok {
+		return
+	}
 	type overview struct {
 		o   admin.ClusterOverview
 		err error
@@ -119,28 +135,63 @@ func (c *Console) farm(w http.ResponseWriter, r *http.Request) {
 		o, err := c.admin.ClusterStatusAll(ctx)
 		ch <- overview{o, err}
 	}()
-	nodes, err := c.admin.Nodes(r.Context())
-	if err != nil {
-		<-ch
-		fail(w, r, err)
-		return
-	}
-	out := FarmJSON{GeneratedAt: c.cfg.Now().UTC(), Nodes: nodes, Summary: summarize(nodes)}
+	var self admin.ClusterStatus
 	raw, err := c.admin.ClusterStatus(r.Context())
 	if err == nil {
-		err = json.Unmarshal(raw, &out.Self)
+		err = json.Unmarshal(raw, &self)
 	}
+	ov := <-ch
 	if err != nil {
-		<-ch
 		fail(w, r, err)
 		return
 	}
-	if ov := <-ch; ov.err != nil {
+	nodes := admin.NodeViews(c.cfg.FSM)
+	out := FarmJSON{GeneratedAt: c.cfg.Now().UTC(), Summary: summarize(nodes), Self: self, Nodes: []admin.NodeJSON{}}
+	if q := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("q"))); q != "" {
+		nodes = slices.DeleteFunc(nodes, func(n admin.NodeJSON) bool {
+			return !strings.Contains(strings.ToLower(n.Name), q) && !strings.Contains(n.ID, q)
+		})
+	}
+	slices.SortFunc(nodes, func(a, b admin.NodeJSON) int {
+		return cmp.Or(cmp.Compare(concern(a), concern(b)), strings.Compare(a.Name, b.Name), strings.Compare(a.ID, b.ID))
+	})
+	out.Matched = len(nodes)
+	out.Nodes = append(out.Nodes, nodes[:min(limit, len(nodes))]...)
+	if ov.err != nil {
 		out.ClusterError = ov.err.Error()
 	} else {
 		out.Cluster = &ov.o
 	}
 	apierr.WriteJSON(w, http.StatusOK, out)
+}
+
+// concern orders nodes for the farm page: what needs an operator first.
+func concern(n admin.NodeJSON) int {
+	switch {
+	case n.Down:
+		return 0
+	case n.State == admin.NodeDraining:
+		return 1
+	case n.State == admin.NodeCordoned:
+		return 2
+	case n.State == admin.NodeDrained:
+		return 3
+	}
+	return 4
+}
+
+// intParam reads a whole-number query parameter in [lo, hi].
+func intParam(w http.ResponseWriter, r *http.Request, name string, def, lo, hi int) (int, bool) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		apierr.Write(w, r, apierr.Invalid(name, fmt.Sprintf("%s must be a whole number from %d to %d", name, lo, hi)))
+		return 0, false
+	}
+	return n, true
 }
 
 func summarize(nodes []admin.NodeJSON) FarmSummary {
@@ -162,19 +213,14 @@ func summarize(nodes []admin.NodeJSON) FarmSummary {
 }
 
 func (c *Console) queue(w http.ResponseWriter, r *http.Request) {
-	q, err := c.admin.Queue(r.Context(), r.URL.Query().Get("account"), QueueLimit)
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	nodes, err := c.admin.Nodes(r.Context())
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	now := c.cfg.Now()
+	f, now := c.cfg.FSM, c.cfg.Now()
+	q := admin.QueueView(f, r.URL.Query().Get("account"), QueueLimit)
 	out := QueueJSON{GeneratedAt: now.UTC(), Classes: c.classes(now), Queue: q, Expiring: []ExpiringLease{}, Retrying: []admin.WaitingJSON{}}
-	for _, n := range nodes {
+	for _, v := range f.Nodes() {
+		if !slices.ContainsFunc(f.NodeLeases(v.Node.ID), func(l scheduler.Lease) bool { return l.Deadline.Sub(now) <= NearExpiry }) {
+			continue
+		}
+		n := admin.NodeView(f, v)
 		for _, t := range n.RunningTasks {
 			if left := t.Deadline.Sub(now); left <= NearExpiry {
 				out.Expiring = append(out.Expiring, ExpiringLease{RunningTask: t, Node: cmp.Or(n.Name, n.ID), RemainingSeconds: left.Seconds()})
@@ -193,15 +239,12 @@ func (c *Console) queue(w http.ResponseWriter, r *http.Request) {
 // classes counts the ready tasks by kind and model.
 func (c *Console) classes(now time.Time) []ClassJSON {
 	out := []ClassJSON{}
-	if c.cfg.EachReadyTask == nil {
-		return out
-	}
 	type key struct {
 		kind  scheduler.Kind
 		model string
 	}
 	idx := map[key]int{}
-	c.cfg.EachReadyTask(func(kind scheduler.Kind, model string, readyAt time.Time) {
+	c.cfg.FSM.EachReadyTask(func(kind scheduler.Kind, model string, readyAt time.Time) {
 		k := key{kind, model}
 		i, ok := idx[k]
 		if !ok {
@@ -226,39 +269,26 @@ type VideoJSON struct {
 }
 
 func (c *Console) video(w http.ResponseWriter, r *http.Request) {
-	v, err := c.admin.InspectVideo(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		fail(w, r, err)
+	v, ok := admin.VideoView(c.cfg.FSM, chi.URLParam(r, "id"))
+	if !ok {
+		apierr.Write(w, r, apierr.NotFound("video"))
 		return
 	}
 	out := VideoJSON{VideoInspectJSON: v, NodeNames: map[string]string{}}
-	if len(v.Tasks) > 0 {
-		nodes, err := c.admin.Nodes(r.Context())
-		if err != nil {
-			fail(w, r, err)
-			return
-		}
-		for _, n := range nodes {
-			out.NodeNames[n.ID] = cmp.Or(n.Name, n.ID)
+	for _, t := range v.Tasks {
+		for _, id := range append([]string{t.Node, t.DoneNode}, t.FailedNodes...) {
+			if n, ok := c.cfg.FSM.Node(id); ok && id != "" {
+				out.NodeNames[id] = cmp.Or(n.Name, id)
+			}
 		}
 	}
 	apierr.WriteJSON(w, http.StatusOK, out)
 }
 
 func (c *Console) webhooks(w http.ResponseWriter, r *http.Request) {
-	out := WebhooksJSON{GeneratedAt: c.cfg.Now().UTC(), Retrying: []admin.DeliveryJSON{}}
-	abandoned, err := c.admin.WebhookDeliveries(r.Context(), admin.DeliveryQuery{State: "abandoned", Limit: 50})
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	out.Abandoned = abandoned.Data
-	pending, err := c.admin.WebhookDeliveries(r.Context(), admin.DeliveryQuery{State: "pending", Limit: 200})
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	for _, d := range pending.Data {
+	out := WebhooksJSON{GeneratedAt: c.cfg.Now().UTC(), Retrying: []admin.DeliveryJSON{},
+		Abandoned: admin.DeliveriesView(c.cfg.FSM, fsm.DeliveryFilter{State: fsm.DeliveryAbandoned, Limit: 50}).Data}
+	for _, d := range admin.DeliveriesView(c.cfg.FSM, fsm.DeliveryFilter{State: fsm.DeliveryPending, Limit: 200}).Data {
 		if len(d.Attempts) > 0 {
 			out.Retrying = append(out.Retrying, d)
 		}

@@ -194,7 +194,8 @@
   }
 
   async function drawFarm(_, gen) {
-    const f = await api('GET', '/console/api/farm');
+    const q = $('node-filter').value.trim();
+    const f = await api('GET', '/console/api/farm' + (q ? '?q=' + encodeURIComponent(q) : ''));
     if (gen !== generation) return;
     const now = Date.parse(f.generated_at);
     const s = f.summary;
@@ -202,6 +203,8 @@
     $('farm-summary').textContent = f.nodes.length + ' nodes' + (counts ? ' (' + counts + ')' : '') + ' · ' +
       s.gpus + ' GPUs, ' + s.busy_gpus + ' busy · ' + s.running_tasks + ' tasks running · served by ' +
       (f.self.node_id || '?') + ' (' + f.self.state + ')';
+    $('nodes-shown').textContent = f.nodes.length < f.matched ? 'showing ' + f.nodes.length + ' of ' + f.matched + ' (those needing attention first); narrow with Find' :
+      (q ? f.matched + ' match' : '');
     fill('nodes', f.nodes.map((n) => el('tr', { 'data-node': n.name || n.id, 'data-state': n.state },
       el('td', {}, el('strong', {}, n.name || n.id), el('div', { class: 'muted mono' }, n.id), n.virtual ? el('div', { class: 'muted' }, 'virtual (CPU render slots)') : null),
       el('td', { class: 'node-state' }, nodeState(n)),
@@ -354,6 +357,7 @@
     $('login').addEventListener('submit', login);
     $('logout').addEventListener('click', logout);
     $('nodes').addEventListener('click', maintain);
+    $('node-filter').addEventListener('input', () => refresh());
     $('video-form').addEventListener('submit', (ev) => {
       ev.preventDefault();
       location.hash = '#video/' + encodeURIComponent($('video-id').value.trim());
