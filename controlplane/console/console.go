@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vidfarm/vidfarm/controlplane/admin"
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
@@ -77,6 +78,8 @@ type Config struct {
 	SessionTTL, IdleTTL time.Duration
 	Now                 func() time.Time
 	Logger              *slog.Logger
+	// Registerer takes the console's metrics (nil: not exported).
+	Registerer prometheus.Registerer
 }
 
 // Console serves /console.
@@ -86,6 +89,7 @@ type Console struct {
 	admin    *admin.Client
 	assets   http.Handler
 	router   chi.Router
+	metrics  *metrics
 }
 
 // inProcessHost is the host the console's admin client addresses the admin
@@ -113,6 +117,7 @@ func New(cfg Config) *Console {
 	c := &Console{cfg: cfg, sessions: newSessions(cfg.SessionTTL, cfg.IdleTTL, cfg.Now),
 		admin:  &admin.Client{Server: "http://" + inProcessHost, Token: cfg.Token, HTTP: &http.Client{Transport: newTransport(cfg.Admin, cfg.MemberTLS)}},
 		assets: http.StripPrefix("/console/static/", http.FileServerFS(sub))}
+	c.metrics = newMetrics(cfg.Registerer, c.sessions)
 	c.router = c.routes()
 	return c
 }

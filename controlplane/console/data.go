@@ -326,9 +326,11 @@ func (c *Console) maintain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
+		c.metrics.actions.WithLabelValues(action, "failed").Inc()
 		fail(w, r, err)
 		return
 	}
+	c.metrics.actions.WithLabelValues(action, "ok").Inc()
 	c.cfg.Logger.Info("console node maintenance", "action", action, "node_id", n.ID, "node_name", n.Name, "reason", req.Reason)
 	apierr.WriteJSON(w, http.StatusOK, n)
 }

@@ -118,6 +118,13 @@ func TestSessionRules(t *testing.T) {
 	if st, body, _ := send(t, "GET", base+"/console/api/farm", "", ck, nil); st != http.StatusUnauthorized {
 		t.Fatalf("the old cookie after logout: %d %s", st, body)
 	}
+	_, metrics, _ := send(t, "GET", base+"/metrics", "", nil, map[string]string{"Authorization": "Bearer " + adminToken})
+	for _, want := range []string{`vidfarm_console_logins_total{result="refused"} 2`, `vidfarm_console_logins_total{result="ok"} 1`,
+		`vidfarm_console_actions_total{action="cordon",result="ok"} 1`, "vidfarm_console_sessions 0"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
 }
 
 // TestPageHeaders checks that the login page and its assets are served to

@@ -95,6 +95,12 @@ func (s *sessions) get(id string) (session, bool) {
 	return *x, true
 }
 
+func (s *sessions) count() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return float64(len(s.m))
+}
+
 func (s *sessions) end(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -141,11 +147,13 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if c.cfg.Token == "" || subtle.ConstantTimeCompare([]byte(req.Token), []byte(c.cfg.Token)) != 1 {
 		c.cfg.Logger.Warn("console login refused", "remote", r.RemoteAddr, "request_id", apierr.RequestID(r.Context()))
+		c.metrics.logins.WithLabelValues("refused").Inc()
 		unauthorized(w, r, "wrong admin token: give the --admin-token (VIDFARM_ADMIN_TOKEN) the control plane runs with")
 		return
 	}
 	id, x := c.sessions.create()
 	http.SetCookie(w, c.cookie(id, int(c.cfg.SessionTTL/time.Second)))
+	c.metrics.logins.WithLabelValues("ok").Inc()
 	c.cfg.Logger.Info("console login", "remote", r.RemoteAddr)
 	apierr.WriteJSON(w, http.StatusOK, c.sessionView(*x))
 }

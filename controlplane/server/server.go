@@ -343,7 +343,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	adminAPI := forward(cluster.Admin, admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg, Cluster: node,
 		AppDB: s.bridgeStatus(), BenchFill: cfg.BenchFill}), adminLocal)
 	s.admin = guards.server(guards.admin, withConsole(adminAPI, console.New(console.Config{Token: cfg.AdminToken, Admin: adminAPI,
-		MemberTLS: tlsSet.client, FSM: f, Secure: tlsSet.server != nil, Logger: cfg.Logger})))
+		MemberTLS: tlsSet.client, FSM: f, Secure: tlsSet.server != nil, Logger: cfg.Logger, Registerer: reg})))
 	bg, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	// Lease polls wait up to a minute and artifact uploads are as long as the
