@@ -2,11 +2,14 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/go-chi/chi/v5"
 )
 
 // transport carries the console's admin client: requests to inProcessHost
@@ -32,8 +35,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.remote.RoundTrip(req)
 	}
 	// The handler sees what the listener would give it: a server request
-	// from this host.
-	in := req.Clone(req.Context())
+	// from this host, without the console's own routing state (chi would
+	// route within it, and two calls at once would share it).
+	in := req.Clone(context.WithValue(req.Context(), chi.RouteCtxKey, nil))
 	in.RemoteAddr, in.RequestURI, in.Host = "127.0.0.1:0", req.URL.RequestURI(), inProcessHost
 	if in.Body == nil {
 		in.Body = http.NoBody
