@@ -230,6 +230,16 @@ func TestConsoleInBrowser(t *testing.T) {
 			b.do("open webhooks", chromedp.Click(chromedp.CSS(`a[data-page="webhooks"]`)),
 				chromedp.WaitVisible(chromedp.CSS(`#wh-abandoned tbody tr.empty`)))
 		}},
+		{"on a phone", func(t *testing.T) {
+			b.do("a phone's screen", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
+				chromedp.Click(chromedp.CSS(`a[data-page="farm"]`)), chromedp.WaitVisible(chromedp.CSS(`#nodes tr[data-node="gpu-b"]`)))
+			// The page itself does not scroll sideways; wide tables scroll in their box.
+			if w := eval[int](b, `document.documentElement.scrollWidth`); w > 400 {
+				t.Errorf("the farm page is %d px wide on a 390 px screen", w)
+			}
+			b.shot("farm-phone")
+			b.do("back to a laptop's screen", chromedp.EmulateViewport(1280, 1000))
+		}},
 		{"logout", func(t *testing.T) {
 			b.do("log out", chromedp.Click(chromedp.CSS("#logout")), chromedp.WaitVisible(chromedp.CSS("#login")))
 			if st := eval[int](b, `fetch('/console/api/farm').then(r => r.status)`, chromedp.EvalAwaitPromise); st != 401 {

@@ -26,10 +26,14 @@
     return e;
   }
 
-  function fill(tbodyOf, rows, cols, emptyText) {
-    const tb = $(tbodyOf).tBodies[0];
+  // fill replaces a table's rows; each cell gets its column's heading as
+  // data-label, which a narrow screen shows instead of the heading row.
+  function fill(tableId, rows, cols, emptyText) {
+    const table = $(tableId);
+    const heads = [...table.tHead.rows[0].cells].map((th) => th.textContent);
     if (rows.length === 0) rows = [el('tr', { class: 'empty' }, el('td', { colspan: cols }, emptyText))];
-    tb.replaceChildren(...rows);
+    for (const tr of rows) [...tr.cells].forEach((td, i) => td.setAttribute('data-label', heads[i] || ''));
+    table.tBodies[0].replaceChildren(...rows);
   }
 
   function secs(s) {
@@ -176,7 +180,7 @@
   function maintenance(n) {
     const cell = [];
     if (n.maintenance_reason) cell.push(el('div', {}, '“' + n.maintenance_reason + '”'));
-    if (n.drain_deadline) cell.push(el('div', { class: 'muted' }, 'hand back ' + until(n.drain_deadline, Date.now())));
+    if (n.drain_deadline && n.state === 'draining') cell.push(el('div', { class: 'muted' }, 'hand back ' + until(n.drain_deadline, Date.now())));
     const buttons = [];
     if (n.state === 'active') buttons.push('cordon');
     buttons.push('drain');
