@@ -214,8 +214,12 @@ func summarize(nodes []admin.NodeJSON) FarmSummary {
 
 func (c *Console) queue(w http.ResponseWriter, r *http.Request) {
 	f, now := c.cfg.FSM, c.cfg.Now()
+	// The two walks of the queue (the oldest waiting, the counts by class)
+	// share the state's read lock and run side by side.
+	classes := make(chan []ClassJSON, 1)
+	go func() { classes <- c.classes(now) }()
 	q := admin.QueueView(f, r.URL.Query().Get("account"), QueueLimit)
-	out := QueueJSON{GeneratedAt: now.UTC(), Classes: c.classes(now), Queue: q, Expiring: []ExpiringLease{}, Retrying: []admin.WaitingJSON{}}
+	out := QueueJSON{GeneratedAt: now.UTC(), Queue: q, Expiring: []ExpiringLease{}, Retrying: []admin.WaitingJSON{}}
 	for _, v := range f.Nodes() {
 		if !slices.ContainsFunc(f.NodeLeases(v.Node.ID), func(l scheduler.Lease) bool { return l.Deadline.Sub(now) <= NearExpiry }) {
 			continue
@@ -233,6 +237,7 @@ func (c *Console) queue(w http.ResponseWriter, r *http.Request) {
 			out.Retrying = append(out.Retrying, v)
 		}
 	}
+	out.Classes = <-classes
 	apierr.WriteJSON(w, http.StatusOK, out)
 }
 
