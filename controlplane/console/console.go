@@ -90,6 +90,7 @@ type Console struct {
 	assets   http.Handler
 	router   chi.Router
 	metrics  *metrics
+	throttle *throttle
 }
 
 // inProcessHost is the host the console's admin client addresses the admin
@@ -118,6 +119,7 @@ func New(cfg Config) *Console {
 		admin:  &admin.Client{Server: "http://" + inProcessHost, Token: cfg.Token, HTTP: &http.Client{Transport: newTransport(cfg.Admin, cfg.MemberTLS)}},
 		assets: http.StripPrefix("/console/static/", http.FileServerFS(sub))}
 	c.metrics = newMetrics(cfg.Registerer, c.sessions)
+	c.throttle = newThrottle(cfg.Now)
 	c.router = c.routes()
 	return c
 }

@@ -12,12 +12,12 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer, s *sessions) *metrics {
 	m := &metrics{
 		logins: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vidfarm_console_logins_total",
-			Help: "Console logins on this member by result: ok, or refused (wrong admin token)."}, []string{"result"}),
+			Help: "Console logins on this member by result: ok, refused (wrong admin token) or throttled (too many wrong ones from the address)."}, []string{"result"}),
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vidfarm_console_actions_total",
 			Help: "Node maintenance requested from the console on this member, by action (cordon, drain, uncordon) and result (ok, failed)."},
 			[]string{"action", "result"}),
 	}
-	for _, r := range []string{"ok", "refused"} {
+	for _, r := range []string{"ok", "refused", "throttled"} {
 		m.logins.WithLabelValues(r)
 	}
 	if reg != nil {

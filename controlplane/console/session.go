@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"sync"
@@ -145,7 +146,17 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, `the login body must be {"token": "<admin token>"}: `+err.Error()))
 		return
 	}
+	client := clientOf(r.RemoteAddr)
+	if left := c.throttle.blocked(client); left > 0 {
+		c.metrics.logins.WithLabelValues("throttled").Inc()
+		e := apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimited,
+			fmt.Sprintf("%d wrong logins from %s within %s: wait before trying again", MaxLoginFailures, client, LoginWindow))
+		e.RetryAfter = int(left.Seconds()) + 1
+		apierr.Write(w, r, e)
+		return
+	}
 	if c.cfg.Token == "" || subtle.ConstantTimeCompare([]byte(req.Token), []byte(c.cfg.Token)) != 1 {
+		c.throttle.fail(client)
 		c.cfg.Logger.Warn("console login refused", "remote", r.RemoteAddr, "request_id", apierr.RequestID(r.Context()))
 		c.metrics.logins.WithLabelValues("refused").Inc()
 		unauthorized(w, r, "wrong admin token: give the --admin-token (VIDFARM_ADMIN_TOKEN) the control plane runs with")
