@@ -112,7 +112,7 @@ func fail(w http.ResponseWriter, r *http.Request, err error) {
 		apierr.Write(w, r, e)
 		return
 	}
-	apierr.Write(w, r, apierr.New(http.StatusBadGateway, apierr.CodeUpstreamError, "the admin API did not answer: "+err.Error()).With("retryable", true))
+	apierr.Write(w, r, apierr.New(http.StatusBadGateway, apierr.CodeUpstreamError, "the admin API did not answer: "+err.Error()))
 }
 
 // memberTimeout bounds how long the farm page waits for the other members'

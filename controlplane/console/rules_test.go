@@ -108,6 +108,16 @@ func TestSessionRules(t *testing.T) {
 	if st, body, _ := send(t, "POST", cordon, `{"reason": "x"}`, ck, csrf); st != http.StatusOK || f.nodeState("gpu-r") != admin.NodeCordoned {
 		t.Fatalf("cordon with session and CSRF token: %d %s", st, body)
 	}
+	// The admin API's refusals come through as it gave them.
+	for _, c := range []struct{ path, body, code string }{
+		{"/console/api/nodes/no-such-node/cordon", "", `"not_found"`},
+		{"/console/api/nodes/gpu-r/drain", `{"timeout_seconds": -1}`, `"invalid_request"`},
+		{"/console/api/nodes/gpu-r/reboot", "", `"not_found"`},
+	} {
+		if st, body, _ := send(t, "POST", base+c.path, c.body, ck, csrf); st/100 != 4 || !strings.Contains(body, c.code) {
+			t.Errorf("POST %s %s: %d %s, want %s", c.path, c.body, st, body, c.code)
+		}
+	}
 	if st, body, _ := send(t, "POST", base+"/console/logout", "", ck, nil); st != http.StatusForbidden {
 		t.Fatalf("logout without the CSRF token: %d %s", st, body)
 	}
@@ -120,7 +130,7 @@ func TestSessionRules(t *testing.T) {
 	}
 	_, metrics, _ := send(t, "GET", base+"/metrics", "", nil, map[string]string{"Authorization": "Bearer " + adminToken})
 	for _, want := range []string{`vidfarm_console_logins_total{result="refused"} 2`, `vidfarm_console_logins_total{result="ok"} 1`,
-		`vidfarm_console_actions_total{action="cordon",result="ok"} 1`, "vidfarm_console_sessions 0"} {
+		`vidfarm_console_actions_total{action="cordon",result="ok"} 1`, `vidfarm_console_actions_total{action="cordon",result="failed"} 1`, "vidfarm_console_sessions 0"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)
 		}

@@ -162,6 +162,9 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		unauthorized(w, r, "wrong admin token: give the --admin-token (VIDFARM_ADMIN_TOKEN) the control plane runs with")
 		return
 	}
+	if old, err := r.Cookie(CookieName); err == nil {
+		c.sessions.end(old.Value) // a new login replaces the browser's session
+	}
 	id, x := c.sessions.create()
 	http.SetCookie(w, c.cookie(id, int(c.cfg.SessionTTL/time.Second)))
 	c.metrics.logins.WithLabelValues("ok").Inc()
