@@ -151,6 +151,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		{"login", func(t *testing.T) {
 			b.do("open the console", chromedp.Navigate(f.consoleURL()), chromedp.WaitVisible(chromedp.CSS("#login")))
 			b.shot("login")
+			if d := eval[string](b, `getComputedStyle(document.getElementById('nav')).display`); d != "none" {
+				t.Errorf("the pages' menu shows before login (display %s)", d)
+			}
 			b.do("log in with a wrong token", chromedp.SendKeys(chromedp.CSS("#token"), "not-the-token"), chromedp.Click(chromedp.CSS("#login button")))
 			poll[bool](b, "the refusal shows", `document.getElementById('login-error').textContent.includes('wrong admin token')`)
 			eval[string](b, `document.getElementById('token').value = ''`)
