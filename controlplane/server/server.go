@@ -29,6 +29,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/appdb"
 	"github.com/vidfarm/vidfarm/controlplane/blob"
 	"github.com/vidfarm/vidfarm/controlplane/cluster"
+	"github.com/vidfarm/vidfarm/controlplane/console"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/controlplane/raftnode"
 	"github.com/vidfarm/vidfarm/controlplane/sealed"
@@ -355,8 +356,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return cluster.NewForwarder(node, f, l, cfg.Logger, local, tlsSet.client).Wrap(h)
 	}
 	s.public = guards.server(guards.public, forward(cluster.Public, s.API, nil))
-	s.admin = guards.server(guards.admin, forward(cluster.Admin, admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg, Cluster: node,
-		AppDB: s.bridgeStatus(), BenchFill: cfg.BenchFill}), adminLocal))
+	adminAPI := forward(cluster.Admin, admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg, Cluster: node,
+		AppDB: s.bridgeStatus(), BenchFill: cfg.BenchFill}), adminLocal)
+	s.admin = guards.server(guards.admin, withConsole(adminAPI, console.New(console.Config{Token: cfg.AdminToken, Admin: adminAPI,
+		MemberTLS: tlsSet.client, FSM: f, Secure: tlsSet.server != nil, Logger: cfg.Logger, Registerer: reg})))
 	bg, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	// Lease polls wait up to a minute and artifact uploads are as long as the
@@ -480,6 +483,20 @@ func adminLocal(r *http.Request) bool {
 		return true
 	}
 	return false
+}
+
+// withConsole serves the operator's console (/console) on the admin
+// listener beside the admin API. The console is never forwarded: its
+// sessions live on the node that made them, and it reaches the leader
+// through the admin API's own forwarding.
+func withConsole(adminAPI, con http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if console.Handled(r) {
+			con.ServeHTTP(w, r)
+			return
+		}
+		adminAPI.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) serve(srv *http.Server, ln net.Listener, name string) {
