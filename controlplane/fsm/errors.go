@@ -44,6 +44,9 @@ var (
 	// ErrDeliveryFinished means the delivery was already delivered, abandoned or
 	// cancelled: an attempt that raced with its end is not recorded.
 	ErrDeliveryFinished = errors.New("webhook delivery already finished")
+	// ErrEventNotFound means the account's event log holds no event of that id
+	// (never written, another account's, or trimmed after its retention).
+	ErrEventNotFound = errors.New("event not found")
 )
 
 // InsufficientCreditsError carries the numbers a client needs to top up.

@@ -78,6 +78,8 @@ const (
 	UncordonNodeType       MessageType = 56
 	HandBackDrainedType    MessageType = 57
 	RetryDeliveryType      MessageType = 58
+	StartEventLogType      MessageType = 63
+	TrimEventLogType       MessageType = 64
 )
 
 // entry is one command of the registry: its name (in logs and metrics), a
@@ -172,6 +174,8 @@ var registry = [256]entry{
 	UncordonNodeType:       command("uncordon_node", (*state).applyUncordonNode),
 	HandBackDrainedType:    command("hand_back_drained", (*state).applyHandBackDrained),
 	RetryDeliveryType:      command("retry_delivery", (*state).applyRetryDelivery),
+	StartEventLogType:      command("start_event_log", (*state).applyStartEventLog),
+	TrimEventLogType:       command("trim_event_log", (*state).applyTrimEventLog),
 }
 
 // What each command answers, in type order: the R of its apply function and
@@ -223,6 +227,8 @@ func (*DrainNode) answers(Node)                          {}
 func (*UncordonNode) answers(Node)                       {}
 func (*HandBackDrained) answers(HandBackResult)          {}
 func (*RetryDelivery) answers(Delivery)                  {}
+func (*StartEventLog) answers(bool)                      {}
+func (*TrimEventLog) answers(int)                        {}
 
 func (t MessageType) String() string {
 	if e := registry[t]; e.name != "" {

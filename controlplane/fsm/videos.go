@@ -61,6 +61,7 @@ func (s *state) applyCreateVideo(c *CreateVideo) (CreateVideoResult, error) {
 	}
 	s.addVideo(v)
 	s.videoChanged(v, c.Now)
+	s.emitVideo(v, EventVideoCreated, c.Now)
 	res := CreateVideoResult{QueuedVideo: s.queued(v)}
 	if c.IdempotencyKey != "" {
 		s.idem.set(idemID(c.AccountID, c.IdempotencyKey), &Idempotency{

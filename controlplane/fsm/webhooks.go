@@ -195,9 +195,8 @@ func (s *state) applyPruneDeliveries(c *PruneDeliveries) (int, error) {
 	return n, nil
 }
 
-// emitVideoEvent writes v's terminal event and one pending delivery per endpoint of
-// its account subscribed to the event's type; with no subscriber nothing is kept.
-// Callers have just moved v to completed, failed or canceled.
+// emitVideoEvent writes v's terminal event (see emit). Callers have just
+// moved v to completed, failed or canceled.
 func (s *state) emitVideoEvent(v *Video, now int64) {
 	typ := EventVideoCompleted
 	switch v.Status {
@@ -206,23 +205,31 @@ func (s *state) emitVideoEvent(v *Video, now int64) {
 	case StatusCanceled:
 		typ = EventVideoCanceled
 	}
-	id := EventID(v.ID)
-	if s.events.has(id) {
+	if s.events.has(EventID(v.ID)) {
 		return
 	}
+	s.emitVideo(v, typ, now)
+}
+
+// emit records ev in its account's event log (eventlog.go) and writes one
+// pending delivery per endpoint of the account subscribed to its type; the
+// outbox keeps the event only while it has a subscriber. Every event of an
+// account goes through here.
+func (s *state) emit(ev Event) {
+	s.logEvent(ev)
 	var subs []*Webhook
-	for _, wid := range s.accountWebhooks[v.AccountID] {
-		if w := s.webhooks[wid]; slices.Contains(w.Events, typ) {
+	for _, wid := range s.accountWebhooks[ev.AccountID] {
+		if w := s.webhooks[wid]; slices.Contains(w.Events, ev.Type) {
 			subs = append(subs, w)
 		}
 	}
 	if len(subs) == 0 {
 		return
 	}
-	s.events.set(id, &Event{ID: id, Type: typ, AccountID: v.AccountID, Video: v.Clone(), Created: now}, false) // has(id) was false above
+	s.events.set(ev.ID, &ev, false) // the callers checked the id is new
 	for _, w := range subs {
-		d := &Delivery{EventID: id, WebhookID: w.ID, AccountID: w.AccountID, URL: w.URL, State: DeliveryPending,
-			NextAt: now, CreatedAt: now}
+		d := &Delivery{EventID: ev.ID, WebhookID: w.ID, AccountID: w.AccountID, URL: w.URL, State: DeliveryPending,
+			NextAt: ev.Created, CreatedAt: ev.Created}
 		s.deliveries.set(d.ID(), d, false) // its event is new, so is it
 		s.pending[d.ID()] = struct{}{}
 	}
