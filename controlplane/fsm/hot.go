@@ -107,7 +107,9 @@ type anyTable interface {
 	buckets() []string
 }
 
-func (s *state) tables() []anyTable { return []anyTable{s.idem, s.events, s.deliveries, s.debits, s.eventLog} }
+func (s *state) tables() []anyTable {
+	return []anyTable{s.idem, s.events, s.deliveries, s.debits, s.eventLog}
+}
 
 // clean drops the entries a checkpoint of generation gen wrote and that did
 // not change since.

@@ -187,15 +187,15 @@ type Stats struct {
 	Events, Deliveries int
 	// LoggedEvents are the event log's (eventlog.go).
 	LoggedEvents int
-	Accounts           int
-	Keys               int
-	Videos             int
-	Queued             int
-	Idempotency        int
-	Nodes              int
-	Garbage            int // intermediate blobs waiting for the leader to delete them
-	Retrying           int // tasks waiting out a backoff after a failure
-	ByStatus           map[string]int
+	Accounts     int
+	Keys         int
+	Videos       int
+	Queued       int
+	Idempotency  int
+	Nodes        int
+	Garbage      int // intermediate blobs waiting for the leader to delete them
+	Retrying     int // tasks waiting out a backoff after a failure
+	ByStatus     map[string]int
 }
 
 // Stats returns counts of the state's records.
