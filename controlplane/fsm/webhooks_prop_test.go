@@ -28,7 +28,9 @@ func (g *cmdGen) webhookCommand(t *rapid.T) fsm.Command {
 		}
 		return w[0], pick(t, vids, "vid_of_whk")
 	}
-	switch rapid.IntRange(0, 6).Draw(t, "webhook_kind") {
+	switch rapid.IntRange(0, 9).Draw(t, "webhook_kind") {
+	case 7, 8, 9:
+		return g.eventLogCommand(t)
 	case 0, 1:
 		id := g.id("whk")
 		acct := pick(t, g.accounts, "acct")
