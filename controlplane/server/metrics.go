@@ -50,7 +50,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for status, n := range st.ByStatus {
 		ch <- prometheus.MustNewConstMetric(c.videos, prometheus.GaugeValue, float64(n), status)
 	}
-	for kind, n := range map[string]int{"accounts": st.Accounts, "keys": st.Keys, "videos": st.Videos, "idempotency": st.Idempotency, "webhook_events": st.Events, "webhook_deliveries": st.Deliveries, "queued": st.Queued, "garbage_blobs": st.Garbage, "retrying_tasks": st.Retrying} {
+	for kind, n := range map[string]int{"accounts": st.Accounts, "keys": st.Keys, "videos": st.Videos, "idempotency": st.Idempotency, "webhook_events": st.Events, "webhook_deliveries": st.Deliveries, "events": st.LoggedEvents, "queued": st.Queued, "garbage_blobs": st.Garbage, "retrying_tasks": st.Retrying} {
 		ch <- prometheus.MustNewConstMetric(c.counts, prometheus.GaugeValue, float64(n), kind)
 	}
 	stats := c.node.Stats()
