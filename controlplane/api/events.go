@@ -67,7 +67,8 @@ func (a *API) listEvents(w http.ResponseWriter, r *http.Request) {
 	out := eventListJSON{Object: "list", Data: make([]eventJSON, 0, len(page.Events)), HasMore: page.HasMore}
 	for _, ev := range page.Events {
 		ej := eventJSON{ID: ev.ID, Object: "event", Type: ev.Type, Created: unixOf(ev.Created)}
-		ej.Data.Video = a.videoView(fsm.QueuedVideo{Video: ev.Video}, exp)
+		ej.Data.Video = a.videoView(fsm.QueuedVideo{Video: ev.Video, QueuePosition: ev.QueuePosition,
+			WaitReason: ev.WaitReason, WaitMessage: ev.WaitMessage}, exp)
 		out.Data = append(out.Data, ej)
 	}
 	out.Count = len(out.Data)

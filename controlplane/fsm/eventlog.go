@@ -112,6 +112,13 @@ func (s *state) emitVideo(v *Video, typ string, now int64) {
 	s.emit(Event{ID: videoEventID(typ, v.ID), Type: typ, AccountID: v.AccountID, Video: v.Clone(), Created: now})
 }
 
+// emitCreated writes the video.created event of q's video, with its place
+// in the queue then.
+func (s *state) emitCreated(q QueuedVideo, now int64) {
+	s.emit(Event{ID: videoEventID(EventVideoCreated, q.ID), Type: EventVideoCreated, AccountID: q.AccountID,
+		Video: q.Video.Clone(), Created: now, QueuePosition: q.QueuePosition, WaitReason: q.WaitReason, WaitMessage: q.WaitMessage})
+}
+
 var eventIDEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
 // videoEventID is the id of v's event of type typ. A video's final event

@@ -61,8 +61,8 @@ func (s *state) applyCreateVideo(c *CreateVideo) (CreateVideoResult, error) {
 	}
 	s.addVideo(v)
 	s.videoChanged(v, c.Now)
-	s.emitVideo(v, EventVideoCreated, c.Now)
 	res := CreateVideoResult{QueuedVideo: s.queued(v)}
+	s.emitCreated(res.QueuedVideo, c.Now)
 	if c.IdempotencyKey != "" {
 		s.idem.set(idemID(c.AccountID, c.IdempotencyKey), &Idempotency{
 			AccountID: c.AccountID, Key: c.IdempotencyKey, BodyHash: c.BodyHash, VideoID: v.ID,

@@ -62,6 +62,12 @@ type Event struct {
 	AccountID string `msgpack:"account"`
 	Video     Video  `msgpack:"video"`
 	Created   int64  `msgpack:"created"`
+	// QueuePosition and the wait reason are a queued video's place in the
+	// queue when the event was written (video.created); empty, and not
+	// encoded, in every other event.
+	QueuePosition uint64 `msgpack:"queue_position,omitempty"`
+	WaitReason    string `msgpack:"wait_reason,omitempty"`
+	WaitMessage   string `msgpack:"wait_message,omitempty"`
 }
 
 // Attempt is one delivery attempt. Status is 0 when no HTTP answer came.
