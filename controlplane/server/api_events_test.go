@@ -1,13 +1,16 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
 	"sync"
 	"testing"
 
+	"github.com/vidfarm/vidfarm/client"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 )
 
@@ -238,5 +241,62 @@ func jsonInto(t *testing.T, r response, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.Body, v); err != nil {
 		t.Fatalf("decode %s: %v", r.Body, err)
+	}
+}
+
+// TestEventLogSDK reads the log through the Go SDK's iterator against a real
+// node: the same events as the API's pages, and a cursor that follows the
+// log as it grows.
+func TestEventLogSDK(t *testing.T) {
+	h := start(t)
+	startedLog(t, h)
+	_, key := h.account("pro", 1000)
+	c, err := client.New(h.base, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var made []string
+	for range 5 {
+		made = append(made, h.create(key, manualReq("duration_seconds", 5))["id"].(string))
+	}
+	expectAPIStatus(t, h.do("POST", "/v1/videos/"+made[1]+"/cancel", key, nil), http.StatusOK)
+
+	read := func(p client.ListEventsParams) []client.Event {
+		t.Helper()
+		var out []client.Event
+		for e, err := range c.Events(ctx, p) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, e)
+		}
+		return out
+	}
+	all := read(client.ListEventsParams{Limit: 2})
+	if len(all) != 6 || all[5].Type != client.EventVideoCanceled || all[5].ID != fsm.EventID(made[1]) {
+		t.Fatalf("the SDK read %d events: %+v", len(all), all)
+	}
+	for i, id := range made {
+		if all[i].Type != client.EventVideoCreated || all[i].Data.Video.ID != id || all[i].Data.Video.Progress == nil {
+			t.Fatalf("event %d: %+v, want video.created of %s with its place in the queue", i, all[i], id)
+		}
+	}
+	if got := read(client.ListEventsParams{Types: []string{client.EventVideoCanceled, client.EventVideoFailed}}); len(got) != 1 || got[0].ID != all[5].ID {
+		t.Fatalf("canceled or failed: %+v", got)
+	}
+	// Following the log: from the last event seen, only what came since.
+	last := all[len(all)-1].ID
+	if got := read(client.ListEventsParams{After: last}); len(got) != 0 {
+		t.Fatalf("after the last event: %+v", got)
+	}
+	next := h.create(key, manualReq("duration_seconds", 5))["id"].(string)
+	if got := read(client.ListEventsParams{After: last}); len(got) != 1 || got[0].Data.Video.ID != next {
+		t.Fatalf("after the last event, once another video was made: %+v", got)
+	}
+	_, err = c.ListEvents(ctx, client.ListEventsParams{After: "evt_unknown"})
+	var apiErr *client.Error
+	if !errors.As(err, &apiErr) || apiErr.Code != client.CodeInvalidRequest {
+		t.Fatalf("after an unknown event: %v", err)
 	}
 }
