@@ -31,7 +31,7 @@ func newStateCollector(f *fsm.FSM, n *raftnode.Node) *stateCollector {
 		leader: prometheus.NewDesc("vidfarm_raft_leader", "1 when this node is the Raft leader.", nil, nil),
 		tiers:  prometheus.NewDesc("vidfarm_state_videos", "Videos held by tier: memory (unfinished, and finished since the last checkpoint) or disk (the state file).", []string{"tier"}, nil),
 		file:   prometheus.NewDesc("vidfarm_state_file_bytes", "Size of the state file (state.db).", nil, nil),
-		tables: prometheus.NewDesc("vidfarm_state_records_in_memory", "Idempotency records, webhook events and deliveries held in memory (changed since the last checkpoint, and pending deliveries); the rest is served from the state file.", []string{"kind"}, nil),
+		tables: prometheus.NewDesc("vidfarm_state_records_in_memory", "Table records (idempotency records, webhook events and deliveries, the event log, …) held in memory (changed since the last checkpoint, and pending deliveries); the rest is served from the state file.", []string{"kind"}, nil),
 	}
 }
 
