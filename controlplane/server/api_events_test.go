@@ -156,8 +156,23 @@ func TestEventLogAPI(t *testing.T) {
 	}
 	expectAPIError(t, h.do("GET", "/v1/events", "", nil), http.StatusUnauthorized, "missing_api_key")
 
-	if v, ok := metricSample(h.adminGet("/metrics"), `vidfarm_state_records{kind="events"}`); !ok || v != 6 {
+	page := h.adminGet("/metrics")
+	if v, ok := metricSample(page, `vidfarm_state_records{kind="events"}`); !ok || v != 6 {
 		t.Errorf(`vidfarm_state_records{kind="events"} = %v (%v), want 6`, v, ok)
+	}
+	if v, ok := metricSample(page, `vidfarm_state_records_in_memory{kind="event_log"}`); !ok || v != 6 {
+		t.Errorf(`before a checkpoint vidfarm_state_records_in_memory{kind="event_log"} = %v (%v), want 6`, v, ok)
+	}
+	// After a checkpoint the log is served from the state file alone.
+	if _, err := h.admin.Snapshot(context.Background()); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	page = h.adminGet("/metrics")
+	if v, ok := metricSample(page, `vidfarm_state_records_in_memory{kind="event_log"}`); !ok || v != 0 {
+		t.Errorf(`after a checkpoint vidfarm_state_records_in_memory{kind="event_log"} = %v (%v), want 0`, v, ok)
+	}
+	if again := h.events(key, url.Values{"limit": {"100"}}); len(again.Data) != 5 || again.Data[4].ID != all.Data[4].ID {
+		t.Errorf("from the state file the log lists %d events", len(again.Data))
 	}
 }
 
