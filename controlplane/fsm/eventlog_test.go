@@ -225,3 +225,31 @@ func TestEventLog(t *testing.T) {
 	}
 	check("after the trims were written")
 }
+
+// TestEventLogOrderIsApplyOrder: a leader whose clock runs behind the one
+// before it stamps an event earlier than events already listed; the log
+// still lists it after them, so a reader following its cursor gets it.
+func TestEventLogOrderIsApplyOrder(t *testing.T) {
+	p := newPair(t)
+	p.apply(&fsm.CreateAccount{AccountID: "a", Name: "a", Plan: fsm.PlanPro, Credits: 1000, KeyID: "k", KeyHash: keyHash("k"), KeyHint: "k", Now: t0})
+	p.apply(&fsm.StartEventLog{Now: t0})
+	p.apply(createVideo("vid_1", "a", 1, "", "", t0+int64(time.Hour)))
+	read := p.eventLog("a", nil, 10)
+	cursor := read[len(read)-1].ID
+	for i, when := range []string{"in memory", "from the file"} {
+		v := fmt.Sprintf("vid_behind_%d", i)
+		p.apply(createVideo(v, "a", 1, "", "", t0)) // the new leader's clock: an hour behind
+		for _, f := range []*fsm.FSM{p.mem, p.disk} {
+			page, err := f.Events(fsm.EventQuery{AccountID: "a", After: cursor, Limit: 10})
+			if err != nil || len(page.Events) != 1 || page.Events[0].Video.ID != v {
+				t.Fatalf("%s: after the last event read: %v %v, want %s's", when, loggedOf(page.Events), err, v)
+			}
+			cursor2 := page.Events[0].ID
+			if page, _ := f.Events(fsm.EventQuery{AccountID: "a", After: cursor2, Limit: 10}); len(page.Events) != 0 {
+				t.Fatalf("%s: after the newest: %v", when, loggedOf(page.Events))
+			}
+		}
+		cursor = p.eventLog("a", nil, 10)[i+1].ID
+		p.same(when)
+	}
+}
