@@ -129,3 +129,46 @@ func ExampleVerifyWebhook() {
 	// verified video.completed vid_1
 	// true
 }
+
+// Reading the account's event log: every event, oldest first, page after
+// page. Keep the last id to read only what came since, later.
+func ExampleClient_Events() {
+	_, srv := startFake()
+	defer srv.Close()
+	c, err := client.New(srv.URL, fakeKey)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, prompt := range []string{"A lantern at dusk", "A lantern at dawn"} {
+		if _, err := c.CreateAuto(ctx, client.AutoVideoRequest{Prompt: prompt}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if _, err := c.CancelVideo(ctx, "vid_1"); err != nil {
+		log.Fatal(err)
+	}
+	last := ""
+	for e, err := range c.Events(ctx, client.ListEventsParams{Limit: 2}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(e.ID, e.Type, e.Data.Video.ID)
+		last = e.ID
+	}
+	// Later: only what came since the last event read.
+	if _, err := c.GetVideo(ctx, "vid_2"); err != nil { // it starts rendering
+		log.Fatal(err)
+	}
+	for e, err := range c.Events(ctx, client.ListEventsParams{After: last}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(e.ID, e.Type, e.Data.Video.ID)
+	}
+	// Output:
+	// evt_1 video.created vid_1
+	// evt_2 video.created vid_2
+	// evt_3 video.canceled vid_1
+	// evt_4 video.processing vid_2
+}

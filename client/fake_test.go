@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,12 +20,14 @@ import (
 // replays with Idempotent-Replayed, 409 duplicate_request for another body,
 // newest-first pages with starting_after/has_more, cancel with 409
 // video_not_cancelable. A video advances one step per read: queued, processing
-// (stage rendering at 50 %), completed.
+// (stage rendering at 50 %), completed. Each change is an event of the
+// account's log (GET /v1/events, oldest first, paged with after).
 type fakeAPI struct {
 	mu       sync.Mutex
 	key      string
 	credits  int64
 	videos   []*client.Video // oldest first
+	events   []client.Event  // oldest first
 	byKey    map[string]idem
 	faults   []fault // consumed by the next requests, in order
 	requests []seen
@@ -133,6 +136,8 @@ func (f *fakeAPI) route(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == "GET" && r.URL.Path == "/v1/me":
 		writeJSON(w, 200, client.Account{Object: "account", ID: "acct_fake", Name: "fake", Plan: "pro", Premium: true, Credits: f.credits})
+	case r.Method == "GET" && r.URL.Path == "/v1/events":
+		f.listEvents(w, r)
 	case r.Method == "POST" && p == "":
 		f.create(w, r)
 	case r.Method == "GET" && p == "":
@@ -157,6 +162,7 @@ func (f *fakeAPI) route(w http.ResponseWriter, r *http.Request) {
 				v.Status, v.Progress = client.StatusCanceled, nil
 				v.Cancellation = &client.VideoCancellation{CreditsRefunded: v.CreditsCharged, CanceledAt: 1763700100}
 				f.credits += v.CreditsCharged
+				f.event(client.EventVideoCanceled, v)
 			}
 			writeJSON(w, 200, v)
 		}
@@ -197,6 +203,7 @@ func (f *fakeAPI) create(w http.ResponseWriter, r *http.Request) {
 		Prompt: req.Prompt, DurationSeconds: max(req.DurationSeconds, 5), CreditsCharged: cost, PollIntervalSeconds: 5,
 		CreatedAt: 1763700000 + int64(len(f.videos)), Progress: &client.VideoProgress{QueuePosition: 1}}
 	f.videos = append(f.videos, v)
+	f.event(client.EventVideoCreated, v)
 	if key != "" {
 		f.byKey[key] = idem{body: body, id: v.ID}
 	}
@@ -207,9 +214,48 @@ func (f *fakeAPI) advance(v *client.Video) {
 	switch v.Status {
 	case client.StatusQueued:
 		v.Status, v.Progress = client.StatusProcessing, &client.VideoProgress{Percent: 50, Stage: "rendering"}
+		f.event(client.EventVideoProcessing, v)
 	case client.StatusProcessing:
 		v.Status, v.Progress, v.VideoURL = client.StatusCompleted, nil, "https://files.example/"+v.ID+".mp4"
+		f.event(client.EventVideoCompleted, v)
 	}
+}
+
+// event appends v's event of type typ to the log.
+func (f *fakeAPI) event(typ string, v *client.Video) {
+	f.events = append(f.events, client.Event{ID: fmt.Sprintf("evt_%d", len(f.events)+1), Object: "event", Type: typ,
+		Created: 1763700000 + int64(len(f.events)), Data: client.EventData{Video: *v}})
+}
+
+// listEvents answers GET /v1/events: after an event id, of the types asked
+// (comma-separated), limit at a time.
+func (f *fakeAPI) listEvents(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := 20
+	if s := q.Get("limit"); s != "" {
+		limit, _ = strconv.Atoi(s)
+	}
+	start := 0
+	if after := q.Get("after"); after != "" {
+		start = -1
+		for i, e := range f.events {
+			if e.ID == after {
+				start = i + 1
+			}
+		}
+		if start < 0 {
+			writeErr(w, 400, "invalid_request", "No event "+after+".", false, map[string]any{"field": "after"})
+			return
+		}
+	}
+	var match []client.Event
+	for _, e := range f.events[start:] {
+		if t := q.Get("type"); t == "" || slices.Contains(strings.Split(t, ","), e.Type) {
+			match = append(match, e)
+		}
+	}
+	page := match[:min(limit, len(match))]
+	writeJSON(w, 200, client.EventList{Object: "list", Data: page, Count: len(page), HasMore: len(match) > limit})
 }
 
 func (f *fakeAPI) find(id string) *client.Video {

@@ -43,6 +43,7 @@ func TestTypesMatchOpenAPI(t *testing.T) {
 		{"Model", nil, Model{}},
 		{"Voice", nil, Voice{}},
 		{"Event", nil, Event{}},
+		{"EventList", nil, EventList{}},
 		{"Event.data", s["Event"].Properties["data"].Properties, EventData{}},
 		{"WebhookEndpointCreated", nil, WebhookEndpoint{}},
 		{"WebhookEndpointList", nil, List[WebhookEndpoint]{}},

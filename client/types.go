@@ -197,7 +197,8 @@ type Voice struct {
 	Gender   string `json:"gender"`
 }
 
-// Event is the body of a webhook delivery (the Event schema).
+// Event is the body of a webhook delivery and an item of the event log (the
+// Event schema).
 type Event struct {
 	// ID is stable across retries of one event: deduplicate on it.
 	ID      string    `json:"id"`

@@ -105,26 +105,40 @@ func (c *Client) ListVideos(ctx context.Context, p ListVideosParams) (*List[Vide
 // starting_after while has_more. An error ends the iteration after it is
 // yielded.
 func (c *Client) Videos(ctx context.Context, p ListVideosParams) iter.Seq2[Video, error] {
-	return func(yield func(Video, error) bool) {
+	return pages(p.StartingAfter, "list videos", func(after string) ([]Video, bool, error) {
+		p.StartingAfter = after
+		l, err := c.ListVideos(ctx, p)
+		if err != nil {
+			return nil, false, err
+		}
+		return l.Data, l.HasMore, nil
+	}, func(v Video) string { return v.ID })
+}
+
+// pages iterates over a cursor-paged list from the cursor after: fetch reads
+// the page after a cursor, id names an item, which becomes the next cursor.
+func pages[T any](after, what string, fetch func(after string) ([]T, bool, error), id func(T) string) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
 		for {
-			page, err := c.ListVideos(ctx, p)
+			items, more, err := fetch(after)
 			if err != nil {
-				yield(Video{}, err)
+				yield(zero, err)
 				return
 			}
-			for _, v := range page.Data {
-				if !yield(v, nil) {
+			for _, it := range items {
+				if !yield(it, nil) {
 					return
 				}
 			}
-			if !page.HasMore {
+			if !more {
 				return
 			}
-			if len(page.Data) == 0 {
-				yield(Video{}, fmt.Errorf("vidfarm: list videos: has_more with an empty page after %q", p.StartingAfter))
+			if len(items) == 0 {
+				yield(zero, fmt.Errorf("vidfarm: %s: has_more with an empty page after %q", what, after))
 				return
 			}
-			p.StartingAfter = page.Data[len(page.Data)-1].ID
+			after = id(items[len(items)-1])
 		}
 	}
 }

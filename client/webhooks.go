@@ -10,11 +10,10 @@ import (
 // Webhook endpoints: list them, read and retry their deliveries, send a test
 // event, rotate the signing secret, enable a disabled endpoint.
 
-// Webhook event types.
+// The endpoints' own event types (the videos' are in events.go):
+// webhook.disabled goes to the account's other endpoints subscribed to it
+// and into the event log; webhook.test only to the endpoint tested.
 const (
-	EventVideoCompleted  = "video.completed"
-	EventVideoFailed     = "video.failed"
-	EventVideoCanceled   = "video.canceled"
 	EventWebhookDisabled = "webhook.disabled"
 	EventWebhookTest     = "webhook.test"
 )

@@ -265,6 +265,24 @@ func (c *upgradeCluster) noneApplied(typ fsm.MessageType, why string) {
 	}
 }
 
+// eventLogStarted checks that, every member new, the leader switched the
+// event log on once, and that it records from then on only: a video made
+// now is in every node's log, the ones made before are not.
+func (c *upgradeCluster) eventLogStarted() {
+	c.t.Helper()
+	for _, n := range c.nodes {
+		eventually(c.t, 30*time.Second, n.id+" to start the event log", func() bool { return c.applied(n, fsm.StartEventLogType) == 1 })
+	}
+	before := slices.Clone(c.videos)
+	c.createVideo(c.nodes[0], "after the upgrade")
+	for _, n := range c.nodes {
+		body := string(n.p.must(http.StatusOK, http.MethodGet, "/v1/events?type=video.created&limit=100", c.acct.APIKey, "").body)
+		if !strings.Contains(body, c.videos[len(c.videos)-1]) || strings.Contains(body, before[0]) {
+			c.t.Fatalf("%s's event log after the upgrade: %s", n.id, body)
+		}
+	}
+}
+
 // alive fails the test if a running node's process has exited.
 func (c *upgradeCluster) alive() {
 	c.t.Helper()
@@ -365,6 +383,7 @@ func (c *upgradeCluster) run(plan upgradePlan) {
 			c.alive()
 			plan.refused(c, n)
 			c.noneApplied(plan.gated, n.id+" runs the old build")
+			c.noneApplied(fsm.StartEventLogType, n.id+" runs the old build")
 			c.stop(i)
 		}
 		c.start(i, c.new)
@@ -373,6 +392,7 @@ func (c *upgradeCluster) run(plan upgradePlan) {
 		if upgraded < len(c.nodes)-1 {
 			c.createVideo(n, "mid-upgrade, through "+n.id)
 			c.noneApplied(plan.gated, "an old member remains")
+			c.noneApplied(fsm.StartEventLogType, "an old member remains")
 		}
 	}
 	if !leaderUpgraded {
@@ -388,6 +408,7 @@ func (c *upgradeCluster) run(plan upgradePlan) {
 	for _, n := range c.nodes {
 		eventually(t, 30*time.Second, n.id+" to apply "+plan.gated.String(), func() bool { return c.applied(n, plan.gated) == 1 })
 	}
+	c.eventLogStarted()
 	c.alive()
 	c.settled()
 	for _, n := range c.nodes {

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
@@ -22,15 +23,23 @@ func parsePage(r *http.Request) (page, *apierr.Error) {
 			return page{}, apierr.Invalid(k, fmt.Sprintf("unknown query parameter %q; use limit or starting_after", k))
 		}
 	}
-	pg := page{limit: 20, startingAfter: q.Get("starting_after")}
-	if q.Has("limit") {
-		n, err := strconv.Atoi(q.Get("limit"))
-		if err != nil || n < 1 || n > 100 {
-			return page{}, apierr.Invalid("limit", "limit must be an integer from 1 to 100").With("minimum", 1).With("maximum", 100)
-		}
-		pg.limit = n
+	limit, e := parseLimit(q)
+	if e != nil {
+		return page{}, e
 	}
-	return pg, nil
+	return page{limit: limit, startingAfter: q.Get("starting_after")}, nil
+}
+
+// parseLimit reads a list's limit: 1-100, default 20.
+func parseLimit(q url.Values) (int, *apierr.Error) {
+	if !q.Has("limit") {
+		return 20, nil
+	}
+	n, err := strconv.Atoi(q.Get("limit"))
+	if err != nil || n < 1 || n > 100 {
+		return 0, apierr.Invalid("limit", "limit must be an integer from 1 to 100").With("minimum", 1).With("maximum", 100)
+	}
+	return n, nil
 }
 
 // writePage answers one page of items (newest first) in the list shape every

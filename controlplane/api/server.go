@@ -165,6 +165,7 @@ func (a *API) routes() chi.Router {
 		r.Get("/v1/videos/{id}", a.getVideo)
 		r.Post("/v1/videos/{id}/render", a.renderPreview)
 		r.Post("/v1/videos/{id}/cancel", a.cancelVideo)
+		r.Get("/v1/events", a.listEvents)
 		r.Get("/v1/webhooks", a.listWebhooks)
 		r.Post("/v1/webhooks", a.createWebhook)
 		r.Delete("/v1/webhooks/{id}", a.deleteWebhook)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode"
 
@@ -140,14 +139,12 @@ func (a *API) listVideos(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.Invalid("status", fmt.Sprintf("status %q is not valid", flt.Status)).With("allowed", videoStatuses))
 		return
 	}
-	if q.Has("limit") {
-		n, err := strconv.Atoi(q.Get("limit"))
-		if err != nil || n < 1 || n > 100 {
-			apierr.Write(w, r, apierr.Invalid("limit", "limit must be an integer from 1 to 100").With("minimum", 1).With("maximum", 100))
-			return
-		}
-		flt.Limit = n
+	limit, e := parseLimit(q)
+	if e != nil {
+		apierr.Write(w, r, e)
+		return
 	}
+	flt.Limit = limit
 	if flt.FolderID != "" {
 		if _, ok := a.fsm.Folder(p.AccountID, flt.FolderID); !ok {
 			apierr.Write(w, r, apierr.Invalid("folder_id", fmt.Sprintf("no folder %q in this account", flt.FolderID)))

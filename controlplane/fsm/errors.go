@@ -47,6 +47,9 @@ var (
 	// ErrWebhookDisabled means the endpoint is disabled: nothing is sent to it
 	// (no test event, no retry) until EnableWebhook.
 	ErrWebhookDisabled = errors.New("webhook endpoint disabled")
+	// ErrEventNotFound means the account's event log holds no event of that id
+	// (never written, another account's, or trimmed after its retention).
+	ErrEventNotFound = errors.New("event not found")
 )
 
 // InsufficientCreditsError carries the numbers a client needs to top up.

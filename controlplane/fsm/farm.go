@@ -139,6 +139,7 @@ func (s *state) applyLeaseTask(c *LeaseTask) (LeaseResult, error) {
 		v.Status = StatusProcessing
 		v.StartedAt, v.UpdatedAt = c.Now, c.Now
 		s.videoChanged(v, c.Now)
+		s.emitVideo(v, EventVideoProcessing, c.Now)
 	}
 	s.jobLeased(l.VideoID, c.Now)
 	return LeaseResult{Lease: l, Found: true}, nil

@@ -87,9 +87,14 @@ func (s *state) newTables() {
 	// The deliverer scans the pending ones at every round.
 	s.deliveries.hot = func(d *Delivery) bool { return d.State == DeliveryPending }
 	s.deliveries.copy = func(d *Delivery) *Delivery { c := d.clone(); return &c }
-	s.deliveries.group = func(d *Delivery) (string, int64) { return d.WebhookID, d.CreatedAt }
+	s.deliveries.group = func(d *Delivery) ([]string, int64) { return []string{d.WebhookID}, d.CreatedAt }
 	s.debits = newTable[Debit](bucketHotDebits, gen)
 	s.debits.at = func(d *Debit) (int64, bool) { return d.CreatedAt, true }
+	s.eventLog = newTable[LoggedEvent](bucketEventLog, gen)
+	s.eventLog.at = func(e *LoggedEvent) (int64, bool) { return e.Event.Created, true }
+	s.eventLog.group = func(e *LoggedEvent) ([]string, int64) {
+		return []string{e.Event.AccountID, typeGroup(e.Event.Type, e.Event.AccountID)}, int64(e.Seq)
+	}
 }
 
 // anyTable is what is done to every table alike.
@@ -102,7 +107,9 @@ type anyTable interface {
 	buckets() []string
 }
 
-func (s *state) tables() []anyTable { return []anyTable{s.idem, s.events, s.deliveries, s.debits} }
+func (s *state) tables() []anyTable {
+	return []anyTable{s.idem, s.events, s.deliveries, s.debits, s.eventLog}
+}
 
 // clean drops the entries a checkpoint of generation gen wrote and that did
 // not change since.

@@ -185,15 +185,17 @@ func (f *FSM) Folder(accountID, id string) (Folder, bool) {
 type Stats struct {
 	// Events and Deliveries are the webhook outbox's records kept.
 	Events, Deliveries int
-	Accounts           int
-	Keys               int
-	Videos             int
-	Queued             int
-	Idempotency        int
-	Nodes              int
-	Garbage            int // intermediate blobs waiting for the leader to delete them
-	Retrying           int // tasks waiting out a backoff after a failure
-	ByStatus           map[string]int
+	// LoggedEvents are the event log's (eventlog.go).
+	LoggedEvents int
+	Accounts     int
+	Keys         int
+	Videos       int
+	Queued       int
+	Idempotency  int
+	Nodes        int
+	Garbage      int // intermediate blobs waiting for the leader to delete them
+	Retrying     int // tasks waiting out a backoff after a failure
+	ByStatus     map[string]int
 }
 
 // Stats returns counts of the state's records.
@@ -202,7 +204,7 @@ func (f *FSM) Stats() Stats {
 	defer f.mu.RUnlock()
 	st := Stats{
 		Accounts: len(f.s.accounts), Keys: len(f.s.keys),
-		Idempotency: f.s.idem.n, Events: f.s.events.n, Deliveries: f.s.deliveries.n, ByStatus: f.s.videosByStatus(), Nodes: len(f.s.nodes), Garbage: len(f.s.garbage),
+		Idempotency: f.s.idem.n, Events: f.s.events.n, Deliveries: f.s.deliveries.n, LoggedEvents: f.s.eventLog.n, ByStatus: f.s.videosByStatus(), Nodes: len(f.s.nodes), Garbage: len(f.s.garbage),
 		Retrying: f.s.sched.Stats().RetryingTasks,
 	}
 	for _, n := range st.ByStatus {

@@ -82,6 +82,8 @@ const (
 	RotateWebhookSecretType MessageType = 60
 	DisableWebhookType      MessageType = 61
 	EnableWebhookType       MessageType = 62
+	StartEventLogType       MessageType = 63
+	TrimEventLogType        MessageType = 64
 	SetNodeModelsType       MessageType = 65
 )
 
@@ -181,6 +183,8 @@ var registry = [256]entry{
 	RotateWebhookSecretType: command("rotate_webhook_secret", (*state).applyRotateWebhookSecret),
 	DisableWebhookType:      command("disable_webhook", (*state).applyDisableWebhook),
 	EnableWebhookType:       command("enable_webhook", (*state).applyEnableWebhook),
+	StartEventLogType:       command("start_event_log", (*state).applyStartEventLog),
+	TrimEventLogType:        command("trim_event_log", (*state).applyTrimEventLog),
 	SetNodeModelsType:       command("set_node_models", (*state).applySetNodeModels),
 }
 
@@ -237,6 +241,8 @@ func (*SendTestEvent) answers(Delivery)                  {}
 func (*RotateWebhookSecret) answers(Webhook)             {}
 func (*DisableWebhook) answers(bool)                     {}
 func (*EnableWebhook) answers(Webhook)                   {}
+func (*StartEventLog) answers(bool)                      {}
+func (*TrimEventLog) answers(int)                        {}
 func (*SetNodeModels) answers(Nothing)                   {}
 
 func (t MessageType) String() string {

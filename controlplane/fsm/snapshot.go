@@ -167,7 +167,8 @@ func (s *state) records(hotOnly bool) []record {
 			out = append(out, record{recWebhook, s.webhooks[wid].clone()})
 		}
 	}
-	return append(out, s.outboxRecords(hotOnly)...)
+	out = append(out, s.outboxRecords(hotOnly)...)
+	return append(out, s.eventLogRecords(hotOnly)...)
 }
 
 // outboxRecords copies the webhook outbox: events, then deliveries, by id
@@ -474,6 +475,8 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 		return s.restoreOutboxRecord(t, body)
 	case recGarbage:
 		return s.restoreGarbage(body)
+	case recEventLog, recLoggedEvent:
+		return s.restoreEventLogRecord(t, body)
 	case recAsset:
 		var as Asset
 		if err := msgpack.Unmarshal(body, &as); err != nil {

@@ -43,6 +43,8 @@ type cmdGen struct {
 	// farm makes most commands the render farm's (create, lease, progress,
 	// complete, fail, heartbeat), so that tasks run far.
 	farm bool
+	// logOn is whether a StartEventLog was drawn.
+	logOn bool
 }
 
 type idemUse struct {
@@ -135,6 +137,9 @@ func (g *cmdGen) next(t *rapid.T) fsm.Command {
 		g.now += rapid.Int64Range(0, 60*1e9).Draw(t, "dt")
 	}
 	plans := []string{fsm.PlanFree, fsm.PlanPro, fsm.PlanMax, "bogus"}
+	if len(g.accounts) == 0 && !g.logOn && rapid.Bool().Draw(t, "log_first") {
+		return g.eventLogCommand(t) // half the runs record every event from the start
+	}
 	if len(g.accounts) > 0 && rapid.IntRange(0, 7).Draw(t, "app") == 0 {
 		return g.appCommand(t)
 	}

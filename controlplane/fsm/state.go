@@ -69,6 +69,10 @@ type state struct {
 	pending    map[string]struct{}
 	// outboxWritten is set by an apply that wrote deliveries (not snapshotted).
 	outboxWritten bool
+	// eventLog is every account's event log, by event id, and evlog its
+	// hot part (eventlog.go).
+	eventLog *table[LoggedEvent]
+	evlog    eventLog
 	// garbage lists the keys of intermediate blobs of finished videos that
 	// the leader is to delete (blobgc.go).
 	garbage []string

@@ -40,10 +40,12 @@ func openStore(t *rapid.T, path string) *fsm.FSM {
 // every read and every snapshot byte must be the same.
 func TestStoreMatchesMemory(t *testing.T) {
 	var onDisk, crossed int // runs that moved videos to disk, and listed across tiers
+	var logCrossed int      // runs whose event log was in both tiers
 	defer func() {
-		t.Logf("runs with videos on disk: %d, with both tiers: %d", onDisk, crossed)
-		if !t.Failed() && (onDisk == 0 || crossed == 0) {
-			t.Errorf("no run moved a video to disk (%d) or listed both tiers (%d): the generator misses the store", onDisk, crossed)
+		t.Logf("runs with videos on disk: %d, with both tiers: %d, event log in both tiers: %d", onDisk, crossed, logCrossed)
+		if !t.Failed() && (onDisk == 0 || crossed == 0 || logCrossed == 0) {
+			t.Errorf("no run moved a video to disk (%d), listed both tiers (%d) or kept events in both (%d): the generator misses the store",
+				onDisk, crossed, logCrossed)
 		}
 	}()
 	rapid.Check(t, func(rt *rapid.T) {
@@ -114,6 +116,9 @@ func TestStoreMatchesMemory(t *testing.T) {
 				g.learn(mem, a)
 			}
 		}
+		if n, ts := disk.Stats().LoggedEvents, disk.TierStats(); ts.TableMemory["event_log"] > 0 && ts.TableMemory["event_log"] < n {
+			logCrossed++
+		}
 		if ts := disk.TierStats(); ts.VideosOnDisk > 0 {
 			onDisk++
 			if ts.VideosInMemory > 0 {
@@ -140,6 +145,7 @@ func TestStoreMatchesMemory(t *testing.T) {
 
 // sameListings compares filtered and paged listings.
 func sameListings(t *rapid.T, g *cmdGen, a, b *fsm.FSM) {
+	sameEventLogs(t, g, a, b)
 	for _, wh := range g.webhooks {
 		after := ""
 		for range 100 { // each endpoint's deliveries, two at a time

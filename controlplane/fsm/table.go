@@ -45,9 +45,12 @@ type table[V any] struct {
 	at func(*V) (int64, bool)
 	// hot marks a record kept in memory whatever the checkpoints; nil: none.
 	hot func(*V) bool
-	// group puts a record in a group that eachInGroup lists newest first,
-	// by the time it returns (deliveries by endpoint); nil: no groups.
-	group func(*V) (string, int64)
+	// group puts a record in groups that eachInGroup and walkGroup list in
+	// order of the time it returns, then key (deliveries by endpoint; log
+	// events by account and by account and type, in order of their sequence
+	// number); nil: no groups. A group's name holds no zero byte: it ends
+	// the name in the index's keys.
+	group func(*V) ([]string, int64)
 	// copy returns a copy that nothing changes later; nil for records that
 	// are replaced, never changed in place.
 	copy func(*V) *V

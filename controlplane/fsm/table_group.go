@@ -9,10 +9,11 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// Groups: a table may list its records by group, newest first (deliveries
-// by endpoint), through an index bucket in the file merged with memory.
+// Groups: a table may list its records by group (deliveries by endpoint,
+// newest first; log events by account, oldest first), through an index
+// bucket in the file merged with memory.
 
-// groupPos is a record's place in its group: newer is greater.
+// groupPos is a record's place in its groups: later is greater.
 type groupPos struct {
 	at  int64
 	key string
@@ -20,23 +21,44 @@ type groupPos struct {
 
 func (p groupPos) less(q groupPos) bool { return p.at < q.at || (p.at == q.at && p.key < q.key) }
 
+// position returns the place of the record at k in its groups and whether
+// it is in group g; false when there is no record at k.
+func (t *table[V]) position(k, g string) (groupPos, bool, bool) {
+	v, ok := t.get(k)
+	if !ok {
+		return groupPos{}, false, false
+	}
+	gs, at := t.group(v)
+	return groupPos{at, k}, slices.Contains(gs, g), true
+}
+
 // eachInGroup calls fn with the records of group g, newest first (by the
 // group's time, then key, descending), from both tiers, until fn returns
 // false. With a non-empty after (the key of a record of the group) it
 // starts with the record that follows it; false when after is not one of
 // the group's records.
 func (t *table[V]) eachInGroup(g, after string, fn func(k string, v *V) bool) bool {
-	var bound *groupPos
+	var from *groupPos
 	if after != "" {
-		v, ok := t.get(after)
-		if !ok {
+		p, in, ok := t.position(after, g)
+		if !ok || !in {
 			return false
 		}
-		vg, at := t.group(v)
-		if vg != g {
-			return false
-		}
-		bound = &groupPos{at, after}
+		from = &p
+	}
+	t.walkGroup(g, from, true, fn)
+	return true
+}
+
+// walkGroup calls fn with the records of group g past from (nil: from the
+// first), oldest first or, with desc, newest first, from both tiers, until
+// fn returns false. from need not be a record of g: the records of g that
+// come after its place are listed.
+func (t *table[V]) walkGroup(g string, from *groupPos, desc bool, fn func(k string, v *V) bool) {
+	// first reports whether a comes before b in the walk.
+	first := func(a, b groupPos) bool { return a.less(b) }
+	if desc {
+		first = func(a, b groupPos) bool { return b.less(a) }
 	}
 	var mem []keyed[V]
 	pos := map[string]groupPos{}
@@ -44,39 +66,34 @@ func (t *table[V]) eachInGroup(g, after string, fn func(k string, v *V) bool) bo
 		if v == nil {
 			continue
 		}
-		vg, at := t.group(v)
-		if p := (groupPos{at, k}); vg == g && (bound == nil || p.less(*bound)) {
+		gs, at := t.group(v)
+		if p := (groupPos{at, k}); slices.Contains(gs, g) && (from == nil || first(*from, p)) {
 			mem = append(mem, keyed[V]{k, v})
 			pos[k] = p
 		}
 	}
 	slices.SortFunc(mem, func(a, b keyed[V]) int {
-		if pos[a.k].less(pos[b.k]) {
-			return 1
+		if first(pos[a.k], pos[b.k]) {
+			return -1
 		}
-		return -1
+		return 1
 	})
 	visit := func(tx *bbolt.Tx) error {
-		var c *bbolt.Cursor
-		var prefix []byte
-		var dk []byte
+		var prefix, dk []byte
+		var step func() ([]byte, []byte)
 		if tx != nil {
-			c, prefix = tx.Bucket(t.groupBucket()).Cursor(), append([]byte(g), 0)
-			seek := append(slices.Clone(prefix), 0xFF) // after every key of the group: times are below 1<<63
-			if bound != nil {
-				seek = append(groupKey(g, bound.at), bound.key...)
+			c := tx.Bucket(t.groupBucket()).Cursor()
+			prefix, step = append([]byte(g), 0), c.Next
+			if desc {
+				step = c.Prev
 			}
-			if dk, _ = c.Seek(seek); dk == nil {
-				dk, _ = c.Last()
-			} else {
-				dk, _ = c.Prev()
-			}
+			dk = seekGroup(c, prefix, from, desc)
 		}
 		nextDisk := func() (groupPos, bool) {
-			for ; dk != nil && bytes.HasPrefix(dk, prefix) && len(dk) >= len(prefix)+8; dk, _ = c.Prev() {
+			for ; dk != nil && bytes.HasPrefix(dk, prefix) && len(dk) >= len(prefix)+8; dk, _ = step() {
 				p := groupPos{int64(binary.BigEndian.Uint64(dk[len(prefix):])), string(dk[len(prefix)+8:])}
 				if !t.inMem(p.key) {
-					dk, _ = c.Prev()
+					dk, _ = step()
 					return p, true
 				}
 			}
@@ -88,7 +105,7 @@ func (t *table[V]) eachInGroup(g, after string, fn func(k string, v *V) bool) bo
 		}
 		i := 0
 		for dok || i < len(mem) {
-			if i < len(mem) && (!dok || dp.less(pos[mem[i].k])) {
+			if i < len(mem) && (!dok || first(pos[mem[i].k], dp)) {
 				if !fn(mem[i].k, mem[i].v) {
 					return nil
 				}
@@ -108,8 +125,35 @@ func (t *table[V]) eachInGroup(g, after string, fn func(k string, v *V) bool) bo
 	}
 	if t.disk == nil {
 		_ = visit(nil)
-		return true
+		return
 	}
 	t.view(visit)
-	return true
+}
+
+// seekGroup places c on the first index key of the group (prefix) past
+// from in the walk's direction, or on a key outside the group (or nil)
+// when there is none.
+func seekGroup(c *bbolt.Cursor, prefix []byte, from *groupPos, desc bool) []byte {
+	var seek []byte
+	switch {
+	case from != nil:
+		seek = append(binary.BigEndian.AppendUint64(slices.Clone(prefix), uint64(from.at)), from.key...)
+	case desc:
+		seek = append(slices.Clone(prefix), 0xFF) // after every key of the group: times are below 1<<63
+	default:
+		seek = prefix
+	}
+	dk, _ := c.Seek(seek)
+	if desc {
+		if dk == nil {
+			dk, _ = c.Last()
+		} else {
+			dk, _ = c.Prev()
+		}
+		return dk
+	}
+	if from != nil && bytes.Equal(dk, seek) {
+		dk, _ = c.Next()
+	}
+	return dk
 }

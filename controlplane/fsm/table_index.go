@@ -3,6 +3,7 @@ package fsm
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"go.etcd.io/bbolt"
 )
@@ -21,13 +22,12 @@ type indexer struct {
 }
 
 // entries are a record's index entries: its time if it is indexed by time,
-// whether it is hot, and its group key without the record's key (nil for
-// none).
+// whether it is hot, and its groups' keys without the record's key.
 type entries struct {
-	at       int64
-	timed    bool
-	hot      bool
-	groupKey []byte
+	at        int64
+	timed     bool
+	hot       bool
+	groupKeys [][]byte
 }
 
 func (t *table[V]) indexer() *indexer {
@@ -38,8 +38,9 @@ func (t *table[V]) indexer() *indexer {
 		}
 		e.hot = t.hot != nil && t.hot(v)
 		if t.group != nil {
-			if g, at := t.group(v); g != "" {
-				e.groupKey = groupKey(g, at)
+			gs, at := t.group(v)
+			for _, g := range gs {
+				e.groupKeys = append(e.groupKeys, groupKey(g, at))
 			}
 		}
 		return e
@@ -85,8 +86,8 @@ func (ix *indexer) update(tx *bbolt.Tx, key, old []byte, val any) error {
 				return err
 			}
 		}
-		if e.groupKey != nil {
-			if err := gb.Delete(append(e.groupKey, key...)); err != nil {
+		for _, g := range e.groupKeys {
+			if err := gb.Delete(append(g, key...)); err != nil {
 				return err
 			}
 		}
@@ -100,8 +101,8 @@ func (ix *indexer) update(tx *bbolt.Tx, key, old []byte, val any) error {
 			return err
 		}
 	}
-	if e.groupKey != nil {
-		if err := gb.Put(append(e.groupKey, key...), nil); err != nil {
+	for _, g := range e.groupKeys {
+		if err := gb.Put(append(g, key...), nil); err != nil {
 			return err
 		}
 	}
@@ -125,4 +126,60 @@ func (t *table[V]) buildIndexes(tx *bbolt.Tx) error {
 		}
 		return ix.update(tx, k, nil, v)
 	})
+}
+
+// oldest returns the keys of up to limit records whose time (at) is before
+// end, oldest first (by time, then key), from both tiers: the same keys
+// whichever tier holds them, so a command that trims by it stays
+// deterministic.
+func (t *table[V]) oldest(end int64, limit int) []string {
+	var mem []groupPos
+	for k, v := range t.mem {
+		if v == nil {
+			continue
+		}
+		if at, ok := t.at(v); ok && at < end {
+			mem = append(mem, groupPos{at, k})
+		}
+	}
+	slices.SortFunc(mem, func(a, b groupPos) int {
+		if a.less(b) {
+			return -1
+		}
+		return 1
+	})
+	out := make([]string, 0, min(limit, len(mem)))
+	if t.disk == nil {
+		for _, p := range mem[:min(limit, len(mem))] {
+			out = append(out, p.key)
+		}
+		return out
+	}
+	t.view(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(t.timeBucket()).Cursor()
+		ik, _ := c.First()
+		nextDisk := func() (groupPos, bool) {
+			for ; ik != nil && int64(binary.BigEndian.Uint64(ik)) < end; ik, _ = c.Next() {
+				if k := string(ik[8:]); !t.inMem(k) {
+					p := groupPos{int64(binary.BigEndian.Uint64(ik)), k}
+					ik, _ = c.Next()
+					return p, true
+				}
+			}
+			return groupPos{}, false
+		}
+		dp, dok := nextDisk()
+		i := 0
+		for len(out) < limit && (dok || i < len(mem)) {
+			if i < len(mem) && (!dok || mem[i].less(dp)) {
+				out = append(out, mem[i].key)
+				i++
+				continue
+			}
+			out = append(out, dp.key)
+			dp, dok = nextDisk()
+		}
+		return nil
+	})
+	return out
 }

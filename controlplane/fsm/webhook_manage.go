@@ -167,9 +167,7 @@ func (s *state) applyDisableWebhook(c *DisableWebhook) (bool, error) {
 	}
 	w.forgetOldSecret(c.Now)
 	w.Status, w.DisabledAt = WebhookDisabled, c.Now
-	if subs := s.subscribers(w.AccountID, EventWebhookDisabled); len(subs) > 0 {
-		s.queueEvent(&Event{ID: c.EventID, Type: EventWebhookDisabled, AccountID: w.AccountID, Webhook: w.public(), Created: c.Now}, subs)
-	}
+	s.emit(Event{ID: c.EventID, Type: EventWebhookDisabled, AccountID: w.AccountID, Webhook: w.public(), Created: c.Now})
 	return true, nil
 }
 

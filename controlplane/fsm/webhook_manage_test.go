@@ -17,6 +17,7 @@ func hookWorld(t *testing.T, ap applier) *world {
 	w := newWorld(t, ap)
 	w.account("a", fsm.PlanPro, 1000)
 	w.account("b", fsm.PlanPro, 0)
+	w.must(&fsm.StartEventLog{Now: t0})
 	w.must(createWebhook("whk_1", "a", fsm.EventVideoCompleted, fsm.EventVideoFailed))
 	w.must(createWebhook("whk_2", "a", fsm.EventTypes...))
 	w.must(createWebhook("whk_b", "b", fsm.EventTypes...))
@@ -209,6 +210,13 @@ func TestDisableWebhook(t *testing.T) {
 				ds := w.f.Deliveries(fsm.DeliveryFilter{EventID: "evt_dis"})
 				if len(ds) != 1 || ds[0].WebhookID != "whk_2" {
 					t.Fatalf("webhook.disabled deliveries %+v, want one to whk_2", ds)
+				}
+				// The account's event log has it (with the endpoint), and
+				// none of the test events.
+				page, err := w.f.Events(fsm.EventQuery{AccountID: "a", Limit: 100})
+				if err != nil || len(page.Events) != 1 || page.Events[0].ID != "evt_dis" || page.Events[0].Type != fsm.EventWebhookDisabled ||
+					page.Events[0].Webhook == nil || page.Events[0].Webhook.ID != "whk_1" {
+					t.Fatalf("event log %+v (%v), want only the webhook.disabled event of whk_1", page.Events, err)
 				}
 				// Again: a no-op.
 				if must(w, &fsm.DisableWebhook{WebhookID: "whk_1", FailingSince: since, MinFailing: 5 * day, EventID: "evt_dis2", Now: now}) {

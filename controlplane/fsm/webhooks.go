@@ -79,6 +79,12 @@ type Event struct {
 	// Webhook is the endpoint an event of the endpoint (webhook.test,
 	// webhook.disabled) is about, without its secrets; nil for a video's.
 	Webhook *Webhook `msgpack:"webhook,omitempty"`
+	// QueuePosition and the wait reason are a queued video's place in the
+	// queue when the event was written (video.created); empty, and not
+	// encoded, in every other event.
+	QueuePosition uint64 `msgpack:"queue_position,omitempty"`
+	WaitReason    string `msgpack:"wait_reason,omitempty"`
+	WaitMessage   string `msgpack:"wait_message,omitempty"`
 }
 
 // Attempt is one delivery attempt. Status is 0 when no HTTP answer came.
@@ -215,9 +221,8 @@ func (s *state) applyPruneDeliveries(c *PruneDeliveries) (int, error) {
 	return n, nil
 }
 
-// emitVideoEvent writes v's terminal event and one pending delivery per endpoint of
-// its account subscribed to the event's type; with no subscriber nothing is kept.
-// Callers have just moved v to completed, failed or canceled.
+// emitVideoEvent writes v's terminal event (see emit). Callers have just
+// moved v to completed, failed or canceled.
 func (s *state) emitVideoEvent(v *Video, now int64) {
 	typ := EventVideoCompleted
 	switch v.Status {
@@ -226,15 +231,22 @@ func (s *state) emitVideoEvent(v *Video, now int64) {
 	case StatusCanceled:
 		typ = EventVideoCanceled
 	}
-	id := EventID(v.ID)
-	if s.events.has(id) {
+	if s.events.has(EventID(v.ID)) {
 		return
 	}
-	subs := s.subscribers(v.AccountID, typ)
-	if len(subs) == 0 {
-		return
+	s.emitVideo(v, typ, now)
+}
+
+// emit records ev in its account's event log (eventlog.go) and writes one
+// pending delivery per enabled endpoint of the account subscribed to its
+// type; the outbox keeps the event only while it has a subscriber. Every
+// event of an account goes through here but a test event, which is sent
+// to one endpoint and not logged (SendTestEvent).
+func (s *state) emit(ev Event) {
+	s.logEvent(ev)
+	if subs := s.subscribers(ev.AccountID, ev.Type); len(subs) > 0 {
+		s.queueEvent(&ev, subs) // the callers checked the id is new
 	}
-	s.queueEvent(&Event{ID: id, Type: typ, AccountID: v.AccountID, Video: v.Clone(), Created: now}, subs) // has(id) was false above
 }
 
 // subscribers are the account's enabled endpoints subscribed to typ, in

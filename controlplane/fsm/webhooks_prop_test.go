@@ -29,7 +29,9 @@ func (g *cmdGen) webhookCommand(t *rapid.T) fsm.Command {
 		}
 		return w[0], pick(t, vids, "vid_of_whk")
 	}
-	switch rapid.IntRange(0, 10).Draw(t, "webhook_kind") {
+	switch rapid.IntRange(0, 13).Draw(t, "webhook_kind") {
+	case 11, 12, 13:
+		return g.eventLogCommand(t)
 	case 0, 1:
 		id := g.id("whk")
 		acct := pick(t, g.accounts, "acct")

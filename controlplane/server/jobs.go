@@ -43,6 +43,7 @@ func (s *Server) leaderJobs(ctx context.Context) {
 			if s.Node.IsLeader() {
 				s.expireIdempotency(ctx)
 				s.resealSecrets(ctx)
+				s.trimEventLog(ctx)
 			}
 		case <-assets.C:
 			if s.Node.IsLeader() {
@@ -88,6 +89,7 @@ func (s *Server) leaderJobs(ctx context.Context) {
 				s.expireLeases(ctx)
 				s.handBackDrained(ctx)
 				s.stopExport(ctx)
+				s.startEventLog(ctx, level)
 			}
 		}
 	}

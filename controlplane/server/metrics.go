@@ -31,7 +31,7 @@ func newStateCollector(f *fsm.FSM, n *raftnode.Node) *stateCollector {
 		leader: prometheus.NewDesc("vidfarm_raft_leader", "1 when this node is the Raft leader.", nil, nil),
 		tiers:  prometheus.NewDesc("vidfarm_state_videos", "Videos held by tier: memory (unfinished, and finished since the last checkpoint) or disk (the state file).", []string{"tier"}, nil),
 		file:   prometheus.NewDesc("vidfarm_state_file_bytes", "Size of the state file (state.db).", nil, nil),
-		tables: prometheus.NewDesc("vidfarm_state_records_in_memory", "Idempotency records, webhook events and deliveries held in memory (changed since the last checkpoint, and pending deliveries); the rest is served from the state file.", []string{"kind"}, nil),
+		tables: prometheus.NewDesc("vidfarm_state_records_in_memory", "Table records (idempotency records, webhook events and deliveries, the event log, …) held in memory (changed since the last checkpoint, and pending deliveries); the rest is served from the state file.", []string{"kind"}, nil),
 	}
 }
 
@@ -50,7 +50,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for status, n := range st.ByStatus {
 		ch <- prometheus.MustNewConstMetric(c.videos, prometheus.GaugeValue, float64(n), status)
 	}
-	for kind, n := range map[string]int{"accounts": st.Accounts, "keys": st.Keys, "videos": st.Videos, "idempotency": st.Idempotency, "webhook_events": st.Events, "webhook_deliveries": st.Deliveries, "queued": st.Queued, "garbage_blobs": st.Garbage, "retrying_tasks": st.Retrying} {
+	for kind, n := range map[string]int{"accounts": st.Accounts, "keys": st.Keys, "videos": st.Videos, "idempotency": st.Idempotency, "webhook_events": st.Events, "webhook_deliveries": st.Deliveries, "events": st.LoggedEvents, "queued": st.Queued, "garbage_blobs": st.Garbage, "retrying_tasks": st.Retrying} {
 		ch <- prometheus.MustNewConstMetric(c.counts, prometheus.GaugeValue, float64(n), kind)
 	}
 	stats := c.node.Stats()

@@ -506,6 +506,7 @@ func TestOpenAPIDocumentMatchesServer(t *testing.T) {
 	}
 
 	webhookExchanges(o, h)
+	eventExchanges(o, h)
 
 	// Coverage: every kind of answer and every operation's success were validated.
 	for _, s := range []int{200, 201, 400, 401, 402, 403, 404, 405, 409, 413, 429} {

@@ -1,0 +1,176 @@
+package fsm
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// The account event log (GET /v1/events): every event of an account, oldest
+// first, kept EventLogRetention. It is a table (table.go) keyed by event id,
+// so a cursor is one lookup, with two group indexes whose order is the
+// event's sequence number: by account, and by account and type. The
+// sequence number, not the leader's clock, orders the log: it grows with
+// every event applied, so an event written after a reader's page always
+// comes after that page, even when a new leader's clock runs behind the old
+// one's. Memory holds what changed since the last checkpoint; the file the
+// rest.
+//
+// Recording starts with StartEventLog, proposed by the leader once every
+// member's binary understands it (the upgrade gate), and never stops. A
+// log written before it (or by an older binary) replays exactly as it did,
+// recording nothing, and every replica starts recording at the same entry.
+
+// Event types only the log records (no endpoint subscribes to them).
+const (
+	// EventVideoCreated is written when a video is created (queued, or a
+	// free preview).
+	EventVideoCreated = "video.created"
+	// EventVideoProcessing is written when a video first leaves the queue.
+	EventVideoProcessing = "video.processing"
+)
+
+// LogEventTypes are the types the event log records, in the order the API
+// lists them: the log's own, then every webhook event type. An event goes
+// to the log and to the subscribed endpoints alike through state.emit, so
+// a new webhook event type is logged once it is in EventTypes.
+var LogEventTypes = slices.Concat([]string{EventVideoCreated, EventVideoProcessing}, EventTypes)
+
+// EventLogRetention is how long the log keeps an event.
+const EventLogRetention = 30 * 24 * time.Hour
+
+// bucketEventLog holds the log in the state file: event id → msgpack LoggedEvent.
+const bucketEventLog = "event_log"
+
+// LoggedEvent is one event of the log: the event as its webhook delivery
+// carries it (the same id), and its place in the log.
+type LoggedEvent struct {
+	Seq   uint64 `msgpack:"seq"`
+	Event Event  `msgpack:"event"`
+}
+
+// eventLog is the log's part of the hot state.
+type eventLog struct {
+	on  bool
+	seq uint64 // the last sequence number given
+}
+
+// StartEventLog switches the event log on: from this entry on, every
+// replica records every event.
+type StartEventLog struct {
+	Now int64 `msgpack:"now"`
+}
+
+// TrimEventLog forgets the log's events created before Before (the
+// leader's clock minus EventLogRetention), oldest first, at most Limit of
+// them, so one entry never deletes an unbounded backlog.
+type TrimEventLog struct {
+	Before int64 `msgpack:"before"`
+	Limit  int   `msgpack:"limit"`
+}
+
+func (StartEventLog) Type() MessageType { return StartEventLogType }
+func (TrimEventLog) Type() MessageType  { return TrimEventLogType }
+
+// applyStartEventLog answers whether it switched the log on (false: it was).
+func (s *state) applyStartEventLog(*StartEventLog) (bool, error) {
+	if s.evlog.on {
+		return false, nil
+	}
+	s.evlog.on = true
+	return true, nil
+}
+
+// applyTrimEventLog answers how many events it forgot.
+func (s *state) applyTrimEventLog(c *TrimEventLog) (int, error) {
+	if c.Limit <= 0 {
+		return 0, fmt.Errorf("%w: trim the event log by a positive limit", ErrInvalidCommand)
+	}
+	keys := s.eventLog.oldest(c.Before, c.Limit)
+	for _, k := range keys {
+		s.eventLog.del(k)
+	}
+	return len(keys), nil
+}
+
+// logEvent appends ev to its account's log, when the log is on.
+func (s *state) logEvent(ev Event) {
+	if !s.evlog.on {
+		return
+	}
+	s.evlog.seq++
+	// Every id is new: a video is created, first leaves the queue and ends
+	// once, and each of those has its own id (videoEventID); so the file is
+	// not read to find out.
+	s.eventLog.set(ev.ID, &LoggedEvent{Seq: s.evlog.seq, Event: ev}, false)
+}
+
+// emitVideo writes v's event of type typ (see emit).
+func (s *state) emitVideo(v *Video, typ string, now int64) {
+	s.emit(Event{ID: videoEventID(typ, v.ID), Type: typ, AccountID: v.AccountID, Video: v.Clone(), Created: now})
+}
+
+// emitCreated writes the video.created event of q's video, with its place
+// in the queue then.
+func (s *state) emitCreated(q QueuedVideo, now int64) {
+	s.emit(Event{ID: videoEventID(EventVideoCreated, q.ID), Type: EventVideoCreated, AccountID: q.AccountID,
+		Video: q.Video.Clone(), Created: now, QueuePosition: q.QueuePosition, WaitReason: q.WaitReason, WaitMessage: q.WaitMessage})
+}
+
+var eventIDEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// videoEventID is the id of v's event of type typ. A video's final event
+// keeps the id its webhook deliveries always had (EventID); the others are
+// derived from the type and the video's id like any other id, so every
+// replica makes the same.
+func videoEventID(typ, videoID string) string {
+	if typ != EventVideoCreated && typ != EventVideoProcessing {
+		return EventID(videoID)
+	}
+	sum := sha256.Sum256([]byte(typ + "\x00" + videoID))
+	return "evt_" + eventIDEncoding.EncodeToString(sum[:16])
+}
+
+// typeGroup names the log's index of an account's events of one type.
+func typeGroup(typ, accountID string) string { return typ + "/" + accountID }
+
+// eventLogRecords are the log's snapshot records: its state and (unless
+// hotOnly: a checkpoint writes them one per key) its events by id. A state
+// whose log never started has none, so it encodes as before the log.
+func (s *state) eventLogRecords(hotOnly bool) []record {
+	if !s.evlog.on {
+		return nil
+	}
+	out := []record{{recEventLog, eventLogRecord{On: true, Seq: s.evlog.seq}}}
+	if !hotOnly {
+		out = append(out, record{recTable, s.eventLog.snapshot(recLoggedEvent, "")})
+	}
+	return out
+}
+
+// Snapshot records of the event log.
+const (
+	recEventLog    recordType = 26
+	recLoggedEvent recordType = 27
+)
+
+type eventLogRecord struct {
+	On  bool   `msgpack:"on"`
+	Seq uint64 `msgpack:"seq"`
+}
+
+func (s *state) restoreEventLogRecord(t recordType, body []byte) error {
+	if t == recEventLog {
+		r, err := decodeRecord[eventLogRecord](body, "event log")
+		s.evlog = eventLog{on: r.On, seq: r.Seq}
+		return err
+	}
+	e, err := decodeRecord[LoggedEvent](body, "logged event")
+	if err != nil {
+		return err
+	}
+	s.eventLog.restore(e.Event.ID, &e)
+	return nil
+}
