@@ -165,6 +165,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		{"a node that registers appears", func(t *testing.T) {
 			f.register("gpu-a", others)
 			b.do("wait for gpu-a", chromedp.WaitVisible(chromedp.CSS(`#nodes tr[data-node="gpu-a"][data-state="active"]`)))
+			if how := eval[string](b, `document.getElementById('updated').dataset.live`); how != "live" {
+				t.Errorf("the farm page updates by %q, want live (server-sent events)", how)
+			}
 			row := eval[string](b, `document.querySelector('#nodes tr[data-node="gpu-a"]').textContent`)
 			for _, want := range []string{"GPU-0: 80 GB", "□ idle", "● active", "4 free of 4", "warm: " + others[0]} {
 				if !strings.Contains(row, want) {

@@ -23,12 +23,14 @@
 // whose Origin or Sec-Fetch-Site says it comes from another site is refused
 // before anything else.
 //
-// Pages update by polling their JSON endpoint every 1.5 s while visible
-// rather than by server-sent events: each answer is a whole snapshot (not
-// a stream of changes), so a lost answer, a leader change or a laptop waking
-// from sleep heals on the next poll; it passes the admin listener's write
-// deadlines and the follower-to-leader proxy unchanged; and its cost is
-// bounded by BenchmarkConsole (1,000 nodes, 100,000 queued tasks).
+// Pages update through server-sent events (GET /console/api/events, see
+// events.go): the stream sends the page's whole snapshot again when it
+// changed, so a lost event heals with the next one, and a reconnect needs
+// no resume point. The console is never forwarded, so a stream is served
+// by the member the browser reached; each write moves the admin listener's
+// write deadline forward. When the stream cannot be had the page polls its
+// JSON endpoint every 1.5 s instead. A page build's cost is bounded by
+// BenchmarkConsole (1,000 nodes, 100,000 queued tasks).
 package console
 
 import (
@@ -38,6 +40,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -76,8 +79,12 @@ type Config struct {
 	Secure bool
 	// SessionTTL and IdleTTL bound a session (0: the defaults).
 	SessionTTL, IdleTTL time.Duration
-	Now                 func() time.Time
-	Logger              *slog.Logger
+	// EventsInterval is how often a live stream rebuilds its page, and
+	// EventsHeartbeat how often an idle one sends a comment (0: the
+	// defaults).
+	EventsInterval, EventsHeartbeat time.Duration
+	Now                             func() time.Time
+	Logger                          *slog.Logger
 	// Registerer takes the console's metrics (nil: not exported).
 	Registerer prometheus.Registerer
 }
@@ -91,6 +98,8 @@ type Console struct {
 	router   chi.Router
 	metrics  *metrics
 	throttle *throttle
+	stopping chan struct{} // closed by StopStreams
+	stopOnce sync.Once
 }
 
 // inProcessHost is the host the console's admin client addresses the admin
@@ -111,13 +120,19 @@ func New(cfg Config) *Console {
 	if cfg.IdleTTL <= 0 {
 		cfg.IdleTTL = DefaultIdleTTL
 	}
+	if cfg.EventsInterval <= 0 {
+		cfg.EventsInterval = DefaultEventsInterval
+	}
+	if cfg.EventsHeartbeat <= 0 {
+		cfg.EventsHeartbeat = DefaultEventsHeartbeat
+	}
 	sub, err := fs.Sub(static, "static")
 	if err != nil {
 		panic(err) // the embedded tree is part of the binary
 	}
 	c := &Console{cfg: cfg, sessions: newSessions(cfg.SessionTTL, cfg.IdleTTL, cfg.Now),
 		admin:  &admin.Client{Server: "http://" + inProcessHost, Token: cfg.Token, HTTP: &http.Client{Transport: newTransport(cfg.Admin, cfg.MemberTLS)}},
-		assets: http.StripPrefix("/console/static/", http.FileServerFS(sub))}
+		assets: http.StripPrefix("/console/static/", http.FileServerFS(sub)), stopping: make(chan struct{})}
 	c.metrics = newMetrics(cfg.Registerer, c.sessions)
 	c.throttle = newThrottle(cfg.Now)
 	c.router = c.routes()
@@ -149,6 +164,7 @@ func (c *Console) routes() chi.Router {
 		r.Get("/console/api/queue", c.queue)
 		r.Get("/console/api/videos/{id}", c.video)
 		r.Get("/console/api/webhooks", c.webhooks)
+		r.Get("/console/api/events", c.events)
 		r.Group(func(r chi.Router) {
 			r.Use(c.requireCSRF)
 			r.Post("/console/logout", c.logout)

@@ -119,10 +119,26 @@ func fail(w http.ResponseWriter, r *http.Request, err error) {
 // own status: a member that is down shows as an error, not a stalled page.
 const memberTimeout = time.Second
 
-func (c *Console) farm(w http.ResponseWriter, r *http.Request) {
-	limit, ok := intParam(w, r, "limit", FarmLimit, 1, 10_000)
-	if !ok {
+func (c *Console) farm(w http.ResponseWriter, r *http.Request) { c.answer(w, r, c.farmPage) }
+
+// answer writes a page's snapshot, or its error as the contract's envelope.
+func (c *Console) answer(w http.ResponseWriter, r *http.Request, page pageFunc) {
+	v, err := page(r)
+	if err != nil {
+		fail(w, r, err)
 		return
+	}
+	apierr.WriteJSON(w, http.StatusOK, v)
+}
+
+// pageFunc builds one page's snapshot for a request (its query names what
+// the page shows). Errors are *apierr.Error or the admin API's.
+type pageFunc func(r *http.Request) (any, error)
+
+func (c *Console) farmPage(r *http.Request) (any, error) {
+	limit, err := intParam(r, "limit", FarmLimit, 1, 10_000)
+	if err != nil {
+		return nil, err
 	}
 	type overview struct {
 		o   admin.ClusterOverview
@@ -142,8 +158,7 @@ func (c *Console) farm(w http.ResponseWriter, r *http.Request) {
 	}
 	ov := <-ch
 	if err != nil {
-		fail(w, r, err)
-		return
+		return nil, err
 	}
 	nodes := admin.NodeViews(c.cfg.FSM)
 	out := FarmJSON{GeneratedAt: c.cfg.Now().UTC(), Summary: summarize(nodes), Self: self, Nodes: []admin.NodeJSON{}}
@@ -162,7 +177,7 @@ func (c *Console) farm(w http.ResponseWriter, r *http.Request) {
 	} else {
 		out.Cluster = &ov.o
 	}
-	apierr.WriteJSON(w, http.StatusOK, out)
+	return &out, nil
 }
 
 // concern orders nodes for the farm page: what needs an operator first.
@@ -181,17 +196,16 @@ func concern(n admin.NodeJSON) int {
 }
 
 // intParam reads a whole-number query parameter in [lo, hi].
-func intParam(w http.ResponseWriter, r *http.Request, name string, def, lo, hi int) (int, bool) {
+func intParam(r *http.Request, name string, def, lo, hi int) (int, error) {
 	v := r.URL.Query().Get(name)
 	if v == "" {
-		return def, true
+		return def, nil
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < lo || n > hi {
-		apierr.Write(w, r, apierr.Invalid(name, fmt.Sprintf("%s must be a whole number from %d to %d", name, lo, hi)))
-		return 0, false
+		return 0, apierr.Invalid(name, fmt.Sprintf("%s must be a whole number from %d to %d", name, lo, hi))
 	}
-	return n, true
+	return n, nil
 }
 
 func summarize(nodes []admin.NodeJSON) FarmSummary {
@@ -212,7 +226,9 @@ func summarize(nodes []admin.NodeJSON) FarmSummary {
 	return s
 }
 
-func (c *Console) queue(w http.ResponseWriter, r *http.Request) {
+func (c *Console) queue(w http.ResponseWriter, r *http.Request) { c.answer(w, r, c.queuePage) }
+
+func (c *Console) queuePage(r *http.Request) (any, error) {
 	f, now := c.cfg.FSM, c.cfg.Now()
 	// The two walks of the queue (the oldest waiting, the counts by class)
 	// share the state's read lock and run side by side.
@@ -238,7 +254,7 @@ func (c *Console) queue(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	out.Classes = <-classes
-	apierr.WriteJSON(w, http.StatusOK, out)
+	return &out, nil
 }
 
 // classes counts the ready tasks by kind and model.
@@ -274,10 +290,14 @@ type VideoJSON struct {
 }
 
 func (c *Console) video(w http.ResponseWriter, r *http.Request) {
-	v, ok := admin.VideoView(c.cfg.FSM, chi.URLParam(r, "id"))
+	id := chi.URLParam(r, "id")
+	c.answer(w, r, func(*http.Request) (any, error) { return c.videoPage(id) })
+}
+
+func (c *Console) videoPage(id string) (any, error) {
+	v, ok := admin.VideoView(c.cfg.FSM, id)
 	if !ok {
-		apierr.Write(w, r, apierr.NotFound("video"))
-		return
+		return nil, apierr.NotFound("video")
 	}
 	out := VideoJSON{VideoInspectJSON: v, NodeNames: map[string]string{}}
 	for _, t := range v.Tasks {
@@ -287,10 +307,12 @@ func (c *Console) video(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	apierr.WriteJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
-func (c *Console) webhooks(w http.ResponseWriter, r *http.Request) {
+func (c *Console) webhooks(w http.ResponseWriter, r *http.Request) { c.answer(w, r, c.webhooksPage) }
+
+func (c *Console) webhooksPage(*http.Request) (any, error) {
 	out := WebhooksJSON{GeneratedAt: c.cfg.Now().UTC(), Retrying: []admin.DeliveryJSON{},
 		Abandoned: admin.DeliveriesView(c.cfg.FSM, fsm.DeliveryFilter{State: fsm.DeliveryAbandoned, Limit: 50}).Data}
 	for _, d := range admin.DeliveriesView(c.cfg.FSM, fsm.DeliveryFilter{State: fsm.DeliveryPending, Limit: 200}).Data {
@@ -298,7 +320,7 @@ func (c *Console) webhooks(w http.ResponseWriter, r *http.Request) {
 			out.Retrying = append(out.Retrying, d)
 		}
 	}
-	apierr.WriteJSON(w, http.StatusOK, out)
+	return &out, nil
 }
 
 // maintain cordons, drains or uncordons a node through the admin API.

@@ -7,6 +7,7 @@ import "github.com/prometheus/client_golang/prometheus"
 type metrics struct {
 	logins  *prometheus.CounterVec
 	actions *prometheus.CounterVec
+	streams prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer, s *sessions) *metrics {
@@ -16,12 +17,14 @@ func newMetrics(reg prometheus.Registerer, s *sessions) *metrics {
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vidfarm_console_actions_total",
 			Help: "Node maintenance requested from the console on this member, by action (cordon, drain, uncordon) and result (ok, failed)."},
 			[]string{"action", "result"}),
+		streams: prometheus.NewGauge(prometheus.GaugeOpts{Name: "vidfarm_console_event_streams",
+			Help: "Console pages following live updates (GET /console/api/events) on this member now."}),
 	}
 	for _, r := range []string{"ok", "refused", "throttled"} {
 		m.logins.WithLabelValues(r)
 	}
 	if reg != nil {
-		reg.MustRegister(m.logins, m.actions, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "vidfarm_console_sessions",
+		reg.MustRegister(m.logins, m.actions, m.streams, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "vidfarm_console_sessions",
 			Help: "Console sessions this member holds (some may have expired unseen since the last login)."}, s.count))
 	}
 	return m

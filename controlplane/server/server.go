@@ -45,6 +45,9 @@ type Config struct {
 	AdminListen string
 	RaftListen  string
 	AdminToken  string
+	// ConsoleEventsHeartbeat is how often an idle live console page gets a
+	// comment line (0: console.DefaultEventsHeartbeat, 15 s).
+	ConsoleEventsHeartbeat time.Duration
 	// AgentListen is the agent listener (the agent protocol of scheduler/wire).
 	// Empty means 127.0.0.1:0, an ephemeral loopback port (AgentAddr says which).
 	AgentListen string
@@ -358,8 +361,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.public = guards.server(guards.public, forward(cluster.Public, s.API, nil))
 	adminAPI := forward(cluster.Admin, admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg, Cluster: node,
 		AppDB: s.bridgeStatus(), BenchFill: cfg.BenchFill}), adminLocal)
-	s.admin = guards.server(guards.admin, withConsole(adminAPI, console.New(console.Config{Token: cfg.AdminToken, Admin: adminAPI,
-		MemberTLS: tlsSet.client, FSM: f, Secure: tlsSet.server != nil, Logger: cfg.Logger, Registerer: reg})))
+	con := console.New(console.Config{Token: cfg.AdminToken, Admin: adminAPI, EventsHeartbeat: cfg.ConsoleEventsHeartbeat,
+		MemberTLS: tlsSet.client, FSM: f, Secure: tlsSet.server != nil, Logger: cfg.Logger, Registerer: reg})
+	s.admin = guards.server(guards.admin, withConsole(adminAPI, con))
+	s.admin.RegisterOnShutdown(con.StopStreams) // the console's live pages never go idle by themselves
 	bg, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	// Lease polls wait up to a minute and artifact uploads are as long as the

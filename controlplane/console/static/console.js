@@ -1,5 +1,7 @@
 // vidfarm console: one page, four views (farm, queue, video, webhooks),
-// each drawn from its JSON endpoint and polled while the tab is visible.
+// each drawn from its JSON endpoint's snapshot. Snapshots arrive through
+// server-sent events (/console/api/events) while the tab is visible; when
+// the stream fails the page polls the endpoint instead.
 // Text from the farm (node names, failure messages) only ever goes into
 // textContent, never into HTML.
 'use strict';
@@ -8,6 +10,8 @@
   const PAGES = ['farm', 'queue', 'video', 'webhooks'];
   let csrf = null;
   let timer = null;
+  let source = null; // the page's EventSource while it streams
+  let streamFailed = false; // polling instead, until the next page change
   let generation = 0; // a newer refresh makes older answers moot
 
   const $ = (id) => document.getElementById(id);
@@ -79,6 +83,7 @@
   function showLogin(msg) {
     csrf = null;
     clearTimeout(timer);
+    closeStream();
     $('nav').hidden = true;
     for (const p of PAGES) $(p + '-page').hidden = true;
     $('login-page').hidden = false;
@@ -128,25 +133,85 @@
     for (const p of PAGES) $(p + '-page').hidden = p !== page;
     for (const a of document.querySelectorAll('nav a')) a.classList.toggle('current', a.dataset.page === page);
     if (page === 'video') $('video-id').value = arg;
+    streamFailed = false;
     refresh();
   }
 
-  async function refresh() {
+  // query is what the current page asks its endpoint for.
+  function query() {
+    const { page, arg } = current();
+    if (page === 'farm') {
+      const q = $('node-filter').value.trim();
+      return { path: '/console/api/farm', params: q ? { q } : {} };
+    }
+    if (page === 'video') return arg ? { path: '/console/api/videos/' + encodeURIComponent(arg), params: { id: arg } } : null;
+    return { path: '/console/api/' + page, params: {} };
+  }
+
+  function drawn(gen, how) {
+    if (gen !== generation) return;
+    $('updated').textContent = 'Updated ' + new Date().toLocaleTimeString() + (how === 'live' ? ' · live' : ' · polling');
+    $('updated').dataset.live = how;
+    $('error').textContent = '';
+  }
+
+  function closeStream() {
+    if (source) source.close();
+    source = null;
+  }
+
+  // refresh shows the current page: it follows the page's stream, or polls
+  // when the stream failed (an old proxy, a member without it).
+  function refresh() {
     clearTimeout(timer);
+    closeStream();
     const gen = ++generation;
     const { page, arg } = current();
-    if (!document.hidden) {
-      try {
-        await DRAW[page](arg, gen);
-        if (gen !== generation) return;
-        $('updated').textContent = 'Updated ' + new Date().toLocaleTimeString();
-        $('error').textContent = '';
-      } catch (e) {
-        if (e instanceof LoggedOut) return;
-        if (gen === generation) $('error').textContent = '⚠ ' + e.message;
-      }
+    const q = query();
+    if (document.hidden) return; // visibilitychange starts it again
+    if (!q) {
+      DRAW[page](null, arg);
+      return;
     }
-    if (gen === generation && csrf) timer = setTimeout(refresh, POLL_MS);
+    if (!streamFailed && window.EventSource) {
+      const es = new EventSource('/console/api/events?' + new URLSearchParams({ page, ...q.params }));
+      source = es;
+      es.addEventListener('snapshot', (ev) => {
+        if (gen !== generation) return;
+        DRAW[page](JSON.parse(ev.data), arg);
+        drawn(gen, 'live');
+      });
+      es.addEventListener('failure', (ev) => {
+        if (gen === generation) $('error').textContent = '⚠ ' + JSON.parse(ev.data).message;
+      });
+      es.addEventListener('end', () => { closeStream(); poll(gen); }); // the poll meets the 401
+      es.onerror = () => {
+        // EventSource reconnects by itself after a dropped connection; a
+        // refused one (401, 404, not a stream) is CLOSED: poll instead.
+        if (gen !== generation || es.readyState !== EventSource.CLOSED) return;
+        closeStream();
+        streamFailed = true;
+        poll(gen);
+      };
+      return;
+    }
+    poll(gen);
+  }
+
+  async function poll(gen) {
+    const { page, arg } = current();
+    const q = query();
+    if (gen !== generation || !q) return;
+    try {
+      const data = await api('GET', q.path + (page === 'farm' && q.params.q ? '?q=' + encodeURIComponent(q.params.q) : ''));
+      if (gen !== generation) return;
+      DRAW[page](data, arg);
+      drawn(gen, 'polling');
+    } catch (e) {
+      if (e instanceof LoggedOut) return;
+      if (gen === generation) $('error').textContent = '⚠ ' + e.message;
+    }
+    if (gen === generation && csrf && !document.hidden) timer = setTimeout(() => poll(gen), POLL_MS);
   }
 
   // ---- farm ----
@@ -197,10 +262,8 @@
       (appdb.connected ? 'connected, ' : '✕ not connected, ') + lag, appdb.last_error ? ' — ' + appdb.last_error : '');
   }
 
-  async function drawFarm(_, gen) {
+  function drawFarm(f) {
     const q = $('node-filter').value.trim();
-    const f = await api('GET', '/console/api/farm' + (q ? '?q=' + encodeURIComponent(q) : ''));
-    if (gen !== generation) return;
     const now = Date.parse(f.generated_at);
     const s = f.summary;
     const counts = Object.entries(s.nodes).map(([k, v]) => v + ' ' + k).join(', ');
@@ -254,9 +317,7 @@
 
   // ---- queue ----
 
-  async function drawQueue(_, gen) {
-    const q = await api('GET', '/console/api/queue');
-    if (gen !== generation) return;
+  function drawQueue(q) {
     const now = Date.parse(q.generated_at);
     $('queue-summary').textContent = q.queue.unfinished_videos + ' videos unfinished · ' + q.queue.ready_tasks + ' tasks ready for a node' +
       (q.queue.has_more ? ' · the oldest ' + q.queue.waiting.length + ' waiting videos listed' : '');
@@ -310,14 +371,12 @@
       el('h4', {}, t.name), el('dl', {}, rows.map(([k, v]) => [el('dt', {}, k), el('dd', {}, v)])));
   }
 
-  async function drawVideo(id, gen) {
+  function drawVideo(v, id) {
     if (!id) {
       $('video-head').replaceChildren(el('p', { class: 'hint' }, 'Give a video id, or open one from the farm or queue page.'));
       $('graph').replaceChildren();
       return;
     }
-    const v = await api('GET', '/console/api/videos/' + encodeURIComponent(id));
-    if (gen !== generation) return;
     const now = Date.now();
     const facts = [['status', v.status], ['account', v.account_id], ['mode', v.mode + (v.model ? ' · ' + v.model : '')],
       ['progress', v.percent + '%'], ['created', ago(v.created_at, now)], ['credits', v.credits_charged + (v.credits_refunded ? ' (refunded)' : '')]];
@@ -345,9 +404,7 @@
       el('td', { class: 'mono' }, d.event_id), el('td', {}, d.attempts.length), el('td', { class: 'bad' }, lastAttempt), el('td', {}, last(d)));
   }
 
-  async function drawWebhooks(_, gen) {
-    const w = await api('GET', '/console/api/webhooks');
-    if (gen !== generation) return;
+  function drawWebhooks(w) {
     const now = Date.parse(w.generated_at);
     fill('wh-retrying', w.retrying.map((d) => deliveryRow(d, now, (x) => until(x.next_attempt_at, now))), 6, 'No delivery is retrying.');
     fill('wh-abandoned', w.abandoned.map((d) => deliveryRow(d, now, (x) => ago(x.finished_at, now))), 6, 'No delivery was abandoned.');
@@ -367,7 +424,14 @@
       location.hash = '#video/' + encodeURIComponent($('video-id').value.trim());
     });
     window.addEventListener('hashchange', route);
-    document.addEventListener('visibilitychange', () => { if (!document.hidden && csrf) refresh(); });
+    document.addEventListener('visibilitychange', () => {
+      if (!csrf) return;
+      if (document.hidden) { // a hidden tab holds no stream and polls nothing
+        ++generation;
+        clearTimeout(timer);
+        closeStream();
+      } else refresh();
+    });
     try {
       const s = await api('GET', '/console/api/session');
       csrf = s.csrf_token;
