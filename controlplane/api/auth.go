@@ -71,7 +71,7 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 			hold.p = p
 		}
 		ctx := r.Context()
-		if e := a.lim.check(ctx, a.lim.perKey, "per API key", k.ID); e != nil {
+		if e := a.lim.checkKey(ctx, a.lim.perKey, "per API key", k.ID, k.AccountID); e != nil {
 			apierr.Write(w, r, e)
 			return
 		}

@@ -112,10 +112,12 @@ type limiters struct {
 	perKey, perAccount, premium, freeAcc *limitClass
 	// media and webhookWrites are per account; see Limits.
 	media, webhookWrites *limitClass
+	// hits counts the 429s by account (RateLimitHits).
+	hits hitCounter
 }
 
 func newLimiters(l Limits) (*limiters, error) {
-	out := &limiters{disabled: l.Disabled}
+	out := &limiters{disabled: l.Disabled, hits: hitCounter{m: map[string]RateLimitHits{}}}
 	var err error
 	for _, c := range []struct {
 		dst   **limitClass
@@ -143,8 +145,15 @@ func (l *limiters) close() {
 	}
 }
 
-// check takes from class for key and returns the 429 to send, or nil.
-func (l *limiters) check(ctx context.Context, c *limitClass, scope, key string) *apierr.Error {
+// check takes from class for an account's key and returns the 429 to send,
+// or nil.
+func (l *limiters) check(ctx context.Context, c *limitClass, scope, account string) *apierr.Error {
+	return l.checkKey(ctx, c, scope, account, account)
+}
+
+// checkKey takes from class for key, which belongs to account (an API
+// key's id), and returns the 429 to send, or nil.
+func (l *limiters) checkKey(ctx context.Context, c *limitClass, scope, key, account string) *apierr.Error {
 	if l.disabled {
 		return nil
 	}
@@ -156,6 +165,7 @@ func (l *limiters) check(ctx context.Context, c *limitClass, scope, key string) 
 	if ok {
 		return nil
 	}
+	l.hits.add(account, c.name)
 	e := apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimited,
 		fmt.Sprintf("rate limit of %s reached (%s); retry in %d s", text, scope, retry))
 	e.RetryAfter = retry

@@ -236,6 +236,20 @@ func TestConsoleInBrowser(t *testing.T) {
 			b.do("open webhooks", chromedp.Click(chromedp.CSS(`a[data-page="webhooks"]`)),
 				chromedp.WaitVisible(chromedp.CSS(`#wh-abandoned tbody tr.empty`)))
 		}},
+		{"accounts page", func(t *testing.T) {
+			b.do("open accounts", chromedp.Click(chromedp.CSS(`a[data-page="accounts"]`)),
+				chromedp.WaitVisible(chromedp.CSS(`#accounts tbody tr[data-account]`)))
+			b.do("open the account", chromedp.Click(chromedp.CSS(`#accounts tbody tr[data-account] a`)),
+				chromedp.WaitVisible(chromedp.CSS(`#account-videos tr[data-status]`)))
+			if got := eval[string](b, `document.querySelector('#account-videos tbody').textContent`); got != "processing1" {
+				t.Errorf("the account's videos by status: %q, want processing 1 (its finalize has not run)", got)
+			}
+			if n := eval[int](b, `document.querySelectorAll('#account-spend tbody tr[data-day]').length`); n != 14 {
+				t.Errorf("%d days of spending shown, want 14", n)
+			}
+			b.shot("account")
+			b.notReloaded()
+		}},
 		{"on a phone", func(t *testing.T) {
 			b.do("a phone's screen", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
 				chromedp.Click(chromedp.CSS(`a[data-page="farm"]`)), chromedp.WaitVisible(chromedp.CSS(`#nodes tr[data-node="gpu-b"]`)))

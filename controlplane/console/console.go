@@ -47,6 +47,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vidfarm/vidfarm/controlplane/admin"
+	"github.com/vidfarm/vidfarm/controlplane/api"
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 )
@@ -85,6 +86,9 @@ type Config struct {
 	EventsInterval, EventsHeartbeat time.Duration
 	Now                             func() time.Time
 	Logger                          *slog.Logger
+	// RateLimitHits says how often this member's API answered an account
+	// 429 (nil: the accounts pages show none).
+	RateLimitHits func(account string) api.RateLimitHits
 	// Registerer takes the console's metrics (nil: not exported).
 	Registerer prometheus.Registerer
 }
@@ -164,6 +168,8 @@ func (c *Console) routes() chi.Router {
 		r.Get("/console/api/queue", c.queue)
 		r.Get("/console/api/videos/{id}", c.video)
 		r.Get("/console/api/webhooks", c.webhooks)
+		r.Get("/console/api/accounts", c.accounts)
+		r.Get("/console/api/accounts/{id}", c.account)
 		r.Get("/console/api/events", c.events)
 		r.Group(func(r chi.Router) {
 			r.Use(c.requireCSRF)

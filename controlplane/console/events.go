@@ -10,7 +10,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 )
 
-// Live updates: GET /console/api/events?page=farm|queue|webhooks|video[&id=][&q=&limit=]
+// Live updates: GET /console/api/events?page=farm|queue|webhooks|accounts|account|video[&id=][&q=&limit=]
 // is a text/event-stream of the page's snapshot, the same JSON as the
 // page's own endpoint with the same query:
 //
@@ -64,14 +64,19 @@ func (c *Console) streamPage(r *http.Request) (pageFunc, error) {
 		return c.queuePage, nil
 	case "webhooks":
 		return c.webhooksPage, nil
-	case "video":
+	case "accounts":
+		return c.accountsPage, nil
+	case "video", "account":
 		id := r.URL.Query().Get("id")
 		if id == "" {
-			return nil, apierr.Invalid("id", "page=video needs the video's id: id=vid_…")
+			return nil, apierr.Invalid("id", "page="+p+" needs the "+p+"'s id")
+		}
+		if p == "account" {
+			return func(*http.Request) (any, error) { return c.accountPage(id) }, nil
 		}
 		return func(*http.Request) (any, error) { return c.videoPage(id) }, nil
 	default:
-		return nil, apierr.Invalid("page", fmt.Sprintf("unknown page %q: use farm, queue, webhooks or video", p))
+		return nil, apierr.Invalid("page", fmt.Sprintf("unknown page %q: use farm, queue, webhooks, accounts, account or video", p))
 	}
 }
 

@@ -361,7 +361,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.public = guards.server(guards.public, forward(cluster.Public, s.API, nil))
 	adminAPI := forward(cluster.Admin, admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg, Cluster: node,
 		AppDB: s.bridgeStatus(), BenchFill: cfg.BenchFill}), adminLocal)
-	con := console.New(console.Config{Token: cfg.AdminToken, Admin: adminAPI, EventsHeartbeat: cfg.ConsoleEventsHeartbeat,
+	con := console.New(console.Config{Token: cfg.AdminToken, Admin: adminAPI, EventsHeartbeat: cfg.ConsoleEventsHeartbeat, RateLimitHits: s.API.RateLimitHits,
 		MemberTLS: tlsSet.client, FSM: f, Secure: tlsSet.server != nil, Logger: cfg.Logger, Registerer: reg})
 	s.admin = guards.server(guards.admin, withConsole(adminAPI, con))
 	s.admin.RegisterOnShutdown(con.StopStreams) // the console's live pages never go idle by themselves

@@ -7,12 +7,13 @@
 'use strict';
 (function () {
   const POLL_MS = 1500;
-  const PAGES = ['farm', 'queue', 'video', 'webhooks'];
+  const PAGES = ['farm', 'queue', 'video', 'webhooks', 'accounts'];
   let csrf = null;
   let timer = null;
   let source = null; // the page's EventSource while it streams
   let streamFailed = false; // polling instead, until the next page change
   let generation = 0; // a newer refresh makes older answers moot
+  let accountsAfter = ''; // the accounts list's page: after this id
 
   const $ = (id) => document.getElementById(id);
 
@@ -145,6 +146,14 @@
       return { path: '/console/api/farm', params: q ? { q } : {} };
     }
     if (page === 'video') return arg ? { path: '/console/api/videos/' + encodeURIComponent(arg), params: { id: arg } } : null;
+    if (page === 'accounts' && arg) return { stream: 'account', path: '/console/api/accounts/' + encodeURIComponent(arg), params: { id: arg } };
+    if (page === 'accounts') {
+      const params = {};
+      const q = $('account-filter').value.trim();
+      if (q) params.q = q;
+      if (accountsAfter) params.after = accountsAfter;
+      return { path: '/console/api/accounts', params };
+    }
     return { path: '/console/api/' + page, params: {} };
   }
 
@@ -174,7 +183,7 @@
       return;
     }
     if (!streamFailed && window.EventSource) {
-      const es = new EventSource('/console/api/events?' + new URLSearchParams({ page, ...q.params }));
+      const es = new EventSource('/console/api/events?' + new URLSearchParams({ page: q.stream || page, ...q.params }));
       source = es;
       es.addEventListener('snapshot', (ev) => {
         if (gen !== generation) return;
@@ -203,7 +212,8 @@
     const q = query();
     if (gen !== generation || !q) return;
     try {
-      const data = await api('GET', q.path + (page === 'farm' && q.params.q ? '?q=' + encodeURIComponent(q.params.q) : ''));
+      const params = q.params.id ? '' : new URLSearchParams(q.params).toString();
+      const data = await api('GET', q.path + (params ? '?' + params : ''));
       if (gen !== generation) return;
       DRAW[page](data, arg);
       drawn(gen, 'polling');
@@ -410,7 +420,48 @@
     fill('wh-abandoned', w.abandoned.map((d) => deliveryRow(d, now, (x) => ago(x.finished_at, now))), 6, 'No delivery was abandoned.');
   }
 
-  const DRAW = { farm: drawFarm, queue: drawQueue, video: drawVideo, webhooks: drawWebhooks };
+  // ---- accounts ----
+
+  const accountLink = (id) => el('a', { href: '#accounts/' + encodeURIComponent(id), class: 'mono' }, id);
+
+  function drawAccounts(a, id) {
+    $('accounts-list').hidden = !!id;
+    $('account-detail').hidden = !id;
+    if (id) {
+      drawAccount(a);
+      return;
+    }
+    const now = Date.parse(a.generated_at);
+    $('accounts-shown').textContent = a.matched + ' accounts' + (accountsAfter ? ', after ' + accountsAfter : '');
+    $('accounts-first').hidden = !accountsAfter;
+    const next = $('accounts-next');
+    next.hidden = !a.has_more;
+    next.dataset.after = a.accounts.length ? a.accounts[a.accounts.length - 1].id : '';
+    fill('accounts', a.accounts.map((x) => el('tr', { 'data-account': x.id },
+      el('td', {}, accountLink(x.id)), el('td', {}, x.name), el('td', {}, x.plan), el('td', {}, x.balance),
+      el('td', {}, ago(x.created_at, now)), el('td', { class: x.rate_limit_hits ? 'warn' : '' }, x.rate_limit_hits))),
+    6, 'No account matches.');
+  }
+
+  function drawAccount(a) {
+    const x = a.account;
+    const hits = a.rate_limit_hits;
+    const byClass = Object.entries(hits.by_class).map(([k, v]) => k + ' ' + v).join(', ');
+    const facts = [['name', x.name], ['plan', x.plan], ['balance', x.balance + ' credits'], ['created', ago(x.created_at, Date.parse(a.generated_at))],
+      ['rate-limit hits', hits.total ? hits.total + ' (' + byClass + '), last ' + ago(hits.last, Date.parse(a.generated_at)) + ' — on this member since it started' : 'none on this member since it started']];
+    $('account-head').replaceChildren(el('h3', { class: 'mono', id: 'account-title' }, x.id),
+      el('dl', { class: 'facts' }, facts.map(([k, v]) => el('div', {}, el('dt', {}, k), el('dd', {}, v)))));
+    const statuses = Object.entries(a.videos);
+    fill('account-videos', statuses.map(([st, n]) => el('tr', { 'data-status': st }, el('td', {}, st), el('td', {}, n))), 2, 'No video.');
+    const most = Math.max(1, ...a.spent_per_day.map((d) => d.credits));
+    fill('account-spend', a.spent_per_day.map((d) => el('tr', { 'data-day': d.day }, el('td', {}, d.day), el('td', {}, d.credits),
+      el('td', {}, el('span', { class: 'bar', role: 'img', 'aria-label': d.credits + ' credits', 'data-width': Math.round(100 * Math.max(0, d.credits) / most) }, el('span', {}))))),
+    3, 'No day.');
+    for (const bar of document.querySelectorAll('#account-spend .bar')) bar.firstChild.style.width = bar.dataset.width + '%';
+    $('account-spend-note').textContent = a.spent_complete ? '' : 'The account made more videos in these days than the page reads: only the newest are counted.';
+  }
+
+  const DRAW = { farm: drawFarm, queue: drawQueue, video: drawVideo, webhooks: drawWebhooks, accounts: drawAccounts };
 
   // ---- start ----
 
@@ -419,6 +470,9 @@
     $('logout').addEventListener('click', logout);
     $('nodes').addEventListener('click', maintain);
     $('node-filter').addEventListener('input', () => refresh());
+    $('account-filter').addEventListener('input', () => { accountsAfter = ''; refresh(); });
+    $('accounts-next').addEventListener('click', (ev) => { accountsAfter = ev.target.dataset.after; refresh(); });
+    $('accounts-first').addEventListener('click', () => { accountsAfter = ''; refresh(); });
     $('video-form').addEventListener('submit', (ev) => {
       ev.preventDefault();
       location.hash = '#video/' + encodeURIComponent($('video-id').value.trim());
