@@ -234,7 +234,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		}},
 		{"webhooks page", func(t *testing.T) {
 			b.do("open webhooks", chromedp.Click(chromedp.CSS(`a[data-page="webhooks"]`)),
-				chromedp.WaitVisible(chromedp.CSS(`#wh-abandoned tbody tr.empty`)))
+				chromedp.WaitVisible(chromedp.CSS(`#wh-abandoned tbody tr.empty`)), chromedp.WaitVisible(chromedp.CSS(`#wh-endpoints tbody tr.empty`)))
 		}},
 		{"accounts page", func(t *testing.T) {
 			b.do("open accounts", chromedp.Click(chromedp.CSS(`a[data-page="accounts"]`)),

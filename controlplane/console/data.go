@@ -97,12 +97,16 @@ type ExpiringLease struct {
 	RemainingSeconds float64 `json:"remaining_seconds"`
 }
 
-// WebhooksJSON answers GET /console/api/webhooks: the deliveries that
-// gave up, and those still retrying after a failed attempt, newest first.
+// WebhooksJSON answers GET /console/api/webhooks: the customers'
+// endpoints that are failing or disabled (the latest trouble first, at most
+// EndpointsLimit of EndpointsTotal), the deliveries that gave up, and those
+// still retrying after a failed attempt, newest first.
 type WebhooksJSON struct {
-	GeneratedAt time.Time            `json:"generated_at"`
-	Abandoned   []admin.DeliveryJSON `json:"abandoned"`
-	Retrying    []admin.DeliveryJSON `json:"retrying"`
+	GeneratedAt    time.Time            `json:"generated_at"`
+	Endpoints      []EndpointJSON       `json:"endpoints"`
+	EndpointsTotal int                  `json:"endpoints_total"`
+	Abandoned      []admin.DeliveryJSON `json:"abandoned"`
+	Retrying       []admin.DeliveryJSON `json:"retrying"`
 }
 
 // fail answers an admin API error as the admin API gave it.
@@ -320,6 +324,7 @@ func (c *Console) webhooksPage(*http.Request) (any, error) {
 			out.Retrying = append(out.Retrying, d)
 		}
 	}
+	out.Endpoints, out.EndpointsTotal = endpoints(c.cfg.FSM)
 	return &out, nil
 }
 

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 )
@@ -105,4 +106,24 @@ func (f *FSM) RecentCharges(account string, since int64, limit int) (charges []V
 		return true
 	})
 	return charges, complete
+}
+
+// TroubledWebhooks returns the endpoints that are disabled or whose latest
+// attempt failed (FailingSince set), the latest trouble first, at most
+// limit, and how many there are. Endpoints are few (5 an account) and in
+// memory: one pass.
+func (f *FSM) TroubledWebhooks(limit int) ([]Webhook, int) {
+	f.mu.RLock()
+	var out []Webhook
+	for _, w := range f.s.webhooks {
+		if w.Disabled() || w.FailingSince != 0 {
+			out = append(out, w.clone())
+		}
+	}
+	f.mu.RUnlock()
+	latest := func(w Webhook) int64 { return max(w.LastFailedAt, w.DisabledAt) }
+	slices.SortFunc(out, func(a, b Webhook) int {
+		return cmp.Or(cmp.Compare(latest(b), latest(a)), strings.Compare(a.ID, b.ID))
+	})
+	return out[:min(limit, len(out))], len(out)
 }

@@ -416,6 +416,16 @@
 
   function drawWebhooks(w) {
     const now = Date.parse(w.generated_at);
+    $('wh-endpoints-shown').textContent = w.endpoints.length < w.endpoints_total ? 'the latest ' + w.endpoints.length + ' of ' + w.endpoints_total : '';
+    fill('wh-endpoints', w.endpoints.map((e) => el('tr', { 'data-webhook': e.id, 'data-status': e.status },
+      el('td', {}, accountLink(e.account_id)), el('td', { class: 'mono' }, e.url, el('div', { class: 'muted' }, e.id)),
+      el('td', { class: e.status === 'disabled' ? 'bad' : 'warn' }, e.status === 'disabled' ? '✕ disabled ' + ago(e.disabled_at, now) : '⚠ failing'),
+      el('td', {}, ago(e.failing_since, now)), el('td', {}, ago(e.last_failed_at, now)),
+      el('td', {}, el('ul', {}, e.recent.map((d) => el('li', {}, el('span', { class: 'mono' }, d.event_type || d.event_id), ' ', d.state,
+        ' · ' + d.attempts + ' attempt' + (d.attempts === 1 ? '' : 's'),
+        d.last_attempt ? [' · ', ago(d.last_attempt.at, now), ': ', d.last_attempt.status ? 'HTTP ' + d.last_attempt.status : 'no answer',
+          d.last_attempt.error ? ' — ' + d.last_attempt.error : ''] : '')))))),
+    6, 'Every endpoint\'s last attempt succeeded.');
     fill('wh-retrying', w.retrying.map((d) => deliveryRow(d, now, (x) => until(x.next_attempt_at, now))), 6, 'No delivery is retrying.');
     fill('wh-abandoned', w.abandoned.map((d) => deliveryRow(d, now, (x) => ago(x.finished_at, now))), 6, 'No delivery was abandoned.');
   }
