@@ -224,8 +224,8 @@ func TestConsoleInBrowser(t *testing.T) {
 				chromedp.WaitVisible(chromedp.CSS(`#graph .task[data-task="render"][data-state="done"]`)),
 				chromedp.WaitVisible(chromedp.CSS(`#graph .task[data-task="finalize"]`)))
 			render := eval[string](b, `document.querySelector('#graph .task[data-task="render"]').textContent`)
-			if !strings.Contains(render, "done bygpu-b") {
-				t.Errorf("the render's box does not name gpu-b: %s", render)
+			if !strings.Contains(render, "done bygpu-b") || !strings.Contains(render, "took") {
+				t.Errorf("the render's box does not name gpu-b or say how long it took: %s", render)
 			}
 			if got := eval[string](b, `document.getElementById('video-title').textContent`); got != vid {
 				t.Errorf("video page shows %q", got)

@@ -366,13 +366,34 @@
     return cols;
   }
 
-  function taskBox(t, now, names) {
+  // took gives each done task the first unused timing of its kind and model
+  // (timings carry no task name; tasks of one kind and model are alike).
+  function took(tasks, timings) {
+    const left = [...timings];
+    const out = new Map();
+    for (const t of tasks.filter((x) => x.state === 'done')) {
+      const i = left.findIndex((x) => x.kind === t.kind && (x.model || '') === (t.model || ''));
+      if (i >= 0) out.set(t.name, left.splice(i, 1)[0]);
+    }
+    return out;
+  }
+
+  const timingText = (x) => secs(x.seconds) + (x.gpu ? ' on ' + x.gpu : x.model ? '' : ' on CPU');
+
+  function timingBox(x, i) {
+    return el('div', { class: 'task state-done', 'data-timing': i },
+      el('h4', {}, x.kind), el('dl', {}, [['model', x.model || '—'], ['GPU', x.gpu || 'none (CPU)'], ['took', secs(x.seconds)]]
+        .map(([k, v]) => [el('dt', {}, k), el('dd', {}, v)])));
+  }
+
+  function taskBox(t, now, names, timing) {
     const name = (id) => names[id] || id;
     const rows = [['state', t.state], ['kind', t.kind + (t.model ? ' · ' + t.model : '') + (t.gpus ? ' · ' + t.gpus + ' GPU' : '')]];
     if (t.deps && t.deps.length) rows.push(['after', t.deps.join(', ')]);
     rows.push(['attempts', t.attempts + (t.failures ? ' (' + t.failures + ' failed)' : '')]);
     if (t.node) rows.push(['node', name(t.node)], ['leased', ago(t.leased_at, now)], ['lease ends', until(t.lease_deadline, now)], ['progress', Math.round(t.percent) + '%']);
     if (t.done_node) rows.push(['done by', name(t.done_node)]);
+    if (timing) rows.push(['took', timingText(timing)]);
     if (t.ready_since) rows.push(['ready', ago(t.ready_since, now)]);
     if (t.retry_at) rows.push(['next try', until(t.retry_at, now)]);
     if (t.failed_nodes && t.failed_nodes.length) rows.push(['failed on', t.failed_nodes.map(name).join(', ')]);
@@ -398,10 +419,13 @@
     $('video-head').replaceChildren(el('h3', { class: 'mono', id: 'video-title', 'data-status': v.status }, v.video_id),
       el('dl', { class: 'facts' }, facts.map(([k, val]) => el('div', {}, el('dt', {}, k), el('dd', {}, val)))));
     if (v.tasks.length === 0) {
-      $('graph').replaceChildren(el('p', { class: 'hint' }, 'The scheduler keeps a video\'s task graph only until it finishes; the facts above are what remains.'));
+      const hint = el('p', { class: 'hint' }, 'The scheduler keeps a video\'s task graph only until it finishes; ' +
+        (v.timings.length ? 'its tasks, in the order they finished, with how long each took:' : 'the facts above are what remains.'));
+      $('graph').replaceChildren(hint, ...v.timings.map((x, i) => [i ? el('div', { class: 'arrow', 'aria-hidden': 'true' }, '→') : null, timingBox(x, i)]).flat().filter(Boolean));
       return;
     }
-    const cols = levels(v.tasks).map((col) => el('div', { class: 'level' }, col.map((t) => taskBox(t, now, v.node_names))));
+    const timed = took(v.tasks, v.timings);
+    const cols = levels(v.tasks).map((col) => el('div', { class: 'level' }, col.map((t) => taskBox(t, now, v.node_names, timed.get(t.name)))));
     $('graph').replaceChildren(...cols.flatMap((c, i) => (i ? [el('div', { class: 'arrow', 'aria-hidden': 'true' }, '→'), c] : [c])));
   }
 

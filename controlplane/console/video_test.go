@@ -1,0 +1,66 @@
+package console_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"testing"
+
+	"github.com/vidfarm/vidfarm/controlplane/console"
+	"github.com/vidfarm/vidfarm/models"
+	"github.com/vidfarm/vidfarm/scheduler"
+	"github.com/vidfarm/vidfarm/scheduler/wire"
+)
+
+// TestVideoPageTimings renders a video to the end through the agent
+// protocol over real HTTP and checks that the console's video page, once
+// the scheduler forgot the graph, still gives each finished task's kind,
+// model, GPU kind and time, in the order they finished.
+func TestVideoPageTimings(t *testing.T) {
+	f := startFarm(t)
+	model := models.IDs()[0]
+	var reg wire.RegisterResponse
+	f.agent("POST", "/agent/v1/register", agentToken, wire.RegisterRequest{Name: "gpu-t", Capacity: wire.Capacity{Hostname: "gpu-t",
+		GPUs:     []scheduler.GPU{{ID: "GPU-0", MemoryTotalGB: 80, MemoryFreeGB: 79, Model: "NVIDIA H100 80GB HBM3"}, {ID: "GPU-1", MemoryTotalGB: 80, MemoryFreeGB: 79, Model: "NVIDIA H100 80GB HBM3"}},
+		CPUSlots: 4, Tools: []string{"ffmpeg", "espeak-ng"}, Models: []string{model}, WarmModels: []string{model}}}, &reg)
+	vid := f.video(f.account(), model)
+	run := func(files ...string) wire.Assignment {
+		a := f.lease(reg.Credential)
+		arts := map[string]string{}
+		for _, name := range files {
+			key := "videos/" + a.Video.ID + "/" + a.Name + "/" + name
+			f.agent("PUT", "/agent/v1/blobs/"+key+"?lease_token="+strconv.FormatUint(a.Token, 10), reg.Credential, []byte("bytes of "+key), nil)
+			arts[name] = key
+		}
+		f.agent("POST", "/agent/v1/tasks/"+url.PathEscape(a.TaskID)+"/complete", reg.Credential,
+			wire.CompleteRequest{Token: a.Token, Artifacts: arts, DurationSeconds: float64(a.Video.DurationSeconds)}, nil)
+		return a
+	}
+	render := run("clip.mp4")
+	fin := run(wire.ArtifactVideo, wire.ArtifactPoster)
+
+	base := "http://" + f.srv.AdminAddr()
+	if st, body, _ := send(t, "GET", base+"/console/api/videos/"+vid, "", nil, nil); st != http.StatusUnauthorized {
+		t.Fatalf("video without a session: %d %s", st, body)
+	}
+	ck, _ := loginCookie(t, base)
+	st, body, _ := send(t, "GET", base+"/console/api/videos/"+vid, "", ck, nil)
+	var v console.VideoJSON
+	if st != http.StatusOK || json.Unmarshal([]byte(body), &v) != nil {
+		t.Fatalf("video: %d %s", st, body)
+	}
+	if v.Status != "completed" || len(v.Tasks) != 0 {
+		t.Fatalf("video %s with %d tasks, want completed and the graph forgotten", v.Status, len(v.Tasks))
+	}
+	want := []console.TimingJSON{{Kind: string(render.Kind), Model: model, GPU: "NVIDIA H100 80GB HBM3"}, {Kind: string(fin.Kind)}}
+	if len(v.Timings) != len(want) {
+		t.Fatalf("timings %+v, want %d", v.Timings, len(want))
+	}
+	for i, w := range want {
+		got := v.Timings[i]
+		if got.Kind != w.Kind || got.Model != w.Model || got.GPU != w.GPU || got.Seconds < 0 {
+			t.Errorf("timing %d: %+v, want %+v and a time", i, got, w)
+		}
+	}
+}
