@@ -22,14 +22,23 @@ type class struct {
 	// EstimateWait. Not in snapshots: a restored state estimates from the
 	// completions it has seen since.
 	done []int64
+	// took are the service times (ms, lease granted to completed) of the
+	// same tasks as done, in the same order: what Overdue compares a
+	// running task with. Not in snapshots either.
+	took []int64
 }
 
-// noteDone records a task of the class completed at ms.
-func (c *class) noteDone(ms int64) {
+// noteDone records a task of the class completed at ms after running for
+// took ms under its lease.
+func (c *class) noteDone(ms, took int64) {
 	if len(c.done) == recentCompletions {
 		c.done = append(c.done[:0], c.done[1:]...)
 	}
 	c.done = append(c.done, ms)
+	if len(c.took) == recentCompletions {
+		c.took = append(c.took[:0], c.took[1:]...)
+	}
+	c.took = append(c.took, max(took, 0))
 }
 
 // classKey identifies a class in State.classByKey. Every task looks its

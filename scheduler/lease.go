@@ -238,7 +238,7 @@ func (s *State) Complete(ref LeaseRef, now time.Time) (Outcome, error) {
 func (s *State) complete(t *task, ref LeaseRef, now time.Time) Outcome {
 	out := Outcome{TaskID: t.id, VideoID: t.v.id}
 	t.doneNode, t.doneToken = ref.NodeID, ref.Token
-	t.cls.noteDone(ms(now))
+	t.cls.noteDone(ms(now), ms(now)-t.lease.granted)
 	s.releaseLease(t)
 	s.finishTask(t, ms(now), &out)
 	return out

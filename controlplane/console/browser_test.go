@@ -183,6 +183,9 @@ func TestConsoleInBrowser(t *testing.T) {
 			if r := poll[string](b, "the video waits", reasonOf); r != "no_node_supports_model" {
 				t.Fatalf("reason %q with no node running %s", r, model)
 			}
+			if eval[int](b, `document.querySelectorAll('#overdue tbody tr.empty').length`) != 1 {
+				t.Error("the queue page lacks its (empty) list of tasks past their class's p99")
+			}
 			b.shot("queue")
 			credB = f.register("gpu-b", []string{model})
 			after := poll[string](b, "the reason changes", `(() => { const r = `+reasonOf+`; return r !== 'no_node_supports_model' && (r || 'not waiting') })()`)

@@ -80,6 +80,33 @@ type QueueJSON struct {
 	// before.
 	Expiring []ExpiringLease     `json:"expiring_leases"`
 	Retrying []admin.WaitingJSON `json:"retrying"`
+	// Overdue are the running tasks past the p99 of their class's recent
+	// service times (OverdueQuantile over the class's last 64 completed
+	// tasks on this member, OverdueMinSamples at least), longest past first.
+	Overdue []OverdueTask `json:"overdue"`
+}
+
+// OverdueQuantile and OverdueMinSamples define "past its p99": a running
+// task is stuck when it has run longer than this quantile of its
+// requirement class's latest completed tasks (the scheduler keeps 64; with
+// 64 the p99 is the slowest of them), and there were at least this many.
+const (
+	OverdueQuantile   = 0.99
+	OverdueMinSamples = 10
+	overdueLimit      = 100
+)
+
+// OverdueTask is a running task past its class's p99.
+type OverdueTask struct {
+	Node           string  `json:"node"`
+	VideoID        string  `json:"video_id"`
+	TaskID         string  `json:"task_id"`
+	Kind           string  `json:"kind"`
+	Model          string  `json:"model,omitempty"`
+	Attempt        int     `json:"attempt"`
+	RunningSeconds float64 `json:"running_seconds"`
+	P99Seconds     float64 `json:"p99_seconds"`
+	Samples        int     `json:"samples"`
 }
 
 // ClassJSON is the ready tasks of one kind and model.
@@ -239,7 +266,18 @@ func (c *Console) queuePage(r *http.Request) (any, error) {
 	classes := make(chan []ClassJSON, 1)
 	go func() { classes <- c.classes(now) }()
 	q := admin.QueueView(f, r.URL.Query().Get("account"), QueueLimit)
-	out := QueueJSON{GeneratedAt: now.UTC(), Queue: q, Expiring: []ExpiringLease{}, Retrying: []admin.WaitingJSON{}}
+	out := QueueJSON{GeneratedAt: now.UTC(), Queue: q, Expiring: []ExpiringLease{}, Retrying: []admin.WaitingJSON{}, Overdue: []OverdueTask{}}
+	for _, o := range f.OverdueLeases(now, OverdueQuantile, OverdueMinSamples) {
+		if len(out.Overdue) == overdueLimit {
+			break
+		}
+		node := o.NodeID
+		if n, ok := f.Node(node); ok && n.Name != "" {
+			node = n.Name
+		}
+		out.Overdue = append(out.Overdue, OverdueTask{Node: node, VideoID: o.VideoID, TaskID: o.TaskID, Kind: string(o.Kind),
+			Model: o.Req.Model, Attempt: o.Attempt, RunningSeconds: o.Running.Seconds(), P99Seconds: o.Quantile.Seconds(), Samples: o.Samples})
+	}
 	for _, v := range f.Nodes() {
 		if !slices.ContainsFunc(f.NodeLeases(v.Node.ID), func(l scheduler.Lease) bool { return l.Deadline.Sub(now) <= NearExpiry }) {
 			continue

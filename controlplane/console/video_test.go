@@ -25,20 +25,8 @@ func TestVideoPageTimings(t *testing.T) {
 		GPUs:     []scheduler.GPU{{ID: "GPU-0", MemoryTotalGB: 80, MemoryFreeGB: 79, Model: "NVIDIA H100 80GB HBM3"}, {ID: "GPU-1", MemoryTotalGB: 80, MemoryFreeGB: 79, Model: "NVIDIA H100 80GB HBM3"}},
 		CPUSlots: 4, Tools: []string{"ffmpeg", "espeak-ng"}, Models: []string{model}, WarmModels: []string{model}}}, &reg)
 	vid := f.video(f.account(), model)
-	run := func(files ...string) wire.Assignment {
-		a := f.lease(reg.Credential)
-		arts := map[string]string{}
-		for _, name := range files {
-			key := "videos/" + a.Video.ID + "/" + a.Name + "/" + name
-			f.agent("PUT", "/agent/v1/blobs/"+key+"?lease_token="+strconv.FormatUint(a.Token, 10), reg.Credential, []byte("bytes of "+key), nil)
-			arts[name] = key
-		}
-		f.agent("POST", "/agent/v1/tasks/"+url.PathEscape(a.TaskID)+"/complete", reg.Credential,
-			wire.CompleteRequest{Token: a.Token, Artifacts: arts, DurationSeconds: float64(a.Video.DurationSeconds)}, nil)
-		return a
-	}
-	render := run("clip.mp4")
-	fin := run(wire.ArtifactVideo, wire.ArtifactPoster)
+	render := f.run(reg.Credential)
+	fin := f.run(reg.Credential)
 
 	base := "http://" + f.srv.AdminAddr()
 	if st, body, _ := send(t, "GET", base+"/console/api/videos/"+vid, "", nil, nil); st != http.StatusUnauthorized {
@@ -63,4 +51,24 @@ func TestVideoPageTimings(t *testing.T) {
 			t.Errorf("timing %d: %+v, want %+v and a time", i, got, w)
 		}
 	}
+}
+
+// run leases the node's next task and completes it with the files its
+// kind leaves (a render's clip, a finalize's video and poster).
+func (f *farm) run(cred string) wire.Assignment {
+	f.t.Helper()
+	a := f.lease(cred)
+	files := []string{"clip.mp4"}
+	if a.Kind == scheduler.KindFinalize {
+		files = []string{wire.ArtifactVideo, wire.ArtifactPoster}
+	}
+	arts := map[string]string{}
+	for _, name := range files {
+		key := "videos/" + a.Video.ID + "/" + a.Name + "/" + name
+		f.agent("PUT", "/agent/v1/blobs/"+key+"?lease_token="+strconv.FormatUint(a.Token, 10), cred, []byte("bytes of "+key), nil)
+		arts[name] = key
+	}
+	f.agent("POST", "/agent/v1/tasks/"+url.PathEscape(a.TaskID)+"/complete", cred,
+		wire.CompleteRequest{Token: a.Token, Artifacts: arts, DurationSeconds: float64(a.Video.DurationSeconds)}, nil)
+	return a
 }

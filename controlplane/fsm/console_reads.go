@@ -4,6 +4,9 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/vidfarm/vidfarm/scheduler"
 )
 
 // Reads for the operator's console (controlplane/console): accounts, their
@@ -126,4 +129,12 @@ func (f *FSM) TroubledWebhooks(limit int) ([]Webhook, int) {
 		return cmp.Or(cmp.Compare(latest(b), latest(a)), strings.Compare(a.ID, b.ID))
 	})
 	return out[:min(limit, len(out))], len(out)
+}
+
+// OverdueLeases lists the running tasks past the q-th quantile of their
+// class's recent service times (scheduler.State.Overdue).
+func (f *FSM) OverdueLeases(now time.Time, q float64, minSamples int) []scheduler.OverdueLease {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.sched.Overdue(now, q, minSamples)
 }

@@ -341,6 +341,9 @@
     fill('expiring', q.expiring_leases.map((l) => el('tr', {}, el('td', {}, l.node), el('td', {}, videoLink(l.video_id)),
       el('td', {}, l.task || l.kind), el('td', {}, l.attempt), el('td', { class: 'bad' }, l.remaining_seconds >= 0 ? secs(l.remaining_seconds) : 'expired'))),
       5, 'No lease is near its deadline.');
+    fill('overdue', q.overdue.map((o) => el('tr', { 'data-video': o.video_id }, el('td', {}, o.node), el('td', {}, videoLink(o.video_id)),
+      el('td', {}, o.kind + (o.model ? ' (' + o.model + ')' : '')), el('td', {}, o.attempt), el('td', { class: 'bad' }, secs(o.running_seconds)),
+      el('td', {}, secs(o.p99_seconds) + ' of ' + o.samples + ' done'))), 6, 'No running task is past its class\'s p99.');
     fill('retrying', q.retrying.map((v) => el('tr', {}, el('td', {}, videoLink(v.video_id)), el('td', {}, v.task || '—'),
       el('td', {}, v.failures), el('td', {}, until(v.retry_at, now)), el('td', { class: 'bad' }, v.last_failure || '—'))),
       5, 'No task is retrying.');
