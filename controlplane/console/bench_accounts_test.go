@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -23,16 +21,7 @@ import (
 // answer.
 func BenchmarkConsoleAccounts(b *testing.B) {
 	nAccounts := envInt("VIDFARM_BENCH_ACCOUNTS", 10_000)
-	f, err := fsm.Open(filepath.Join(b.TempDir(), "state.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { f.Close() })
-	apply := func(c fsm.Command) {
-		if _, err := f.ApplyCommand(c); err != nil {
-			b.Fatalf("%T: %v", c, err)
-		}
-	}
+	f, apply := benchState(b)
 	start, now := time.Now(), time.Now().UnixNano()
 	spec := fsm.Spec{Mode: fsm.ModeManual, Prompt: "p", Model: "wan-2.2-a14b", Operation: "text_to_video", Resolution: "720p", AspectRatio: "16:9", DurationSeconds: 5}
 	vid := 0
@@ -55,12 +44,7 @@ func BenchmarkConsoleAccounts(b *testing.B) {
 	b.Logf("%d accounts, %d videos, filled in %s", nAccounts, vid, time.Since(start).Round(time.Millisecond))
 
 	con := console.New(console.Config{Token: "bench", Admin: http.NotFoundHandler(), FSM: f, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	rec := httptest.NewRecorder()
-	con.ServeHTTP(rec, httptest.NewRequest("POST", "/console/login", strings.NewReader(`{"token": "bench"}`)))
-	cookies := rec.Result().Cookies()
-	if rec.Code != http.StatusOK || len(cookies) != 1 {
-		b.Fatalf("login: %d %s", rec.Code, rec.Body)
-	}
+	cookie := benchLogin(b, con)
 	for _, c := range []struct{ name, path string }{
 		{"list", "/console/api/accounts"},
 		{"list_after", fmt.Sprintf("/console/api/accounts?after=acct_%06d", nAccounts/2)},
@@ -72,7 +56,7 @@ func BenchmarkConsoleAccounts(b *testing.B) {
 			var bytes int
 			for b.Loop() {
 				req := httptest.NewRequest("GET", c.path, nil)
-				req.AddCookie(cookies[0])
+				req.AddCookie(cookie)
 				rec := httptest.NewRecorder()
 				con.ServeHTTP(rec, req)
 				if rec.Code != http.StatusOK {

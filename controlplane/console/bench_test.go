@@ -49,18 +49,34 @@ func envInt(name string, def int) int {
 // the real admin handlers in-process; the target is 100 ms an answer.
 // Asking the other members for their status (network calls, a second at
 // most) is not part of it: this state has no cluster.
-func BenchmarkConsole(b *testing.B) {
-	nNodes, nQueued := envInt("VIDFARM_BENCH_NODES", 1000), envInt("VIDFARM_BENCH_QUEUED", 100_000)
+// benchState is an empty state in a file and a way to apply commands to it.
+func benchState(b *testing.B) (*fsm.FSM, func(fsm.Command)) {
 	f, err := fsm.Open(filepath.Join(b.TempDir(), "state.db"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { f.Close() })
-	apply := func(c fsm.Command) {
+	return f, func(c fsm.Command) {
 		if _, err := f.ApplyCommand(c); err != nil {
 			b.Fatalf("%T: %v", c, err)
 		}
 	}
+}
+
+// benchLogin logs in to con and returns the session cookie.
+func benchLogin(b *testing.B, con *console.Console) *http.Cookie {
+	rec := httptest.NewRecorder()
+	con.ServeHTTP(rec, httptest.NewRequest("POST", "/console/login", strings.NewReader(`{"token": "bench"}`)))
+	cookies := rec.Result().Cookies()
+	if rec.Code != http.StatusOK || len(cookies) != 1 {
+		b.Fatalf("login: %d %s", rec.Code, rec.Body)
+	}
+	return cookies[0]
+}
+
+func BenchmarkConsole(b *testing.B) {
+	nNodes, nQueued := envInt("VIDFARM_BENCH_NODES", 1000), envInt("VIDFARM_BENCH_QUEUED", 100_000)
+	f, apply := benchState(b)
 	start, now := time.Now(), time.Now().UnixNano()
 	for a := range 10 {
 		id := fmt.Sprintf("acct_%d", a)
@@ -91,12 +107,7 @@ func BenchmarkConsole(b *testing.B) {
 	adminAPI := admin.Handler(admin.Config{Token: "bench", FSM: f, Node: localNode{f}, Gatherer: prometheus.NewRegistry(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	con := console.New(console.Config{Token: "bench", Admin: adminAPI, FSM: f, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	rec := httptest.NewRecorder()
-	con.ServeHTTP(rec, httptest.NewRequest("POST", "/console/login", strings.NewReader(`{"token": "bench"}`)))
-	cookies := rec.Result().Cookies()
-	if rec.Code != http.StatusOK || len(cookies) != 1 {
-		b.Fatalf("login: %d %s", rec.Code, rec.Body)
-	}
+	cookie := benchLogin(b, con)
 	// The admin API's own answers the pages are made of, for comparison.
 	for _, path := range []string{"/admin/v1/nodes", "/admin/v1/queue?limit=200", "/admin/v1/videos/vid_00000000"} {
 		b.Run(path, func(b *testing.B) {
@@ -123,7 +134,7 @@ func BenchmarkConsole(b *testing.B) {
 			var bytes int
 			for b.Loop() {
 				req := httptest.NewRequest("GET", path, nil)
-				req.AddCookie(cookies[0])
+				req.AddCookie(cookie)
 				rec := httptest.NewRecorder()
 				con.ServeHTTP(rec, req)
 				if rec.Code != http.StatusOK {
