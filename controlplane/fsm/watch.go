@@ -229,10 +229,3 @@ func watchSum(q *QueuedVideo) uint32 {
 	}
 	return h.Sum32()
 }
-
-// followedCount is how many videos are followed (for tests).
-func (w *videoWatch) followedCount() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.videos)
-}
