@@ -57,25 +57,18 @@ func openEvents(t *testing.T, base, key, id, last string) (*eventReader, error) 
 // until reads events until cond holds for one, and returns every event read.
 func (r *eventReader) until(what string, cond func(client.VideoEvent) bool) []client.VideoEvent {
 	r.t.Helper()
-	var got []client.VideoEvent
-	timeout := time.After(30 * time.Second)
-	for {
-		select {
-		case ev := <-r.events:
-			got = append(got, ev)
-			if cond(ev) {
-				return got
-			}
-		case err := <-r.end:
-			r.t.Fatalf("the stream ended (%v) before %s; read %s", err, what, describeEvents(got))
-		case <-timeout:
-			r.t.Fatalf("no event %s in 30 s; read %s", what, describeEvents(got))
-		}
-	}
+	return r.read(what, cond)
 }
 
 // rest reads every event up to the stream's end, which must be clean.
 func (r *eventReader) rest() []client.VideoEvent {
+	r.t.Helper()
+	return r.read("the end", nil)
+}
+
+// read reads events until cond holds for one or, with cond nil, until the
+// stream ends cleanly.
+func (r *eventReader) read(what string, cond func(client.VideoEvent) bool) []client.VideoEvent {
 	r.t.Helper()
 	var got []client.VideoEvent
 	timeout := time.After(30 * time.Second)
@@ -83,17 +76,21 @@ func (r *eventReader) rest() []client.VideoEvent {
 		select {
 		case ev := <-r.events:
 			got = append(got, ev)
-		case err := <-r.end:
-			// Events read before the end are all in the channel already.
-			for len(r.events) > 0 {
-				got = append(got, <-r.events)
+			if cond != nil && cond(ev) {
+				return got
 			}
-			if !errors.Is(err, io.EOF) {
-				r.t.Fatalf("the stream ended with %v after %s", err, describeEvents(got))
+		case err := <-r.end:
+			if len(r.events) > 0 {
+				// Events read before the end come first.
+				r.end <- err
+				continue
+			}
+			if cond != nil || !errors.Is(err, io.EOF) {
+				r.t.Fatalf("the stream ended (%v) before %s; read %s", err, what, describeEvents(got))
 			}
 			return got
 		case <-timeout:
-			r.t.Fatalf("the stream did not end in 30 s; read %s", describeEvents(got))
+			r.t.Fatalf("no event %s in 30 s; read %s", what, describeEvents(got))
 		}
 	}
 }
