@@ -180,9 +180,28 @@ func (f *Followed) record(c *Change) {
 	f.n++
 }
 
-// afterEntry looks at every followed video after the entry at index was
-// applied (under the FSM's write lock) and records what changed.
-func (w *videoWatch) afterEntry(index uint64, s *state) {
+// quietTypes are the commands that change no video's status, progress,
+// queue position or wait reason (webhooks, keys, credits, assets, members):
+// after them the watch reads nothing. A type not listed is read after, so a
+// new command is safe by default.
+var quietTypes = func() (q [256]bool) {
+	for _, t := range []MessageType{CreateKeyType, RevokeKeyType, GrantCreditsType, CreateFolderType,
+		ExpireIdempotencyType, CreateWebhookType, DeleteWebhookType, RecordDeliveryType, PruneDeliveriesType,
+		CreateAssetType, CompleteAssetType, DeleteAssetType, CreateBrandKitType, DeleteBrandKitType,
+		SetAppExportType, TrimExportedType, DebitCreditsType, SetMemberType, RemoveMemberType,
+		BlobsDeletedType, ResealWebhookType, RetryDeliveryType} {
+		q[t] = true
+	}
+	return q
+}()
+
+// afterEntry looks at every followed video after the entry at index, a
+// command of type t, was applied (under the FSM's write lock) and records
+// what changed.
+func (w *videoWatch) afterEntry(index uint64, t MessageType, s *state) {
+	if quietTypes[t] {
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for id, fv := range w.videos {

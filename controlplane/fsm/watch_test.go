@@ -34,8 +34,9 @@ func TestFollowVideo(t *testing.T) {
 			if start.Index != w.f.AppliedIndex() || start.Video.Status != fsm.StatusQueued || start.Video.QueuePosition != ahead+1 {
 				t.Fatalf("start %d %s at %d, want queued at %d at index %d", start.Index, start.Video.Status, start.Video.QueuePosition, ahead+1, w.f.AppliedIndex())
 			}
-			// A video queued behind it changes nothing of it.
+			// A video queued behind it changes nothing of it, nor do credits.
 			w.video("behind", "a", 1)
+			w.must(&fsm.GrantCredits{AccountID: "a", Amount: 5, Now: t0})
 			if changes, complete := sub.Since(start.Index); len(changes) != 0 || !complete || len(sub.Wake) != 0 {
 				t.Fatalf("after a video queued behind: %d changes (complete %v), woken %v", len(changes), complete, len(sub.Wake) != 0)
 			}
