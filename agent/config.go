@@ -29,6 +29,8 @@ const (
 	// VirtualGPUMemoryGB is the memory each virtual GPU advertises: that of
 	// the catalog's reference GPU, so every model's requirements fit.
 	VirtualGPUMemoryGB = 80
+	// VirtualGPUModel is the GPU kind a virtual GPU reports.
+	VirtualGPUModel = "virtual"
 	// DefaultTaskTimeout bounds one task's stage (a render, a composite):
 	// a runner that hangs gives its GPUs back and the task fails, to be
 	// retried elsewhere, instead of holding them forever.

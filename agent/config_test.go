@@ -66,8 +66,8 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 func TestSchedulerGPUs(t *testing.T) {
 	got := SchedulerGPUs(migCapacity())
 	want := []scheduler.GPU{
-		{ID: "GPU-a1000000-0000-0000-0000-000000000000", MemoryTotalGB: 42.94, MemoryFreeGB: 42.94},
-		{ID: "MIG-11111111-0000-0000-0000-000000000000", MemoryTotalGB: 20.93, MemoryFreeGB: 19.92, MIG: true},
+		{ID: "GPU-a1000000-0000-0000-0000-000000000000", MemoryTotalGB: 42.94, MemoryFreeGB: 42.94, Model: "NVIDIA A100-SXM4-40GB"},
+		{ID: "MIG-11111111-0000-0000-0000-000000000000", MemoryTotalGB: 20.93, MemoryFreeGB: 19.92, MIG: true, Model: "NVIDIA A100-SXM4-40GB MIG 3g.20gb"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("SchedulerGPUs = %+v, want %+v", got, want)

@@ -28,6 +28,9 @@ type fakeCP struct {
 	// Stale, when set, names extra task ids to call stale in a heartbeat's
 	// answer, besides the leases the fake no longer holds.
 	Stale func(req wire.HeartbeatRequest) []string
+	// NoModelsRoute makes the fake a control plane from before
+	// PUT /agent/v1/models: 404, so the agent registers again instead.
+	NoModelsRoute bool
 
 	srv   *httptest.Server
 	token string
@@ -43,14 +46,18 @@ type fakeCP struct {
 	held          map[string]wire.Assignment // task id → the lease the node holds
 	blobs         map[string][]byte
 	registrations []wire.RegisterRequest
-	heartbeats    []wire.HeartbeatRequest
-	leaseAsks     int
-	leased        []string // task ids handed out, in order
-	progress      []wire.ProgressRequest
-	completes     map[string]wire.CompleteRequest
-	fails         map[string]wire.FailRequest
-	refused       []string // "complete <task id>": reports refused as stale
-	deregistered  int
+	// adverts are the models the node advertised, in order: by accepted
+	// registrations and by PUT /agent/v1/models.
+	adverts      []wire.ModelsUpdate
+	modelUpdates int
+	heartbeats   []wire.HeartbeatRequest
+	leaseAsks    int
+	leased       []string // task ids handed out, in order
+	progress     []wire.ProgressRequest
+	completes    map[string]wire.CompleteRequest
+	fails        map[string]wire.FailRequest
+	refused      []string // "complete <task id>": reports refused as stale
+	deregistered int
 	// maintenance is what heartbeat answers say an operator made of the
 	// node (its Maintenance, DrainDeadline, MaintenanceReason).
 	maintenance wire.HeartbeatResponse
@@ -72,6 +79,7 @@ func newFakeCP(t testing.TB) *fakeCP {
 	mux.HandleFunc("POST /agent/v1/lease", f.authed(f.lease))
 	mux.HandleFunc("POST /agent/v1/tasks/{id}/{what}", f.authed(f.report))
 	mux.HandleFunc("POST /agent/v1/deregister", f.authed(f.deregister))
+	mux.HandleFunc("PUT /agent/v1/models", f.authed(f.setModels))
 	mux.HandleFunc("PUT /agent/v1/blobs/{key...}", f.authed(f.putBlob))
 	mux.HandleFunc("GET /agent/v1/blobs/{key...}", f.authed(f.getBlob))
 	f.srv = httptest.NewServer(mux)
@@ -143,8 +151,26 @@ func (f *fakeCP) register(w http.ResponseWriter, r *http.Request) {
 	clear(f.held)
 	cred := fmt.Sprintf("cred-%d", n)
 	f.creds[cred] = req.Name
+	f.adverts = append(f.adverts, wire.ModelsUpdate{Models: req.Capacity.Models, WarmModels: req.Capacity.WarmModels})
 	f.mu.Unlock()
 	writeJSONBody(w, http.StatusCreated, wire.RegisterResponse{NodeID: "node-" + req.Name, Credential: cred, LeaseSeconds: 30, HeartbeatSeconds: 5})
+}
+
+func (f *fakeCP) setModels(w http.ResponseWriter, r *http.Request, _ string) {
+	if f.NoModelsRoute {
+		apiErr(w, http.StatusNotFound, "not_found", "no agent endpoint PUT /agent/v1/models")
+		return
+	}
+	var req wire.ModelsUpdate
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		apiErr(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
+	f.mu.Lock()
+	f.adverts = append(f.adverts, req)
+	f.modelUpdates++
+	f.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func (f *fakeCP) heartbeat(w http.ResponseWriter, r *http.Request, _ string) {
@@ -365,6 +391,8 @@ func (f *fakeCP) snapshot() fakeRecord {
 	defer f.mu.Unlock()
 	return fakeRecord{
 		registrations: append([]wire.RegisterRequest(nil), f.registrations...),
+		adverts:       append([]wire.ModelsUpdate(nil), f.adverts...),
+		modelUpdates:  f.modelUpdates,
 		heartbeats:    append([]wire.HeartbeatRequest(nil), f.heartbeats...),
 		leaseAsks:     f.leaseAsks,
 		leased:        append([]string(nil), f.leased...),
@@ -380,6 +408,8 @@ func (f *fakeCP) snapshot() fakeRecord {
 
 type fakeRecord struct {
 	registrations []wire.RegisterRequest
+	adverts       []wire.ModelsUpdate
+	modelUpdates  int
 	heartbeats    []wire.HeartbeatRequest
 	leaseAsks     int
 	leased        []string

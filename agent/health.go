@@ -11,12 +11,15 @@ import (
 
 // Runners are part of the node's capacity: the node advertises a model
 // only while the runner that renders it passes its health check and fits
-// a GPU of the node. The agent protocol has one way to change what a node
-// advertises, registering again (scheduler/wire: a registration under the
-// node's name replaces the node, and the control plane hands its leases
-// back). So that no running task is lost, a change of the advertised
-// models stops leasing, waits until the tasks running here have ended,
-// registers with the new models and leases again.
+// a GPU of the node. When that changes the agent tells the control plane
+// (PUT /agent/v1/models, scheduler/wire.ModelsUpdate): the node keeps its
+// id, its leases and its running tasks. A control plane that does not know
+// the route (an older release: 404) or cannot take it yet (mid-upgrade:
+// 503) leaves the one other way, registering again; a registration under
+// the node's name replaces the node and hands its leases back, so then, so
+// that no running task is lost, the agent stops leasing, waits until the
+// tasks running here have ended, registers with the new models and leases
+// again.
 
 // advertised is the capacity to register with now: the node's, less the
 // models of runners that are down or do not fit. The models of a runner
@@ -65,14 +68,17 @@ func (a *agent) checkRunners(ctx context.Context) {
 // checkRunner runs one health check of r, logs a change (and the first
 // check's failure) and reports whether there was one.
 func (a *agent) checkRunner(ctx context.Context, r *liveRunner, first bool) bool {
-	changed, err := r.check(ctx)
+	changed, fails, err := r.check(ctx)
 	if ctx.Err() != nil {
 		return false
 	}
 	switch {
 	case err != nil && (changed || first):
 		a.log.Warn("runner is not healthy: its models are withdrawn until it is", "runner", r.spec.Name,
-			"runner_kind", r.spec.Kind, "models", r.spec.Models, "err", err)
+			"runner_kind", r.spec.Kind, "models", r.spec.Models, "failed_checks", fails, "err", err)
+	case err != nil && r.isUp():
+		a.log.Warn("runner health check failed: its models stay advertised until it fails unhealthy_after checks in a row",
+			"runner", r.spec.Name, "failed_checks", fails, "unhealthy_after", r.spec.UnhealthyAfter, "err", err)
 	case err == nil && changed:
 		a.log.Info("runner is healthy: advertising its models", "runner", r.spec.Name, "models", r.spec.Models)
 	}
@@ -124,6 +130,9 @@ func (a *agent) reregisterCapacity(ctx context.Context) error {
 	if slices.Equal(a.advertised().Models, a.registeredModels()) {
 		return nil // the warm models follow the models
 	}
+	if a.updateModels(ctx) {
+		return nil
+	}
 	a.pauseLeasing()
 	defer a.resumeLeasing()
 	a.log.Info("the advertised models change: leasing no new work until the running tasks end, then registering again")
@@ -146,6 +155,32 @@ func (a *agent) reregisterCapacity(ctx context.Context) error {
 	a.regMu.Lock()
 	defer a.regMu.Unlock()
 	return a.registerLoop(ctx)
+}
+
+// updateModels tells the control plane the advertised models in place of
+// the registered ones, and reports whether it took them.
+func (a *agent) updateModels(ctx context.Context) bool {
+	c := a.advertised()
+	a.mu.Lock()
+	cred, gen := a.cred, a.gen
+	a.mu.Unlock()
+	if cred == "" {
+		return false
+	}
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	err := a.cp.setModels(cctx, cred, wire.ModelsUpdate{Models: c.Models, WarmModels: c.WarmModels})
+	cancel()
+	if err != nil {
+		a.log.Info("the control plane did not take the new models in place: registering again instead", "err", err)
+		return false
+	}
+	a.mu.Lock()
+	if a.gen == gen {
+		a.registered = c.Models
+	}
+	a.mu.Unlock()
+	a.log.Info("advertised models updated", "models", len(c.Models), "warm_models", len(c.WarmModels))
+	return true
 }
 
 func (a *agent) registeredModels() []string {

@@ -36,7 +36,7 @@ import (
 // agent/README.md ("Overhead") has the figures.
 func BenchmarkAgentOverhead(b *testing.B) {
 	cog := newAgentFakeCog(b, "READY")
-	close(cog.gate)
+	close(cog.Gate)
 	f := newFakeCP(b)
 	f.ended = make(chan string, 1)
 	cfg := testConfig(b, f)
@@ -46,7 +46,7 @@ func BenchmarkAgentOverhead(b *testing.B) {
 	startAgent(b, cfg)
 	waitAdvertised(b, f, 0, cogModel, true)
 
-	direct := &pipeline.CogRunner{URL: cog.srv.URL, Client: &http.Client{}, Inputs: cogSpec(cog).Inputs}
+	direct := &pipeline.CogRunner{URL: cog.URL(), Client: &http.Client{}, Inputs: cogSpec(cog).Inputs}
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusNoContent)
@@ -82,7 +82,7 @@ func BenchmarkAgentOverhead(b *testing.B) {
 		tAgent += time.Since(start)
 
 		start = time.Now()
-		put(b, sink.URL, cog.clip)
+		put(b, sink.URL, cog.Clip)
 		tTransfer += time.Since(start)
 	}
 	b.StopTimer()
@@ -92,7 +92,7 @@ func BenchmarkAgentOverhead(b *testing.B) {
 	b.ReportMetric(perTask(tAgent-tDirect), "overhead-ms/task")
 	b.ReportMetric(perTask(tTransfer), "transfer-ms/task")
 	b.ReportMetric(perTask(tAgent-tDirect-tTransfer), "own-ms/task")
-	b.ReportMetric(float64(len(cog.clip)), "clip-bytes")
+	b.ReportMetric(float64(len(cog.Clip)), "clip-bytes")
 	b.ReportMetric(0, "ns/op") // the op is two renders; the metrics above say what each took
 	b.Logf("load average after: %s", loadAverage())
 }

@@ -198,6 +198,21 @@ func (c *cpClient) deregister(ctx context.Context, cred string) error {
 	return err
 }
 
+// setModels tells the control plane what the node advertises now
+// (PUT /agent/v1/models).
+func (c *cpClient) setModels(ctx context.Context, cred string, req wire.ModelsUpdate) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("PUT /agent/v1/models: encode: %w", err)
+	}
+	resp, err := c.do(ctx, http.MethodPut, "/agent/v1/models", cred, bytes.NewReader(body), int64(len(body)), "application/json", false)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+	return resp.Body.Close()
+}
+
 // blobPath is the URL path of a blob key, each segment escaped.
 func blobPath(key string) string {
 	segs := strings.Split(key, "/")

@@ -77,9 +77,10 @@ type liveRunner struct {
 	planner *pipeline.ChatPlanner   // openai-chat
 	speech  *pipeline.SpeechServer  // openai-speech
 
-	mu  sync.Mutex
-	up  bool
-	err error // the last failed health check
+	mu    sync.Mutex
+	up    bool
+	err   error // the last failed health check
+	fails int   // failed checks in a row
 }
 
 // newLiveRunners prepares specs for a node with gpus: runners with a
@@ -115,15 +116,22 @@ func (r *liveRunner) isUp() bool {
 
 // check runs one health check and reports whether the runner's state
 // changed, and the check's error.
-func (r *liveRunner) check(ctx context.Context) (changed bool, err error) {
+func (r *liveRunner) check(ctx context.Context) (changed bool, fails int, err error) {
 	cctx, cancel := context.WithTimeout(ctx, healthTimeout)
 	err = r.health.Health(cctx)
 	cancel()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	changed = r.up != (err == nil)
-	r.up, r.err = err == nil, err
-	return changed, err
+	r.err = err
+	if err == nil {
+		changed, r.up, r.fails = !r.up, true, 0
+		return changed, 0, nil
+	}
+	r.fails++
+	if r.up && r.fails >= max(r.spec.UnhealthyAfter, 1) {
+		changed, r.up = true, false
+	}
+	return changed, r.fails, err
 }
 
 // withdrawn lists the models of runners that are down or do not fit.

@@ -24,7 +24,8 @@ var (
 
 // runner reads one entry of runners; its mistakes go to p.
 func (p *fileProblems) runner(n *yaml.Node, path, dir string) RunnerSpec {
-	s := RunnerSpec{Where: fmt.Sprintf("%s:%d", p.file, n.Line), Concurrency: DefaultRunnerConcurrency, HealthInterval: DefaultRunnerHealthInterval}
+	s := RunnerSpec{Where: fmt.Sprintf("%s:%d", p.file, n.Line), Concurrency: DefaultRunnerConcurrency, HealthInterval: DefaultRunnerHealthInterval,
+		UnhealthyAfter: DefaultRunnerUnhealthyAfter}
 	if n.Kind != yaml.MappingNode {
 		p.add(n, path, "want a mapping (name, kind, url, models, ...)")
 		return s
@@ -89,6 +90,9 @@ func (p *fileProblems) runner(n *yaml.Node, path, dir string) RunnerSpec {
 	}
 	p.duration(fields["timeout"], at("timeout"), &s.Timeout, time.Second)
 	p.duration(fields["health_interval"], at("health_interval"), &s.HealthInterval, minHealthInterval)
+	if v := fields["unhealthy_after"]; v != nil && (v.Decode(&s.UnhealthyAfter) != nil || s.UnhealthyAfter < 1 || s.UnhealthyAfter > 100) {
+		p.add(v, at("unhealthy_after"), "%q: want a whole number of failed checks in a row, 1 to 100", v.Value)
+	}
 	if !known {
 		return s
 	}

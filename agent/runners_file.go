@@ -43,6 +43,7 @@ const (
 const (
 	DefaultRunnerConcurrency    = 1
 	DefaultRunnerHealthInterval = 10 * time.Second
+	DefaultRunnerUnhealthyAfter = 2
 	minHealthInterval           = 100 * time.Millisecond
 )
 
@@ -60,8 +61,12 @@ type RunnerSpec struct {
 	// Concurrency is how many tasks it takes at once; 0 means no limit
 	// (a --runner spec, as before the runners file).
 	Concurrency    int
-	Timeout        time.Duration     // one task's limit; 0: Config.TaskTimeout alone
-	HealthInterval time.Duration     // between health checks of kinds that have one
+	Timeout        time.Duration // one task's limit; 0: Config.TaskTimeout alone
+	HealthInterval time.Duration // between health checks of kinds that have one
+	// UnhealthyAfter is how many health checks in a row must fail before
+	// a healthy runner's models are withdrawn: one slow answer does not
+	// flap the node's capacity. One passing check brings them back.
+	UnhealthyAfter int
 	Inputs         map[string]string // request field → the server's input name
 	Workflow       string            // comfyui: absolute path of the API-format workflow
 	OutputNode     string            // comfyui: the node whose output is the clip
@@ -89,7 +94,7 @@ var runnerKinds = map[string]struct {
 }
 
 // commonFields are allowed in every runner.
-var commonFields = []string{"name", "kind", "models", "stages", "gpu_memory_gb", "concurrency", "timeout", "health_interval"}
+var commonFields = []string{"name", "kind", "models", "stages", "gpu_memory_gb", "concurrency", "timeout", "health_interval", "unhealthy_after"}
 
 // InputFields are the request fields a runner's inputs may map.
 func InputFields() []string {

@@ -54,8 +54,8 @@ func TestExampleRunnersFile(t *testing.T) {
 	}
 	cog := specs[0]
 	if cog.Name != "wan-i2v" || cog.URL != "http://127.0.0.1:5000" || !slices.Equal(cog.Models, []string{"wan-2.2-a14b"}) ||
-		cog.GPUMemoryGB != 40 || cog.Concurrency != 1 || cog.Timeout != 30*time.Minute || cog.HealthInterval != 10*time.Second ||
-		cog.Inputs["num_frames"] != "num_frames" || len(cog.Inputs) != 7 || cog.Where != "runners.yaml:31" {
+		cog.GPUMemoryGB != 40 || cog.Concurrency != 1 || cog.Timeout != 30*time.Minute || cog.HealthInterval != 10*time.Second || cog.UnhealthyAfter != 2 ||
+		cog.Inputs["num_frames"] != "num_frames" || len(cog.Inputs) != 7 || cog.Where != "runners.yaml:33" {
 		t.Errorf("cog runner = %+v", cog)
 	}
 	if want := filepath.Join(dir, "runners", "comfyui-wan-t2v.json"); specs[1].Workflow != want || specs[1].OutputNode != "58" {
@@ -121,6 +121,8 @@ runners:
 			`runners.yaml:18: runners[1].stages[0]: kind cog cannot serve stage "plan"`,
 			"runners.yaml:19: runners[1].inputs.prompt: want a non-empty string",
 		}},
+		{"unhealthy_after", "version: 1\nrunners:\n  - {name: a, kind: cog, url: http://h, models: [mochi-1], inputs: {prompt: prompt}, unhealthy_after: 0}\n",
+			[]string{`runners.yaml:3: runners[0].unhealthy_after: "0": want a whole number of failed checks in a row, 1 to 100`}},
 		{"kinds and their fields", `version: 1
 runners:
   - {name: x, kind: docker, url: http://h}

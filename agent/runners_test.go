@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vidfarm/vidfarm/internal/fakes"
 	"github.com/vidfarm/vidfarm/pipeline"
 	"github.com/vidfarm/vidfarm/scheduler"
 	"github.com/vidfarm/vidfarm/scheduler/wire"
@@ -23,29 +24,29 @@ import (
 const cogModel = "wan-2.2-a14b"
 
 // cogSpec is a runners-file entry for the fake Cog container f.
-func cogSpec(f *fakeCog) RunnerSpec {
-	return RunnerSpec{Name: "wan", Kind: RunnerCog, URL: f.srv.URL, Models: []string{cogModel}, Concurrency: 1,
+func cogSpec(f *fakes.Cog) RunnerSpec {
+	return RunnerSpec{Name: "wan", Kind: RunnerCog, URL: f.URL(), Models: []string{cogModel}, Concurrency: 1,
 		HealthInterval: 20 * time.Millisecond, Inputs: map[string]string{"prompt": "prompt"}, Where: "runners.yaml:3"}
 }
 
-// lastModels returns the models of the n-th and later registrations' last
-// one, and whether there have been n.
+// lastModels returns the models of the n-th and later advertisements'
+// last (a registration or a models update), if there are n.
 func lastModels(f *fakeCP, n int) ([]string, bool) {
-	regs := f.snapshot().registrations
-	if len(regs) < n {
+	ads := f.snapshot().adverts
+	if len(ads) < n {
 		return nil, false
 	}
-	return regs[len(regs)-1].Capacity.Models, true
+	return ads[len(ads)-1].Models, true
 }
 
-// waitAdvertised waits for a registration after the first `after` that
+// waitAdvertised waits for an advertisement after the first `after` that
 // advertises (or withdraws) model, and returns how many there have been.
 func waitAdvertised(t testing.TB, f *fakeCP, after int, model string, want bool) int {
 	t.Helper()
 	n := 0
-	waitFor(t, "a registration with "+model+" advertised="+map[bool]string{true: "yes", false: "no"}[want], func() bool {
+	waitFor(t, "an advertisement with "+model+" advertised="+map[bool]string{true: "yes", false: "no"}[want], func() bool {
 		ms, ok := lastModels(f, after+1)
-		n = len(f.snapshot().registrations)
+		n = len(f.snapshot().adverts)
 		return ok && slices.Contains(ms, model) == want
 	})
 	return n
@@ -53,7 +54,7 @@ func waitAdvertised(t testing.TB, f *fakeCP, after int, model string, want bool)
 
 // startCogAgent runs an agent whose runners file has cog's container for
 // cogModel, and waits until it advertises the model.
-func startCogAgent(t *testing.T, cog *fakeCog) *fakeCP {
+func startCogAgent(t *testing.T, cog *fakes.Cog) *fakeCP {
 	t.Helper()
 	f := newFakeCP(t)
 	cfg := testConfig(t, f)
@@ -87,10 +88,13 @@ func TestCogHealthGatesAdvertisedModels(t *testing.T) {
 	if ms, _ := lastModels(f, 1); !slices.Contains(ms, "sora-2") {
 		t.Fatalf("first registration lacks the procedural models: %v", ms)
 	}
-	cog.setHealth("READY")
+	cog.SetHealth("READY")
 	n = waitAdvertised(t, f, n, cogModel, true)
-	if regs := f.snapshot().registrations; !slices.Equal(regs[len(regs)-1].Capacity.WarmModels, []string{cogModel}) {
-		t.Errorf("warm models = %v, want the ready container's %s", regs[len(regs)-1].Capacity.WarmModels, cogModel)
+	if ads := f.snapshot().adverts; !slices.Equal(ads[len(ads)-1].WarmModels, []string{cogModel}) {
+		t.Errorf("warm models = %v, want the ready container's %s", ads[len(ads)-1].WarmModels, cogModel)
+	}
+	if regs := len(f.snapshot().registrations); regs != 1 {
+		t.Errorf("%d registrations: a runner's change should update the models in place", regs)
 	}
 	if up() != 1 {
 		t.Error("vidfarm_agent_runner_up is 0 for a ready container")
@@ -103,60 +107,100 @@ func TestCogHealthGatesAdvertisedModels(t *testing.T) {
 	waitFor(t, "progress from the container's log", func() bool {
 		return slices.ContainsFunc(f.snapshot().progress, func(p wire.ProgressRequest) bool { return p.Percent >= 50 })
 	})
-	close(cog.gate)
+	close(cog.Gate)
 	c := waitComplete(t, f, a.TaskID)
-	if got := f.blob(c.Artifacts[ClipFile]); !bytes.Equal(got, cog.clip) {
+	if got := f.blob(c.Artifacts[ClipFile]); !bytes.Equal(got, cog.Clip) {
 		t.Errorf("uploaded clip = %q, want the container's output", got)
 	}
-	if predicted, _ := cog.record(); !slices.Equal(predicted, []string{predictionID(a.TaskID, c.Token)}) {
+	if predicted, _ := cog.Record(); !slices.Equal(predicted, []string{predictionID(a.TaskID, c.Token)}) {
 		t.Errorf("predictions = %v, want one with the task attempt's id", predicted)
 	}
 
 	// It goes away and comes back by itself.
-	cog.setHealth("DEFUNCT")
+	cog.SetHealth("DEFUNCT")
 	n = waitAdvertised(t, f, n, cogModel, false)
-	cog.setHealth("READY")
+	cog.SetHealth("READY")
 	waitAdvertised(t, f, n, cogModel, true)
 }
 
-func TestCapacityChangeWaitsForRunningTasks(t *testing.T) {
-	t.Parallel()
-	f := newFakeCP(t)
-	cog := newAgentFakeCog(t, "READY")
-	cfg := testConfig(t, f)
-	cfg.RunnerSpecs = []RunnerSpec{cogSpec(cog)}
-	gate := t.TempDir() + "/gate"
-	cfg.Runners = map[string][]string{"sora-2": gateRunner(gate)}
-	r := startAgent(t, cfg)
-	n := waitAdvertised(t, f, 0, cogModel, true)
+// longTask is an agent with a ready Cog runner (advertised in adverts
+// advertisements) that runs a render of another model until finish.
+type longTask struct {
+	cog     *fakes.Cog
+	agent   *running
+	gate    string
+	task    wire.Assignment
+	adverts int
+}
 
-	a := assignment("vid_long", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: "sora-2",
+func startLongTask(t *testing.T, f *fakeCP) longTask {
+	t.Helper()
+	lt := longTask{cog: newAgentFakeCog(t, "READY"), gate: t.TempDir() + "/gate"}
+	cfg := testConfig(t, f)
+	cfg.RunnerSpecs = []RunnerSpec{cogSpec(lt.cog)}
+	cfg.Runners = map[string][]string{"sora-2": gateRunner(lt.gate)}
+	lt.agent = startAgent(t, cfg)
+	lt.adverts = waitAdvertised(t, f, 0, cogModel, true)
+	lt.task = assignment("vid_long", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: "sora-2",
 		Prompt: "p", Resolution: "720p", AspectRatio: "16:9", DurationSeconds: 4})
-	f.enqueue(a)
+	f.enqueue(lt.task)
 	waitFor(t, "the task to run", func() bool { return len(f.snapshot().progress) > 0 })
-	cog.setHealth("SETUP_FAILED")
-	waitFor(t, "the agent to notice", func() bool { return strings.Contains(r.logs.String(), "the advertised models change") })
-	if got := len(f.snapshot().registrations); got != n {
-		t.Fatalf("registered again (%d registrations, had %d) while a task was running: its lease would be lost", got, n)
-	}
-	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+	return lt
+}
+
+// finish lets the render end and waits for its completion.
+func (lt longTask) finish(t *testing.T, f *fakeCP) {
+	t.Helper()
+	if err := os.WriteFile(lt.gate, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitComplete(t, f, a.TaskID)
-	waitAdvertised(t, f, n, cogModel, false)
+	waitComplete(t, f, lt.task.TaskID)
+}
+
+// A runner that goes down while a task of another runner runs: the agent
+// updates its models at once, keeping its credential and the task's lease.
+func TestCapacityChangeKeepsRunningTasks(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	lt := startLongTask(t, f)
+	lt.cog.SetHealth("SETUP_FAILED")
+	waitAdvertised(t, f, lt.adverts, cogModel, false) // while the task still runs
+	if rec := f.snapshot(); len(rec.registrations) != 1 || rec.modelUpdates != 1 || rec.held != 1 {
+		t.Fatalf("%d registrations, %d model updates, %d leases held; want 1, 1, 1", len(rec.registrations), rec.modelUpdates, rec.held)
+	}
+	lt.finish(t, f)
+}
+
+// Against a control plane without PUT /agent/v1/models the agent registers
+// again, but only once the tasks running here have ended.
+func TestCapacityChangeWaitsForRunningTasksOnAnOlderControlPlane(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	f.NoModelsRoute = true
+	lt := startLongTask(t, f)
+	lt.cog.SetHealth("SETUP_FAILED")
+	waitFor(t, "the agent to notice", func() bool { return strings.Contains(lt.agent.logs.String(), "registering again instead") })
+	if got := len(f.snapshot().registrations); got != lt.adverts {
+		t.Fatalf("registered again (%d registrations, had %d) while a task was running: its lease would be lost", got, lt.adverts)
+	}
+	lt.finish(t, f)
+	waitAdvertised(t, f, lt.adverts, cogModel, false)
+	if got := len(f.snapshot().registrations); got != 2 {
+		t.Fatalf("%d registrations, want the first and one with the model withdrawn", got)
+	}
 }
 
 func TestLeaseLossCancelsCogPrediction(t *testing.T) {
 	t.Parallel()
 	cog := newAgentFakeCog(t, "READY")
-	t.Cleanup(func() { close(cog.gate) })
+	t.Cleanup(func() { close(cog.Gate) })
 	f := startCogAgent(t, cog)
 	a := cogRender("vid_lost")
 	f.enqueue(a)
-	waitFor(t, "the prediction", func() bool { p, _ := cog.record(); return len(p) == 1 })
+	waitFor(t, "the prediction", func() bool { p, _ := cog.Record(); return len(p) == 1 })
 	f.expire(a.TaskID)
 	want := predictionID(a.TaskID, 1)
-	waitFor(t, "the cancel to reach the container", func() bool { _, c := cog.record(); return slices.Equal(c, []string{want}) })
+	waitFor(t, "the cancel to reach the container", func() bool { _, c := cog.Record(); return slices.Equal(c, []string{want}) })
 	if _, ok := f.complete(a.TaskID); ok {
 		t.Error("a task whose lease was lost was completed")
 	}
@@ -165,8 +209,8 @@ func TestLeaseLossCancelsCogPrediction(t *testing.T) {
 func TestCogClipTooShortFailsTheTask(t *testing.T) {
 	t.Parallel()
 	cog := newAgentFakeCog(t, "READY")
-	cog.clip = testClip(t, 1280, 720, 1)
-	close(cog.gate)
+	cog.Clip = testClip(t, 1280, 720, 1)
+	close(cog.Gate)
 	f := startCogAgent(t, cog)
 	a := cogRender("vid_short")
 	f.enqueue(a)
@@ -286,5 +330,39 @@ func TestRunnersFitAndMerge(t *testing.T) {
 	out := withdrawn(live)
 	if want := map[string]bool{"veo-3": true, "sora-2": true}; !maps.Equal(out, want) {
 		t.Errorf("withdrawn = %v, want the models of the runner no GPU fits: %v", out, want)
+	}
+}
+
+// healthSeq answers a health check with each of its errors in turn.
+type healthSeq struct {
+	errs []error
+	i    int
+}
+
+func (h *healthSeq) Health(context.Context) error { h.i++; return h.errs[h.i-1] }
+
+// A healthy runner is withdrawn only after unhealthy_after failed checks
+// in a row, and one passing check brings it back.
+func TestRunnerHealthHysteresis(t *testing.T) {
+	t.Parallel()
+	bad := errors.New("connection refused")
+	steps := []struct {
+		err         error
+		changed, up bool
+	}{
+		{nil, true, true}, {bad, false, true}, {bad, false, true}, {nil, false, true}, // two failures, then fine
+		{bad, false, true}, {bad, false, true}, {bad, true, false}, // the third in a row withdraws it
+		{bad, false, false}, {nil, true, true},
+	}
+	h := &healthSeq{}
+	for _, s := range steps {
+		h.errs = append(h.errs, s.err)
+	}
+	r := &liveRunner{spec: RunnerSpec{Name: "x", UnhealthyAfter: 3}, health: h, fits: true}
+	for i, s := range steps {
+		changed, _, err := r.check(context.Background())
+		if changed != s.changed || r.isUp() != s.up || (err == nil) != (s.err == nil) {
+			t.Fatalf("check %d: changed %v up %v err %v; want %v %v %v", i+1, changed, r.isUp(), err, s.changed, s.up, s.err)
+		}
 	}
 }

@@ -26,14 +26,14 @@ func SchedulerGPUs(c Capacity) []scheduler.GPU {
 			continue
 		}
 		if !g.MIGEnabled {
-			out = append(out, scheduler.GPU{ID: g.UUID, MemoryTotalGB: gb(g.MemoryTotalMB), MemoryFreeGB: gb(g.MemoryFreeMB)})
+			out = append(out, scheduler.GPU{ID: g.UUID, MemoryTotalGB: gb(g.MemoryTotalMB), MemoryFreeGB: gb(g.MemoryFreeMB), Model: g.Name})
 			continue
 		}
 		for _, m := range g.MIGInstances {
 			if m.Error != "" || m.UUID == "" {
 				continue
 			}
-			out = append(out, scheduler.GPU{ID: m.UUID, MemoryTotalGB: gb(m.MemoryTotalMB), MemoryFreeGB: gb(m.MemoryFreeMB), MIG: true})
+			out = append(out, scheduler.GPU{ID: m.UUID, MemoryTotalGB: gb(m.MemoryTotalMB), MemoryFreeGB: gb(m.MemoryFreeMB), MIG: true, Model: m.Name})
 		}
 	}
 	return out
@@ -48,7 +48,7 @@ func gb(mib uint64) float64 {
 func virtualGPUs(n int) []scheduler.GPU {
 	out := make([]scheduler.GPU, n)
 	for i := range out {
-		out[i] = scheduler.GPU{ID: fmt.Sprintf("virtual-%d", i), MemoryTotalGB: VirtualGPUMemoryGB, MemoryFreeGB: VirtualGPUMemoryGB}
+		out[i] = scheduler.GPU{ID: fmt.Sprintf("virtual-%d", i), MemoryTotalGB: VirtualGPUMemoryGB, MemoryFreeGB: VirtualGPUMemoryGB, Model: VirtualGPUModel}
 	}
 	return out
 }

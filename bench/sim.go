@@ -148,7 +148,10 @@ type simNode struct {
 	// down since downSince; epoch counts its downs, so that events drawn
 	// before one are known stale; warm are its warm models, least recently
 	// used first.
-	spec      scheduler.Node
+	spec scheduler.Node
+	// scale multiplies the GPU tasks' modelled times, by model
+	// (Fleet.TimeScale); nil when the fleet sets none for its GPU kind.
+	scale     map[string]float64
 	down      bool
 	downSince time.Duration
 	epoch     uint32
@@ -157,6 +160,7 @@ type simNode struct {
 
 type simVideo struct {
 	mode       scheduler.Mode
+	model      string // of its GPU tasks
 	class      int
 	seconds    int
 	submitted  time.Duration

@@ -16,6 +16,7 @@ func (s *sim) addNodes() error {
 		if len(mods) == 0 {
 			mods = models.IDs()
 		}
+		scales := s.fleet.gpuScales(g.GPUModel)
 		for i := 1; i <= g.Count; i++ {
 			n := scheduler.Node{
 				ID:       fmt.Sprintf("%s-%04d", g.Name, i),
@@ -29,7 +30,8 @@ func (s *sim) addNodes() error {
 			if err := s.st.UpsertNode(n, s.at(0)); err != nil {
 				return fmt.Errorf("bench: register node %s: %w", n.ID, err)
 			}
-			sn := &simNode{id: n.ID, group: gi, speed: speed, gpus: g.GPUsPerNode, cpu: g.CPUSlots, freeGPU: g.GPUsPerNode, freeCPU: g.CPUSlots, spec: n}
+			sn := &simNode{id: n.ID, group: gi, speed: speed, gpus: g.GPUsPerNode, cpu: g.CPUSlots, freeGPU: g.GPUsPerNode, freeCPU: g.CPUSlots, spec: n,
+				scale: scales}
 			s.nodes = append(s.nodes, sn)
 			s.byID[sn.id] = sn
 		}

@@ -38,6 +38,12 @@ type Fleet struct {
 	// costs are plain numbers in the unit of cost_per_hour.
 	Currency string      `json:"currency,omitempty"`
 	Groups   []NodeGroup `json:"groups"`
+	// TimeScale multiplies the modelled service time of some tasks:
+	// "<model>@<gpu kind>" a GPU task of that model on that GPU kind,
+	// "plan", "tts", "composite" or "finalize" a CPU task. A twin of a
+	// farm (Twin) sets it to what the farm measured over what the model
+	// says; a task not listed takes the modelled time.
+	TimeScale map[string]float64 `json:"time_scale,omitempty"`
 }
 
 // NodeGroup is Count identical nodes.
@@ -272,7 +278,7 @@ func (f Fleet) Validate() error {
 	if gpus == 0 {
 		return fieldErr("fleet.groups", "the fleet has no GPU")
 	}
-	return nil
+	return f.validateTimeScale()
 }
 
 // Validate checks the workload; the error names the offending field.

@@ -122,10 +122,23 @@ func (s *sim) start(n *simNode, g scheduler.Grant) error {
 
 // taskSeconds is the mean service time of a lease's task on node n.
 func (s *sim) taskSeconds(n *simNode, v *simVideo, kind scheduler.Kind) float64 {
-	d := float64(v.seconds)
-	switch kind {
-	case scheduler.KindRender, scheduler.KindScene:
+	if kind == scheduler.KindRender || kind == scheduler.KindScene {
+		if x, ok := n.scale[v.model]; ok {
+			return v.gpuSeconds / n.speed * x
+		}
 		return v.gpuSeconds / n.speed
+	}
+	sec := cpuSeconds(kind, float64(v.seconds))
+	if x, ok := s.fleet.TimeScale[string(kind)]; ok {
+		sec *= x
+	}
+	return sec
+}
+
+// cpuSeconds is the modelled time of a CPU task of kind for a video of d
+// seconds.
+func cpuSeconds(kind scheduler.Kind, d float64) float64 {
+	switch kind {
 	case scheduler.KindFinalize:
 		return finalizeBaseSeconds + finalizePerSecond*d
 	case scheduler.KindPlan:

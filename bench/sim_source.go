@@ -169,14 +169,14 @@ func (src *source) draw(t time.Duration) (arrival, error) {
 		m := src.catalog[mix.Model]
 		v.mode = scheduler.ModeManual
 		v.seconds = mix.Durations[src.rng.IntN(len(mix.Durations))]
-		v.resolution = mix.Resolution
+		v.resolution, v.model = mix.Resolution, mix.Model
 		v.gpuSeconds = renderSeconds(m, v.resolution, v.seconds)
 		g = scheduler.ManualGraph(info, gpuReq(m, mix.Resolution))
 	} else {
 		v.mode = scheduler.ModeAuto
 		v.seconds = src.wl.Auto.Durations[src.rng.IntN(len(src.wl.Auto.Durations))]
 		v.scenes = (v.seconds + src.sceneSec - 1) / src.sceneSec
-		v.resolution = src.wl.Auto.SceneResolution
+		v.resolution, v.model = src.wl.Auto.SceneResolution, src.wl.Auto.SceneModel
 		v.gpuSeconds = renderSeconds(src.catalog[src.wl.Auto.SceneModel], v.resolution, src.sceneSec)
 		g = scheduler.AutoGraph(info)
 		m := src.catalog[src.wl.Auto.SceneModel]

@@ -118,12 +118,10 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 			return fmt.Errorf("vidfarm: encode %s %s: %w", method, path, err)
 		}
 	}
-	u := *c.base
-	u.Path += path
-	u.RawQuery = query.Encode()
+	u := c.url(path, query)
 	var last error
 	for attempt := 1; ; attempt++ {
-		retryAfter, err := c.attempt(ctx, method, u.String(), body, idemKey, out)
+		retryAfter, err := c.attempt(ctx, method, u, body, idemKey, out)
 		if err == nil {
 			return nil
 		}
@@ -141,6 +139,22 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 			return fmt.Errorf("vidfarm: %s %s: %w (last error: %w)", method, path, err, last)
 		}
 	}
+}
+
+// url is the address of path with query under the base URL.
+func (c *Client) url(path string, query url.Values) string {
+	u := *c.base
+	u.Path += path
+	u.RawQuery = query.Encode()
+	return u.String()
+}
+
+// doOnce sends a call without a body exactly once: for a write that is not
+// idempotent and has no Idempotency-Key (a secret rotation), where a retry
+// after a lost answer would act twice.
+func (c *Client) doOnce(ctx context.Context, method, path string, out any) error {
+	_, err := c.attempt(ctx, method, c.url(path, nil), nil, "", out)
+	return err
 }
 
 // attempt sends the request once. It returns the server's Retry-After with an

@@ -23,6 +23,7 @@ const (
 	CodeAccountNotFound     = "account_not_found"
 	CodeWebhookLimitReached = "webhook_limit_reached"
 	CodeVideoNotCancelable  = "video_not_cancelable"
+	CodeWebhookDisabled     = "webhook_disabled"
 )
 
 // codes lists the constants above, for the test that keeps them in step with
@@ -48,4 +49,5 @@ var codes = []string{
 	CodeAccountNotFound,
 	CodeWebhookLimitReached,
 	CodeVideoNotCancelable,
+	CodeWebhookDisabled,
 }

@@ -44,6 +44,11 @@ func TestTypesMatchOpenAPI(t *testing.T) {
 		{"Voice", nil, Voice{}},
 		{"Event", nil, Event{}},
 		{"Event.data", s["Event"].Properties["data"].Properties, EventData{}},
+		{"WebhookEndpointCreated", nil, WebhookEndpoint{}},
+		{"WebhookEndpointList", nil, List[WebhookEndpoint]{}},
+		{"WebhookDelivery", nil, WebhookDelivery{}},
+		{"WebhookDeliveryAttempt", nil, DeliveryAttempt{}},
+		{"WebhookDeliveryList", nil, DeliveryList{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.schema, func(t *testing.T) {

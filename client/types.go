@@ -207,7 +207,10 @@ type Event struct {
 	Data    EventData `json:"data"`
 }
 
-// EventData holds the video an event is about.
+// EventData holds what an event is about: the video of a video.* event, the
+// endpoint of a webhook.* event (webhook.test, webhook.disabled; Video is
+// then the zero value).
 type EventData struct {
-	Video Video `json:"video"`
+	Video   Video            `json:"video"`
+	Webhook *WebhookEndpoint `json:"webhook,omitempty"`
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vidfarm/vidfarm/internal/fakes"
 )
 
 // cogRequest is a 5 s 720p 16:9 image_to_video request writing into a
@@ -27,28 +29,28 @@ func cogRequest(t *testing.T) RenderRequest {
 		OutputPath: filepath.Join(dir, "out", "clip.mp4")}
 }
 
-func cogRunner(f *fakeCog) *CogRunner {
-	return &CogRunner{URL: f.srv.URL, ID: "wjx3whax6rf4vphkegkhcvpv6a", Inputs: map[string]string{
+func cogRunner(f *fakes.Cog) *CogRunner {
+	return &CogRunner{URL: f.Server.URL, ID: "wjx3whax6rf4vphkegkhcvpv6a", Inputs: map[string]string{
 		FieldPrompt: "prompt", FieldSeed: "seed", FieldWidth: "width", FieldHeight: "height",
 		FieldNumFrames: "num_frames", FieldImage: "image"}}
 }
 
 func TestCogRenderStreamsProgressAndDownloadsURL(t *testing.T) {
-	f := newFakeCog(t)
-	f.logs = []string{"loading weights", " 10%|█         | 1/10 [00:01<00:09]", "\r 50%|█████     | 5/10\r 70%|███████   | 7/10", "denoise step 9/10"}
+	f := fakes.NewCog(t)
+	f.Logs = []string{"loading weights", " 10%|█         | 1/10 [00:01<00:09]", "\r 50%|█████     | 5/10\r 70%|███████   | 7/10", "denoise step 9/10"}
 	req := cogRequest(t)
 	var prog progressLog
 	if err := cogRunner(f).Render(context.Background(), req, prog.fn); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(req.OutputPath)
-	if err != nil || !bytes.Equal(got, f.clip) {
+	if err != nil || !bytes.Equal(got, f.Clip) {
 		t.Fatalf("clip = %q, %v; want the server's file", got, err)
 	}
 	if want := []int{0, 10, 70, 90, 100}; !slices.Equal(prog.values(), want) {
 		t.Errorf("progress = %v, want %v", prog.values(), want)
 	}
-	in := f.inputsGot[0]
+	in := f.Received[0]
 	want := map[string]any{"prompt": "a lighthouse at dusk", "seed": 42.0, "width": 1280.0, "height": 720.0, "num_frames": 120.0}
 	for k, v := range want {
 		if in[k] != v {
@@ -84,9 +86,9 @@ func TestCogOutputs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeCog(t)
-			f.clip = clip
-			f.output = tc.output
+			f := fakes.NewCog(t)
+			f.Clip = clip
+			f.Output = tc.output
 			req := cogRequest(t)
 			err := cogRunner(f).Render(context.Background(), req, nil)
 			if tc.msg == "" {
@@ -110,25 +112,25 @@ func TestCogOutputs(t *testing.T) {
 }
 
 func TestCogRetryJoinsThePrediction(t *testing.T) {
-	f := newFakeCog(t)
-	f.logs = []string{"30%"}
-	f.cutFirst = true
+	f := fakes.NewCog(t)
+	f.Logs = []string{"30%"}
+	f.CutFirst = true
 	req := cogRequest(t)
 	if err := cogRunner(f).Render(context.Background(), req, nil); err != nil {
 		t.Fatal(err)
 	}
-	if created, _ := f.counts(); created != 1 {
+	if created, _ := f.Counts(); created != 1 {
 		t.Errorf("predictions created = %d, want 1: the repeated PUT must join the first", created)
 	}
 }
 
 func TestCogLostAnswerJoinsThePrediction(t *testing.T) {
-	f := newFakeCog(t)
-	f.loseFirst = true
+	f := fakes.NewCog(t)
+	f.LoseFirst = true
 	if err := cogRunner(f).Render(context.Background(), cogRequest(t), nil); err != nil {
 		t.Fatal(err)
 	}
-	if created, _ := f.counts(); created != 1 {
+	if created, _ := f.Counts(); created != 1 {
 		t.Errorf("predictions created = %d, want 1: the repeated PUT must join the first", created)
 	}
 }
@@ -136,26 +138,26 @@ func TestCogLostAnswerJoinsThePrediction(t *testing.T) {
 func TestCogSynchronousModels(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		set  func(f *fakeCog)
+		set  func(f *fakes.Cog)
 	}{
-		{"model without @cog.streaming (406)", func(f *fakeCog) { f.noStream = true }},
-		{"Cog without event streams", func(f *fakeCog) { f.legacy = true }},
+		{"model without @cog.streaming (406)", func(f *fakes.Cog) { f.NoStream = true }},
+		{"Cog without event streams", func(f *fakes.Cog) { f.Legacy = true }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeCog(t)
+			f := fakes.NewCog(t)
 			tc.set(f)
 			req := cogRequest(t)
 			var prog progressLog
 			if err := cogRunner(f).Render(context.Background(), req, prog.fn); err != nil {
 				t.Fatal(err)
 			}
-			if created, _ := f.counts(); created != 1 {
+			if created, _ := f.Counts(); created != 1 {
 				t.Errorf("predictions created = %d, want 1", created)
 			}
 			if want := []int{0, 100}; !slices.Equal(prog.values(), want) {
 				t.Errorf("progress = %v, want %v", prog.values(), want)
 			}
-			if got, err := os.ReadFile(req.OutputPath); err != nil || !bytes.Equal(got, f.clip) {
+			if got, err := os.ReadFile(req.OutputPath); err != nil || !bytes.Equal(got, f.Clip) {
 				t.Errorf("clip = %q, %v", got, err)
 			}
 		})
@@ -163,38 +165,38 @@ func TestCogSynchronousModels(t *testing.T) {
 }
 
 func TestCogCancelReachesServer(t *testing.T) {
-	f := newFakeCog(t)
-	f.gate = make(chan struct{})
-	defer close(f.gate)
+	f := fakes.NewCog(t)
+	f.Gate = make(chan struct{})
+	defer close(f.Gate)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	r := cogRunner(f)
 	go func() { done <- r.Render(ctx, cogRequest(t), nil) }()
-	waitUntil(t, "the prediction starts", func() bool { n, _ := f.counts(); return n == 1 })
+	waitUntil(t, "the prediction starts", func() bool { n, _ := f.Counts(); return n == 1 })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Render = %v, want context.Canceled", err)
 	}
-	if _, cancelled := f.counts(); !slices.Equal(cancelled, []string{r.ID}) {
+	if _, cancelled := f.Counts(); !slices.Equal(cancelled, []string{r.ID}) {
 		t.Errorf("cancel requests = %v, want [%s]", cancelled, r.ID)
 	}
 }
 
 func TestCogBusyAndFailed(t *testing.T) {
-	f := newFakeCog(t)
-	f.failWith = "CUDA out of memory. Tried to allocate 20.00 GiB"
+	f := fakes.NewCog(t)
+	f.FailWith = "CUDA out of memory. Tried to allocate 20.00 GiB"
 	err := cogRunner(f).Render(context.Background(), cogRequest(t), nil)
 	if !errors.Is(err, ErrRunnerFailed) || !strings.Contains(err.Error(), "CUDA out of memory") {
 		t.Fatalf("failed prediction: Render = %v, want ErrRunnerFailed with the model's error", err)
 	}
 
-	f = newFakeCog(t)
-	f.gate = make(chan struct{})
-	defer close(f.gate)
+	f = fakes.NewCog(t)
+	f.Gate = make(chan struct{})
+	defer close(f.Gate)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = cogRunner(f).Render(ctx, cogRequest(t), nil) }()
-	waitUntil(t, "the first prediction starts", func() bool { n, _ := f.counts(); return n == 1 })
+	waitUntil(t, "the first prediction starts", func() bool { n, _ := f.Counts(); return n == 1 })
 	second := cogRunner(f)
 	second.ID = "another-task-attempt"
 	if err := second.Render(context.Background(), cogRequest(t), nil); !errors.Is(err, ErrCogBusy) {
@@ -219,10 +221,10 @@ func TestCogHealth(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeCog(t)
-			f.health = tc.health
+			f := fakes.NewCog(t)
+			f.Health = tc.health
 			if tc.inputs != nil {
-				f.inputs = tc.inputs
+				f.InputNames = tc.inputs
 			}
 			err := cogRunner(f).Health(context.Background())
 			if !errors.Is(err, tc.want) || (tc.want != nil && !strings.Contains(err.Error(), tc.msg)) {
@@ -230,8 +232,8 @@ func TestCogHealth(t *testing.T) {
 			}
 		})
 	}
-	f := newFakeCog(t)
-	f.srv.Close()
+	f := fakes.NewCog(t)
+	f.Server.Close()
 	if err := cogRunner(f).Health(context.Background()); !errors.Is(err, ErrCogNotReady) {
 		t.Errorf("Health of a stopped container = %v, want ErrCogNotReady", err)
 	}
@@ -273,15 +275,15 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 }
 
 func TestCogServerDiesMidPrediction(t *testing.T) {
-	f := newFakeCog(t)
-	f.gate = make(chan struct{})
-	defer close(f.gate)
+	f := fakes.NewCog(t)
+	f.Gate = make(chan struct{})
+	defer close(f.Gate)
 	done := make(chan error, 1)
 	go func() { done <- cogRunner(f).Render(context.Background(), cogRequest(t), nil) }()
-	waitUntil(t, "the prediction starts", func() bool { n, _ := f.counts(); return n == 1 })
+	waitUntil(t, "the prediction starts", func() bool { n, _ := f.Counts(); return n == 1 })
 	// The container goes away: nothing listens, the open stream breaks.
-	f.srv.Listener.Close()
-	f.srv.CloseClientConnections()
+	f.Server.Listener.Close()
+	f.Server.CloseClientConnections()
 	err := <-done
 	if err == nil || !strings.Contains(err.Error(), "prediction wjx3whax6rf4vphkegkhcvpv6a") || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("Render = %v, want the failed reconnection to the prediction", err)
@@ -292,21 +294,21 @@ func TestCogServerDiesMidPrediction(t *testing.T) {
 // go as data URIs under their mapped input names; an unmapped field is
 // refused before anything is sent.
 func TestCogRunFiles(t *testing.T) {
-	f := newFakeCog(t)
+	f := fakes.NewCog(t)
 	req := cogRequest(t)
 	wav := filepath.Join(t.TempDir(), "narration.wav")
 	if err := os.WriteFile(wav, []byte("RIFF\x24\x00\x00\x00WAVEfmt "), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := &CogRunner{URL: f.srv.URL, Inputs: map[string]string{"audio": "driven_audio", "portrait": "source_image"}}
+	r := &CogRunner{URL: f.Server.URL, Inputs: map[string]string{"audio": "driven_audio", "portrait": "source_image"}}
 	out := filepath.Join(t.TempDir(), "presenter.mp4")
 	if err := r.Run(context.Background(), map[string]string{"audio": wav, "portrait": req.InputImages[0]}, out, nil); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := os.ReadFile(out); err != nil || !bytes.Equal(got, f.clip) {
+	if got, err := os.ReadFile(out); err != nil || !bytes.Equal(got, f.Clip) {
 		t.Fatalf("clip = %q, %v; want the server's file", got, err)
 	}
-	in := f.inputsGot[0]
+	in := f.Received[0]
 	if a, _ := in["driven_audio"].(string); !strings.HasPrefix(a, "data:audio/wave;base64,") {
 		t.Errorf("driven_audio = %.40q, want a WAV data URI", a)
 	}
@@ -314,7 +316,7 @@ func TestCogRunFiles(t *testing.T) {
 		t.Errorf("input = %v, want driven_audio and source_image only", in)
 	}
 	err := r.Run(context.Background(), map[string]string{"mask": wav}, out, nil)
-	if !errors.Is(err, ErrInvalidRequest) || f.created != 1 {
-		t.Errorf("Run with an unmapped field = %v (%d predictions), want ErrInvalidRequest and none sent", err, f.created)
+	if !errors.Is(err, ErrInvalidRequest) || f.Created != 1 {
+		t.Errorf("Run with an unmapped field = %v (%d predictions), want ErrInvalidRequest and none sent", err, f.Created)
 	}
 }

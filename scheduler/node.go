@@ -18,6 +18,11 @@ type GPU struct {
 	// this much; the scheduler tracks which GPUs its leases hold.
 	MemoryFreeGB float64 `json:"memory_free_gb"`
 	MIG          bool    `json:"mig,omitempty"` // a MIG slice: only single-GPU tasks use it
+	// Model is the GPU's product name as NVML gives it ("NVIDIA H100 80GB
+	// HBM3"; "virtual" for a procedural slot). The scheduler does not read
+	// it: it tells the measured task times apart by GPU kind, which a twin
+	// of the farm (bench sim --from-farm) calibrates against.
+	Model string `json:"model,omitempty"`
 }
 
 // Node is what an agent reports about its machine.

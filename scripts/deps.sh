@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need where it is missing: ffmpeg/ffprobe, espeak-ng, a
 # font for burned-in captions and fontconfig's fc-list, openssl and python3,
-# rsvg-convert, etcd, promtool, PostgreSQL (Debian packages; a server is started when none
+# rsvg-convert, etcd, promtool, chromium, PostgreSQL (Debian packages; a server is started when none
 # answers on 127.0.0.1:5432) and staticcheck (Go module proxy).
 # Safe to run repeatedly.
 set -euo pipefail
@@ -28,6 +28,8 @@ command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 # The app-database bridge tests (controlplane/appdb) need a PostgreSQL server.
 pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1; }
 [ -n "$(pg_bin)" ] || need+=(postgresql)
+# The operator console's browser tests (controlplane/console) drive a headless Chromium.
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -43,24 +42,15 @@ func runBenchSim(args []string) error {
 	optimize := fs.String("optimize", "", `"cost": search the counts of every node group for the cheapest fleet that meets every class's SLOs`)
 	optMin := fs.String("optimize-min", "0", "optimize: smallest count of each group: N for all, or group=N,… (others 0)")
 	optMax := fs.String("optimize-max", "", "optimize: largest count of each group: N for all, or group=N,… (others: twice the fleet's count)")
+	var tw twinFlags
+	tw.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
-	}
-	if *fleetPath == "" || *workloadPath == "" {
-		return fmt.Errorf("bench sim: -fleet and -workload are required")
 	}
 	if *format != "table" && *format != "json" && *format != "csv" {
 		return fmt.Errorf("bench sim: -format must be table, json or csv, got %q", *format)
 	}
-	fleet, err := decodeFile(*fleetPath, bench.DecodeFleet)
-	if err != nil {
-		return err
-	}
-	if fleet.Name == "" {
-		// The charts' titles name the farm; the file's name is better than none.
-		fleet.Name = strings.TrimSuffix(filepath.Base(*fleetPath), filepath.Ext(*fleetPath))
-	}
-	wl, err := decodeFile(*workloadPath, bench.DecodeWorkload)
+	fleet, wl, err := tw.inputs(*fleetPath, *workloadPath)
 	if err != nil {
 		return err
 	}

@@ -99,6 +99,7 @@ vidfarm is running (embedded single-node %s, data in %s)
 
   API:      %s/v1
   admin:    http://%s  (token: %s)
+  console:  http://%s/console/  (log in with the admin token)
   agents:   http://%s  (token: %s)
   account:  %s (plan pro)
   API key:  %s
@@ -110,7 +111,7 @@ Try it:
   # then poll GET /v1/videos/<id> until "status" is "completed" and open its video_url
 
 Press Ctrl-C to stop.
-`, farm, cfg.DataDir, s.PublicURL(), s.AdminAddr(), cfg.AdminToken, s.AgentAddr(), s.AgentToken(),
+`, farm, cfg.DataDir, s.PublicURL(), s.AdminAddr(), cfg.AdminToken, s.AdminAddr(), s.AgentAddr(), s.AgentToken(),
 		st.AccountID, key, key, s.PublicURL(), key, s.PublicURL())
 	<-ctx.Done()
 	return <-agentDone

@@ -7,11 +7,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vidfarm/vidfarm/internal/fakes"
+	"github.com/vidfarm/vidfarm/models"
 )
 
 // e2eClip is a real clip of what manualBody asks for (854x480, 5 s) made
@@ -184,9 +186,9 @@ func TestE2EComfyUIServerDies(t *testing.T) {
 	f.processingWith(id, 30)
 
 	comfyA.Close()
-	eventually(t, 30*time.Second, "agent A registered without the model", func() bool {
+	eventually(t, 30*time.Second, "agent A withdrew the model", func() bool {
 		return len(findLogs(a.proc, "runner is not healthy: its models are withdrawn until it is")) > 0 &&
-			len(findLogs(a.proc, "registered")) >= 2
+			len(findLogs(a.proc, "advertised models updated")) > 0
 	})
 	b := f.startAgent("agent-b", "--runners", comfyRunnersFile(t, f.dir, "comfy-b", comfyB.URL()))
 	f.waitStatus(id, "completed", 60*time.Second)
@@ -195,5 +197,50 @@ func TestE2EComfyUIServerDies(t *testing.T) {
 	}
 	if len(comfyPrompts(comfyB)) != 1 {
 		t.Errorf("agent B's ComfyUI got %d prompts, want 1", len(comfyPrompts(comfyB)))
+	}
+}
+
+// TestE2EAutoVideoScenesThroughComfyUI: an auto video whose scene model
+// is served by a ComfyUI runner. Every scene is one prompt to the server,
+// with the planner's visual prompt for it; the planner, the voice and the
+// composite run on the agent as before, and the video is the length asked.
+func TestE2EAutoVideoScenesThroughComfyUI(t *testing.T) {
+	f := newE2EFarm(t, 1000)
+	out := filepath.Join(f.dir, "scene.mp4")
+	if msg, err := exec.Command("ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=1280x720:r=24:d=12", "-c:v", "libx264",
+		"-preset", "ultrafast", "-pix_fmt", "yuv420p", out).CombinedOutput(); err != nil {
+		t.Fatalf("ffmpeg: %v\n%s", err, msg)
+	}
+	clip, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	comfy := startComfy(t, clip)
+	runners := comfyRunnersFile(t, f.dir, "comfy-scenes", comfy.URL())
+	body, err := os.ReadFile(runners)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body = []byte(strings.Replace(string(body), "models: ["+e2eModel+"]", "models: ["+models.AutoSceneModel+"]", 1))
+	if err := os.WriteFile(runners, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ag := f.startAgent("agent-comfy", "--runners", runners)
+
+	v := f.createVideo(`{"mode":"auto","prompt":"why our solar lamps outlast the rest","duration_seconds":15}`)
+	v = f.waitStatus(v["id"].(string), "completed", 120*time.Second)
+	checkMP4(t, f.download(v["video_url"].(string), "auto.mp4"), 15, 1280, 720, true)
+	prompts := comfyPrompts(comfy)
+	scenes := len(findLogs(ag.proc, "task completed", "kind", "scene"))
+	if scenes < 2 || len(prompts) != scenes {
+		t.Fatalf("the plan made %d scenes of a 15 s auto video; the server rendered %d", scenes, len(prompts))
+	}
+	seen := map[string]bool{}
+	for _, pr := range prompts {
+		text, _ := pr.Nodes["6"].Inputs["text"].(string)
+		if text == "" || seen[text] {
+			t.Errorf("scene prompt %q: want a distinct visual prompt per scene", text)
+		}
+		seen[text] = true
 	}
 }

@@ -14,6 +14,7 @@ usage:
   vidfarm dev      start the embedded single-node farm and print a working API key
   vidfarm server   run a control-plane node
   vidfarm video    create, get, list, cancel and watch videos through the public API (the Go SDK)
+  vidfarm webhook  list webhook endpoints, their deliveries; test, retry, rotate the secret, enable
   vidfarm admin    manage accounts, keys, credits and plans (JSON output)
   vidfarm agent    run a render node: register, lease tasks, render (--print-capacity: what NVML sees)
   vidfarm bench    load tools for capacity planning
@@ -37,6 +38,8 @@ func main() {
 		err = runAdmin(os.Args[2:])
 	case "video":
 		err = runVideo(os.Args[2:])
+	case "webhook":
+		err = runWebhook(os.Args[2:])
 	case "agent":
 		err = runAgent(os.Args[2:])
 	case "bench":

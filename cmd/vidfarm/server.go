@@ -31,7 +31,7 @@ type serverFlags struct {
 func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
 	fs.StringVar(&sf.cfg.DataDir, "data-dir", dataDir, "directory for the Raft log, snapshots and keys")
 	fs.StringVar(&sf.cfg.Listen, "listen", "127.0.0.1:8080", "public API listen address")
-	fs.StringVar(&sf.cfg.AdminListen, "admin-listen", "127.0.0.1:8081", "admin API and metrics listen address")
+	fs.StringVar(&sf.cfg.AdminListen, "admin-listen", "127.0.0.1:8081", "admin API, operator console (/console) and metrics listen address")
 	fs.StringVar(&sf.cfg.RaftListen, "raft-listen", "127.0.0.1:7000", "Raft listen address")
 	fs.StringVar(&sf.cfg.NodeID, "node-id", "node1", "this node's Raft id")
 	fs.StringVar(&sf.cfg.AdminToken, "admin-token", "", "token guarding the admin API")

@@ -39,20 +39,33 @@ type videoCLI struct {
 }
 
 func runVideo(args []string) error {
-	fs := flag.NewFlagSet("video", flag.ExitOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, videoUsage); fs.PrintDefaults() }
+	c, asJSON, rest, err := clientCommand("video", videoUsage, args)
+	if err != nil {
+		return err
+	}
+	cli := &videoCLI{c: c, json: asJSON, out: os.Stdout, log: os.Stderr}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return cli.run(ctx, rest[0], rest[1:])
+}
+
+// clientCommand parses the flags every API client command (video, webhook)
+// shares, --url, --key, --json and --poll-interval, and makes the SDK
+// client; rest holds at least the command's name.
+func clientCommand(name, usage string, args []string) (*client.Client, bool, []string, error) {
+	fs := flag.NewFlagSet(name, flag.ExitOnError)
+	fs.Usage = func() { fmt.Fprint(os.Stderr, usage); fs.PrintDefaults() }
 	baseURL := fs.String("url", envOr("VIDFARM_URL", client.DefaultBaseURL), "API address [$VIDFARM_URL]")
 	key := fs.String("key", os.Getenv("VIDFARM_API_KEY"), "API key [$VIDFARM_API_KEY]")
 	poll := fs.Duration("poll-interval", 0, "how often --wait and watch read the video while its events stream cannot be had (default: the video's poll_interval_seconds)")
-	cli := &videoCLI{out: os.Stdout, log: os.Stderr}
-	fs.BoolVar(&cli.json, "json", false, "print JSON")
+	asJSON := fs.Bool("json", false, "print JSON")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, false, nil, err
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
 		fs.Usage()
-		return errors.New("no command given")
+		return nil, false, nil, errors.New("no command given")
 	}
 	opts := []client.Option{client.WithUserAgent("vidfarm-cli")}
 	if *poll > 0 {
@@ -60,12 +73,9 @@ func runVideo(args []string) error {
 	}
 	c, err := client.New(*baseURL, *key, opts...)
 	if err != nil {
-		return err
+		return nil, false, nil, err
 	}
-	cli.c = c
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return cli.run(ctx, rest[0], rest[1:])
+	return c, *asJSON, rest, nil
 }
 
 func envOr(name, def string) string {
@@ -223,8 +233,11 @@ func (cli *videoCLI) list(ctx context.Context, p client.ListVideosParams, all bo
 	return nil
 }
 
-func (cli *videoCLI) printJSON(v any) error {
-	enc := json.NewEncoder(cli.out)
+func (cli *videoCLI) printJSON(v any) error { return printJSONTo(cli.out, v) }
+
+// printJSONTo prints v as indented JSON, as the client commands' --json does.
+func printJSONTo(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

@@ -27,13 +27,13 @@ type devFarm struct {
 	admin  *admin.Client
 }
 
-func startDevFarm(t *testing.T, credits int64) *devFarm {
+func startDevFarm(t *testing.T, credits int64, extra ...string) *devFarm {
 	t.Helper()
 	requireE2E(t)
 	const token = "sdk-admin-token"
-	_, ready := startProc(t, "dev", []string{"dev", "--data-dir", filepath.Join(t.TempDir(), "dev"),
+	_, ready := startProc(t, "dev", append([]string{"dev", "--data-dir", filepath.Join(t.TempDir(), "dev"),
 		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--raft-listen", "127.0.0.1:0", "--agent-listen", "127.0.0.1:0",
-		"--admin-token", token, "--rate-limits=false", "--log-level", "info"}, nil, "control plane ready")
+		"--admin-token", token, "--rate-limits=false", "--log-level", "info"}, extra...), nil, "control plane ready")
 	pub, _ := ready["public"].(string)
 	adm, _ := ready["admin"].(string)
 	if pub == "" || adm == "" {

@@ -88,6 +88,7 @@ func Handler(cfg Config) http.Handler {
 		r.Post("/admin/v1/accounts/{id}/debits", s.debit)
 		s.nodeRoutes(r)
 		s.queueRoutes(r)
+		r.Get("/admin/v1/history", s.history)
 		if cfg.BenchFill {
 			r.Post("/admin/v1/bench/fill", s.benchFill)
 		}

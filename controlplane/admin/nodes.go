@@ -50,8 +50,16 @@ type NodeJSON struct {
 	// Down: the node stopped heartbeating (scheduler NodeTimeout).
 	Down bool `json:"down"`
 	// AgentDraining: the agent itself asked for no new work (it is stopping).
-	AgentDraining bool          `json:"agent_draining,omitempty"`
-	GPUs          []NodeGPUJSON `json:"gpus"`
+	AgentDraining bool `json:"agent_draining,omitempty"`
+	// Virtual: the GPUs are procedural render slots on CPU, not hardware.
+	Virtual bool          `json:"virtual,omitempty"`
+	GPUs    []NodeGPUJSON `json:"gpus"`
+	// Models counts the catalog models the node can render; WarmModels are
+	// those already loaded or on its disk (placement prefers them); Tools
+	// the executables it has (ffmpeg, espeak-ng).
+	Models        int           `json:"models"`
+	WarmModels    []string      `json:"warm_models"`
+	Tools         []string      `json:"tools"`
 	CPUSlots      int           `json:"cpu_slots"`
 	FreeCPUSlots  int           `json:"free_cpu_slots"`
 	RunningTasks  []RunningTask `json:"running_tasks"`
@@ -68,7 +76,11 @@ type NodeJSON struct {
 type NodeGPUJSON struct {
 	ID            string  `json:"id"`
 	MemoryTotalGB float64 `json:"memory_total_gb"`
-	Busy          bool    `json:"busy"`
+	// MemoryFreeGB is what the agent found free when it registered (NVML),
+	// what a task may use on it; MIG says it is a MIG slice.
+	MemoryFreeGB float64 `json:"memory_free_gb"`
+	MIG          bool    `json:"mig,omitempty"`
+	Busy         bool    `json:"busy"`
 }
 
 // RunningTask is a lease a node holds.
@@ -78,6 +90,14 @@ type RunningTask struct {
 	Attempt  int       `json:"attempt"`
 	Granted  time.Time `json:"granted_at"`
 	Deadline time.Time `json:"lease_deadline"`
+	// Task is the task's name in its video's graph (render, finalize,
+	// scene-2...), Kind its kind, Model the model it renders (GPU work),
+	// GPUIDs the GPUs it holds, Percent its last reported progress.
+	Task    string   `json:"task,omitempty"`
+	Kind    string   `json:"kind"`
+	Model   string   `json:"model,omitempty"`
+	GPUIDs  []string `json:"gpu_ids,omitempty"`
+	Percent float64  `json:"percent"`
 }
 
 func (s *server) nodeRoutes(r chi.Router) {
@@ -88,11 +108,25 @@ func (s *server) nodeRoutes(r chi.Router) {
 	r.Post("/admin/v1/nodes/{id}/uncordon", s.uncordonNode)
 }
 
-func (s *server) nodeView(v fsm.NodeView) NodeJSON {
-	leases := s.cfg.FSM.NodeLeases(v.Node.ID)
+// NodeViews lists the render nodes of f as GET /admin/v1/nodes answers them.
+func NodeViews(f *fsm.FSM) []NodeJSON {
+	views := f.Nodes()
+	out := make([]NodeJSON, 0, len(views))
+	for _, v := range views {
+		out = append(out, NodeView(f, v))
+	}
+	return out
+}
+
+func (s *server) nodeView(v fsm.NodeView) NodeJSON { return NodeView(s.cfg.FSM, v) }
+
+// NodeView is one render node of f as the admin API shows it.
+func NodeView(f *fsm.FSM, v fsm.NodeView) NodeJSON {
+	leases := f.NodeLeases(v.Node.ID)
 	out := NodeJSON{
 		ID: v.Node.ID, Name: v.Node.Name, State: NodeActive, Down: v.Info.Down, AgentDraining: v.Info.Draining,
-		GPUs: []NodeGPUJSON{}, CPUSlots: v.Info.CPUSlots, FreeCPUSlots: v.Info.FreeCPUSlots,
+		Virtual: v.Node.Virtual, GPUs: []NodeGPUJSON{}, Models: len(v.Info.Models),
+		WarmModels: append([]string{}, v.Info.WarmModels...), Tools: append([]string{}, v.Info.Tools...), CPUSlots: v.Info.CPUSlots, FreeCPUSlots: v.Info.FreeCPUSlots,
 		RunningTasks:  make([]RunningTask, 0, len(leases)),
 		LastHeartbeat: v.Info.LastHeartbeat.UTC(), RegisteredAt: time.Unix(0, v.Node.RegisteredAt).UTC(),
 	}
@@ -101,11 +135,15 @@ func (s *server) nodeView(v fsm.NodeView) NodeJSON {
 		idle[id] = true
 	}
 	for _, g := range v.Info.GPUs {
-		out.GPUs = append(out.GPUs, NodeGPUJSON{ID: g.ID, MemoryTotalGB: g.MemoryTotalGB, Busy: !idle[g.ID]})
+		out.GPUs = append(out.GPUs, NodeGPUJSON{ID: g.ID, MemoryTotalGB: g.MemoryTotalGB, MemoryFreeGB: g.MemoryFreeGB, MIG: g.MIG, Busy: !idle[g.ID]})
 	}
 	for _, l := range leases {
-		out.RunningTasks = append(out.RunningTasks, RunningTask{TaskID: l.TaskID, VideoID: l.VideoID, Attempt: l.Attempt,
-			Granted: l.GrantedAt.UTC(), Deadline: l.Deadline.UTC()})
+		rt := RunningTask{TaskID: l.TaskID, VideoID: l.VideoID, Attempt: l.Attempt,
+			Granted: l.GrantedAt.UTC(), Deadline: l.Deadline.UTC(), Kind: string(l.Kind), Model: l.Req.Model, GPUIDs: l.GPUIDs}
+		if t, ok := f.Task(l.TaskID); ok {
+			rt.Task, rt.Percent = t.Name, t.Percent
+		}
+		out.RunningTasks = append(out.RunningTasks, rt)
 	}
 	if m := v.Node.Maintenance; m != nil {
 		out.State = m.State
@@ -123,11 +161,7 @@ func (s *server) nodeView(v fsm.NodeView) NodeJSON {
 }
 
 func (s *server) listNodes(w http.ResponseWriter, r *http.Request) {
-	out := NodeList{Nodes: []NodeJSON{}}
-	for _, v := range s.cfg.FSM.Nodes() {
-		out.Nodes = append(out.Nodes, s.nodeView(v))
-	}
-	apierr.WriteJSON(w, http.StatusOK, out)
+	apierr.WriteJSON(w, http.StatusOK, NodeList{Nodes: NodeViews(s.cfg.FSM)})
 }
 
 // findNode resolves {id}, a node id or name, or answers 404.

@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/scheduler"
 )
 
@@ -120,7 +121,13 @@ func (s *server) queue(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	q := s.cfg.FSM.Queue(r.URL.Query().Get("account"), limit)
+	apierr.WriteJSON(w, http.StatusOK, QueueView(s.cfg.FSM, r.URL.Query().Get("account"), limit))
+}
+
+// QueueView is GET /admin/v1/queue's answer from f: up to limit waiting
+// videos of one account ("" for all), oldest first.
+func QueueView(f *fsm.FSM, account string, limit int) QueueJSON {
+	q := f.Queue(account, limit)
 	out := QueueJSON{UnfinishedVideos: q.Unfinished, ReadyTasks: q.ReadyTasks, Waiting: []WaitingJSON{}, HasMore: q.HasMore}
 	for _, v := range q.Videos {
 		wj := WaitingJSON{VideoID: v.ID, AccountID: v.AccountID, Status: v.Status, Mode: v.Spec.Mode, Model: v.Spec.Model,
@@ -134,14 +141,24 @@ func (s *server) queue(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Waiting = append(out.Waiting, wj)
 	}
-	apierr.WriteJSON(w, http.StatusOK, out)
+	return out
 }
 
 func (s *server) inspectVideo(w http.ResponseWriter, r *http.Request) {
-	g, ok := s.cfg.FSM.VideoGraph(chi.URLParam(r, "id"))
+	out, ok := VideoView(s.cfg.FSM, chi.URLParam(r, "id"))
 	if !ok {
 		apierr.Write(w, r, apierr.NotFound("video"))
 		return
+	}
+	apierr.WriteJSON(w, http.StatusOK, out)
+}
+
+// VideoView is video id of f with its task graph, as GET
+// /admin/v1/videos/{id} answers it; false when there is no such video.
+func VideoView(f *fsm.FSM, id string) (VideoInspectJSON, bool) {
+	g, ok := f.VideoGraph(id)
+	if !ok {
+		return VideoInspectJSON{}, false
 	}
 	out := VideoInspectJSON{VideoID: g.ID, AccountID: g.AccountID, Status: g.Status, Mode: g.Spec.Mode, Model: g.Spec.Model,
 		Percent: g.Percent, QueuePosition: g.QueuePosition, Reason: g.WaitReason, Message: g.WaitMessage,
@@ -151,7 +168,7 @@ func (s *server) inspectVideo(w http.ResponseWriter, r *http.Request) {
 	for _, t := range g.Tasks {
 		out.Tasks = append(out.Tasks, taskView(t))
 	}
-	apierr.WriteJSON(w, http.StatusOK, out)
+	return out, true
 }
 
 func taskView(t scheduler.TaskRecord) TaskJSON {

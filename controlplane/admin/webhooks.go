@@ -85,12 +85,17 @@ func (s *server) webhookDeliveries(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Limit = n
 	}
-	ds := s.cfg.FSM.Deliveries(f)
+	apierr.WriteJSON(w, http.StatusOK, DeliveriesView(s.cfg.FSM, f))
+}
+
+// DeliveriesView is GET /admin/v1/webhook-deliveries' answer from f.
+func DeliveriesView(f *fsm.FSM, q fsm.DeliveryFilter) DeliveriesJSON {
+	ds := f.Deliveries(q)
 	out := DeliveriesJSON{Data: make([]DeliveryJSON, 0, len(ds))}
 	for _, d := range ds {
 		out.Data = append(out.Data, deliveryView(d))
 	}
-	apierr.WriteJSON(w, http.StatusOK, out)
+	return out
 }
 
 // WebhookDeliveries lists webhook deliveries and their attempts.

@@ -368,3 +368,36 @@ func TestNotifier(t *testing.T) {
 	n.Notify() // no waiters: nothing to do, never blocks
 	<-c3
 }
+
+// A node changes what it advertises without registering again: its
+// running task keeps its lease, and the change is what placement sees.
+func TestSetModelsKeepsTheNode(t *testing.T) {
+	e := newEnv(t)
+	reg := e.register("gpu-1")
+	vid := e.createVideo()
+	render, r := e.lease(reg.Credential, 5)
+	want(t, r, http.StatusOK, "")
+	want(t, e.call("PUT", "/agent/v1/models", "", wire.ModelsUpdate{}), http.StatusUnauthorized, apierr.CodeUnauthorized)
+	want(t, e.call("PUT", "/agent/v1/models", reg.Credential, []byte(`{"models": "veo-3"}`)), http.StatusBadRequest, apierr.CodeInvalidRequest)
+	long := make([]string, 10000)
+	for i := range long {
+		long[i] = "m"
+	}
+	want(t, e.call("PUT", "/agent/v1/models", reg.Credential, wire.ModelsUpdate{Models: long}), http.StatusBadRequest, apierr.CodeInvalidRequest)
+
+	want(t, e.call("PUT", "/agent/v1/models", reg.Credential, wire.ModelsUpdate{Models: []string{"veo-3"}, WarmModels: []string{"veo-3"}}),
+		http.StatusNoContent, "")
+	nodes := e.fsm.Nodes()
+	if len(nodes) != 1 || nodes[0].Info.ID != reg.NodeID || len(nodes[0].Info.Models) != 1 || nodes[0].Info.Models[0] != "veo-3" ||
+		nodes[0].Info.Leases != 1 {
+		t.Fatalf("nodes after the update: %+v", nodes)
+	}
+	r = e.call("POST", "/agent/v1/heartbeat", reg.Credential, wire.HeartbeatRequest{Leases: []wire.LeaseReport{{TaskID: render.TaskID, Token: render.Token}}})
+	var hb wire.HeartbeatResponse
+	if err := json.Unmarshal(r.body, &hb); r.status != http.StatusOK || err != nil || len(hb.Stale) != 0 {
+		t.Fatalf("heartbeat after the update: %s (stale %v)", r, hb.Stale)
+	}
+	if v, _ := e.fsm.Video("", vid); v.Status != fsm.StatusProcessing {
+		t.Fatalf("the video is %s after its node changed its models", v.Status)
+	}
+}

@@ -135,6 +135,29 @@ func checkCapacity(name string, c wire.Capacity) *apierr.Error {
 	return nil
 }
 
+// setModels is PUT /agent/v1/models: the node advertises other models now.
+func (s *server) setModels(w http.ResponseWriter, r *http.Request) {
+	n := nodeOf(r)
+	var req wire.ModelsUpdate
+	if e := decode(w, r, &req, false); e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	for field, l := range map[string][]string{"models": req.Models, "warm_models": req.WarmModels} {
+		if len(l) > maxListLen {
+			apierr.Write(w, r, invalid(fmt.Sprintf("at most %d entries", maxListLen)).With("field", field))
+			return
+		}
+	}
+	if _, err := apply(s, r, &fsm.SetNodeModels{NodeID: n.ID, Models: req.Models, WarmModels: req.WarmModels, Now: s.cfg.Now().UnixNano()}); err != nil {
+		apierr.Write(w, r, s.fromApply(r, err))
+		return
+	}
+	s.notify.Notify()
+	s.log.Info("node models updated", "node_id", n.ID, "name", n.Name, "models", len(req.Models), "warm_models", len(req.WarmModels))
+	w.WriteHeader(http.StatusNoContent)
+}
+
 // fsmVoices converts the checked voices of a registration.
 func fsmVoices(vs []wire.Voice) []fsm.Voice {
 	if len(vs) == 0 {

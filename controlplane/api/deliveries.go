@@ -90,7 +90,11 @@ func (a *API) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) {
 	}
 	out := deliveryListJSON{Object: "list", Data: make([]deliveryJSON, 0, len(res.Deliveries)), HasMore: res.HasMore}
 	for _, d := range res.Deliveries {
-		out.Data = append(out.Data, deliveryView(d))
+		v := deliveryView(d)
+		if res.Disabled {
+			v.NextRetryAt = nil // waits for POST /v1/webhooks/{id}/enable, not for a time
+		}
+		out.Data = append(out.Data, v)
 	}
 	out.Count = len(out.Data)
 	apierr.WriteJSON(w, http.StatusOK, out)
@@ -114,8 +118,7 @@ func (a *API) retryWebhookDelivery(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, fsm.ErrDeliveryNotFound):
 		apierr.Write(w, r, apierr.NotFound("webhook delivery"))
 		return
-	case err != nil:
-		apierr.Write(w, r, a.fromApply(r, err))
+	case !a.webhookActionError(w, r, err):
 		return
 	}
 	ed := fsm.EndpointDelivery{Delivery: d}

@@ -61,6 +61,9 @@ type Config struct {
 	// image fields, logo_url, avatar file_url). nil means one with
 	// AllowPrivate = AllowPrivateURLs and the system resolver.
 	Guard *netguard.Guard
+	// SecretOverlap is how long a rotated webhook secret keeps signing beside
+	// the new one (0: DefaultSecretOverlap).
+	SecretOverlap time.Duration
 	// ApplyTimeout bounds how long a request waits for its command to commit.
 	ApplyTimeout time.Duration
 	// SpeechWait bounds how long POST /v1/voices/speech waits for its audio
@@ -114,6 +117,9 @@ func New(cfg Config) (*API, error) {
 	}
 	inputGuard := *cfg.Guard
 	inputGuard.HTTPSOnly = true
+	if cfg.SecretOverlap <= 0 {
+		cfg.SecretOverlap = DefaultSecretOverlap
+	}
 	if cfg.ApplyTimeout == 0 {
 		cfg.ApplyTimeout = 10 * time.Second
 	}
@@ -181,6 +187,9 @@ func (a *API) routes() chi.Router {
 		r.Delete("/v1/webhooks/{id}", a.deleteWebhook)
 		r.Get("/v1/webhooks/{id}/deliveries", a.listWebhookDeliveries)
 		r.Post("/v1/webhooks/{id}/deliveries/{delivery_id}/retry", a.retryWebhookDelivery)
+		r.Post("/v1/webhooks/{id}/test", a.testWebhook)
+		r.Post("/v1/webhooks/{id}/rotate_secret", a.rotateWebhookSecret)
+		r.Post("/v1/webhooks/{id}/enable", a.enableWebhook)
 		r.Post("/v1/uploads", a.createUpload)
 		r.Post("/v1/assets", a.createAsset)
 		r.Get("/v1/assets", a.listAssets)

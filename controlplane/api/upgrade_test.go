@@ -39,3 +39,31 @@ func TestUpgradeGateAnswer(t *testing.T) {
 		t.Fatalf("folders %+v after a refused create", fs)
 	}
 }
+
+// gateStore is a store whose upgrade gate refuses one type, as
+// raftnode.Node.CheckUnderstood does while a member runs an older binary.
+type gateStore struct {
+	api.Store
+	refuse fsm.MessageType
+}
+
+func (g gateStore) CheckUnderstood(t fsm.MessageType) error {
+	if t >= g.refuse {
+		return &raftnode.NotUnderstoodError{Type: t, Members: []fsm.ServerLevel{{ID: "old", Level: g.refuse - 1}}}
+	}
+	return nil
+}
+
+// A subscription to webhook.disabled waits until every member knows the
+// type (an older member's CreateWebhook would refuse it); others go through.
+func TestWebhookDisabledSubscriptionWaitsForUpgrade(t *testing.T) {
+	e := newEnv(t, withStore(func(next api.Store) api.Store { return gateStore{next, fsm.DisableWebhookType} }))
+	_, key := e.account("pro", 10)
+	r := e.do(http.MethodPost, "/v1/webhooks", key, `{"url":"https://93.184.215.14/a","events":["webhook.disabled"]}`)
+	if er := r.errorOf(t); r.Status != http.StatusServiceUnavailable || er["code"] != "internal_error" {
+		t.Fatalf("%d %s, want 503 while a member is older", r.Status, r.Body)
+	}
+	if r := e.do(http.MethodPost, "/v1/webhooks", key, `{"url":"https://93.184.215.14/b"}`); r.Status != http.StatusCreated {
+		t.Fatalf("%d %s, want 201 for the contract's events", r.Status, r.Body)
+	}
+}

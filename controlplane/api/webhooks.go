@@ -24,7 +24,8 @@ const maxWebhookURL = 2048
 const urlCheckTimeout = 5 * time.Second
 
 // webhookJSON is the contract's webhook endpoint. Secret is set only in the
-// registration response.
+// registration and rotation responses. Status and the fields after it are
+// additions (webhook_manage.go).
 type webhookJSON struct {
 	ID        string   `json:"id"`
 	Object    string   `json:"object"`
@@ -32,11 +33,29 @@ type webhookJSON struct {
 	Events    []string `json:"events"`
 	Secret    string   `json:"secret,omitempty"`
 	CreatedAt int64    `json:"created_at"`
+	// Status is "enabled" or "disabled"; DisabledAt is set while disabled.
+	Status     string `json:"status"`
+	DisabledAt *int64 `json:"disabled_at,omitempty"`
+	// PreviousSecretExpiresAt is when the secret before the last rotation
+	// stops signing; absent when only one secret signs.
+	PreviousSecretExpiresAt *int64 `json:"previous_secret_expires_at,omitempty"`
 }
 
-func webhookView(w fsm.Webhook) webhookJSON {
-	return webhookJSON{ID: w.ID, Object: "webhook_endpoint", URL: w.URL, Events: w.Events,
-		CreatedAt: time.Unix(0, w.CreatedAt).Unix()}
+// webhookViewAt is w as a client sees it at now: a previous secret whose
+// overlap ended is not shown even if no command has forgotten it yet.
+func webhookViewAt(w fsm.Webhook, now time.Time) webhookJSON {
+	out := webhookJSON{ID: w.ID, Object: "webhook_endpoint", URL: w.URL, Events: w.Events,
+		CreatedAt: time.Unix(0, w.CreatedAt).Unix(), Status: "enabled"}
+	if w.Disabled() {
+		out.Status = fsm.WebhookDisabled
+		at := unixOf(w.DisabledAt)
+		out.DisabledAt = &at
+	}
+	if w.OldSecret != "" && now.UnixNano() < w.OldSecretUntil {
+		until := unixOf(w.OldSecretUntil)
+		out.PreviousSecretExpiresAt = &until
+	}
+	return out
 }
 
 // EventVideo is the video object of a webhook event: the video as GET
@@ -46,7 +65,9 @@ func (a *API) EventVideo(v fsm.Video, urlExpiry time.Time) any {
 }
 
 func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request) {
-	apierr.WriteJSON(w, http.StatusOK, wholeList(a.fsm.Webhooks(principalOf(r).AccountID), webhookView))
+	now := a.cfg.Now()
+	apierr.WriteJSON(w, http.StatusOK, wholeList(a.fsm.Webhooks(principalOf(r).AccountID),
+		func(h fsm.Webhook) webhookJSON { return webhookViewAt(h, now) }))
 }
 
 // wholeList is a list answer holding every item, in one page.
@@ -77,6 +98,10 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, e)
 		return
 	}
+	if err := a.understandsEvents(events); err != nil {
+		apierr.Write(w, r, a.fromApply(r, err))
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), urlCheckTimeout)
 	u, err := a.cfg.WebhookGuard.CheckURL(ctx, raw)
 	cancel()
@@ -101,7 +126,7 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, a.fromApply(r, err))
 		return
 	}
-	view := webhookView(hook)
+	view := webhookViewAt(hook, a.cfg.Now())
 	view.Secret = secret // shown once, in the clear
 	apierr.WriteJSON(w, http.StatusCreated, view)
 }

@@ -46,7 +46,10 @@ const (
 	CodeWebhookLimitReached = "webhook_limit_reached"
 	CodeUnauthorized        = "unauthorized" // admin and agent listeners only
 	// CodeVideoNotCancelable is an addition: a cancel of a finished video.
-	CodeVideoNotCancelable   = "video_not_cancelable"
+	CodeVideoNotCancelable = "video_not_cancelable"
+	// CodeWebhookDisabled is an addition: a test event or a retry to a
+	// disabled webhook endpoint.
+	CodeWebhookDisabled      = "webhook_disabled"
 	defaultInternalErrorText = "internal error; retry with exponential backoff"
 )
 

@@ -66,6 +66,12 @@ var everyCommand = []struct {
 	{fsm.SweepIntermediatesType, 51, "sweep_intermediates", &fsm.SweepIntermediates{Now: t0}},
 	{fsm.CancelVideoType, 53, "cancel_video", &fsm.CancelVideo{VideoID: "vid", AccountID: "acct", Now: t0}},
 	{fsm.RetryDeliveryType, 58, "retry_delivery", &fsm.RetryDelivery{AccountID: "acct", WebhookID: "whk", DeliveryID: "evt.whk", Now: t0}},
+	{fsm.SendTestEventType, 59, "send_test_event", &fsm.SendTestEvent{AccountID: "acct", WebhookID: "whk", EventID: "evt_t", Now: t0}},
+	{fsm.RotateWebhookSecretType, 60, "rotate_webhook_secret", &fsm.RotateWebhookSecret{AccountID: "acct", WebhookID: "whk",
+		Secret: "whsec_2", Until: t0 + 1, Now: t0}},
+	{fsm.DisableWebhookType, 61, "disable_webhook", &fsm.DisableWebhook{WebhookID: "whk", FailingSince: t0, MinFailing: 5,
+		EventID: "evt_d", Now: t0}},
+	{fsm.EnableWebhookType, 62, "enable_webhook", &fsm.EnableWebhook{AccountID: "acct", WebhookID: "whk", Now: t0}},
 }
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {

@@ -6,7 +6,8 @@ import "fmt"
 // account's endpoints, now (POST /v1/webhooks/{id}/deliveries/{delivery_id}/retry):
 // the delivery is pending again, due at once, its attempts kept. The retry
 // schedule does not start over: an attempt past it that fails ends the
-// delivery abandoned again. A pending delivery answers unchanged.
+// delivery abandoned again. A pending delivery answers unchanged; a finished
+// one of a disabled endpoint is ErrWebhookDisabled.
 type RetryDelivery struct {
 	AccountID  string `msgpack:"account"`
 	WebhookID  string `msgpack:"webhook"`
@@ -17,7 +18,8 @@ type RetryDelivery struct {
 func (RetryDelivery) Type() MessageType { return RetryDeliveryType }
 
 func (s *state) applyRetryDelivery(c *RetryDelivery) (Delivery, error) {
-	if w, ok := s.webhooks[c.WebhookID]; !ok || w.AccountID != c.AccountID {
+	w, ok := s.webhooks[c.WebhookID]
+	if !ok || w.AccountID != c.AccountID {
 		return Delivery{}, fmt.Errorf("retry on %s: %w", c.WebhookID, ErrWebhookNotFound)
 	}
 	d, ok := s.deliveries.get(c.DeliveryID)
@@ -26,6 +28,9 @@ func (s *state) applyRetryDelivery(c *RetryDelivery) (Delivery, error) {
 	}
 	if d.State == DeliveryPending {
 		return d.clone(), nil
+	}
+	if w.Disabled() { // only DisableWebhook (61) disables: every member applies this rule
+		return Delivery{}, fmt.Errorf("retry %s: %w", c.DeliveryID, ErrWebhookDisabled)
 	}
 	// d may be the file's copy: the changed one goes back into memory.
 	r := d.clone()

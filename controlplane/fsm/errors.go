@@ -44,6 +44,9 @@ var (
 	// ErrDeliveryFinished means the delivery was already delivered, abandoned or
 	// cancelled: an attempt that raced with its end is not recorded.
 	ErrDeliveryFinished = errors.New("webhook delivery already finished")
+	// ErrWebhookDisabled means the endpoint is disabled: nothing is sent to it
+	// (no test event, no retry) until EnableWebhook.
+	ErrWebhookDisabled = errors.New("webhook endpoint disabled")
 )
 
 // InsufficientCreditsError carries the numbers a client needs to top up.

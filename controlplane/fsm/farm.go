@@ -169,6 +169,7 @@ func (s *state) applyCompleteTask(c *CompleteTask) (scheduler.Outcome, error) {
 			return scheduler.Outcome{}, fmt.Errorf("%w: artifact %q at %q: keys must be %s<file>", ErrInvalidCommand, file, key, prefix)
 		}
 	}
+	timing := s.timing(t, c.NodeID, c.Now)
 	out, err := s.sched.Complete(ref, timeOf(c.Now))
 	if err != nil || out.Duplicate {
 		return out, err
@@ -186,6 +187,9 @@ func (s *state) applyCompleteTask(c *CompleteTask) (scheduler.Outcome, error) {
 	for file, key := range c.Artifacts {
 		v.Artifacts[t.Name+"/"+file] = key
 	}
+	if timing != nil {
+		v.Timings = append(v.Timings, *timing)
+	}
 	v.UpdatedAt = c.Now
 	s.touch(v)
 	if out.NeedsScenes {
@@ -198,6 +202,25 @@ func (s *state) applyCompleteTask(c *CompleteTask) (scheduler.Outcome, error) {
 		s.completeVideo(v, t.Name, c.DurationSeconds, c.Now)
 	}
 	return out, nil
+}
+
+// timing is how long t has run under its current lease at now, and on
+// which kind of GPU; nil when t holds no lease.
+func (s *state) timing(t scheduler.Task, node string, now int64) *TaskTiming {
+	if t.Lease == nil {
+		return nil
+	}
+	tt := &TaskTiming{Kind: string(t.Kind), Model: t.Req.Model, Millis: (now - t.Lease.GrantedAt.UnixNano()) / 1e6}
+	if len(t.Lease.GPUIDs) > 0 {
+		if n, ok := s.sched.Node(node); ok {
+			for _, g := range n.GPUs {
+				if g.ID == t.Lease.GPUIDs[0] {
+					tt.GPU = g.Model
+				}
+			}
+		}
+	}
+	return tt
 }
 
 func (s *state) addScenes(v *Video, n int, now int64) error {

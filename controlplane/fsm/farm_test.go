@@ -255,3 +255,35 @@ func must1(t *testing.T, f *fsm.FSM, c fsm.Command) any {
 	}
 	return v
 }
+
+// A finished task's service time is kept on its video with the kind of GPU
+// it ran on: what the farm's history (a twin for bench sim) is made of. A
+// duplicate completion records nothing more.
+func TestTaskTimingsRecorded(t *testing.T) {
+	fm, _ := newFarm(t, 100)
+	n := farmNode()
+	for i := range n.GPUs {
+		n.GPUs[i].Model = "NVIDIA L40S"
+	}
+	fm.apply(&fsm.RegisterNode{NodeID: "node_l40s", Name: "l", CredHash: [32]byte{3}, Node: n, Now: fm.now})
+	fm.apply(&fsm.DeregisterNode{NodeID: "node_1", Now: fm.now})
+	fm.apply(&fsm.CreateVideo{VideoID: "vid_1", AccountID: "acct_1", Price: 40, Now: fm.now,
+		Spec: fsm.Spec{Mode: fsm.ModeManual, Prompt: "fox", Model: "wan-2.2-a14b", Resolution: "720p", DurationSeconds: 5, Operation: "text_to_video"}})
+	render := fm.lease("node_l40s")
+	fm.apply(&fsm.TaskProgress{NodeID: render.NodeID, TaskID: render.TaskID, Token: render.Token, Percent: 50, Now: fm.now})
+	fm.complete(render, 0, "clip.mp4") // two seconds after the lease
+	fm.complete(render, 0, "clip.mp4") // a retried answer
+	fin := fm.lease("node_l40s")
+	fm.complete(fin, 0, "video.mp4", "poster.jpg")
+	v, _ := fm.f.Video("acct_1", "vid_1")
+	want := []fsm.TaskTiming{
+		{Kind: "render", Model: "wan-2.2-a14b", GPU: "NVIDIA L40S", Millis: 2000},
+		{Kind: "finalize", Millis: 1000},
+	}
+	if !slices.Equal(v.Timings, want) {
+		t.Fatalf("timings = %+v, want %+v", v.Timings, want)
+	}
+	if got, _ := restored(t, snapshotBytes(t, fm.f)).Video("acct_1", "vid_1"); !slices.Equal(got.Timings, want) {
+		t.Fatalf("timings after a restore = %+v, want %+v", got.Timings, want)
+	}
+}

@@ -39,10 +39,10 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("%s: decoded %#v (%v), want %#v", e.name, back, err, c)
 		}
 	}
-	if n != 46 {
-		t.Errorf("%d commands registered, want 46: a new one also needs a line in controlplane/README.md", n)
+	if n != 51 {
+		t.Errorf("%d commands registered, want 51: a new one also needs a line in controlplane/README.md", n)
 	}
-	for _, hole := range []byte{0, 9, 10, 11, 26, 27, 35, 36, 37, 42, 43, 44, 45, 59, 255} {
+	for _, hole := range []byte{0, 9, 10, 11, 26, 27, 35, 36, 37, 42, 43, 44, 45, 63, 64, 255} {
 		if _, err := Decode([]byte{hole, 0x80}); err == nil {
 			t.Errorf("type %d decodes; it is a hole", hole)
 		}
@@ -64,7 +64,8 @@ var declared = []answerType{
 	answerOf(&RemoveMember{}), answerOf(&BlobsDeleted{}), answerOf(&ExpireSpeech{}), answerOf(&ResealWebhook{}),
 	answerOf(&SweepIntermediates{}), answerOf(&BenchFill{}), answerOf(&CancelVideo{}),
 	answerOf(&CordonNode{}), answerOf(&DrainNode{}), answerOf(&UncordonNode{}), answerOf(&HandBackDrained{}),
-	answerOf(&RetryDelivery{}),
+	answerOf(&RetryDelivery{}), answerOf(&SendTestEvent{}), answerOf(&RotateWebhookSecret{}),
+	answerOf(&DisableWebhook{}), answerOf(&EnableWebhook{}), answerOf(&SetNodeModels{}),
 }
 
 type answerType struct {

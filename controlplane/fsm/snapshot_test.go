@@ -29,12 +29,17 @@ type cmdGen struct {
 	idem      []idemUse
 	nodes     []string
 	leases    []scheduler.Lease
-	tasks     map[string]string   // task id -> name, of every task ever leased
-	webhooks  [][2]string         // id, account
-	assets    map[string][]string // by account
-	kits      map[string][]string // by account
-	now       int64
-	seq       int
+	tasks     map[string]string // task id -> name, of every task ever leased
+	webhooks  [][2]string       // id, account
+	// failingSince guesses each endpoint's run of failures from the attempts
+	// drawn (a refused attempt makes it wrong: DisableWebhook is then a no-op);
+	// testEvents are the ids of the test events drawn.
+	failingSince map[string]int64
+	testEvents   []string
+	assets       map[string][]string // by account
+	kits         map[string][]string // by account
+	now          int64
+	seq          int
 	// farm makes most commands the render farm's (create, lease, progress,
 	// complete, fail, heartbeat), so that tasks run far.
 	farm bool
@@ -46,7 +51,7 @@ type idemUse struct {
 
 func newCmdGen() *cmdGen {
 	return &cmdGen{folders: map[string][]string{}, videoAcct: map[string]string{}, tasks: map[string]string{},
-		assets: map[string][]string{}, kits: map[string][]string{}, now: t0}
+		assets: map[string][]string{}, kits: map[string][]string{}, failingSince: map[string]int64{}, now: t0}
 }
 
 func (g *cmdGen) id(prefix string) string {

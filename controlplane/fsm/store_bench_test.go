@@ -212,3 +212,29 @@ func (discardSink) Write(p []byte) (int, error) { return len(p), nil }
 func (discardSink) ID() string                  { return "discard" }
 func (discardSink) Cancel() error               { return nil }
 func (discardSink) Close() error                { return nil }
+
+// BenchmarkQueueHeap measures the heap a state keeps per queued video:
+// VIDFARM_BENCH_QUEUE manual videos (default 20,000) waiting with nothing
+// to run them, checkpointed every 8192 as Raft would, in a state with a file.
+func BenchmarkQueueHeap(b *testing.B) {
+	n := envInt("VIDFARM_BENCH_QUEUE", 20_000)
+	var perVideo float64
+	for b.Loop() {
+		before := heapAlloc()
+		f, must := benchStore(b)
+		for i := range n {
+			id := fmt.Sprintf("vid_%08d", i)
+			must(&fsm.CreateVideo{VideoID: id, AccountID: "a", Spec: manualSpec("a prompt of a typical length, about a hundred characters, for a manual render"),
+				Price: 1, Now: t0 + int64(i), IdempotencyKey: "idem-" + id, BodyHash: sha256.Sum256([]byte(id))})
+			if i%8192 == 8191 {
+				checkpoint(b, f)
+			}
+		}
+		checkpoint(b, f)
+		perVideo = float64(heapAlloc()-before) / float64(n)
+		if st := f.Stats(); st.Queued != n {
+			b.Fatalf("%+v: want %d queued", st, n)
+		}
+	}
+	b.ReportMetric(perVideo, "heap-B/video")
+}

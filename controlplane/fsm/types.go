@@ -127,6 +127,21 @@ type Video struct {
 	UpdatedAt  int64             `msgpack:"updated_at"`
 	StartedAt  int64             `msgpack:"started_at"`
 	FinishedAt int64             `msgpack:"finished_at"`
+	// Timings are its tasks' service times (lease granted to completed),
+	// in the order they finished: what a twin of the farm (the admin
+	// history, bench sim --from-farm) calibrates its model against.
+	Timings []TaskTiming `msgpack:"timings,omitempty"`
+}
+
+// TaskTiming is how long one task of a video took on the node that
+// completed it.
+type TaskTiming struct {
+	Kind  string `msgpack:"kind"`
+	Model string `msgpack:"model,omitempty"` // a GPU task's model
+	// GPU is the kind (NVML product name) of the GPUs the task held; ""
+	// for a CPU task.
+	GPU    string `msgpack:"gpu,omitempty"`
+	Millis int64  `msgpack:"ms"`
 }
 
 // Idempotency remembers what an Idempotency-Key produced, for 24 hours.

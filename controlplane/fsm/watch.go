@@ -189,7 +189,8 @@ var quietTypes = func() (q [256]bool) {
 		ExpireIdempotencyType, CreateWebhookType, DeleteWebhookType, RecordDeliveryType, PruneDeliveriesType,
 		CreateAssetType, CompleteAssetType, DeleteAssetType, CreateBrandKitType, DeleteBrandKitType,
 		SetAppExportType, TrimExportedType, DebitCreditsType, SetMemberType, RemoveMemberType,
-		BlobsDeletedType, ResealWebhookType, RetryDeliveryType} {
+		BlobsDeletedType, ResealWebhookType, RetryDeliveryType, SendTestEventType, RotateWebhookSecretType,
+		DisableWebhookType, EnableWebhookType} {
 		q[t] = true
 	}
 	return q

@@ -21,10 +21,19 @@ func (f *FSM) Webhooks(accountID string) []Webhook {
 }
 
 // DueDelivery is a pending delivery with what it takes to send it.
+// OldSecret is the endpoint's previous secret while it still signs beside
+// Secret (RotateWebhookSecret); empty otherwise.
 type DueDelivery struct {
 	Delivery
-	Event  Event
-	Secret string
+	Event     Event
+	Secret    string
+	OldSecret string
+}
+
+// waiting reports whether d is held back: its endpoint is disabled.
+func (s *state) waiting(d *Delivery) bool {
+	w := s.webhooks[d.WebhookID]
+	return w != nil && w.Disabled()
 }
 
 // due reports whether d waits for an attempt at now. A first attempt is due at
@@ -51,7 +60,7 @@ func (f *FSM) DueDeliveries(now int64, limit int) []DueDelivery {
 	ds := make([]*Delivery, 0, limit+1)
 	for key := range f.s.pending {
 		d := f.s.deliveries.mem[key] // pending: in memory
-		if !due(d, now) || (len(ds) == limit && !earlier(d, ds[limit-1])) {
+		if !due(d, now) || (len(ds) == limit && !earlier(d, ds[limit-1])) || f.s.waiting(d) {
 			continue
 		}
 		i, _ := slices.BinarySearchFunc(ds, d, func(x, y *Delivery) int {
@@ -73,8 +82,14 @@ func (f *FSM) DueDeliveries(now int64, limit int) []DueDelivery {
 		}
 		dd := DueDelivery{Delivery: d.clone(), Event: *e}
 		dd.Event.Video = dd.Event.Video.Clone()
+		if e.Webhook != nil {
+			dd.Event.Webhook = e.Webhook.public()
+		}
 		if w := f.s.webhooks[d.WebhookID]; w != nil {
 			dd.Secret = w.Secret
+			if w.OldSecret != "" && now < w.OldSecretUntil {
+				dd.OldSecret = w.OldSecret
+			}
 		}
 		out = append(out, dd)
 	}
@@ -83,12 +98,16 @@ func (f *FSM) DueDeliveries(now int64, limit int) []DueDelivery {
 
 // NextDeliveryAt is when the earliest pending delivery is due (Unix ns); false
 // when none is pending. An unattempted delivery is due at math.MinInt64: now.
+// Deliveries to disabled endpoints wait for EnableWebhook, not for a time.
 func (f *FSM) NextDeliveryAt() (int64, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	next, found := int64(math.MaxInt64), false
 	for key := range f.s.pending {
 		d := f.s.deliveries.mem[key]
+		if f.s.waiting(d) {
+			continue
+		}
 		at := d.NextAt
 		if len(d.Attempts) == 0 {
 			at = math.MinInt64
@@ -147,6 +166,9 @@ func (f *FSM) Event(id string) (Event, bool) {
 	}
 	out := *e
 	out.Video = out.Video.Clone()
+	if e.Webhook != nil {
+		out.Webhook = e.Webhook.public()
+	}
 	return out, true
 }
 
@@ -161,6 +183,8 @@ func (f *FSM) PendingDeliveries() int {
 type DeliveryPage struct {
 	Deliveries []EndpointDelivery
 	HasMore    bool
+	// Disabled: the endpoint is disabled, so its pending deliveries wait.
+	Disabled bool
 }
 
 // EndpointDelivery is a delivery with its event's type.
@@ -176,10 +200,11 @@ type EndpointDelivery struct {
 func (f *FSM) WebhookDeliveries(accountID, webhookID, startingAfter string, limit int) (DeliveryPage, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	if w, ok := f.s.webhooks[webhookID]; !ok || w.AccountID != accountID {
+	w, ok := f.s.webhooks[webhookID]
+	if !ok || w.AccountID != accountID {
 		return DeliveryPage{}, fmt.Errorf("deliveries of %s: %w", webhookID, ErrWebhookNotFound)
 	}
-	var page DeliveryPage
+	page := DeliveryPage{Disabled: w.Disabled()}
 	found := f.s.deliveries.eachInGroup(webhookID, startingAfter, func(_ string, d *Delivery) bool {
 		if len(page.Deliveries) == limit {
 			page.HasMore = true
@@ -196,4 +221,33 @@ func (f *FSM) WebhookDeliveries(accountID, webhookID, startingAfter string, limi
 		return DeliveryPage{}, fmt.Errorf("deliveries of %s after %q: %w", webhookID, startingAfter, ErrDeliveryNotFound)
 	}
 	return page, nil
+}
+
+// FailingWebhooks returns the enabled endpoints whose run of failed attempts,
+// first to latest, spans at least minFailing (Unix ns): those the leader's
+// job disables. Endpoints are few (5 per account) and in memory.
+func (f *FSM) FailingWebhooks(minFailing int64) []Webhook {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var out []Webhook
+	for _, w := range f.s.webhooks {
+		if !w.Disabled() && w.FailingSince != 0 && w.LastFailedAt-w.FailingSince >= minFailing {
+			out = append(out, w.clone())
+		}
+	}
+	slices.SortFunc(out, func(a, b Webhook) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// DisabledWebhooks counts the disabled endpoints (a metric).
+func (f *FSM) DisabledWebhooks() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	n := 0
+	for _, w := range f.s.webhooks {
+		if w.Disabled() {
+			n++
+		}
+	}
+	return n
 }

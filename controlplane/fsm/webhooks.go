@@ -16,7 +16,7 @@ const (
 )
 
 // EventTypes are every event type, in the order the API lists them.
-var EventTypes = []string{EventVideoCompleted, EventVideoFailed, EventVideoCanceled}
+var EventTypes = []string{EventVideoCompleted, EventVideoFailed, EventVideoCanceled, EventWebhookDisabled}
 
 // DefaultEventTypes are what an endpoint registered without events gets: the
 // contract's, so that additions reach only endpoints that ask for them.
@@ -52,6 +52,20 @@ type Webhook struct {
 	Events    []string `msgpack:"events"`
 	Secret    string   `msgpack:"secret"`
 	CreatedAt int64    `msgpack:"created_at"`
+	// The fields below are additions (webhook_manage.go), omitted when empty
+	// so that an endpoint that never used them encodes as before.
+	//
+	// Status is "" while enabled, WebhookDisabled once disabled at DisabledAt.
+	Status     string `msgpack:"status,omitempty"`
+	DisabledAt int64  `msgpack:"disabled_at,omitempty"`
+	// OldSecret is the secret before the last rotation, stored as Secret is
+	// (sealed); it signs beside Secret until OldSecretUntil.
+	OldSecret      string `msgpack:"old_secret,omitempty"`
+	OldSecretUntil int64  `msgpack:"old_secret_until,omitempty"`
+	// FailingSince and LastFailedAt are the first and the latest attempt of
+	// the current run of failed attempts (0: the last attempt succeeded).
+	FailingSince int64 `msgpack:"failing_since,omitempty"`
+	LastFailedAt int64 `msgpack:"last_failed_at,omitempty"`
 }
 
 // Event is a video's terminal transition, written by the command that made it.
@@ -62,6 +76,9 @@ type Event struct {
 	AccountID string `msgpack:"account"`
 	Video     Video  `msgpack:"video"`
 	Created   int64  `msgpack:"created"`
+	// Webhook is the endpoint an event of the endpoint (webhook.test,
+	// webhook.disabled) is about, without its secrets; nil for a video's.
+	Webhook *Webhook `msgpack:"webhook,omitempty"`
 }
 
 // Attempt is one delivery attempt. Status is 0 when no HTTP answer came.
@@ -163,6 +180,9 @@ func (s *state) applyRecordDelivery(c *RecordDelivery) (Delivery, error) {
 		return Delivery{}, fmt.Errorf("delivery %s is %s: %w", d.ID(), d.State, ErrDeliveryFinished)
 	}
 	a := Attempt{At: c.At, Status: c.Status, Error: c.Error, LatencyMS: c.LatencyMS}
+	if w := s.webhooks[c.WebhookID]; w != nil {
+		s.trackAttempt(w, c.At, c.Status >= 200 && c.Status < 300)
+	}
 	if len(a.Error) > MaxAttemptError {
 		a.Error = a.Error[:MaxAttemptError]
 	}
@@ -210,19 +230,33 @@ func (s *state) emitVideoEvent(v *Video, now int64) {
 	if s.events.has(id) {
 		return
 	}
-	var subs []*Webhook
-	for _, wid := range s.accountWebhooks[v.AccountID] {
-		if w := s.webhooks[wid]; slices.Contains(w.Events, typ) {
-			subs = append(subs, w)
-		}
-	}
+	subs := s.subscribers(v.AccountID, typ)
 	if len(subs) == 0 {
 		return
 	}
-	s.events.set(id, &Event{ID: id, Type: typ, AccountID: v.AccountID, Video: v.Clone(), Created: now}, false) // has(id) was false above
-	for _, w := range subs {
-		d := &Delivery{EventID: id, WebhookID: w.ID, AccountID: w.AccountID, URL: w.URL, State: DeliveryPending,
-			NextAt: now, CreatedAt: now}
+	s.queueEvent(&Event{ID: id, Type: typ, AccountID: v.AccountID, Video: v.Clone(), Created: now}, subs) // has(id) was false above
+}
+
+// subscribers are the account's enabled endpoints subscribed to typ, in
+// creation order. A disabled endpoint is sent nothing new: what it missed
+// is in the event log, not queued without bound.
+func (s *state) subscribers(accountID, typ string) []*Webhook {
+	var subs []*Webhook
+	for _, wid := range s.accountWebhooks[accountID] {
+		if w := s.webhooks[wid]; slices.Contains(w.Events, typ) && !w.Disabled() {
+			subs = append(subs, w)
+		}
+	}
+	return subs
+}
+
+// queueEvent writes e, which must be new, and one pending delivery of it to
+// each of to, due at once. Every event an endpoint receives is written here.
+func (s *state) queueEvent(e *Event, to []*Webhook) {
+	s.events.set(e.ID, e, false)
+	for _, w := range to {
+		d := &Delivery{EventID: e.ID, WebhookID: w.ID, AccountID: w.AccountID, URL: w.URL, State: DeliveryPending,
+			NextAt: e.Created, CreatedAt: e.Created}
 		s.deliveries.set(d.ID(), d, false) // its event is new, so is it
 		s.pending[d.ID()] = struct{}{}
 	}

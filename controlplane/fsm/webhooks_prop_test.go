@@ -12,7 +12,8 @@ import (
 
 // webhookCommand draws a webhook command for the snapshot property tests: new
 // endpoints (some refused), deletions, videos of their accounts failing (events),
-// attempts on those deliveries and prunes.
+// attempts on those deliveries, retries, test events, secret rotations,
+// disabling and enabling, and prunes.
 func (g *cmdGen) webhookCommand(t *rapid.T) fsm.Command {
 	// hooked draws an endpoint and one video of its account, when there are.
 	hooked := func() (whk, video string) {
@@ -28,7 +29,7 @@ func (g *cmdGen) webhookCommand(t *rapid.T) fsm.Command {
 		}
 		return w[0], pick(t, vids, "vid_of_whk")
 	}
-	switch rapid.IntRange(0, 6).Draw(t, "webhook_kind") {
+	switch rapid.IntRange(0, 10).Draw(t, "webhook_kind") {
 	case 0, 1:
 		id := g.id("whk")
 		acct := pick(t, g.accounts, "acct")
@@ -36,8 +37,8 @@ func (g *cmdGen) webhookCommand(t *rapid.T) fsm.Command {
 			acct = g.videoAcct[rapid.SampledFrom(g.videos).Draw(t, "vid_of_acct")]
 		}
 		g.webhooks = append(g.webhooks, [2]string{id, acct})
-		events := rapid.SliceOfNDistinct(rapid.SampledFrom([]string{fsm.EventVideoCompleted, fsm.EventVideoFailed, "video.bogus"}),
-			0, 2, rapid.ID[string]).Draw(t, "events")
+		events := rapid.SliceOfNDistinct(rapid.SampledFrom([]string{fsm.EventVideoCompleted, fsm.EventVideoFailed, fsm.EventWebhookDisabled, "video.bogus"}),
+			0, 3, rapid.ID[string]).Draw(t, "events")
 		return &fsm.CreateWebhook{WebhookID: id, AccountID: acct, URL: "https://h.example/" + id,
 			Events: events, Secret: "whsec_" + id, Now: g.now}
 	case 2:
@@ -48,8 +49,38 @@ func (g *cmdGen) webhookCommand(t *rapid.T) fsm.Command {
 		return &fsm.FailVideo{VideoID: v, Reason: "r", Now: g.now}
 	case 4, 5:
 		w, v := hooked()
-		return &fsm.RecordDelivery{EventID: fsm.EventID(v), WebhookID: w,
-			At: g.now, Status: rapid.SampledFrom([]int{0, 200, 204, 302, 500}).Draw(t, "status"), LatencyMS: 5}
+		ev := fsm.EventID(v)
+		if len(g.testEvents) > 0 && rapid.Bool().Draw(t, "attempt_test_event") {
+			ev = rapid.SampledFrom(g.testEvents).Draw(t, "test_event")
+		}
+		status := rapid.SampledFrom([]int{0, 200, 204, 302, 500}).Draw(t, "status")
+		switch {
+		case status >= 200 && status < 300:
+			delete(g.failingSince, w)
+		case g.failingSince[w] == 0:
+			g.failingSince[w] = g.now
+		}
+		return &fsm.RecordDelivery{EventID: ev, WebhookID: w, At: g.now, Status: status, LatencyMS: 5}
+	case 6:
+		w, v := hooked()
+		return &fsm.RetryDelivery{AccountID: pick(t, g.accounts, "acct"), WebhookID: w,
+			DeliveryID: fsm.EventID(v) + "." + w, Now: g.now}
+	case 7:
+		w, _ := hooked()
+		ev := g.id("evt")
+		g.testEvents = append(g.testEvents, ev)
+		return &fsm.SendTestEvent{AccountID: pick(t, g.accounts, "acct"), WebhookID: w, EventID: ev, Now: g.now}
+	case 8:
+		w, _ := hooked()
+		return &fsm.RotateWebhookSecret{AccountID: pick(t, g.accounts, "acct"), WebhookID: w, Secret: g.id("whsec"),
+			Until: g.now + rapid.Int64Range(-1, 3).Draw(t, "overlap_s")*1e9, Now: g.now}
+	case 9:
+		w, _ := hooked()
+		return &fsm.DisableWebhook{WebhookID: w, FailingSince: g.failingSince[w], EventID: g.id("evt"),
+			MinFailing: rapid.Int64Range(1, 3e9).Draw(t, "min_failing"), Now: g.now}
+	case 10:
+		w, _ := hooked()
+		return &fsm.EnableWebhook{AccountID: pick(t, g.accounts, "acct"), WebhookID: w, Now: g.now}
 	}
 	return &fsm.PruneDeliveries{Before: g.now - rapid.Int64Range(0, 8*24*3600*1e9).Draw(t, "retention")}
 }
@@ -65,6 +96,12 @@ func sameWebhookReads(same func(what string, x, y any), g *cmdGen, a, b *fsm.FSM
 	nb, okb := b.NextDeliveryAt()
 	same("next delivery", []any{na, oka}, []any{nb, okb})
 	same("pending deliveries", a.PendingDeliveries(), b.PendingDeliveries())
+	same("failing webhooks", a.FailingWebhooks(1), b.FailingWebhooks(1))
+	for _, ev := range g.testEvents {
+		ea, oka := a.Event(ev)
+		eb, okb := b.Event(ev)
+		same("test event "+ev, []any{ea, oka}, []any{eb, okb})
+	}
 }
 
 // BenchmarkDueDeliveries reads the due batch out of an outbox of 10,000 pending

@@ -25,6 +25,8 @@ func (s *Server) leaderJobs(ctx context.Context) {
 	defer garbage.Stop()
 	uploads := time.NewTicker(s.cfg.UploadSweepInterval)
 	defer uploads.Stop()
+	failing := time.NewTicker(s.cfg.WebhookDisableCheck)
+	defer failing.Stop()
 	if s.Node.IsLeader() {
 		s.publishSelf(ctx)
 	}
@@ -45,6 +47,10 @@ func (s *Server) leaderJobs(ctx context.Context) {
 		case <-assets.C:
 			if s.Node.IsLeader() {
 				s.expirePendingAssets(ctx)
+			}
+		case <-failing.C:
+			if s.Node.IsLeader() {
+				s.disableFailingWebhooks(ctx)
 			}
 		case <-garbage.C:
 			if s.Node.IsLeader() {
@@ -74,6 +80,7 @@ func (s *Server) leaderJobs(ctx context.Context) {
 				s.sweepIntermediates(ctx)
 				s.expireSpeech(ctx)
 				s.collectGarbage(ctx)
+				s.disableFailingWebhooks(ctx)
 			}
 			wasLeader = leader
 			if leader {

@@ -29,6 +29,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/appdb"
 	"github.com/vidfarm/vidfarm/controlplane/blob"
 	"github.com/vidfarm/vidfarm/controlplane/cluster"
+	"github.com/vidfarm/vidfarm/controlplane/console"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/controlplane/raftnode"
 	"github.com/vidfarm/vidfarm/controlplane/sealed"
@@ -89,6 +90,15 @@ type Config struct {
 	// WebhookClock is the deliverer's clock; nil means the system clock. Tests
 	// move a fake one through the retry schedule.
 	WebhookClock webhook.Clock
+	// WebhookSecretOverlap is how long a rotated webhook secret keeps signing
+	// beside the new one (0: api.DefaultSecretOverlap, 24 h).
+	WebhookSecretOverlap time.Duration
+	// WebhookDisableAfter is how long an endpoint's attempts must have failed,
+	// first failure to latest with no success between, before the leader
+	// disables it (0: DefaultWebhookDisableAfter, 5 days); the leader looks
+	// every WebhookDisableCheck (0: DefaultWebhookDisableCheck).
+	WebhookDisableAfter time.Duration
+	WebhookDisableCheck time.Duration
 	// WebhookResolver resolves webhook hosts, at registration and at every
 	// connection; nil means the system resolver. Tests make names resolve to
 	// what they need (a name that turns private after registration).
@@ -190,6 +200,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.RetryBackoff = DefaultRetryBackoff
 	case cfg.RetryBackoff < 0:
 		cfg.RetryBackoff = 0
+	}
+	if cfg.WebhookDisableAfter <= 0 {
+		cfg.WebhookDisableAfter = DefaultWebhookDisableAfter
+	}
+	if cfg.WebhookDisableCheck <= 0 {
+		cfg.WebhookDisableCheck = DefaultWebhookDisableCheck
 	}
 	if cfg.GarbageInterval <= 0 {
 		cfg.GarbageInterval = DefaultGarbageInterval
@@ -319,7 +335,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		FSM: f, Store: node, Logger: cfg.Logger, Signer: blob.Signer{Key: secret, BaseURL: cfg.PublicURL},
 		Limits: cfg.Limits, AppURL: cfg.AppURL, Registry: reg, Blobs: blobs, WorkQueued: s.notify.Notify,
 		AllowPrivateURLs: cfg.AllowPrivateURLs, SpeechWait: cfg.SpeechWait, WebhookGuard: guard, Secrets: secrets,
-		EventsHeartbeat: cfg.EventsHeartbeat, ReadBarrier: s.readBarrier,
+		SecretOverlap: cfg.WebhookSecretOverlap, EventsHeartbeat: cfg.EventsHeartbeat, ReadBarrier: s.readBarrier,
 		Guard: &netguard.Guard{AllowPrivate: cfg.AllowPrivateURLs, Resolver: cfg.ClientResolver},
 	})
 	if cfg.AllowPrivateURLs {
@@ -346,8 +362,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// barrier) and forwards every other public request.
 	s.public = guards.server(guards.public, forward(cluster.Public, s.API, api.EventsPath))
 	s.public.RegisterOnShutdown(s.API.StopStreams)
-	s.admin = guards.server(guards.admin, forward(cluster.Admin, admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg, Cluster: node,
-		AppDB: s.bridgeStatus(), BenchFill: cfg.BenchFill}), adminLocal))
+	adminAPI := forward(cluster.Admin, admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg, Cluster: node,
+		AppDB: s.bridgeStatus(), BenchFill: cfg.BenchFill}), adminLocal)
+	s.admin = guards.server(guards.admin, withConsole(adminAPI, console.New(console.Config{Token: cfg.AdminToken, Admin: adminAPI,
+		MemberTLS: tlsSet.client, FSM: f, Secure: tlsSet.server != nil, Logger: cfg.Logger, Registerer: reg})))
 	bg, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	// Lease polls wait up to a minute and artifact uploads are as long as the
@@ -471,6 +489,20 @@ func adminLocal(r *http.Request) bool {
 		return true
 	}
 	return false
+}
+
+// withConsole serves the operator's console (/console) on the admin
+// listener beside the admin API. The console is never forwarded: its
+// sessions live on the node that made them, and it reaches the leader
+// through the admin API's own forwarding.
+func withConsole(adminAPI, con http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if console.Handled(r) {
+			con.ServeHTTP(w, r)
+			return
+		}
+		adminAPI.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) serve(srv *http.Server, ln net.Listener, name string) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vidfarm/vidfarm/controlplane/ids"
 
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/controlplane/sealed"
@@ -23,8 +24,9 @@ func newWebhooks(cfg Config, f *fsm.FSM, reg prometheus.Registerer, srv **Server
 	}
 	engine := webhook.New(webhook.Config{
 		State: f, Client: guard.Client(webhook.DefaultTimeout, false), Clock: cfg.WebhookClock, Logger: cfg.Logger,
-		Render:   func(v fsm.Video, exp time.Time) any { return (*srv).API.EventVideo(v, exp) },
-		IsLeader: func() bool { return (*srv).Node.IsLeader() }, Metrics: webhook.NewMetrics(reg, f), Secrets: secrets,
+		Render:        func(v fsm.Video, exp time.Time) any { return (*srv).API.EventVideo(v, exp) },
+		RenderWebhook: func(w fsm.Webhook) any { return (*srv).API.WebhookObject(w) },
+		IsLeader:      func() bool { return (*srv).Node.IsLeader() }, Metrics: webhook.NewMetrics(reg, f), Secrets: secrets,
 	})
 	f.OnOutbox(engine.Notify)
 	return engine, guard
@@ -78,4 +80,42 @@ func (s *Server) resealSecrets(ctx context.Context) {
 	if done > 0 {
 		s.log.Info("sealed webhook signing secrets with the current secrets key", "count", done)
 	}
+}
+
+// Defaults of Config.WebhookDisableAfter and WebhookDisableCheck.
+const (
+	DefaultWebhookDisableAfter = 5 * 24 * time.Hour
+	DefaultWebhookDisableCheck = time.Minute
+)
+
+// disableFailingWebhooks disables the endpoints whose every attempt failed
+// for WebhookDisableAfter (leader job). Each command carries the run of
+// failures the leader saw, so a success recorded meanwhile makes it a no-op.
+func (s *Server) disableFailingWebhooks(ctx context.Context) {
+	after := s.cfg.WebhookDisableAfter
+	for _, w := range s.Node.FSM.FailingWebhooks(int64(after)) {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		done, err := fsm.Do(actx, s.Node, &fsm.DisableWebhook{WebhookID: w.ID, FailingSince: w.FailingSince,
+			MinFailing: int64(after), EventID: ids.New("evt"), Now: s.webhookNow().UnixNano()})
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil && !s.gated("disable_failing_webhooks", err) {
+				s.log.Warn("disable a failing webhook endpoint", "webhook_id", w.ID, "err", err)
+			}
+			return
+		}
+		if done {
+			s.log.Warn("webhook endpoint disabled: every attempt failed", "webhook_id", w.ID, "account_id", w.AccountID,
+				"failing_since", time.Unix(0, w.FailingSince).UTC(), "last_failed_at", time.Unix(0, w.LastFailedAt).UTC(), "threshold", after)
+		}
+	}
+}
+
+// webhookNow is the deliverer's clock: the times of attempts, and so of a
+// run of failures, are read on it.
+func (s *Server) webhookNow() time.Time {
+	if s.cfg.WebhookClock != nil {
+		return s.cfg.WebhookClock.Now()
+	}
+	return time.Now()
 }

@@ -56,4 +56,18 @@ func webhookExchanges(o *oas, h *harness) {
 	o.run(hw, exchange{name: "retry a delivery", method: "POST", path: "/v1/webhooks/" + whk + "/deliveries/" + evt + "." + whk + "/retry", key: wkey,
 		status: 200, template: "/v1/webhooks/{id}/deliveries/{delivery_id}/retry"})
 	rc.waitFor(2)
+	o.run(hw, exchange{name: "test event", method: "POST", path: "/v1/webhooks/" + whk + "/test", key: wkey,
+		status: 200, template: "/v1/webhooks/{id}/test"})
+	o.run(hw, exchange{name: "test event to an unknown endpoint", method: "POST", path: "/v1/webhooks/whk_missing/test", key: wkey,
+		status: 404, code: "not_found", template: "/v1/webhooks/{id}/test"})
+	o.run(hw, exchange{name: "rotate secret", method: "POST", path: "/v1/webhooks/" + whk + "/rotate_secret", key: wkey,
+		body: []byte(`{}`), status: 200, template: "/v1/webhooks/{id}/rotate_secret"})
+	o.run(hw, exchange{name: "rotate secret with a field", method: "POST", path: "/v1/webhooks/" + whk + "/rotate_secret", key: wkey,
+		body: []byte(`{"secret":"whsec_mine"}`), req: reqInvalid, status: 400, code: "invalid_request", template: "/v1/webhooks/{id}/rotate_secret"})
+	o.run(hw, exchange{name: "list webhooks during a rotation", method: "GET", path: "/v1/webhooks", key: wkey, status: 200, template: "/v1/webhooks"})
+	o.run(hw, exchange{name: "enable an enabled endpoint", method: "POST", path: "/v1/webhooks/" + whk + "/enable", key: wkey,
+		status: 200, template: "/v1/webhooks/{id}/enable"})
+	o.run(hw, exchange{name: "subscribe to webhook.disabled", method: "POST", path: "/v1/webhooks", key: wkey,
+		body: []byte(`{"url":"` + rc.srv.URL + `/d","events":["webhook.disabled"]}`), status: 201, template: "/v1/webhooks"})
+	rc.waitFor(3)
 }

@@ -45,6 +45,7 @@ type State interface {
 	DueDeliveries(now int64, limit int) []fsm.DueDelivery
 	NextDeliveryAt() (int64, bool)
 	PendingDeliveries() int
+	DisabledWebhooks() int
 }
 
 // Store proposes commands; raftnode.Node implements it.
@@ -87,9 +88,12 @@ type Config struct {
 	Client *http.Client
 	// Render is the public video object as the API shows it, with signed file
 	// URLs valid until urlExpiry.
-	Render   func(v fsm.Video, urlExpiry time.Time) any
-	IsLeader func() bool
-	Clock    Clock // nil: the system clock
+	Render func(v fsm.Video, urlExpiry time.Time) any
+	// RenderWebhook is the public webhook endpoint object, for the events
+	// about an endpoint (webhook.test, webhook.disabled).
+	RenderWebhook func(w fsm.Webhook) any
+	IsLeader      func() bool
+	Clock         Clock // nil: the system clock
 	// Timeout bounds one attempt, connect to last byte (default 10 s).
 	Timeout     time.Duration
 	Concurrency int           // attempts in flight at most (default 8)
@@ -219,23 +223,29 @@ func (e *Engine) prune(ctx context.Context, now time.Time) {
 	}
 }
 
-// eventJSON is the contract's event object.
+// eventJSON is the contract's event object. Data holds video for a video's
+// event and webhook (the endpoint object) for an endpoint's.
 type eventJSON struct {
 	ID      string `json:"id"`
 	Object  string `json:"object"`
 	Type    string `json:"type"`
 	Created int64  `json:"created"`
 	Data    struct {
-		Video any `json:"video"`
+		Video   any `json:"video,omitempty"`
+		Webhook any `json:"webhook,omitempty"`
 	} `json:"data"`
 }
 
 // Body is the JSON a delivery of ev carries; it depends only on the event, so
 // every attempt sends the same bytes.
-func Body(ev fsm.Event, render func(fsm.Video, time.Time) any) ([]byte, error) {
+func Body(ev fsm.Event, render func(fsm.Video, time.Time) any, renderWebhook func(fsm.Webhook) any) ([]byte, error) {
 	created := time.Unix(0, ev.Created)
 	out := eventJSON{ID: ev.ID, Object: "event", Type: ev.Type, Created: created.Unix()}
-	out.Data.Video = render(ev.Video, created.Add(URLValidity))
+	if ev.Webhook != nil {
+		out.Data.Webhook = renderWebhook(*ev.Webhook)
+	} else {
+		out.Data.Video = render(ev.Video, created.Add(URLValidity))
+	}
 	b, err := json.Marshal(out)
 	if err != nil {
 		return nil, fmt.Errorf("encode event %s: %w", ev.ID, err)
@@ -247,7 +257,7 @@ func Body(ev fsm.Event, render func(fsm.Video, time.Time) any) ([]byte, error) {
 // recording's.
 func (e *Engine) attempt(ctx context.Context, d fsm.DueDelivery) error {
 	log := e.cfg.Logger.With("event_id", d.EventID, "webhook_id", d.WebhookID, "attempt", len(d.Attempts)+1)
-	body, err := Body(d.Event, e.cfg.Render)
+	body, err := Body(d.Event, e.cfg.Render, e.cfg.RenderWebhook)
 	if err != nil {
 		log.Error("webhook body", "err", err)
 		return err
@@ -292,7 +302,7 @@ func (e *Engine) post(ctx context.Context, d fsm.DueDelivery, body []byte, at ti
 	if d.Secret == "" {
 		return 0, "endpoint deleted"
 	}
-	secret, err := e.cfg.Secrets.Open(d.Secret, d.WebhookID)
+	secrets, err := e.signingSecrets(d)
 	if err != nil {
 		return 0, "cannot sign: " + err.Error()
 	}
@@ -304,7 +314,7 @@ func (e *Engine) post(ctx context.Context, d fsm.DueDelivery, body []byte, at ti
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "vidfarm-webhooks/1")
-	req.Header.Set(signature.HeaderName, signature.Header(secret, at, body))
+	req.Header.Set(signature.HeaderName, signature.HeaderAll(at, body, secrets...))
 	res, err := e.cfg.Client.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -321,4 +331,26 @@ func (e *Engine) post(ctx context.Context, d fsm.DueDelivery, body []byte, at ti
 		return res.StatusCode, fmt.Sprintf("receiver answered %d; redirects are not followed, register the final URL", res.StatusCode)
 	}
 	return res.StatusCode, fmt.Sprintf("receiver answered %d", res.StatusCode)
+}
+
+// signingSecrets opens the endpoint's secret and, while a rotation's overlap
+// lasts, its previous one: the new secret's signature comes first.
+func (e *Engine) signingSecrets(d fsm.DueDelivery) ([]string, error) {
+	secret, err := e.cfg.Secrets.Open(d.Secret, d.WebhookID)
+	if err != nil {
+		return nil, err
+	}
+	if d.OldSecret == "" {
+		return []string{secret}, nil
+	}
+	// The previous secret is not sealed again when the secrets key changes
+	// (it lives a day at most): one that no key opens any more must not stop
+	// the delivery, which the current secret signs.
+	old, err := e.cfg.Secrets.Open(d.OldSecret, d.WebhookID)
+	if err != nil {
+		e.cfg.Logger.Warn("the previous webhook secret does not open with any secrets key; signing with the current one only",
+			"webhook_id", d.WebhookID, "err", err)
+		return []string{secret}, nil
+	}
+	return []string{secret, old}, nil
 }

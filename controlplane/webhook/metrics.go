@@ -16,8 +16,8 @@ type Metrics struct {
 	ended    *prometheus.CounterVec
 }
 
-// NewMetrics registers the metrics with reg, and a gauge of pending deliveries
-// read from st at scrape time.
+// NewMetrics registers the metrics with reg, and gauges of pending deliveries
+// and disabled endpoints read from st at scrape time.
 func NewMetrics(reg prometheus.Registerer, st State) *Metrics {
 	m := &Metrics{
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -35,7 +35,11 @@ func NewMetrics(reg prometheus.Registerer, st State) *Metrics {
 	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "vidfarm_webhook_deliveries_pending", Help: "Webhook deliveries waiting for an attempt.",
 	}, func() float64 { return float64(st.PendingDeliveries()) })
-	reg.MustRegister(m.attempts, m.latency, m.ended, pending)
+	disabled := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "vidfarm_webhook_endpoints_disabled",
+		Help: "Webhook endpoints disabled because every attempt failed for days; nothing is sent to them until their owner enables them.",
+	}, func() float64 { return float64(st.DisabledWebhooks()) })
+	reg.MustRegister(m.attempts, m.latency, m.ended, pending, disabled)
 	return m
 }
 

@@ -11,6 +11,7 @@
 //	POST /agent/v1/tasks/{id}/complete   Bearer <credential>    CompleteRequest  -> 204
 //	POST /agent/v1/tasks/{id}/fail       Bearer <credential>    FailRequest      -> 204
 //	POST /agent/v1/deregister            Bearer <credential>                     -> 204 (leases handed back, not failed)
+//	PUT  /agent/v1/models                Bearer <credential>    ModelsUpdate     -> 204 (what the node advertises now; leases kept)
 //	PUT  /agent/v1/blobs/{key...}?lease_token=<token>  Bearer <credential>  raw bytes -> 201
 //	GET  /agent/v1/blobs/{key...}        Bearer <credential>                     -> 200 raw bytes
 //
@@ -150,6 +151,16 @@ type LeaseReport struct {
 type HeartbeatRequest struct {
 	Leases   []LeaseReport `json:"leases"`
 	Draining bool          `json:"draining,omitempty"`
+}
+
+// ModelsUpdate replaces the models a registered node advertises, and those
+// warm on it, when one of its runners comes up or goes down; its GPUs,
+// leases and maintenance stay. A control plane that does not know the
+// route (404) or cannot take it yet mid-upgrade (503) leaves the agent to
+// register again instead.
+type ModelsUpdate struct {
+	Models     []string `json:"models"`
+	WarmModels []string `json:"warm_models,omitempty"`
 }
 
 // HeartbeatResponse lists the leases that were not renewed: the node must stop

@@ -48,9 +48,21 @@ func Compute(secret string, t int64, body []byte) string {
 }
 
 // Header returns the Service-Signature value for body signed at t.
-func Header(secret string, t time.Time, body []byte) string {
+func Header(secret string, t time.Time, body []byte) string { return HeaderAll(t, body, secret) }
+
+// HeaderAll returns the Service-Signature value for body signed at t with
+// each secret, one v1 value each in that order: t=<unix>,v1=<hex>,v1=<hex>.
+// While a secret is rotated the sender signs with the new one and the old
+// one, so a receiver that knows either accepts the delivery (as Stripe's
+// Stripe-Signature does).
+func HeaderAll(t time.Time, body []byte, secrets ...string) string {
 	ts := t.Unix()
-	return "t=" + strconv.FormatInt(ts, 10) + ",v1=" + Compute(secret, ts, body)
+	var b strings.Builder
+	b.WriteString("t=" + strconv.FormatInt(ts, 10))
+	for _, s := range secrets {
+		b.WriteString(",v1=" + Compute(s, ts, body))
+	}
+	return b.String()
 }
 
 // Verify checks header against body and secret at now. Tolerance 0 means

@@ -110,3 +110,24 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	}
 }
+
+// HeaderAll signs with each secret, in order, under one t: during a rotation
+// a receiver that knows either secret accepts, one that knows neither does not.
+func TestHeaderAllTwoSecrets(t *testing.T) {
+	h := signature.HeaderAll(at, body, "whsec_new", secret)
+	want := "t=1763700000,v1=" + signature.Compute("whsec_new", at.Unix(), body) + ",v1=" + signature.Compute(secret, at.Unix(), body)
+	if h != want {
+		t.Fatalf("header %q, want %q", h, want)
+	}
+	if one := signature.HeaderAll(at, body, secret); one != signature.Header(secret, at, body) {
+		t.Fatalf("one secret: %q, want Header's %q", one, signature.Header(secret, at, body))
+	}
+	for _, tc := range []struct {
+		secret string
+		want   error
+	}{{"whsec_new", nil}, {secret, nil}, {"whsec_other", signature.ErrMismatch}} {
+		if err := signature.Verify(tc.secret, h, body, at, 0); !errors.Is(err, tc.want) {
+			t.Errorf("verify with %s: %v, want %v", tc.secret, err, tc.want)
+		}
+	}
+}

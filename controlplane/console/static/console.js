@@ -1,0 +1,379 @@
+// vidfarm console: one page, four views (farm, queue, video, webhooks),
+// each drawn from its JSON endpoint and polled while the tab is visible.
+// Text from the farm (node names, failure messages) only ever goes into
+// textContent, never into HTML.
+'use strict';
+(function () {
+  const POLL_MS = 1500;
+  const PAGES = ['farm', 'queue', 'video', 'webhooks'];
+  let csrf = null;
+  let timer = null;
+  let generation = 0; // a newer refresh makes older answers moot
+
+  const $ = (id) => document.getElementById(id);
+
+  // el builds an element: attrs set attributes (class, href, data-*),
+  // children are nodes or strings (as text).
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v !== undefined && v !== null && v !== false) e.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const c of children.flat(Infinity)) {
+      if (c === undefined || c === null || c === false) continue;
+      e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return e;
+  }
+
+  // fill replaces a table's rows; each cell gets its column's heading as
+  // data-label, which a narrow screen shows instead of the heading row.
+  function fill(tableId, rows, cols, emptyText) {
+    const table = $(tableId);
+    const heads = [...table.tHead.rows[0].cells].map((th) => th.textContent);
+    if (rows.length === 0) rows = [el('tr', { class: 'empty' }, el('td', { colspan: cols }, emptyText))];
+    for (const tr of rows) [...tr.cells].forEach((td, i) => td.setAttribute('data-label', heads[i] || ''));
+    table.tBodies[0].replaceChildren(...rows);
+  }
+
+  function secs(s) {
+    s = Math.max(0, Math.round(s));
+    if (s < 60) return s + ' s';
+    if (s < 3600) return Math.floor(s / 60) + ' min ' + (s % 60) + ' s';
+    if (s < 86400) return Math.floor(s / 3600) + ' h ' + Math.floor((s % 3600) / 60) + ' min';
+    return Math.floor(s / 86400) + ' d ' + Math.floor((s % 86400) / 3600) + ' h';
+  }
+  const ago = (t, now) => (t ? secs((now - Date.parse(t)) / 1000) + ' ago' : '—');
+  const until = (t, now) => {
+    if (!t) return '—';
+    const d = (Date.parse(t) - now) / 1000;
+    return d >= 0 ? 'in ' + secs(d) : secs(-d) + ' ago';
+  };
+  const videoLink = (id) => el('a', { href: '#video/' + encodeURIComponent(id), class: 'mono' }, id);
+
+  class LoggedOut extends Error {}
+
+  async function api(method, path, body) {
+    const opt = { method, headers: {}, credentials: 'same-origin' };
+    if (method !== 'GET') opt.headers['X-CSRF-Token'] = csrf || '';
+    if (body !== undefined) {
+      opt.headers['Content-Type'] = 'application/json';
+      opt.body = JSON.stringify(body);
+    }
+    const r = await fetch(path, opt);
+    if (r.status === 401 && path !== '/console/login') {
+      showLogin('');
+      throw new LoggedOut('logged out');
+    }
+    const text = await r.text();
+    const data = text ? JSON.parse(text) : null;
+    if (!r.ok) {
+      const e = data && data.error;
+      throw new Error(e ? e.message : 'HTTP ' + r.status);
+    }
+    return data;
+  }
+
+  // ---- login and session ----
+
+  function showLogin(msg) {
+    csrf = null;
+    clearTimeout(timer);
+    $('nav').hidden = true;
+    for (const p of PAGES) $(p + '-page').hidden = true;
+    $('login-page').hidden = false;
+    $('login-error').textContent = msg;
+    $('updated').textContent = '';
+    $('error').textContent = '';
+    $('token').focus();
+  }
+
+  async function login(ev) {
+    ev.preventDefault();
+    try {
+      const s = await api('POST', '/console/login', { token: $('token').value });
+      $('token').value = '';
+      csrf = s.csrf_token;
+      start();
+    } catch (e) {
+      $('login-error').textContent = e.message;
+    }
+  }
+
+  async function logout() {
+    try {
+      await api('POST', '/console/logout');
+    } catch (e) {
+      if (!(e instanceof LoggedOut)) $('error').textContent = e.message;
+    }
+    showLogin('Logged out.');
+  }
+
+  function start() {
+    $('login-page').hidden = true;
+    $('nav').hidden = false;
+    route();
+  }
+
+  // ---- routing and polling ----
+
+  function current() {
+    const [page, arg] = location.hash.replace(/^#/, '').split('/');
+    return { page: PAGES.includes(page) ? page : 'farm', arg: arg ? decodeURIComponent(arg) : '' };
+  }
+
+  function route() {
+    if (!csrf) return;
+    const { page, arg } = current();
+    for (const p of PAGES) $(p + '-page').hidden = p !== page;
+    for (const a of document.querySelectorAll('nav a')) a.classList.toggle('current', a.dataset.page === page);
+    if (page === 'video') $('video-id').value = arg;
+    refresh();
+  }
+
+  async function refresh() {
+    clearTimeout(timer);
+    const gen = ++generation;
+    const { page, arg } = current();
+    if (!document.hidden) {
+      try {
+        await DRAW[page](arg, gen);
+        if (gen !== generation) return;
+        $('updated').textContent = 'Updated ' + new Date().toLocaleTimeString();
+        $('error').textContent = '';
+      } catch (e) {
+        if (e instanceof LoggedOut) return;
+        if (gen === generation) $('error').textContent = '⚠ ' + e.message;
+      }
+    }
+    if (gen === generation && csrf) timer = setTimeout(refresh, POLL_MS);
+  }
+
+  // ---- farm ----
+
+  const STATE_LABEL = {
+    active: '● active', cordoned: '◐ cordoned', draining: '◌ draining', drained: '○ drained', down: '✕ down',
+  };
+
+  function nodeState(n) {
+    const parts = [el('span', { class: 'state state-' + n.state }, STATE_LABEL[n.state] || n.state)];
+    if (n.down) parts.push(' ', el('span', { class: 'state state-down' }, STATE_LABEL.down));
+    if (n.agent_draining) parts.push(' ', el('span', { class: 'muted' }, '(agent stopping)'));
+    return parts;
+  }
+
+  function gpuChips(n) {
+    if (n.gpus.length === 0) return el('span', { class: 'muted' }, 'CPU only');
+    return n.gpus.map((g) => el('span', { class: 'gpu' + (g.busy ? ' busy' : ''), title: g.id },
+      (g.mig ? 'MIG ' : '') + g.id + ': ' + g.memory_total_gb + ' GB, ' + g.memory_free_gb + ' GB free at start — ' + (g.busy ? '■ busy' : '□ idle')));
+  }
+
+  function runningTasks(n, now) {
+    if (n.running_tasks.length === 0) return el('span', { class: 'muted' }, 'none');
+    return el('ul', {}, n.running_tasks.map((t) => el('li', { 'data-task': t.task_id },
+      videoLink(t.video_id), ' ', t.task || t.kind, t.model ? ' (' + t.model + ')' : '', ' ',
+      el('span', { class: 'bar', role: 'progressbar', 'aria-valuenow': Math.round(t.percent), 'aria-valuemin': 0, 'aria-valuemax': 100 },
+        el('span', { style: null })), ' ', Math.round(t.percent) + '%',
+      ' · attempt ' + t.attempt + ' · lease ' + until(t.lease_deadline, now))));
+  }
+
+  function maintenance(n) {
+    const cell = [];
+    if (n.maintenance_reason) cell.push(el('div', {}, '“' + n.maintenance_reason + '”'));
+    if (n.drain_deadline && n.state === 'draining') cell.push(el('div', { class: 'muted' }, 'hand back ' + until(n.drain_deadline, Date.now())));
+    const buttons = [];
+    if (n.state === 'active') buttons.push('cordon');
+    buttons.push('drain');
+    if (n.state !== 'active') buttons.push('uncordon');
+    cell.push(el('div', {}, buttons.map((a) => el('button', { type: 'button', 'data-action': a, 'data-node': n.id }, a[0].toUpperCase() + a.slice(1)))));
+    return cell;
+  }
+
+  function bridge(appdb) {
+    if (!appdb || !appdb.enabled) return el('span', { class: 'muted' }, 'none');
+    const lag = 'lag in ' + secs(appdb.inbound_lag_seconds || 0) + ', out ' + secs(appdb.outbound_lag_seconds || 0) +
+      ', ' + (appdb.outbound_pending || 0) + ' pending';
+    return el('span', { class: appdb.connected ? '' : 'bad' }, (appdb.active ? 'running, ' : 'standby, ') +
+      (appdb.connected ? 'connected, ' : '✕ not connected, ') + lag, appdb.last_error ? ' — ' + appdb.last_error : '');
+  }
+
+  async function drawFarm(_, gen) {
+    const q = $('node-filter').value.trim();
+    const f = await api('GET', '/console/api/farm' + (q ? '?q=' + encodeURIComponent(q) : ''));
+    if (gen !== generation) return;
+    const now = Date.parse(f.generated_at);
+    const s = f.summary;
+    const counts = Object.entries(s.nodes).map(([k, v]) => v + ' ' + k).join(', ');
+    $('farm-summary').textContent = f.nodes.length + ' nodes' + (counts ? ' (' + counts + ')' : '') + ' · ' +
+      s.gpus + ' GPUs, ' + s.busy_gpus + ' busy · ' + s.running_tasks + ' tasks running · served by ' +
+      (f.self.node_id || '?') + ' (' + f.self.state + ')';
+    $('nodes-shown').textContent = f.nodes.length < f.matched ? 'showing ' + f.nodes.length + ' of ' + f.matched + ' (those needing attention first); narrow with Find' :
+      (q ? f.matched + ' match' : '');
+    fill('nodes', f.nodes.map((n) => el('tr', { 'data-node': n.name || n.id, 'data-state': n.state },
+      el('td', {}, el('strong', {}, n.name || n.id), el('div', { class: 'muted mono' }, n.id), n.virtual ? el('div', { class: 'muted' }, 'virtual (CPU render slots)') : null),
+      el('td', { class: 'node-state' }, nodeState(n)),
+      el('td', {}, ago(n.last_heartbeat, now)),
+      el('td', {}, gpuChips(n)),
+      el('td', {}, n.free_cpu_slots + ' free of ' + n.cpu_slots),
+      el('td', {}, n.models + ' runnable', el('div', { class: 'muted' }, n.warm_models.length ? 'warm: ' + n.warm_models.join(', ') : 'none warm')),
+      el('td', { class: 'running' }, runningTasks(n, now)),
+      el('td', {}, maintenance(n)))), 8, 'No render node has registered. Start one with `vidfarm agent`.');
+    for (const bar of document.querySelectorAll('#nodes .bar')) {
+      bar.firstChild.style.width = Math.min(100, Number(bar.getAttribute('aria-valuenow'))) + '%';
+    }
+    const members = f.cluster ? f.cluster.nodes : [];
+    fill('members', members.map((m) => {
+      const st = m.status;
+      if (!st) return el('tr', { 'data-member': m.id }, el('td', {}, m.id), el('td', { colspan: 6, class: 'bad' }, '✕ ' + m.error));
+      return el('tr', { 'data-member': m.id },
+        el('td', {}, m.id, m.id === f.self.node_id ? ' (this page)' : ''),
+        el('td', { class: 'state' }, (st.state === 'leader' ? '★ ' : '') + st.state,
+          st.last_contact_ms != null ? el('div', { class: 'muted' }, 'leader heard ' + Math.round(st.last_contact_ms) + ' ms ago') : null),
+        el('td', {}, st.leader_id || '—'),
+        el('td', {}, st.term),
+        el('td', {}, st.commit_index),
+        el('td', {}, st.applied_index, st.commit_index > st.applied_index ? el('span', { class: 'warn' }, ' (' + (st.commit_index - st.applied_index) + ' behind)') : null),
+        el('td', {}, bridge(st.app_db)));
+    }), 7, f.cluster_error ? 'Members unknown: ' + f.cluster_error : 'No members.');
+  }
+
+  async function maintain(ev) {
+    const b = ev.target.closest('button[data-action]');
+    if (!b) return;
+    const action = b.dataset.action;
+    const body = { reason: $('reason').value };
+    if (action === 'drain') body.timeout_seconds = Number($('drain-timeout').value);
+    try {
+      const n = await api('POST', '/console/api/nodes/' + encodeURIComponent(b.dataset.node) + '/' + action, action === 'uncordon' ? undefined : body);
+      $('action-result').textContent = (n.name || n.id) + ': ' + n.state;
+    } catch (e) {
+      if (!(e instanceof LoggedOut)) $('action-result').textContent = '⚠ ' + action + ' failed: ' + e.message;
+    }
+    refresh();
+  }
+
+  // ---- queue ----
+
+  async function drawQueue(_, gen) {
+    const q = await api('GET', '/console/api/queue');
+    if (gen !== generation) return;
+    const now = Date.parse(q.generated_at);
+    $('queue-summary').textContent = q.queue.unfinished_videos + ' videos unfinished · ' + q.queue.ready_tasks + ' tasks ready for a node' +
+      (q.queue.has_more ? ' · the oldest ' + q.queue.waiting.length + ' waiting videos listed' : '');
+    fill('classes', q.classes.map((c) => el('tr', {}, el('td', {}, c.kind), el('td', {}, c.model || '—'), el('td', {}, c.tasks), el('td', {}, secs(c.oldest_seconds)))),
+      4, 'Nothing waits for a node.');
+    fill('waiting', q.queue.waiting.map((v) => el('tr', { 'data-video': v.video_id },
+      el('td', {}, v.queue_position || '—'), el('td', {}, videoLink(v.video_id)), el('td', { class: 'mono' }, v.account_id),
+      el('td', {}, v.model || v.mode), el('td', {}, v.task ? v.task + ' (' + v.kind + ')' : '—'),
+      el('td', { class: 'reason' }, el('strong', {}, v.reason), el('div', {}, v.message)),
+      el('td', {}, ago(v.waiting_since || v.created_at, now)))), 7, 'No video waits.');
+    fill('expiring', q.expiring_leases.map((l) => el('tr', {}, el('td', {}, l.node), el('td', {}, videoLink(l.video_id)),
+      el('td', {}, l.task || l.kind), el('td', {}, l.attempt), el('td', { class: 'bad' }, l.remaining_seconds >= 0 ? secs(l.remaining_seconds) : 'expired'))),
+      5, 'No lease is near its deadline.');
+    fill('retrying', q.retrying.map((v) => el('tr', {}, el('td', {}, videoLink(v.video_id)), el('td', {}, v.task || '—'),
+      el('td', {}, v.failures), el('td', {}, until(v.retry_at, now)), el('td', { class: 'bad' }, v.last_failure || '—'))),
+      5, 'No task is retrying.');
+  }
+
+  // ---- video ----
+
+  // levels orders the graph's tasks in columns: a task one column right of
+  // its deepest dependency.
+  function levels(tasks) {
+    const byName = new Map(tasks.map((t) => [t.name, t]));
+    const depth = new Map();
+    const d = (t, seen) => {
+      if (depth.has(t.name)) return depth.get(t.name);
+      if (seen.has(t.name)) return 0;
+      seen.add(t.name);
+      const v = Math.max(-1, ...(t.deps || []).map((n) => (byName.has(n) ? d(byName.get(n), seen) : -1))) + 1;
+      depth.set(t.name, v);
+      return v;
+    };
+    const cols = [];
+    for (const t of tasks) (cols[d(t, new Set())] ||= []).push(t);
+    return cols;
+  }
+
+  function taskBox(t, now, names) {
+    const name = (id) => names[id] || id;
+    const rows = [['state', t.state], ['kind', t.kind + (t.model ? ' · ' + t.model : '') + (t.gpus ? ' · ' + t.gpus + ' GPU' : '')]];
+    if (t.deps && t.deps.length) rows.push(['after', t.deps.join(', ')]);
+    rows.push(['attempts', t.attempts + (t.failures ? ' (' + t.failures + ' failed)' : '')]);
+    if (t.node) rows.push(['node', name(t.node)], ['leased', ago(t.leased_at, now)], ['lease ends', until(t.lease_deadline, now)], ['progress', Math.round(t.percent) + '%']);
+    if (t.done_node) rows.push(['done by', name(t.done_node)]);
+    if (t.ready_since) rows.push(['ready', ago(t.ready_since, now)]);
+    if (t.retry_at) rows.push(['next try', until(t.retry_at, now)]);
+    if (t.failed_nodes && t.failed_nodes.length) rows.push(['failed on', t.failed_nodes.map(name).join(', ')]);
+    if (t.last_failure) rows.push(['failure', t.last_failure]);
+    return el('div', { class: 'task state-' + t.state, 'data-task': t.name, 'data-state': t.state },
+      el('h4', {}, t.name), el('dl', {}, rows.map(([k, v]) => [el('dt', {}, k), el('dd', {}, v)])));
+  }
+
+  async function drawVideo(id, gen) {
+    if (!id) {
+      $('video-head').replaceChildren(el('p', { class: 'hint' }, 'Give a video id, or open one from the farm or queue page.'));
+      $('graph').replaceChildren();
+      return;
+    }
+    const v = await api('GET', '/console/api/videos/' + encodeURIComponent(id));
+    if (gen !== generation) return;
+    const now = Date.now();
+    const facts = [['status', v.status], ['account', v.account_id], ['mode', v.mode + (v.model ? ' · ' + v.model : '')],
+      ['progress', v.percent + '%'], ['created', ago(v.created_at, now)], ['credits', v.credits_charged + (v.credits_refunded ? ' (refunded)' : '')]];
+    if (v.started_at) facts.push(['started', ago(v.started_at, now)]);
+    if (v.finished_at) facts.push(['finished', ago(v.finished_at, now)]);
+    if (v.reason) facts.push(['waits', v.reason + ': ' + v.message]);
+    if (v.queue_position) facts.push(['queue position', v.queue_position]);
+    if (v.error) facts.push(['error', v.error]);
+    $('video-head').replaceChildren(el('h3', { class: 'mono', id: 'video-title', 'data-status': v.status }, v.video_id),
+      el('dl', { class: 'facts' }, facts.map(([k, val]) => el('div', {}, el('dt', {}, k), el('dd', {}, val)))));
+    if (v.tasks.length === 0) {
+      $('graph').replaceChildren(el('p', { class: 'hint' }, 'The scheduler keeps a video\'s task graph only until it finishes; the facts above are what remains.'));
+      return;
+    }
+    const cols = levels(v.tasks).map((col) => el('div', { class: 'level' }, col.map((t) => taskBox(t, now, v.node_names))));
+    $('graph').replaceChildren(...cols.flatMap((c, i) => (i ? [el('div', { class: 'arrow', 'aria-hidden': 'true' }, '→'), c] : [c])));
+  }
+
+  // ---- webhooks ----
+
+  function deliveryRow(d, now, last) {
+    const a = d.attempts[d.attempts.length - 1];
+    const lastAttempt = a ? [ago(a.at, now), ' — ', a.status ? 'HTTP ' + a.status : 'no answer', a.error ? ': ' + a.error : ''] : ['—'];
+    return el('tr', {}, el('td', { class: 'mono' }, d.account_id), el('td', { class: 'mono' }, d.url),
+      el('td', { class: 'mono' }, d.event_id), el('td', {}, d.attempts.length), el('td', { class: 'bad' }, lastAttempt), el('td', {}, last(d)));
+  }
+
+  async function drawWebhooks(_, gen) {
+    const w = await api('GET', '/console/api/webhooks');
+    if (gen !== generation) return;
+    const now = Date.parse(w.generated_at);
+    fill('wh-retrying', w.retrying.map((d) => deliveryRow(d, now, (x) => until(x.next_attempt_at, now))), 6, 'No delivery is retrying.');
+    fill('wh-abandoned', w.abandoned.map((d) => deliveryRow(d, now, (x) => ago(x.finished_at, now))), 6, 'No delivery was abandoned.');
+  }
+
+  const DRAW = { farm: drawFarm, queue: drawQueue, video: drawVideo, webhooks: drawWebhooks };
+
+  // ---- start ----
+
+  document.addEventListener('DOMContentLoaded', async () => {
+    $('login').addEventListener('submit', login);
+    $('logout').addEventListener('click', logout);
+    $('nodes').addEventListener('click', maintain);
+    $('node-filter').addEventListener('input', () => refresh());
+    $('video-form').addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      location.hash = '#video/' + encodeURIComponent($('video-id').value.trim());
+    });
+    window.addEventListener('hashchange', route);
+    document.addEventListener('visibilitychange', () => { if (!document.hidden && csrf) refresh(); });
+    try {
+      const s = await api('GET', '/console/api/session');
+      csrf = s.csrf_token;
+      start();
+    } catch (e) {
+      if (!(e instanceof LoggedOut)) showLogin(e.message);
+    }
+  });
+})();
