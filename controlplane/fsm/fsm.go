@@ -152,7 +152,7 @@ func (f *FSM) applyLocked(l *raft.Log) any {
 	v, err := f.s.apply(cmd)
 	f.obs.applied(cmd.Type(), start)
 	f.afterApply()
-	f.watch.afterEntry(l.Index, cmd.Type(), f.s)
+	f.watch.afterEntry(l.Index, cmd, f.s)
 	return &Result{Value: v, Err: err}
 }
 
@@ -185,7 +185,7 @@ func (f *FSM) ApplyCommand(c Command) (any, error) {
 	// ledger's keys run on as they would in the log.
 	f.applied++
 	f.s.out.begin(f.applied)
-	defer f.watch.afterEntry(f.applied, c.Type(), f.s)
+	defer f.watch.afterEntry(f.applied, c, f.s)
 	return f.s.apply(c)
 }
 

@@ -196,41 +196,69 @@ var quietTypes = func() (q [256]bool) {
 	return q
 }()
 
-// afterEntry looks at every followed video after the entry at index, a
-// command of type t, was applied (under the FSM's write lock) and records
-// what changed.
-func (w *videoWatch) afterEntry(index uint64, t MessageType, s *state) {
-	if quietTypes[t] {
+// watchScope names the one video an applied command can have changed, when
+// the command says so: a task's percent report (TaskProgress, the most
+// frequent command of a busy farm) moves its own video's percent and nothing
+// of the queue. ok is false when any followed video may have changed.
+func (s *state) watchScope(c Command) (videoID string, ok bool) {
+	p, isProgress := c.(*TaskProgress)
+	if !isProgress {
+		return "", false
+	}
+	if t, found := s.sched.Task(p.TaskID); found {
+		return t.VideoID, true
+	}
+	return "", true // no such task: nothing changed
+}
+
+// afterEntry looks at the followed videos after the entry at index, command
+// c, was applied (under the FSM's write lock) and records what changed.
+func (w *videoWatch) afterEntry(index uint64, c Command, s *state) {
+	if quietTypes[c.Type()] {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if len(w.videos) == 0 {
+		return
+	}
+	if id, ok := s.watchScope(c); ok {
+		if fv := w.videos[id]; fv != nil {
+			w.look(index, id, fv, s)
+		}
+		return
+	}
 	for id, fv := range w.videos {
-		last := fv.latest()
-		if last.Final() {
-			continue
-		}
-		v, _, ok := s.lookupVideo(id)
-		if !ok {
-			continue
-		}
-		// The status alone first: cloning the video is for changes only.
-		p := s.progress(v)
-		sum := watchSum(&p)
-		if sum == last.Sum {
-			continue
-		}
-		q := s.queued(v)
-		c := &Change{Index: index, Sum: sum, Video: q}
-		fv.record(c)
-		if w.onChange != nil {
-			w.onChange(c)
-		}
-		for sub := range fv.streams {
-			select {
-			case sub.Wake <- struct{}{}:
-			default: // already woken: it reads every change when it runs
-			}
+		w.look(index, id, fv, s)
+	}
+}
+
+// look records a change of followed video id after entry index, if any.
+func (w *videoWatch) look(index uint64, id string, fv *Followed, s *state) {
+	last := fv.latest()
+	if last.Final() {
+		return
+	}
+	v, _, ok := s.lookupVideo(id)
+	if !ok {
+		return
+	}
+	// The status alone first: cloning the video is for changes only.
+	p := s.progress(v)
+	sum := watchSum(&p)
+	if sum == last.Sum {
+		return
+	}
+	q := s.queued(v)
+	c := &Change{Index: index, Sum: sum, Video: q}
+	fv.record(c)
+	if w.onChange != nil {
+		w.onChange(c)
+	}
+	for sub := range fv.streams {
+		select {
+		case sub.Wake <- struct{}{}:
+		default: // already woken: it reads every change when it runs
 		}
 	}
 }
