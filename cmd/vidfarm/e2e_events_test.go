@@ -50,10 +50,8 @@ func TestE2EEventsAcrossLeaderKill(t *testing.T) {
 	refEvents := make(chan []client.VideoEvent, 1)
 	go func() { refEvents <- readAll(refStream) }()
 
-	st, err := open(leader, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	var st *client.EventStream // a 503 while an election settles is retried
+	eventually(t, 20*time.Second, "a stream on the leader", func() bool { st, err = open(leader, ""); return err == nil })
 	var got []client.VideoEvent
 	for len(got) == 0 || got[len(got)-1].Video.Status != client.StatusProcessing {
 		ev, err := st.Next()

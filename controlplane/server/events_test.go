@@ -306,10 +306,13 @@ func TestVideoEventsAcrossLeaderChange(t *testing.T) {
 			return err == nil, err
 		})
 	}
-	cl, err := openEvents(t, leader.base, key, id, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A 503 while an election settles is retryable, as for any client.
+	var cl *eventReader
+	waitShowing(t, "a stream on the leader", 20*time.Second, func() (bool, any) {
+		var err error
+		cl, err = openEvents(t, leader.base, key, id, "")
+		return err == nil, err
+	})
 	got := cl.until("the first event", func(client.VideoEvent) bool { return true })
 	cred := leader.registerNode("gpu-1")
 	render := leader.leaseTask(cred, 5)
@@ -337,9 +340,13 @@ func TestVideoEventsAcrossLeaderChange(t *testing.T) {
 		}
 		return false, errs
 	})
-	// The new leader takes the agent's reports (any node forwards them).
+	// The new leader takes the agent's reports (any node forwards them),
+	// once it is elected: until then they are 503, which agents retry.
 	survivor := followers[0]
-	survivor.progressTask(cred, render, 80)
+	waitShowing(t, "a progress report after the election", 30*time.Second, func() (bool, any) {
+		r := survivor.agentCall("POST", "/agent/v1/tasks/"+url.PathEscape(render.TaskID)+"/progress", cred, wire.ProgressRequest{Token: render.Token, Percent: 80})
+		return r.Status == http.StatusNoContent, string(r.Body)
+	})
 	survivor.runTask(cred, render, "clip.mp4")
 	fin := survivor.leaseTask(cred, 5)
 	survivor.runTask(cred, fin, wire.ArtifactVideo, wire.ArtifactPoster)
