@@ -124,6 +124,9 @@ type Config struct {
 	// SpeechRetention is how long a finished speech sample (and its audio)
 	// is kept after it was asked for (0: DefaultSpeechRetention).
 	SpeechRetention time.Duration
+	// EventsHeartbeat is how often a quiet event stream gets a comment
+	// line (0: api.DefaultEventsHeartbeat).
+	EventsHeartbeat time.Duration
 	// UploadRetention is how long the bytes of a POST /v1/uploads upload
 	// are kept (0: DefaultUploadRetention); UploadSweepInterval how often
 	// each node looks for older ones (0: DefaultUploadSweepInterval).
@@ -332,8 +335,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		FSM: f, Store: node, Logger: cfg.Logger, Signer: blob.Signer{Key: secret, BaseURL: cfg.PublicURL},
 		Limits: cfg.Limits, AppURL: cfg.AppURL, Registry: reg, Blobs: blobs, WorkQueued: s.notify.Notify,
 		AllowPrivateURLs: cfg.AllowPrivateURLs, SpeechWait: cfg.SpeechWait, WebhookGuard: guard, Secrets: secrets,
-		SecretOverlap: cfg.WebhookSecretOverlap,
-		Guard:         &netguard.Guard{AllowPrivate: cfg.AllowPrivateURLs, Resolver: cfg.ClientResolver},
+		SecretOverlap: cfg.WebhookSecretOverlap, EventsHeartbeat: cfg.EventsHeartbeat, ReadBarrier: s.readBarrier,
+		Guard: &netguard.Guard{AllowPrivate: cfg.AllowPrivateURLs, Resolver: cfg.ClientResolver},
 	})
 	if cfg.AllowPrivateURLs {
 		cfg.Logger.Warn("DEVELOPMENT SWITCH: input image URLs on private and loopback hosts are accepted; never use this on a public farm")
@@ -355,7 +358,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	forward := func(l cluster.Listener, h http.Handler, local func(*http.Request) bool) http.Handler {
 		return cluster.NewForwarder(node, f, l, cfg.Logger, local, tlsSet.client).Wrap(h)
 	}
-	s.public = guards.server(guards.public, forward(cluster.Public, s.API, nil))
+	// A follower streams a video's events from its own state (after a read
+	// barrier) and forwards every other public request.
+	s.public = guards.server(guards.public, forward(cluster.Public, s.API, api.EventsPath))
+	s.public.RegisterOnShutdown(s.API.StopStreams)
 	adminAPI := forward(cluster.Admin, admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg, Cluster: node,
 		AppDB: s.bridgeStatus(), BenchFill: cfg.BenchFill}), adminLocal)
 	s.admin = guards.server(guards.admin, withConsole(adminAPI, console.New(console.Config{Token: cfg.AdminToken, Admin: adminAPI,
