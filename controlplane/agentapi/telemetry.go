@@ -34,7 +34,7 @@ func (s *server) checkTelemetry(nodeID string, samples []wire.GPUSample) (map[st
 			return nil, invalid(fmt.Sprintf("GPU %q is not one this node registered: send samples only for the ids of capacity.gpus (register again if the GPUs changed)", g.ID)).With("field", field+".id")
 		}
 		if _, dup := out[g.ID]; dup {
-			return nil, invalid("GPU " + g.ID + " is sampled twice").With("field", field+".id")
+			return nil, invalid("GPU "+g.ID+" is sampled twice").With("field", field+".id")
 		}
 		if err := g.Check(memTotal); err != nil {
 			return nil, invalid(err.Error()).With("field", field)
