@@ -420,6 +420,7 @@ func (a *agent) heartbeat(ctx context.Context) {
 	if cred == "" {
 		return // registering again
 	}
+	req.GPUs = a.gpuTelemetry()
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	resp, err := a.cp.heartbeat(cctx, cred, req)
 	cancel()
