@@ -166,3 +166,27 @@ func TestHeartbeatCarriesGPUTelemetry(t *testing.T) {
 		t.Errorf("a virtual node read NVML %d times for its heartbeats", n)
 	}
 }
+
+// TestGPUTelemetrySystem samples the real NVML as a heartbeat does. On a
+// machine without an NVIDIA driver (the CI machines) there is nothing to
+// sample; on a GPU machine every registered GPU gets a sample the control
+// plane accepts.
+func TestGPUTelemetrySystem(t *testing.T) {
+	c, err := DiscoverSystem()
+	if !c.NvidiaDriver {
+		t.Skip("no NVIDIA driver on this machine")
+	}
+	if err != nil {
+		t.Logf("discovery: %v", err)
+	}
+	registered := SchedulerGPUs(c)
+	gpus, err := SampleGPUs()
+	if err != nil {
+		t.Logf("sample: %v", err)
+	}
+	got := gpuSamples(gpus, registered)
+	t.Logf("samples: %s", samplesString(got))
+	if len(got) != len(registered) {
+		t.Fatalf("%d samples for %d registered GPUs", len(got), len(registered))
+	}
+}
