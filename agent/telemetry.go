@@ -1,24 +1,49 @@
 package agent
 
 import (
+	"time"
+
 	"github.com/vidfarm/vidfarm/scheduler"
 	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
+
+// telemetryWait is the longest a heartbeat waits for NVML: a GPU that fell
+// off the bus can hold NVML calls for many seconds, and the heartbeat must
+// still renew the leases.
+const telemetryWait = time.Second
 
 // gpuTelemetry samples the node's GPUs for a heartbeat (Config.SampleGPUs,
 // NVML) and returns a sample for each GPU it registered with. A node of
 // virtual GPUs, or without GPUs, sends none and reads nothing. What NVML
 // could not read is left out, never an error: telemetry must not cost the
-// heartbeat that renews the leases.
+// heartbeat that renews the leases. A sample that takes longer than
+// telemetryWait is not waited for; until it returns, later heartbeats start
+// no other and go without telemetry.
 func (a *agent) gpuTelemetry() []wire.GPUSample {
 	if a.capacity.Virtual || len(a.capacity.GPUs) == 0 {
 		return nil
 	}
-	gpus, err := a.cfg.SampleGPUs()
-	if err != nil {
-		a.log.Debug("GPU sample for the heartbeat incomplete", "err", err)
+	if !a.sampling.CompareAndSwap(false, true) {
+		return nil // the last sample is still stuck in NVML
 	}
-	return gpuSamples(gpus, a.capacity.GPUs)
+	done := make(chan []wire.GPUSample, 1)
+	go func() {
+		defer a.sampling.Store(false)
+		gpus, err := a.cfg.SampleGPUs()
+		if err != nil {
+			a.log.Debug("GPU sample for the heartbeat incomplete", "err", err)
+		}
+		done <- gpuSamples(gpus, a.capacity.GPUs)
+	}()
+	timer := time.NewTimer(telemetryWait)
+	defer timer.Stop()
+	select {
+	case s := <-done:
+		return s
+	case <-timer.C:
+		a.log.Warn("NVML did not answer in time: heartbeat sent without GPU telemetry", "waited", telemetryWait.String())
+		return nil
+	}
 }
 
 // gpuSamples matches NVML readings to the GPUs the node registered (by UUID,

@@ -190,3 +190,37 @@ func TestGPUTelemetrySystem(t *testing.T) {
 		t.Fatalf("%d samples for %d registered GPUs", len(got), len(registered))
 	}
 }
+
+// TestHeartbeatNotHeldByNVML: a GPU sample stuck in NVML does not hold the
+// heartbeats, which go on without telemetry, and no second sample piles
+// up behind it.
+func TestHeartbeatNotHeldByNVML(t *testing.T) {
+	t.Parallel()
+	stuck := make(chan struct{})
+	var calls atomic.Int32
+	f := newFakeCP(t)
+	cfg := testConfig(t, f)
+	cfg.Procedural = false
+	cfg.Discover = func() (Capacity, error) {
+		c, err := cpuMachine()
+		g, _ := sampleGPUs(a100Box(1))
+		c.GPUs, c.NvidiaDriver, c.Note = g, true, ""
+		return c, err
+	}
+	cfg.SampleGPUs = func() ([]GPU, error) {
+		calls.Add(1)
+		<-stuck
+		return nil, nil
+	}
+	startAgent(t, cfg)
+	t.Cleanup(func() { close(stuck) })
+	waitFor(t, "three heartbeats", func() bool { return len(f.snapshot().heartbeats) >= 3 })
+	for _, hb := range f.snapshot().heartbeats {
+		if hb.GPUs != nil {
+			t.Fatalf("a heartbeat carried telemetry NVML never gave: %+v", hb.GPUs)
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d samples started while the first was stuck, want 1", n)
+	}
+}

@@ -37,8 +37,10 @@ func TestConsoleOnFollower(t *testing.T) {
 	// Sent to the follower's agent listener, the heartbeat is forwarded:
 	// the leader keeps the readings, the follower none.
 	follower.telemetry(cred, gpuSample)
-	if n, err := leader.admin.Nodes(ctx); err != nil || len(n) != 1 || n[0].TelemetryAt == nil || n[0].GPUs[0].TemperatureC == nil {
-		t.Fatalf("the leader's node listing after a heartbeat through the follower: %+v, %v", n, err)
+	for _, m := range []*farm{leader, follower} { // the follower forwards the admin listing to the leader
+		if n, err := m.admin.Nodes(ctx); err != nil || len(n) != 1 || n[0].TelemetryAt == nil || n[0].GPUs[0].TemperatureC == nil {
+			t.Fatalf("the node listing through %s after a heartbeat through the follower: %+v, %v", m.srv.AdminAddr(), n, err)
+		}
 	}
 
 	base := "http://" + follower.srv.AdminAddr()
