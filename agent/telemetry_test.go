@@ -126,12 +126,7 @@ func TestHeartbeatCarriesGPUTelemetry(t *testing.T) {
 	f := newFakeCP(t)
 	cfg := testConfig(t, f)
 	cfg.Procedural = false
-	cfg.Discover = func() (Capacity, error) {
-		c, err := cpuMachine()
-		g, _ := sampleGPUs(lib())
-		c.GPUs, c.NvidiaDriver, c.Note = g, true, ""
-		return c, err
-	}
+	cfg.Discover = gpuMachine(lib())
 	cfg.SampleGPUs = func() ([]GPU, error) { return sampleGPUs(lib()) }
 	startAgent(t, cfg)
 
@@ -156,12 +151,7 @@ func TestHeartbeatCarriesGPUTelemetry(t *testing.T) {
 	var sampled atomic.Int32
 	vcfg.SampleGPUs = func() ([]GPU, error) { sampled.Add(1); return nil, nil }
 	startAgent(t, vcfg)
-	waitFor(t, "three heartbeats of a virtual node", func() bool { return len(fv.snapshot().heartbeats) >= 3 })
-	for _, hb := range fv.snapshot().heartbeats {
-		if hb.GPUs != nil {
-			t.Fatalf("a virtual node sent GPU samples: %+v", hb.GPUs)
-		}
-	}
+	noTelemetry(t, fv, "a virtual node")
 	if n := sampled.Load(); n != 0 {
 		t.Errorf("a virtual node read NVML %d times for its heartbeats", n)
 	}
@@ -201,12 +191,7 @@ func TestHeartbeatNotHeldByNVML(t *testing.T) {
 	f := newFakeCP(t)
 	cfg := testConfig(t, f)
 	cfg.Procedural = false
-	cfg.Discover = func() (Capacity, error) {
-		c, err := cpuMachine()
-		g, _ := sampleGPUs(a100Box(1))
-		c.GPUs, c.NvidiaDriver, c.Note = g, true, ""
-		return c, err
-	}
+	cfg.Discover = gpuMachine(a100Box(1))
 	cfg.SampleGPUs = func() ([]GPU, error) {
 		calls.Add(1)
 		<-stuck
@@ -214,13 +199,30 @@ func TestHeartbeatNotHeldByNVML(t *testing.T) {
 	}
 	startAgent(t, cfg)
 	t.Cleanup(func() { close(stuck) })
-	waitFor(t, "three heartbeats", func() bool { return len(f.snapshot().heartbeats) >= 3 })
-	for _, hb := range f.snapshot().heartbeats {
-		if hb.GPUs != nil {
-			t.Fatalf("a heartbeat carried telemetry NVML never gave: %+v", hb.GPUs)
-		}
-	}
+	noTelemetry(t, f, "an agent whose NVML is stuck")
 	if n := calls.Load(); n != 1 {
 		t.Errorf("%d samples started while the first was stuck, want 1", n)
+	}
+}
+
+// gpuMachine discovers cpuMachine with lib's GPUs.
+func gpuMachine(lib nvml.Interface) func() (Capacity, error) {
+	return func() (Capacity, error) {
+		c, err := cpuMachine()
+		g, _ := sampleGPUs(lib)
+		c.GPUs, c.NvidiaDriver, c.Note = g, true, ""
+		return c, err
+	}
+}
+
+// noTelemetry waits for three heartbeats to f and fails if any carried GPU
+// samples.
+func noTelemetry(t *testing.T, f *fakeCP, who string) {
+	t.Helper()
+	waitFor(t, "three heartbeats of "+who, func() bool { return len(f.snapshot().heartbeats) >= 3 })
+	for _, hb := range f.snapshot().heartbeats {
+		if hb.GPUs != nil {
+			t.Fatalf("%s sent GPU samples: %+v", who, hb.GPUs)
+		}
 	}
 }

@@ -10,13 +10,19 @@ import (
 
 func f64(v float64) *float64 { return &v }
 
+// testStore is a Store for 5 s heartbeats on the clock *now.
+func testStore(now *time.Time) (*Store, Config) {
+	*now = time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	cfg := ForHeartbeats(5 * time.Second)
+	cfg.Now = func() time.Time { return *now }
+	return New(cfg), cfg
+}
+
 // TestStore ages a sample through fresh, stale and forgotten, and checks
 // that Put sweeps nodes that went silent and a nil Store holds nothing.
 func TestStore(t *testing.T) {
-	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
-	cfg := ForHeartbeats(5 * time.Second)
-	cfg.Now = func() time.Time { return now }
-	s := New(cfg)
+	var now time.Time
+	s, cfg := testStore(&now)
 	s.Put("n1", map[string]GPU{"GPU-0": {MemoryUsedGB: 12, TemperatureC: f64(60)}})
 	s.Put("n2", map[string]GPU{"GPU-0": {MemoryUsedGB: 1}})
 
@@ -58,10 +64,8 @@ func TestStore(t *testing.T) {
 // TestCollector exports the fresh samples as gauges and leaves stale ones
 // out.
 func TestCollector(t *testing.T) {
-	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
-	cfg := ForHeartbeats(5 * time.Second)
-	cfg.Now = func() time.Time { return now }
-	s := New(cfg)
+	var now time.Time
+	s, cfg := testStore(&now)
 	s.Put("old", map[string]GPU{"GPU-9": {MemoryUsedGB: 5, TemperatureC: f64(90)}})
 	now = now.Add(cfg.StaleAfter + time.Second)
 	s.Put("n1", map[string]GPU{"GPU-0": {MemoryUsedGB: 30.5, UtilizationPercent: f64(42), TemperatureC: f64(67), PowerW: f64(310)}})
