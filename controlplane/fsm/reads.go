@@ -258,6 +258,14 @@ func (f *FSM) Nodes() []NodeView {
 	return out
 }
 
+// NodeInfo returns the scheduler's view of node id (its GPUs, slots and
+// leases), as Nodes does for all of them.
+func (f *FSM) NodeInfo(id string) (scheduler.NodeInfo, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.sched.Node(id)
+}
+
 // NodeView is a registered node and its scheduler view.
 type NodeView struct {
 	Node Node

@@ -33,6 +33,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/controlplane/raftnode"
 	"github.com/vidfarm/vidfarm/controlplane/sealed"
+	"github.com/vidfarm/vidfarm/controlplane/telemetry"
 	"github.com/vidfarm/vidfarm/controlplane/webhook"
 	"github.com/vidfarm/vidfarm/netguard"
 )
@@ -362,10 +363,19 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// barrier) and forwards every other public request.
 	s.public = guards.server(guards.public, forward(cluster.Public, s.API, api.EventsPath))
 	s.public.RegisterOnShutdown(s.API.StopStreams)
+	// GPU telemetry from heartbeats: this member's memory, not Raft (see
+	// package telemetry); agent requests reach the leader, so it is the
+	// leader's that fills.
+	beat := cfg.HeartbeatInterval
+	if beat <= 0 {
+		beat = agentapi.DefaultHeartbeatInterval
+	}
+	tel := telemetry.New(telemetry.ForHeartbeats(beat))
+	reg.MustRegister(tel.Collector())
 	adminAPI := forward(cluster.Admin, admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg, Cluster: node,
-		AppDB: s.bridgeStatus(), BenchFill: cfg.BenchFill}), adminLocal)
+		AppDB: s.bridgeStatus(), BenchFill: cfg.BenchFill, Telemetry: tel}), adminLocal)
 	s.admin = guards.server(guards.admin, withConsole(adminAPI, console.New(console.Config{Token: cfg.AdminToken, Admin: adminAPI,
-		MemberTLS: tlsSet.client, FSM: f, Secure: tlsSet.server != nil, Logger: cfg.Logger, Registerer: reg})))
+		MemberTLS: tlsSet.client, FSM: f, Secure: tlsSet.server != nil, Logger: cfg.Logger, Registerer: reg, Telemetry: tel})))
 	bg, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	// Lease polls wait up to a minute and artifact uploads are as long as the
@@ -375,6 +385,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.agent = guards.server(guards.agent, forward(cluster.Agent, agentapi.Handler(agentapi.Config{
 		FSM: f, Store: node, Blobs: blobs, Token: cfg.AgentToken, Notifier: s.notify, Logger: cfg.Logger,
 		LeaseDuration: cfg.LeaseDuration, HeartbeatInterval: cfg.HeartbeatInterval, RetryBackoff: cfg.RetryBackoff,
+		Telemetry: tel,
 	}), nil))
 	s.agent.BaseContext = func(net.Listener) context.Context { return bg }
 	if err := s.joinOrWait(ctx); err != nil {
