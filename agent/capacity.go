@@ -74,6 +74,9 @@ type GPU struct {
 	// TEMPERATURE_GPU sensor); null where the GPU does not report it or it
 	// could not be read.
 	TemperatureC *uint32 `json:"temperature_c,omitempty"`
+	// PowerW is the board's power draw in watts (NVML's power usage); null
+	// where the GPU does not report it or it could not be read.
+	PowerW *float64 `json:"power_w,omitempty"`
 	// MIGEnabled is the current MIG mode; false where the GPU has no MIG.
 	// A GPU in MIG mode runs work only in its MIG instances.
 	MIGEnabled   bool          `json:"mig_enabled"`

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vidfarm/vidfarm/pipeline"
@@ -99,6 +100,7 @@ type agent struct {
 	// (maintenance.go).
 	nodeState string
 
+	sampling atomic.Bool   // a GPU telemetry sample is under way (telemetry.go)
 	hbNow    chan struct{} // asks the heartbeat loop for a beat now
 	fatal    chan error    // a reason to stop that is not ctx
 	leaseCtx context.Context
@@ -420,6 +422,7 @@ func (a *agent) heartbeat(ctx context.Context) {
 	if cred == "" {
 		return // registering again
 	}
+	req.GPUs = a.gpuTelemetry()
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	resp, err := a.cp.heartbeat(cctx, cred, req)
 	cancel()

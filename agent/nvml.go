@@ -165,6 +165,16 @@ func discoverGPU(lib nvml.Interface, i int) (GPU, []error) {
 		p.warn("temperature", ret)
 	}
 
+	switch mw, ret := dev.GetPowerUsage(); ret {
+	case nvml.SUCCESS:
+		w := float64(mw) / 1000 // NVML reports milliwatts
+		g.PowerW = &w
+	case nvml.ERROR_NOT_SUPPORTED:
+		// no power sensor NVML can read (many consumer and virtual GPUs)
+	default:
+		p.warn("power", ret)
+	}
+
 	switch current, _, ret := dev.GetMigMode(); ret {
 	case nvml.SUCCESS:
 		g.MIGEnabled = current == nvml.DEVICE_MIG_ENABLE

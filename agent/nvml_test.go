@@ -58,6 +58,8 @@ func device(name, uuid string, total, free uint64, util nvml.Utilization) *mock.
 		GetUtilizationRatesFunc: func() (nvml.Utilization, nvml.Return) { return util, nvml.SUCCESS },
 		// No sensor unless a test sets GetTemperatureFunc.
 		GetTemperatureFunc: func(nvml.TemperatureSensors) (uint32, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED },
+		// No power sensor unless a test sets GetPowerUsageFunc.
+		GetPowerUsageFunc: func() (uint32, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED },
 		GetMigModeFunc: func() (int, int, nvml.Return) {
 			return nvml.DEVICE_MIG_DISABLE, nvml.DEVICE_MIG_DISABLE, nvml.SUCCESS
 		},

@@ -34,6 +34,7 @@ type Client struct {
 	minBackoff   time.Duration
 	maxBackoff   time.Duration
 	pollInterval time.Duration
+	streamIdle   time.Duration
 }
 
 // Option configures a Client.

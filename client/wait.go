@@ -3,13 +3,13 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
 
-// updates is where Wait learns of a video's changes. Polling is the only
-// source today; an events stream (GET /v1/videos/{id}/events) will be another,
-// with polling as its fallback, without changing Wait.
+// updates is where Wait learns of a video's changes: the events stream
+// (GET /v1/videos/{id}/events), with polling as its fallback.
 type updates interface {
 	// next returns the video's state after the previous call's: at once on the
 	// first call, later ones when it may have changed.
@@ -40,13 +40,84 @@ func (p *poller) next(ctx context.Context) (*Video, error) {
 	return v, nil
 }
 
+// streamer reads the video's events stream, resuming with the last event's
+// id after a break (on whichever node answers). When the stream cannot be
+// had it reads the video by polling instead: once per break while the
+// stream fails for want of a connection (every poll_interval_seconds), and
+// for good once the server answers the stream with an error (an older
+// server without the route, say).
+type streamer struct {
+	c      *Client
+	id     string
+	last   string
+	es     *EventStream
+	poll   *poller
+	polled bool // the stream was refused: poll only
+}
+
+func (s *streamer) next(ctx context.Context) (*Video, error) {
+	if s.polled {
+		return s.poll.next(ctx)
+	}
+	if s.es == nil {
+		es, err := s.c.VideoEvents(ctx, s.id, s.last)
+		switch {
+		case err == nil:
+			s.es = es
+		case ctx.Err() != nil:
+			return nil, err
+		case errors.Is(err, ErrStreamFinal):
+			// The stream has nothing more: the video as it is ends the wait.
+			s.polled = true
+			return s.poll.next(ctx)
+		default:
+			var ae *Error
+			if errors.As(err, &ae) && !ae.Retryable {
+				s.polled = true
+			}
+			return s.poll.next(ctx)
+		}
+	}
+	ev, err := s.es.Next()
+	if err != nil {
+		s.es.Close()
+		s.es = nil
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// The node went away or ended the stream: read the video once (at
+		// the poll interval after the first time) and resume the stream.
+		return s.poll.next(ctx)
+	}
+	s.last = ev.ID
+	s.poll.wait = 0 // a later break reads at once
+	return &ev.Video, nil
+}
+
+// close releases the stream of a wait that ends.
+func (s *streamer) close() {
+	if s.es != nil {
+		s.es.Close()
+	}
+}
+
 // Wait follows video id until it is final (completed, failed, canceled, or a
-// free plan's preview) and returns it. A failed or canceled video is not an
-// error: check Status. onChange, when not nil, is called with the first state
-// seen and then with every state whose status or progress differs from the one
+// free plan's preview) and returns it. It listens to the video's events
+// stream, and polls every poll_interval_seconds (or WithPollInterval) while
+// the stream cannot be had. A failed or canceled video is not an error: check
+// Status. onChange, when not nil, is called with the first state seen and
+// then with every state whose status or progress differs from the one
 // before. Errors are ctx's, or an API error the client's retries did not get
 // past.
 func (c *Client) Wait(ctx context.Context, id string, onChange func(Video)) (*Video, error) {
+	s := &streamer{c: c, id: id, poll: &poller{c: c, id: id, fixed: c.pollInterval}}
+	defer s.close()
+	return c.wait(ctx, s, onChange)
+}
+
+// WaitPolling is Wait without the events stream: it reads the video every
+// poll_interval_seconds (or WithPollInterval).
+func (c *Client) WaitPolling(ctx context.Context, id string, onChange func(Video)) (*Video, error) {
 	return c.wait(ctx, &poller{c: c, id: id, fixed: c.pollInterval}, onChange)
 }
 

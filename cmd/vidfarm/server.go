@@ -60,6 +60,7 @@ func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
 	fs.BoolVar(&sf.cfg.AllowPrivateURLs, "allow-private-urls", false, "DEVELOPMENT: accept input image URLs on private and loopback hosts")
 	fs.BoolVar(&sf.cfg.BenchFill, "bench-fill", false, "BENCHMARKS ONLY: serve POST /admin/v1/bench/fill, which adds completed videos to an account without rendering them")
 	fs.DurationVar(&sf.cfg.SpeechWait, "speech-wait", api.DefaultSpeechWait, "how long POST /v1/voices/speech waits for its audio before answering 202 with a sample to poll")
+	fs.DurationVar(&sf.cfg.EventsHeartbeat, "events-heartbeat", api.DefaultEventsHeartbeat, "how often a quiet GET /v1/videos/{id}/events stream gets a comment line (proxies close silent connections)")
 	fs.StringVar(&sf.cfg.SecretsKey, "secrets-key", "", "64 hex digits, the same on every node (e.g. openssl rand -hex 32): seal webhook signing secrets in the replicated state, snapshots and backups; NEW,OLD rotates (the leader seals again with NEW)")
 	fs.DurationVar(&sf.cfg.SpeechRetention, "speech-retention", server.DefaultSpeechRetention, "how long a finished speech sample (POST /v1/voices/speech) and its audio are kept")
 	fs.DurationVar(&sf.cfg.UploadRetention, "upload-retention", server.DefaultUploadRetention, "how long the bytes of POST /v1/uploads are kept (their public URLs are valid for 7 days)")

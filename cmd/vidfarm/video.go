@@ -24,7 +24,8 @@ const videoUsage = `usage: vidfarm video [--url URL] [--key KEY] [--json] [--pol
   get ID
   list [--status S] [--limit N] [--all]
   cancel ID
-  watch ID                     (follow a video until it is final, with its stage and percent)
+  watch ID                     (follow a video until it is final, with its stage and percent,
+                                from its events stream; polling while the stream cannot be had)
 
 --url defaults to $VIDFARM_URL, else http://127.0.0.1:8080; --key to $VIDFARM_API_KEY.
 --json prints the API's answers as JSON; otherwise a summary for people.
@@ -56,7 +57,7 @@ func clientCommand(name, usage string, args []string) (*client.Client, bool, []s
 	fs.Usage = func() { fmt.Fprint(os.Stderr, usage); fs.PrintDefaults() }
 	baseURL := fs.String("url", envOr("VIDFARM_URL", client.DefaultBaseURL), "API address [$VIDFARM_URL]")
 	key := fs.String("key", os.Getenv("VIDFARM_API_KEY"), "API key [$VIDFARM_API_KEY]")
-	poll := fs.Duration("poll-interval", 0, "how often --wait and watch read the video (default: the video's poll_interval_seconds)")
+	poll := fs.Duration("poll-interval", 0, "how often --wait and watch read the video while its events stream cannot be had (default: the video's poll_interval_seconds)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := fs.Parse(args); err != nil {
 		return nil, false, nil, err

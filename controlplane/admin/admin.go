@@ -24,6 +24,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/controlplane/ids"
 	"github.com/vidfarm/vidfarm/controlplane/raftnode"
+	"github.com/vidfarm/vidfarm/controlplane/telemetry"
 	"github.com/vidfarm/vidfarm/scheduler"
 )
 
@@ -48,6 +49,9 @@ type Config struct {
 	Cluster Cluster
 	// BenchFill serves POST /admin/v1/bench/fill (bench only; see fsm.BenchFill).
 	BenchFill bool
+	// Telemetry is the GPU readings agents' heartbeats brought to this
+	// member (the node listing shows them); nil: none.
+	Telemetry *telemetry.Store
 }
 
 type server struct {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/telemetry"
 )
 
 // Node maintenance (fsm/maintenance.go): list the render nodes, cordon,
@@ -20,6 +21,11 @@ import (
 //	POST /admin/v1/nodes/{id}/uncordon                                 -> 200 NodeJSON
 //
 // {id} is a node id or a node's name (an agent's --name, unique in the farm).
+//
+// Each GPU carries the agent's last NVML readings (memory used, utilisation,
+// temperature, power) and the node when they arrived (telemetry_at): kept
+// in the leader's memory (package telemetry), not replicated, so these GETs,
+// which a follower forwards to the leader, show them.
 
 // The states NodeJSON.State takes.
 const (
@@ -70,6 +76,13 @@ type NodeJSON struct {
 	// DrainDeadline is when the tasks a draining node still runs are handed back.
 	DrainDeadline     *time.Time `json:"drain_deadline,omitempty"`
 	MaintenanceReason string     `json:"maintenance_reason,omitempty"`
+	// TelemetryAt is when the GPU readings in GPUs arrived with a
+	// heartbeat; TelemetryStale says no newer one came for a few heartbeat
+	// intervals. Absent when the leader has none (a node of virtual GPUs,
+	// an agent without NVML or older than the telemetry), and on a
+	// follower: the readings live in the leader's memory only.
+	TelemetryAt    *time.Time `json:"telemetry_at,omitempty"`
+	TelemetryStale bool       `json:"telemetry_stale,omitempty"`
 }
 
 // NodeGPUJSON is one GPU of a node.
@@ -81,6 +94,17 @@ type NodeGPUJSON struct {
 	MemoryFreeGB float64 `json:"memory_free_gb"`
 	MIG          bool    `json:"mig,omitempty"`
 	Busy         bool    `json:"busy"`
+	// Model is the GPU's product name (NVML; a MIG instance's names its
+	// profile), "virtual" for a procedural render slot.
+	Model string `json:"model,omitempty"`
+	// The agent's last NVML readings (NodeJSON.TelemetryAt), each absent
+	// where the GPU does not report it: memory in use (a MIG instance's
+	// own), utilisation 0..100 and temperature (a MIG instance's parent
+	// GPU's), power draw.
+	MemoryUsedGB       *float64 `json:"memory_used_gb,omitempty"`
+	UtilizationPercent *float64 `json:"utilization_percent,omitempty"`
+	TemperatureC       *float64 `json:"temperature_c,omitempty"`
+	PowerW             *float64 `json:"power_w,omitempty"`
 }
 
 // RunningTask is a lease a node holds.
@@ -108,20 +132,22 @@ func (s *server) nodeRoutes(r chi.Router) {
 	r.Post("/admin/v1/nodes/{id}/uncordon", s.uncordonNode)
 }
 
-// NodeViews lists the render nodes of f as GET /admin/v1/nodes answers them.
-func NodeViews(f *fsm.FSM) []NodeJSON {
+// NodeViews lists the render nodes of f as GET /admin/v1/nodes answers them,
+// with the GPU readings of tel (nil: none).
+func NodeViews(f *fsm.FSM, tel *telemetry.Store) []NodeJSON {
 	views := f.Nodes()
 	out := make([]NodeJSON, 0, len(views))
 	for _, v := range views {
-		out = append(out, NodeView(f, v))
+		out = append(out, NodeView(f, v, tel))
 	}
 	return out
 }
 
-func (s *server) nodeView(v fsm.NodeView) NodeJSON { return NodeView(s.cfg.FSM, v) }
+func (s *server) nodeView(v fsm.NodeView) NodeJSON { return NodeView(s.cfg.FSM, v, s.cfg.Telemetry) }
 
-// NodeView is one render node of f as the admin API shows it.
-func NodeView(f *fsm.FSM, v fsm.NodeView) NodeJSON {
+// NodeView is one render node of f as the admin API shows it, with its GPU
+// readings in tel (nil: none).
+func NodeView(f *fsm.FSM, v fsm.NodeView, tel *telemetry.Store) NodeJSON {
 	leases := f.NodeLeases(v.Node.ID)
 	out := NodeJSON{
 		ID: v.Node.ID, Name: v.Node.Name, State: NodeActive, Down: v.Info.Down, AgentDraining: v.Info.Draining,
@@ -134,8 +160,17 @@ func NodeView(f *fsm.FSM, v fsm.NodeView) NodeJSON {
 	for _, id := range v.Info.IdleGPUs {
 		idle[id] = true
 	}
+	sample, sampled := tel.Get(v.Node.ID)
+	if sampled {
+		at := sample.At.UTC()
+		out.TelemetryAt, out.TelemetryStale = &at, sample.Stale
+	}
 	for _, g := range v.Info.GPUs {
-		out.GPUs = append(out.GPUs, NodeGPUJSON{ID: g.ID, MemoryTotalGB: g.MemoryTotalGB, MemoryFreeGB: g.MemoryFreeGB, MIG: g.MIG, Busy: !idle[g.ID]})
+		gj := NodeGPUJSON{ID: g.ID, MemoryTotalGB: g.MemoryTotalGB, MemoryFreeGB: g.MemoryFreeGB, MIG: g.MIG, Busy: !idle[g.ID], Model: g.Model}
+		if t, ok := sample.GPUs[g.ID]; ok {
+			gj.MemoryUsedGB, gj.UtilizationPercent, gj.TemperatureC, gj.PowerW = &t.MemoryUsedGB, t.UtilizationPercent, t.TemperatureC, t.PowerW
+		}
+		out.GPUs = append(out.GPUs, gj)
 	}
 	for _, l := range leases {
 		rt := RunningTask{TaskID: l.TaskID, VideoID: l.VideoID, Attempt: l.Attempt,
@@ -161,7 +196,7 @@ func NodeView(f *fsm.FSM, v fsm.NodeView) NodeJSON {
 }
 
 func (s *server) listNodes(w http.ResponseWriter, r *http.Request) {
-	apierr.WriteJSON(w, http.StatusOK, NodeList{Nodes: NodeViews(s.cfg.FSM)})
+	apierr.WriteJSON(w, http.StatusOK, NodeList{Nodes: NodeViews(s.cfg.FSM, s.cfg.Telemetry)})
 }
 
 // findNode resolves {id}, a node id or name, or answers 404.

@@ -16,6 +16,11 @@
 //   - 400 invalid_request: the body or a value in it is malformed; details say which.
 //   - 503 (retryable): the control plane is electing a leader; retry with backoff.
 //
+// A heartbeat may carry GPU telemetry (wire.GPUSample): checked against the
+// GPUs the node registered (a bad value is 400 and the heartbeat is not
+// applied) and kept in Config.Telemetry, this member's memory, not through
+// Raft; a node that deregisters is forgotten there.
+//
 // The lease long-poll (POST /agent/v1/lease?wait=N) proposes a lease at once; when
 // nothing can be placed it waits until a Notifier says work may have changed (a
 // video queued, a task finished, leases expired, a node came or went), or a
@@ -43,6 +48,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/blob"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/telemetry"
 )
 
 // Store proposes commands to the replicated state; raftnode.Node is the real one.
@@ -81,6 +87,9 @@ type Config struct {
 	// Waiting, when set, is called each time a lease poll finds no work and starts
 	// to wait (for metrics and tests).
 	Waiting func()
+	// Telemetry takes the GPU samples heartbeats carry (not replicated: see
+	// package telemetry); nil drops them after checking them.
+	Telemetry *telemetry.Store
 }
 
 // Defaults of Config.

@@ -42,6 +42,11 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, invalid(fmt.Sprintf("at most %d leases per heartbeat", maxHeldLeases)).With("field", "leases"))
 		return
 	}
+	gpus, e := s.checkTelemetry(n.ID, req.GPUs)
+	if e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
 	held := make([]fsm.HeldLease, len(req.Leases))
 	for i, l := range req.Leases {
 		held[i] = fsm.HeldLease{TaskID: l.TaskID, Token: l.Token, Percent: l.Percent}
@@ -53,6 +58,9 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		apierr.Write(w, r, s.fromApply(r, err))
 		return
+	}
+	if gpus != nil {
+		s.cfg.Telemetry.Put(n.ID, gpus)
 	}
 	resp := wire.HeartbeatResponse{}
 	if node, ok := s.fsm.Node(n.ID); ok && node.Maintenance != nil {
@@ -422,6 +430,7 @@ func (s *server) deregister(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, s.fromApply(r, err))
 		return
 	}
+	s.cfg.Telemetry.Forget(n.ID)
 	s.notify.Notify()
 	s.log.Info("node deregistered", "node_id", n.ID, "name", n.Name)
 	w.WriteHeader(http.StatusNoContent)

@@ -10,6 +10,10 @@ import (
 type metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	// streams counts open event streams; resyncs the streams that went on
+	// from a video's current state instead of its history.
+	streams prometheus.Gauge
+	resyncs prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -21,9 +25,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "vidfarm_api_request_duration_seconds", Help: "Public API request latency by route.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10},
 		}, []string{"route", "method"}),
+		streams: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "vidfarm_api_event_streams", Help: "Open GET /v1/videos/{id}/events streams on this node.",
+		}),
+		resyncs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "vidfarm_api_event_stream_resyncs_total",
+			Help: "Event streams that went on from the video's current state because this node could not list the changes the client missed.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.latency)
+		reg.MustRegister(m.requests, m.latency, m.streams, m.resyncs)
 	}
 	return m
 }

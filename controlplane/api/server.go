@@ -69,6 +69,13 @@ type Config struct {
 	// SpeechWait bounds how long POST /v1/voices/speech waits for its audio
 	// before answering 202 with the sample to poll; 0 means DefaultSpeechWait.
 	SpeechWait time.Duration
+	// EventsHeartbeat is how often a quiet event stream gets a comment line;
+	// 0 means DefaultEventsHeartbeat.
+	EventsHeartbeat time.Duration
+	// ReadBarrier, when set, is what an event stream waits for before it
+	// reads the local state: that this node has applied everything the
+	// cluster committed, and at least index (a client's Last-Event-ID).
+	ReadBarrier func(ctx context.Context, index uint64) error
 	// WorkQueued, when set, is called after a video was queued for rendering, so
 	// waiting agents look for work at once (agentapi.Notifier.Notify).
 	WorkQueued func()
@@ -86,6 +93,9 @@ type API struct {
 	router   chi.Router
 	// inputGuard is cfg.Guard for addresses render nodes fetch: https only.
 	inputGuard *netguard.Guard
+	// streamsDone ends every event stream (StopStreams).
+	streamsDone chan struct{}
+	stopStreams sync.Once
 }
 
 // MaxBodyBytes is the contract's body limit: a JSON body of 256 KB or more is refused.
@@ -119,6 +129,7 @@ func New(cfg Config) (*API, error) {
 	}
 	a := &API{cfg: cfg, fsm: cfg.FSM, store: cfg.Store, log: cfg.Logger, lim: lim, metrics: newMetrics(cfg.Registry), inputGuard: &inputGuard}
 	a.inflight.m = map[inflightKey]struct{}{}
+	a.streamsDone = make(chan struct{})
 	a.router = a.routes()
 	return a, nil
 }
@@ -132,6 +143,11 @@ func (a *API) workQueued() {
 
 // ServeHTTP makes the API an http.Handler.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.router.ServeHTTP(w, r) }
+
+// StopStreams ends every open event stream, so that a server shutting down
+// does not wait for them (http.Server.RegisterOnShutdown); clients reconnect
+// elsewhere with Last-Event-ID.
+func (a *API) StopStreams() { a.stopStreams.Do(func() { close(a.streamsDone) }) }
 
 // Close stops the rate limiters' sweepers.
 func (a *API) Close() { a.lim.close() }
@@ -163,6 +179,7 @@ func (a *API) routes() chi.Router {
 		r.Post("/v1/videos", a.createVideo)
 		r.Get("/v1/videos", a.listVideos)
 		r.Get("/v1/videos/{id}", a.getVideo)
+		r.Get("/v1/videos/{id}/events", a.videoEvents)
 		r.Post("/v1/videos/{id}/render", a.renderPreview)
 		r.Post("/v1/videos/{id}/cancel", a.cancelVideo)
 		r.Get("/v1/events", a.listEvents)

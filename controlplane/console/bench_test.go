@@ -21,6 +21,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/admin"
 	"github.com/vidfarm/vidfarm/controlplane/console"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/telemetry"
 	"github.com/vidfarm/vidfarm/models"
 	"github.com/vidfarm/vidfarm/scheduler"
 )
@@ -44,7 +45,7 @@ func envInt(name string, def int) int {
 
 // BenchmarkConsole answers each console endpoint over a state of
 // VIDFARM_BENCH_NODES render nodes (default 1,000; 8 GPUs each, two
-// renders running on each) and VIDFARM_BENCH_QUEUED queued videos
+// renders running on each, and GPU readings from each) and VIDFARM_BENCH_QUEUED queued videos
 // (default 100,000, over 10 accounts and the catalog's models), through
 // the real admin handlers in-process; the target is 100 ms an answer.
 // Asking the other members for their status (network calls, a second at
@@ -102,11 +103,20 @@ func BenchmarkConsole(b *testing.B) {
 			apply(&fsm.LeaseTask{NodeID: fmt.Sprintf("node_%05d", i), LeaseMS: 60_000, Now: now})
 		}
 	}
+	// Every node's GPUs have readings, as on a leader whose agents send them.
+	tel := telemetry.New(telemetry.ForHeartbeats(time.Hour))
+	for i := range nNodes {
+		gpus := map[string]telemetry.GPU{}
+		for g := range 8 {
+			gpus[fmt.Sprintf("GPU-%d", g)] = telemetry.GPU{MemoryUsedGB: 41.5, UtilizationPercent: f64(97), TemperatureC: f64(71), PowerW: f64(612)}
+		}
+		tel.Put(fmt.Sprintf("node_%05d", i), gpus)
+	}
 	b.Logf("%d nodes, %d queued videos, %d tasks ready, filled in %s", nNodes, nQueued, f.Stats().Queued, time.Since(start).Round(time.Millisecond))
 
 	adminAPI := admin.Handler(admin.Config{Token: "bench", FSM: f, Node: localNode{f}, Gatherer: prometheus.NewRegistry(),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	con := console.New(console.Config{Token: "bench", Admin: adminAPI, FSM: f, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Telemetry: tel})
+	con := console.New(console.Config{Token: "bench", Admin: adminAPI, FSM: f, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Telemetry: tel})
 	cookie := benchLogin(b, con)
 	// The admin API's own answers the pages are made of, for comparison.
 	for _, path := range []string{"/admin/v1/nodes", "/admin/v1/queue?limit=200", "/admin/v1/videos/vid_00000000"} {

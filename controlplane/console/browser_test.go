@@ -142,7 +142,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	key := f.account()
 	all := models.IDs()
 	model, others := all[0], all[1:]
-	var vid, credB string
+	var vid, credA, credB string
 
 	steps := []struct {
 		name string
@@ -163,7 +163,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			eval[string](b, `window.consoleTestMarker = 'loaded once'`)
 		}},
 		{"a node that registers appears", func(t *testing.T) {
-			f.register("gpu-a", others)
+			credA = f.register("gpu-a", others)
 			b.do("wait for gpu-a", chromedp.WaitVisible(chromedp.CSS(`#nodes tr[data-node="gpu-a"][data-state="active"]`)))
 			if how := eval[string](b, `document.getElementById('updated').dataset.live`); how != "live" {
 				t.Errorf("the farm page updates by %q, want live (server-sent events)", how)
@@ -174,6 +174,14 @@ func TestConsoleInBrowser(t *testing.T) {
 					t.Errorf("gpu-a's row lacks %q: %s", want, row)
 				}
 			}
+			f.telemetry(credA, gpuSample)
+			gpu := poll[string](b, "GPU-0's readings show", `(document.querySelector('#nodes tr[data-node="gpu-a"] [data-gpu="GPU-0"] .telemetry') || {}).textContent`)
+			for _, want := range []string{"30.5 of 80 GB used", "42% busy", "67 °C", "310 W"} {
+				if !strings.Contains(gpu, want) {
+					t.Errorf("GPU-0's readings lack %q: %s", want, gpu)
+				}
+			}
+			b.shot("farm-telemetry")
 			b.notReloaded()
 		}},
 		{"a queued video's reason changes when its node comes", func(t *testing.T) {

@@ -16,6 +16,14 @@
 // through the same forwarding as a `vidfarm admin` request: on a follower
 // they reach the leader.
 //
+// The farm page shows each GPU's last NVML readings (memory used of total,
+// utilisation, temperature, power) from the agents' heartbeats. They are
+// kept in the leader's memory only (package telemetry), and a follower's
+// farm page says "telemetry on the leader" rather than fetching them from
+// it: the page stays one read of this member's own state, which answers
+// even when the leader cannot be reached, and the leader does not build
+// its node listing a second time for every follower's console poll.
+//
 // Sessions live in this node's memory: a session is good on the node that
 // made it, for SessionTTL at most and IdleTTL without a request, and logout
 // ends it at once. State-changing requests (cordon, drain, uncordon, logout)
@@ -50,6 +58,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/api"
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/telemetry"
 )
 
 //go:embed static
@@ -91,6 +100,10 @@ type Config struct {
 	RateLimitHits func(account string) api.RateLimitHits
 	// Registerer takes the console's metrics (nil: not exported).
 	Registerer prometheus.Registerer
+	// Telemetry is the GPU readings agents' heartbeats brought to this
+	// member: the leader's (agent requests are forwarded to it); a
+	// follower's holds none.
+	Telemetry *telemetry.Store
 }
 
 // Console serves /console.

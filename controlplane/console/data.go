@@ -57,6 +57,10 @@ type FarmJSON struct {
 	Cluster *admin.ClusterOverview `json:"cluster"`
 	// ClusterError says why the members could not be listed.
 	ClusterError string `json:"cluster_error,omitempty"`
+	// TelemetryOnLeader: this member is not the leader, so its nodes carry
+	// no GPU readings (they live in the leader's memory; the leader's
+	// console shows them).
+	TelemetryOnLeader bool `json:"telemetry_on_leader,omitempty"`
 }
 
 // FarmSummary counts the nodes by state and their GPUs.
@@ -191,8 +195,9 @@ func (c *Console) farmPage(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	nodes := admin.NodeViews(c.cfg.FSM)
-	out := FarmJSON{GeneratedAt: c.cfg.Now().UTC(), Summary: summarize(nodes), Self: self, Nodes: []admin.NodeJSON{}}
+	nodes := admin.NodeViews(c.cfg.FSM, c.cfg.Telemetry)
+	out := FarmJSON{GeneratedAt: c.cfg.Now().UTC(), Summary: summarize(nodes), Self: self, Nodes: []admin.NodeJSON{},
+		TelemetryOnLeader: !strings.EqualFold(self.State, "leader")}
 	if q := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("q"))); q != "" {
 		nodes = slices.DeleteFunc(nodes, func(n admin.NodeJSON) bool {
 			return !strings.Contains(strings.ToLower(n.Name), q) && !strings.Contains(n.ID, q)
@@ -282,7 +287,7 @@ func (c *Console) queuePage(r *http.Request) (any, error) {
 		if !slices.ContainsFunc(f.NodeLeases(v.Node.ID), func(l scheduler.Lease) bool { return l.Deadline.Sub(now) <= NearExpiry }) {
 			continue
 		}
-		n := admin.NodeView(f, v)
+		n := admin.NodeView(f, v, nil)
 		for _, t := range n.RunningTasks {
 			if left := t.Deadline.Sub(now); left <= NearExpiry {
 				out.Expiring = append(out.Expiring, ExpiringLease{RunningTask: t, Node: cmp.Or(n.Name, n.ID), RemainingSeconds: left.Seconds()})

@@ -33,7 +33,15 @@ func TestConsoleOnFollower(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // polling interval
 	}
-	leader.register("gpu-f", models.IDs())
+	cred := leader.register("gpu-f", models.IDs())
+	// Sent to the follower's agent listener, the heartbeat is forwarded:
+	// the leader keeps the readings, the follower none.
+	follower.telemetry(cred, gpuSample)
+	for _, m := range []*farm{leader, follower} { // the follower forwards the admin listing to the leader
+		if n, err := m.admin.Nodes(ctx); err != nil || len(n) != 1 || n[0].TelemetryAt == nil || n[0].GPUs[0].TemperatureC == nil {
+			t.Fatalf("the node listing through %s after a heartbeat through the follower: %+v, %v", m.srv.AdminAddr(), n, err)
+		}
+	}
 
 	base := "http://" + follower.srv.AdminAddr()
 	st, body, cks := send(t, "POST", base+"/console/login", `{"token": "`+adminToken+`"}`, nil, nil)
@@ -59,6 +67,9 @@ func TestConsoleOnFollower(t *testing.T) {
 	}
 	if len(farm.Nodes) != 1 || farm.Nodes[0].Name != "gpu-f" {
 		t.Errorf("the follower's farm page shows nodes %+v", farm.Nodes)
+	}
+	if !farm.TelemetryOnLeader || len(farm.Nodes) == 1 && (farm.Nodes[0].TelemetryAt != nil || farm.Nodes[0].GPUs[0].MemoryUsedGB != nil) {
+		t.Errorf("the follower's page: telemetry_on_leader %v, node %+v", farm.TelemetryOnLeader, farm.Nodes)
 	}
 	if farm.Cluster == nil || len(farm.Cluster.Nodes) != 2 {
 		t.Fatalf("members on the follower's page: %+v %s", farm.Cluster, farm.ClusterError)

@@ -29,6 +29,8 @@ type FSM struct {
 	outbox func()
 	// obs receives apply and snapshot timings; see SetObserver.
 	obs Observer
+	// watch follows the videos event streams on this node watch (watch.go).
+	watch videoWatch
 	// replayThrough is the index a store opened with; Raft replays the log
 	// from its last snapshot, and entries up to here are in the state already.
 	replayThrough uint64
@@ -150,6 +152,7 @@ func (f *FSM) applyLocked(l *raft.Log) any {
 	v, err := f.s.apply(cmd)
 	f.obs.applied(cmd.Type(), start)
 	f.afterApply()
+	f.watch.afterEntry(l.Index, cmd, f.s)
 	return &Result{Value: v, Err: err}
 }
 
@@ -182,6 +185,7 @@ func (f *FSM) ApplyCommand(c Command) (any, error) {
 	// ledger's keys run on as they would in the log.
 	f.applied++
 	f.s.out.begin(f.applied)
+	defer f.watch.afterEntry(f.applied, c, f.s)
 	return f.s.apply(c)
 }
 

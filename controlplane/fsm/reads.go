@@ -51,7 +51,17 @@ func (f *FSM) EstimateWait(videoID string, now int64) WaitEstimate {
 
 // queued adds the scheduler's view to a copy of v.
 func (s *state) queued(v *Video) QueuedVideo {
-	q := QueuedVideo{Video: v.Clone()}
+	q := s.progress(v)
+	pct := q.Percent
+	q.Video = v.Clone()
+	q.Percent = pct
+	return q
+}
+
+// progress is v's status and progress in a QueuedVideo whose Video holds
+// only its id, Status and Percent: what a watcher compares (watch.go).
+func (s *state) progress(v *Video) QueuedVideo {
+	q := QueuedVideo{Video: Video{ID: v.ID, Status: v.Status, Percent: v.Percent}}
 	if v.Status != StatusQueued && v.Status != StatusProcessing {
 		return q
 	}
@@ -246,6 +256,14 @@ func (f *FSM) Nodes() []NodeView {
 		}
 	}
 	return out
+}
+
+// NodeInfo returns the scheduler's view of node id (its GPUs, slots and
+// leases), as Nodes does for all of them.
+func (f *FSM) NodeInfo(id string) (scheduler.NodeInfo, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.sched.Node(id)
 }
 
 // NodeView is a registered node and its scheduler view.

@@ -54,6 +54,7 @@ type exchange struct {
 	status   int
 	code     string // error.code expected; empty for a success
 	template string // documented path the request goes to; empty: not in the document (405, unknown path)
+	stream   bool   // a 2xx answer is not JSON (an event stream); its body is left in oas.body
 	// knownIssue names a reported disagreement of the server with the document:
 	// the answer is expected not to match, and the test fails once it does.
 	knownIssue string
@@ -67,6 +68,7 @@ type oas struct {
 	lenient validator.Validator // GET /v1/openapi.json, whose body is a free-form OpenAPI document
 
 	header   http.Header                // headers of the last answer
+	body     []byte                     // body of the last answer
 	statuses map[int]bool               // statuses seen
 	codes    map[string]bool            // error codes seen
 	okOps    map[string]map[string]bool // template -> method -> a 2xx was validated
@@ -160,9 +162,10 @@ func (o *oas) run(h *harness, x exchange) map[string]any {
 		t.Fatalf("%s: %s %s answered %d, want %d: %s", x.name, x.method, x.path, resp.StatusCode, x.status, body)
 	}
 	var out map[string]any
-	if err := json.Unmarshal(body, &out); err != nil {
+	if err := json.Unmarshal(body, &out); err != nil && !(x.stream && resp.StatusCode < 300) {
 		t.Fatalf("%s: body is not a JSON object (%v): %s", x.name, err, body)
 	}
+	o.body = body
 	if x.code != "" {
 		if got := errorCodeOf(out); got != x.code {
 			t.Fatalf("%s: error.code %q, want %q: %s", x.name, got, x.code, body)
@@ -427,6 +430,20 @@ func TestOpenAPIDocumentMatchesServer(t *testing.T) {
 	o.run(h, exchange{name: "cancel again, {}", method: "POST", path: toCancel, key: key, body: []byte(`{}`), status: 200, template: "/v1/videos/{id}/cancel"})
 	o.run(h, exchange{name: "cancel with a field", method: "POST", path: toCancel, key: key, body: []byte(`{"force":true}`), req: reqInvalid,
 		status: 400, code: "invalid_request", template: "/v1/videos/{id}/cancel"})
+	// The events of the canceled video: its final state, then the end; with
+	// that event's id, nothing more (204).
+	events := strings.TrimSuffix(toCancel, "/cancel") + "/events"
+	o.run(h, exchange{name: "events of a canceled video", method: "GET", path: events, key: key, status: 200, stream: true, template: "/v1/videos/{id}/events"})
+	_, rest, _ := strings.Cut(string(o.body), "id: ")
+	lastID, _, _ := strings.Cut(rest, "\n")
+	if !strings.Contains(string(o.body), `"status":"canceled"`) || lastID == "" {
+		t.Fatalf("the events of a canceled video: %s", o.body)
+	}
+	o.run(h, exchange{name: "events after the final one", method: "GET", path: events, key: key, headers: []string{"Last-Event-ID", lastID},
+		status: 204, stream: true, template: "/v1/videos/{id}/events"})
+	o.run(h, exchange{name: "events, a bad Last-Event-ID", method: "GET", path: events, key: key, headers: []string{"Last-Event-ID", "x"},
+		req: reqInvalid, status: 400, code: "invalid_request", template: "/v1/videos/{id}/events"})
+	o.run(h, exchange{name: "events of an unknown video", method: "GET", path: "/v1/videos/vid_nope/events", key: key, status: 404, code: "not_found", template: "/v1/videos/{id}/events"})
 
 	// 400.
 	for _, x := range []exchange{

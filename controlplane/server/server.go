@@ -33,6 +33,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/controlplane/raftnode"
 	"github.com/vidfarm/vidfarm/controlplane/sealed"
+	"github.com/vidfarm/vidfarm/controlplane/telemetry"
 	"github.com/vidfarm/vidfarm/controlplane/webhook"
 	"github.com/vidfarm/vidfarm/netguard"
 )
@@ -127,6 +128,9 @@ type Config struct {
 	// SpeechRetention is how long a finished speech sample (and its audio)
 	// is kept after it was asked for (0: DefaultSpeechRetention).
 	SpeechRetention time.Duration
+	// EventsHeartbeat is how often a quiet event stream gets a comment
+	// line (0: api.DefaultEventsHeartbeat).
+	EventsHeartbeat time.Duration
 	// UploadRetention is how long the bytes of a POST /v1/uploads upload
 	// are kept (0: DefaultUploadRetention); UploadSweepInterval how often
 	// each node looks for older ones (0: DefaultUploadSweepInterval).
@@ -335,8 +339,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		FSM: f, Store: node, Logger: cfg.Logger, Signer: blob.Signer{Key: secret, BaseURL: cfg.PublicURL},
 		Limits: cfg.Limits, AppURL: cfg.AppURL, Registry: reg, Blobs: blobs, WorkQueued: s.notify.Notify,
 		AllowPrivateURLs: cfg.AllowPrivateURLs, SpeechWait: cfg.SpeechWait, WebhookGuard: guard, Secrets: secrets,
-		SecretOverlap: cfg.WebhookSecretOverlap,
-		Guard:         &netguard.Guard{AllowPrivate: cfg.AllowPrivateURLs, Resolver: cfg.ClientResolver},
+		SecretOverlap: cfg.WebhookSecretOverlap, EventsHeartbeat: cfg.EventsHeartbeat, ReadBarrier: s.readBarrier,
+		Guard: &netguard.Guard{AllowPrivate: cfg.AllowPrivateURLs, Resolver: cfg.ClientResolver},
 	})
 	if cfg.AllowPrivateURLs {
 		cfg.Logger.Warn("DEVELOPMENT SWITCH: input image URLs on private and loopback hosts are accepted; never use this on a public farm")
@@ -358,11 +362,23 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	forward := func(l cluster.Listener, h http.Handler, local func(*http.Request) bool) http.Handler {
 		return cluster.NewForwarder(node, f, l, cfg.Logger, local, tlsSet.client).Wrap(h)
 	}
-	s.public = guards.server(guards.public, forward(cluster.Public, s.API, nil))
+	// A follower streams a video's events from its own state (after a read
+	// barrier) and forwards every other public request.
+	s.public = guards.server(guards.public, forward(cluster.Public, s.API, api.EventsPath))
+	s.public.RegisterOnShutdown(s.API.StopStreams)
+	// GPU telemetry from heartbeats: this member's memory, not Raft (see
+	// package telemetry); agent requests reach the leader, so it is the
+	// leader's that fills.
+	beat := cfg.HeartbeatInterval
+	if beat <= 0 {
+		beat = agentapi.DefaultHeartbeatInterval
+	}
+	tel := telemetry.New(telemetry.ForHeartbeats(beat))
+	reg.MustRegister(tel.Collector())
 	adminAPI := forward(cluster.Admin, admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg, Cluster: node,
-		AppDB: s.bridgeStatus(), BenchFill: cfg.BenchFill}), adminLocal)
+		AppDB: s.bridgeStatus(), BenchFill: cfg.BenchFill, Telemetry: tel}), adminLocal)
 	con := console.New(console.Config{Token: cfg.AdminToken, Admin: adminAPI, EventsHeartbeat: cfg.ConsoleEventsHeartbeat, RateLimitHits: s.API.RateLimitHits,
-		MemberTLS: tlsSet.client, FSM: f, Secure: tlsSet.server != nil, Logger: cfg.Logger, Registerer: reg})
+		MemberTLS: tlsSet.client, FSM: f, Secure: tlsSet.server != nil, Logger: cfg.Logger, Registerer: reg, Telemetry: tel})
 	s.admin = guards.server(guards.admin, withConsole(adminAPI, con))
 	s.admin.RegisterOnShutdown(con.StopStreams) // the console's live pages never go idle by themselves
 	bg, stop := context.WithCancel(context.Background())
@@ -374,6 +390,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.agent = guards.server(guards.agent, forward(cluster.Agent, agentapi.Handler(agentapi.Config{
 		FSM: f, Store: node, Blobs: blobs, Token: cfg.AgentToken, Notifier: s.notify, Logger: cfg.Logger,
 		LeaseDuration: cfg.LeaseDuration, HeartbeatInterval: cfg.HeartbeatInterval, RetryBackoff: cfg.RetryBackoff,
+		Telemetry: tel,
 	}), nil))
 	s.agent.BaseContext = func(net.Listener) context.Context { return bg }
 	if err := s.joinOrWait(ctx); err != nil {

@@ -6,6 +6,7 @@
 //
 //	POST /agent/v1/register              Bearer <agent token>   RegisterRequest  -> 201 RegisterResponse
 //	POST /agent/v1/heartbeat             Bearer <credential>    HeartbeatRequest -> 200 HeartbeatResponse
+//	                                     (with GPU telemetry: GPUSample, kept in the leader's memory only)
 //	POST /agent/v1/lease?wait=<seconds>  Bearer <credential>    LeaseRequest     -> 200 Assignment | 204 (nothing to do)
 //	POST /agent/v1/tasks/{id}/progress   Bearer <credential>    ProgressRequest  -> 204
 //	POST /agent/v1/tasks/{id}/complete   Bearer <credential>    CompleteRequest  -> 204
@@ -21,6 +22,13 @@
 // another node, or its video failed) is refused with 409 and error code
 // "stale_lease": the agent must drop that task and never retry the report. 401 means
 // the credential is unknown: register again. Errors use the API's error envelope.
+//
+// Both sides ignore JSON fields they do not know, so a field is added to a
+// message without a new version: an older peer goes on without it. The
+// heartbeat's GPU telemetry (HeartbeatRequest.GPUs) came that way; it is
+// transient (the control plane keeps the latest sample per node in the
+// leader's memory, not in the replicated state), so an older control plane
+// that drops it loses nothing but the operator's view.
 package wire
 
 import (
@@ -148,9 +156,65 @@ type LeaseReport struct {
 }
 
 // HeartbeatRequest renews the node's leases. Draining asks for no new work.
+// GPUs is optional telemetry: how each registered GPU is doing now (see
+// GPUSample); the control plane keeps the latest in memory for the
+// operator (admin node listing, console) and never replicates it. A
+// control plane that predates the field ignores it (unknown JSON fields
+// are ignored on this protocol), so an agent sends it unconditionally.
 type HeartbeatRequest struct {
 	Leases   []LeaseReport `json:"leases"`
 	Draining bool          `json:"draining,omitempty"`
+	GPUs     []GPUSample   `json:"gpus,omitempty"`
+}
+
+// GPUSample is one GPU's state at a heartbeat, read from NVML. ID is the
+// id the GPU registered with (its UUID; a MIG instance's MIG UUID): a
+// sample for an id the node did not register is refused. For a MIG
+// instance MemoryUsedGB is the instance's own; utilisation and temperature
+// are its parent GPU's, the finest NVML reports. A value the GPU does not
+// report is absent; a node of virtual GPUs sends no samples.
+type GPUSample struct {
+	ID string `json:"id"`
+	// MemoryUsedGB is in decimal GB, like scheduler.GPU's memory: at most
+	// the GPU's registered memory_total_gb.
+	MemoryUsedGB float64 `json:"memory_used_gb"`
+	// UtilizationPercent is NVML's GPU utilisation over its last sample
+	// period, 0 to 100.
+	UtilizationPercent *float64 `json:"utilization_percent,omitempty"`
+	// TemperatureC is the die temperature in degrees Celsius.
+	TemperatureC *float64 `json:"temperature_c,omitempty"`
+	// PowerW is the board's power draw in watts.
+	PowerW *float64 `json:"power_w,omitempty"`
+}
+
+// Bounds of a GPUSample's values (Check): beyond them a reading is a bug or
+// a broken sensor, not a GPU.
+const (
+	MinGPUTemperatureC = -50
+	MaxGPUTemperatureC = 200
+	MaxGPUPowerW       = 10_000
+)
+
+// Check reports what is wrong with s, or nil, given the memory the GPU
+// registered with: 0 <= memory_used_gb <= total, 0 <= utilization_percent
+// <= 100, temperature within MinGPUTemperatureC..MaxGPUTemperatureC and
+// 0 <= power_w <= MaxGPUPowerW. The agent leaves out samples that fail it,
+// so that one odd reading never costs the heartbeat that renews its leases.
+func (s GPUSample) Check(memoryTotalGB float64) error {
+	in := func(p *float64, lo, hi float64) bool { return p == nil || (*p >= lo && *p <= hi) }
+	switch {
+	case s.ID == "":
+		return errors.New("id is required")
+	case !(s.MemoryUsedGB >= 0 && s.MemoryUsedGB <= memoryTotalGB):
+		return fmt.Errorf("GPU %s: memory_used_gb %v: want 0 to its memory_total_gb, %v", s.ID, s.MemoryUsedGB, memoryTotalGB)
+	case !in(s.UtilizationPercent, 0, 100):
+		return fmt.Errorf("GPU %s: utilization_percent %v: want 0 to 100", s.ID, *s.UtilizationPercent)
+	case !in(s.TemperatureC, MinGPUTemperatureC, MaxGPUTemperatureC):
+		return fmt.Errorf("GPU %s: temperature_c %v: want %d to %d", s.ID, *s.TemperatureC, MinGPUTemperatureC, MaxGPUTemperatureC)
+	case !in(s.PowerW, 0, MaxGPUPowerW):
+		return fmt.Errorf("GPU %s: power_w %v: want 0 to %d", s.ID, *s.PowerW, MaxGPUPowerW)
+	}
+	return nil
 }
 
 // ModelsUpdate replaces the models a registered node advertises, and those

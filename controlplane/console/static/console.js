@@ -237,10 +237,37 @@
     return parts;
   }
 
-  function gpuChips(n) {
+  // HOT_C is the die temperature the page flags (data-centre GPUs slow
+  // down from about 85 °C).
+  const HOT_C = 85;
+
+  function gpuChips(n, now) {
     if (n.gpus.length === 0) return el('span', { class: 'muted' }, 'CPU only');
-    return n.gpus.map((g) => el('span', { class: 'gpu' + (g.busy ? ' busy' : ''), title: g.id },
-      (g.mig ? 'MIG ' : '') + g.id + ': ' + g.memory_total_gb + ' GB, ' + g.memory_free_gb + ' GB free at start — ' + (g.busy ? '■ busy' : '□ idle')));
+    const stale = n.telemetry_stale ? el('div', { class: 'warn telemetry-stale' },
+      '⚠ readings ' + ago(n.telemetry_at, now) + ': the agent stopped sending them') : null;
+    return n.gpus.map((g) => el('span', { class: 'gpu' + (g.busy ? ' busy' : ''), title: g.id, 'data-gpu': g.id },
+      g.model && g.model !== 'virtual' ? el('div', { class: 'muted' }, g.model) : null,
+      (g.mig ? 'MIG ' : '') + g.id + ': ' + g.memory_total_gb + ' GB, ' + g.memory_free_gb + ' GB free at start — ' + (g.busy ? '■ busy' : '□ idle'),
+      gpuReadings(g), g.memory_used_gb != null ? stale : null));
+  }
+
+  // gpuReadings is a GPU's last NVML readings from the agent's heartbeat:
+  // memory used of total as a bar and in words, utilisation, temperature
+  // (flagged in words and a symbol when hot), power.
+  function gpuReadings(g) {
+    if (g.memory_used_gb == null) return null;
+    const usedPct = g.memory_total_gb > 0 ? 100 * g.memory_used_gb / g.memory_total_gb : 0;
+    const parts = [];
+    if (g.utilization_percent != null) parts.push(Math.round(g.utilization_percent) + '% busy');
+    if (g.temperature_c != null) {
+      const hot = g.temperature_c >= HOT_C;
+      parts.push(el('span', { class: hot ? 'bad' : null }, Math.round(g.temperature_c) + ' °C' + (hot ? ' ▲ hot' : '')));
+    }
+    if (g.power_w != null) parts.push(Math.round(g.power_w) + ' W');
+    return el('div', { class: 'telemetry' },
+      el('span', { class: 'bar', role: 'meter', 'aria-label': 'memory used', 'aria-valuenow': Math.round(usedPct), 'aria-valuemin': 0, 'aria-valuemax': 100 },
+        el('span', {})), ' ', g.memory_used_gb.toFixed(1) + ' of ' + g.memory_total_gb + ' GB used',
+      parts.map((p) => [' · ', p]));
   }
 
   function runningTasks(n, now) {
@@ -280,13 +307,16 @@
     $('farm-summary').textContent = f.nodes.length + ' nodes' + (counts ? ' (' + counts + ')' : '') + ' · ' +
       s.gpus + ' GPUs, ' + s.busy_gpus + ' busy · ' + s.running_tasks + ' tasks running · served by ' +
       (f.self.node_id || '?') + ' (' + f.self.state + ')';
+    $('farm-telemetry').hidden = !f.telemetry_on_leader;
+    $('farm-telemetry').textContent = f.telemetry_on_leader ? 'GPU readings (memory used, utilisation, temperature): telemetry on the leader' +
+      (f.self.leader_id ? ', ' + f.self.leader_id + ': open its console to see them.' : '.') : '';
     $('nodes-shown').textContent = f.nodes.length < f.matched ? 'showing ' + f.nodes.length + ' of ' + f.matched + ' (those needing attention first); narrow with Find' :
       (q ? f.matched + ' match' : '');
     fill('nodes', f.nodes.map((n) => el('tr', { 'data-node': n.name || n.id, 'data-state': n.state },
       el('td', {}, el('strong', {}, n.name || n.id), el('div', { class: 'muted mono' }, n.id), n.virtual ? el('div', { class: 'muted' }, 'virtual (CPU render slots)') : null),
       el('td', { class: 'node-state' }, nodeState(n)),
       el('td', {}, ago(n.last_heartbeat, now)),
-      el('td', {}, gpuChips(n)),
+      el('td', {}, gpuChips(n, now)),
       el('td', {}, n.free_cpu_slots + ' free of ' + n.cpu_slots),
       el('td', {}, n.models + ' runnable', el('div', { class: 'muted' }, n.warm_models.length ? 'warm: ' + n.warm_models.join(', ') : 'none warm')),
       el('td', { class: 'running' }, runningTasks(n, now)),
