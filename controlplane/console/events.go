@@ -30,7 +30,9 @@ import (
 // changes keeps one definition of every page (the snapshot endpoint's) and
 // catches what changes with time alone (a node going down, a lease nearing
 // its deadline); its cost per stream is one page build a second, what the
-// polling it replaces cost, bounded by BenchmarkConsole. A comment line
+// polling it replaces cost, bounded by BenchmarkConsole. A video's page
+// is also rebuilt at once when the state's watch (fsm.Follow, what the
+// public events stream uses) says the video changed. A comment line
 // every EventsHeartbeat keeps proxies from closing an idle stream. The
 // stream ends with an "end" event when the session does (logout, expiry),
 // and without one when the server shuts down or the client stops reading
@@ -94,6 +96,16 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err)
 		return
 	}
+	// A video's page also wakes at once when the video's status, stage or
+	// progress changes (the FSM's watch, which the public events stream
+	// uses); the tick catches the rest (tasks' nodes and leases).
+	var wake <-chan struct{}
+	if q := r.URL.Query(); q.Get("page") == "video" {
+		if sub, ok := c.cfg.FSM.Follow("", q.Get("id")); ok {
+			defer sub.Close()
+			wake = sub.Wake
+		}
+	}
 	ck, _ := r.Cookie(CookieName) // requireSession admitted it
 	rc := http.NewResponseController(w)
 	h := w.Header()
@@ -128,31 +140,38 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 			if !send(": heartbeat\n\n") {
 				return
 			}
-		case <-tick.C:
-			if _, ok := c.sessions.get(ck.Value); !ok {
-				send("event: end\ndata: {\"reason\":\"the console session ended (expired or logged out): log in again\"}\n\n")
+		case <-wake:
+			if !c.update(r, page, ck, &last, send) {
 				return
 			}
-			v, cur, err := snapshot(page, r)
-			if err != nil {
-				// A page that cannot be built now (the video was
-				// forgotten, a member is unreachable) is sent as an
-				// error event; the stream goes on.
-				b, _ := json.Marshal(map[string]string{"message": err.Error()})
-				if !send("event: failure\ndata: " + string(b) + "\n\n") {
-					return
-				}
-				continue
-			}
-			if bytes.Equal(cur, last) {
-				continue
-			}
-			last = cur
-			if !send(c.event(v)) {
+		case <-tick.C:
+			if !c.update(r, page, ck, &last, send) {
 				return
 			}
 		}
 	}
+}
+
+// update rebuilds the page and sends it if it changed since last; false
+// ends the stream (the session ended, or the client is gone).
+func (c *Console) update(r *http.Request, page pageFunc, ck *http.Cookie, last *[]byte, send func(string) bool) bool {
+	if _, ok := c.sessions.get(ck.Value); !ok {
+		send("event: end\ndata: {\"reason\":\"the console session ended (expired or logged out): log in again\"}\n\n")
+		return false
+	}
+	v, cur, err := snapshot(page, r)
+	if err != nil {
+		// A page that cannot be built now (the video was forgotten, a
+		// member is unreachable) is sent as an error event; the stream
+		// goes on.
+		b, _ := json.Marshal(map[string]string{"message": err.Error()})
+		return send("event: failure\ndata: " + string(b) + "\n\n")
+	}
+	if bytes.Equal(cur, *last) {
+		return true
+	}
+	*last = cur
+	return send(c.event(v))
 }
 
 // snapshot builds a page and its JSON with generated_at left zero, which

@@ -5,9 +5,12 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/vidfarm/vidfarm/controlplane/console"
+	"github.com/vidfarm/vidfarm/controlplane/server"
 	"github.com/vidfarm/vidfarm/models"
 	"github.com/vidfarm/vidfarm/scheduler"
 	"github.com/vidfarm/vidfarm/scheduler/wire"
@@ -50,6 +53,27 @@ func TestVideoPageTimings(t *testing.T) {
 		if got.Kind != w.Kind || got.Model != w.Model || got.GPU != w.GPU || got.Seconds < 0 {
 			t.Errorf("timing %d: %+v, want %+v and a time", i, got, w)
 		}
+	}
+}
+
+// TestVideoPageWakesOnChange follows a video's page with pages rebuilt only
+// every minute: the render's completion still reaches the stream at once,
+// through the state's watch of the video.
+func TestVideoPageWakesOnChange(t *testing.T) {
+	f := startFarm(t, func(c *server.Config) { c.ConsoleEventsInterval = time.Minute })
+	model := models.IDs()[0]
+	cred := f.register("gpu-w", []string{model})
+	vid := f.video(f.account(), model)
+	base := "http://" + f.srv.AdminAddr()
+	ck, _ := loginCookie(t, base)
+	_, ch := stream(t, base+"/console/api/events?page=video&id="+vid, ck)
+	next(t, ch, "snapshot", 5*time.Second, func(d string) bool { return strings.Contains(d, `"status":"queued"`) })
+	f.run(cred) // the render
+	data := next(t, ch, "snapshot", 10*time.Second, func(d string) bool { return strings.Contains(d, `"timings":[{`) })
+	var v console.VideoJSON
+	must(t, json.Unmarshal([]byte(data), &v), "video snapshot")
+	if len(v.Timings) != 1 || v.Timings[0].Kind != string(scheduler.KindRender) {
+		t.Fatalf("video after its render: %s with timings %+v, want the render's", v.Status, v.Timings)
 	}
 }
 

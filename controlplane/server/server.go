@@ -49,6 +49,9 @@ type Config struct {
 	// ConsoleEventsHeartbeat is how often an idle live console page gets a
 	// comment line (0: console.DefaultEventsHeartbeat, 15 s).
 	ConsoleEventsHeartbeat time.Duration
+	// ConsoleEventsInterval is how often a live console page is rebuilt
+	// (0: console.DefaultEventsInterval, 1 s).
+	ConsoleEventsInterval time.Duration
 	// AgentListen is the agent listener (the agent protocol of scheduler/wire).
 	// Empty means 127.0.0.1:0, an ephemeral loopback port (AgentAddr says which).
 	AgentListen string
@@ -377,7 +380,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	reg.MustRegister(tel.Collector())
 	adminAPI := forward(cluster.Admin, admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg, Cluster: node,
 		AppDB: s.bridgeStatus(), BenchFill: cfg.BenchFill, Telemetry: tel}), adminLocal)
-	con := console.New(console.Config{Token: cfg.AdminToken, Admin: adminAPI, EventsHeartbeat: cfg.ConsoleEventsHeartbeat, RateLimitHits: s.API.RateLimitHits,
+	con := console.New(console.Config{Token: cfg.AdminToken, Admin: adminAPI, EventsHeartbeat: cfg.ConsoleEventsHeartbeat, EventsInterval: cfg.ConsoleEventsInterval, RateLimitHits: s.API.RateLimitHits,
 		MemberTLS: tlsSet.client, FSM: f, Secure: tlsSet.server != nil, Logger: cfg.Logger, Registerer: reg, Telemetry: tel})
 	s.admin = guards.server(guards.admin, withConsole(adminAPI, con))
 	s.admin.RegisterOnShutdown(con.StopStreams) // the console's live pages never go idle by themselves
