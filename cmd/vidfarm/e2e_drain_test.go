@@ -168,6 +168,17 @@ func TestE2EDrainUnderLoad(t *testing.T) {
 	if got := f.balance(); got != grant-4*manualPrice {
 		t.Fatalf("balance %d, want %d: four videos charged once each, nothing refunded", got, grant-4*manualPrice)
 	}
+	// A finished video's graph is gone; its tasks' times are what is left:
+	// bravo's render (handed back, then done by B) and its finalize.
+	graph = f.adminCLIJSON("video", "inspect", ids["bravo"])
+	timings, _ := graph["timings"].([]any)
+	if len(timings) != 2 || timings[0].(map[string]any)["kind"] != "render" || timings[0].(map[string]any)["gpu"] != "virtual" ||
+		timings[1].(map[string]any)["kind"] != "finalize" || num(timings[0].(map[string]any), "seconds") <= 0 {
+		t.Fatalf("inspect of the finished video: %v", graph)
+	}
+	if table := f.adminCLI("video", "inspect", ids["bravo"]); !strings.Contains(table, "finished tasks") || !strings.Contains(table, "virtual") {
+		t.Fatalf("inspect table of the finished video:\n%s", table)
+	}
 
 	if n := f.adminCLIJSON("node", "uncordon", a.nodeID); n["state"] != "active" {
 		t.Fatalf("uncordon answered %v", n)

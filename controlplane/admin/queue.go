@@ -65,6 +65,18 @@ type VideoInspectJSON struct {
 	// Tasks are the graph while the video is unfinished; the scheduler
 	// forgets a finished video's tasks, so then it is empty.
 	Tasks []TaskJSON `json:"tasks"`
+	// Timings are how long each finished task took on the node that
+	// completed it (lease to completion), in the order they finished: all
+	// that is left of a finished video's graph.
+	Timings []TimingJSON `json:"timings"`
+}
+
+// TimingJSON is one finished task's service time.
+type TimingJSON struct {
+	Kind    string  `json:"kind"`
+	Model   string  `json:"model,omitempty"`
+	GPU     string  `json:"gpu,omitempty"` // the GPUs' product name; none for a CPU task
+	Seconds float64 `json:"seconds"`
 }
 
 // TaskJSON is one task of a video's graph.
@@ -164,9 +176,12 @@ func VideoView(f *fsm.FSM, id string) (VideoInspectJSON, bool) {
 		Percent: g.Percent, QueuePosition: g.QueuePosition, Reason: g.WaitReason, Message: g.WaitMessage,
 		CreditsCharged: g.CreditsCharged, CreditsRefunded: g.CreditsRefunded, Error: g.ErrorMessage,
 		CreatedAt: time.Unix(0, g.CreatedAt).UTC(), StartedAt: nsPtr(g.StartedAt), FinishedAt: nsPtr(g.FinishedAt),
-		Tasks: make([]TaskJSON, 0, len(g.Tasks))}
+		Tasks: make([]TaskJSON, 0, len(g.Tasks)), Timings: make([]TimingJSON, 0, len(g.Timings))}
 	for _, t := range g.Tasks {
 		out.Tasks = append(out.Tasks, taskView(t))
+	}
+	for _, t := range g.Timings {
+		out.Timings = append(out.Timings, TimingJSON{Kind: t.Kind, Model: t.Model, GPU: t.GPU, Seconds: float64(t.Millis) / 1000})
 	}
 	return out, true
 }

@@ -73,8 +73,10 @@ func WriteVideoInspect(w io.Writer, v VideoInspectJSON, now time.Time) error {
 		fmt.Fprintf(w, "error: %s\n", v.Error)
 	}
 	if len(v.Tasks) == 0 {
-		_, err := fmt.Fprintln(w, "no task graph: the scheduler forgets a video's tasks once it has finished")
-		return err
+		if _, err := fmt.Fprintln(w, "no task graph: the scheduler forgets a video's tasks once it has finished"); err != nil {
+			return err
+		}
+		return writeTimings(w, v.Timings)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TASK\tKIND\tSTATE\tAFTER\tNODE\tATTEMPTS\tFAILURES\tPERCENT\tREADY\tLEASED\tLAST FAILURE")
@@ -89,6 +91,24 @@ func WriteVideoInspect(w io.Writer, v VideoInspectJSON, now time.Time) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%.0f\t%s\t%s\t%s\n", t.Name, t.Kind, t.State, after, dash(node), t.Attempts,
 			t.Failures, t.Percent, agoPtr(now, t.ReadySince), agoPtr(now, t.Leased), dash(t.LastFailure))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeTimings(w, v.Timings)
+}
+
+// writeTimings lists the finished tasks' times, in the order they
+// finished.
+func writeTimings(w io.Writer, ts []TimingJSON) error {
+	if len(ts) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nfinished tasks, in the order they finished:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tMODEL\tGPU\tSECONDS")
+	for _, t := range ts {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\n", t.Kind, dash(t.Model), dash(t.GPU), t.Seconds)
 	}
 	return tw.Flush()
 }

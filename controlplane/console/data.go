@@ -329,23 +329,12 @@ func (c *Console) classes(now time.Time) []ClassJSON {
 	return out
 }
 
-// VideoJSON answers GET /console/api/videos/{id}: the admin API's inspect,
-// and the names of the nodes its tasks name by id.
+// VideoJSON answers GET /console/api/videos/{id}: the admin API's inspect
+// (with the finished tasks' timings), and the names of the nodes its tasks
+// name by id.
 type VideoJSON struct {
 	admin.VideoInspectJSON
 	NodeNames map[string]string `json:"node_names"`
-	// Timings are how long each finished task took on the node that
-	// completed it (lease to completion), in the order they finished: the
-	// graph of a finished video, which the scheduler has forgotten.
-	Timings []TimingJSON `json:"timings"`
-}
-
-// TimingJSON is one finished task's service time.
-type TimingJSON struct {
-	Kind    string  `json:"kind"`
-	Model   string  `json:"model,omitempty"`
-	GPU     string  `json:"gpu,omitempty"` // the GPUs' product name; none for a CPU task
-	Seconds float64 `json:"seconds"`
 }
 
 func (c *Console) video(w http.ResponseWriter, r *http.Request) {
@@ -358,12 +347,7 @@ func (c *Console) videoPage(id string) (any, error) {
 	if !ok {
 		return nil, apierr.NotFound("video")
 	}
-	out := VideoJSON{VideoInspectJSON: v, NodeNames: map[string]string{}, Timings: []TimingJSON{}}
-	if fv, ok := c.cfg.FSM.Video("", id); ok {
-		for _, t := range fv.Timings {
-			out.Timings = append(out.Timings, TimingJSON{Kind: t.Kind, Model: t.Model, GPU: t.GPU, Seconds: float64(t.Millis) / 1000})
-		}
-	}
+	out := VideoJSON{VideoInspectJSON: v, NodeNames: map[string]string{}}
 	for _, t := range v.Tasks {
 		for _, id := range append([]string{t.Node, t.DoneNode}, t.FailedNodes...) {
 			if n, ok := c.cfg.FSM.Node(id); ok && id != "" {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vidfarm/vidfarm/controlplane/admin"
 	"github.com/vidfarm/vidfarm/controlplane/console"
 	"github.com/vidfarm/vidfarm/controlplane/server"
 	"github.com/vidfarm/vidfarm/models"
@@ -44,7 +45,7 @@ func TestVideoPageTimings(t *testing.T) {
 	if v.Status != "completed" || len(v.Tasks) != 0 {
 		t.Fatalf("video %s with %d tasks, want completed and the graph forgotten", v.Status, len(v.Tasks))
 	}
-	want := []console.TimingJSON{{Kind: string(render.Kind), Model: model, GPU: "NVIDIA H100 80GB HBM3"}, {Kind: string(fin.Kind)}}
+	want := []admin.TimingJSON{{Kind: string(render.Kind), Model: model, GPU: "NVIDIA H100 80GB HBM3"}, {Kind: string(fin.Kind)}}
 	if len(v.Timings) != len(want) {
 		t.Fatalf("timings %+v, want %d", v.Timings, len(want))
 	}
