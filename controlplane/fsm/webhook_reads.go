@@ -131,19 +131,38 @@ func (f *FSM) Deliveries(q DeliveryFilter) []Delivery {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	var out []Delivery
-	prefix := ""
-	if q.EventID != "" {
-		prefix = deliveryKey(q.EventID, "")
+	match := func(d *Delivery) bool {
+		return (q.AccountID == "" || d.AccountID == q.AccountID) && (q.WebhookID == "" || d.WebhookID == q.WebhookID) &&
+			(q.EventID == "" || d.EventID == q.EventID) && (q.State == "" || d.State == q.State)
 	}
-	// Without an event, every delivery kept is read: this serves operators,
-	// not clients.
-	f.s.deliveries.each(prefix, func(_ string, d *Delivery) bool {
-		if (q.AccountID == "" || d.AccountID == q.AccountID) && (q.WebhookID == "" || d.WebhookID == q.WebhookID) &&
-			(q.EventID == "" || d.EventID == q.EventID) && (q.State == "" || d.State == q.State) {
-			out = append(out, d.clone())
+	if q.WebhookID != "" && q.EventID == "" {
+		// One endpoint's: its index, newest first, read up to the limit and
+		// the ties of the last one (the index breaks ties by key, this
+		// answer by id ascending).
+		var last int64
+		f.s.deliveries.eachInGroup(q.WebhookID, "", func(_ string, d *Delivery) bool {
+			if q.Limit > 0 && len(out) >= q.Limit && d.CreatedAt != last {
+				return false
+			}
+			if match(d) {
+				out, last = append(out, d.clone()), d.CreatedAt
+			}
+			return true
+		})
+	} else {
+		prefix := ""
+		if q.EventID != "" {
+			prefix = deliveryKey(q.EventID, "")
 		}
-		return true
-	})
+		// Without an event or an endpoint, every delivery kept is read: this
+		// serves operators, not clients.
+		f.s.deliveries.each(prefix, func(_ string, d *Delivery) bool {
+			if match(d) {
+				out = append(out, d.clone())
+			}
+			return true
+		})
+	}
 	slices.SortFunc(out, func(a, b Delivery) int {
 		if a.CreatedAt != b.CreatedAt {
 			return cmp.Compare(b.CreatedAt, a.CreatedAt)

@@ -93,6 +93,20 @@ func sameWebhookReads(same func(what string, x, y any), g *cmdGen, a, b *fsm.FSM
 		same("webhooks of "+id, a.Webhooks(id), b.Webhooks(id))
 	}
 	same("deliveries", a.Deliveries(fsm.DeliveryFilter{}), b.Deliveries(fsm.DeliveryFilter{}))
+	// One endpoint's, read from its index, is the full listing filtered.
+	all := a.Deliveries(fsm.DeliveryFilter{})
+	for _, w := range g.webhooks {
+		for _, limit := range []int{0, 1, 3} {
+			var want []fsm.Delivery
+			for _, d := range all {
+				if d.WebhookID == w[0] && (limit == 0 || len(want) < limit) {
+					want = append(want, d)
+				}
+			}
+			same(fmt.Sprintf("deliveries of %s, limit %d", w[0], limit), a.Deliveries(fsm.DeliveryFilter{WebhookID: w[0], Limit: limit}), want)
+			same(fmt.Sprintf("deliveries of %s, limit %d (b)", w[0], limit), b.Deliveries(fsm.DeliveryFilter{WebhookID: w[0], Limit: limit}), want)
+		}
+	}
 	same("due deliveries", a.DueDeliveries(g.now, 1000), b.DueDeliveries(g.now, 1000))
 	na, oka := a.NextDeliveryAt()
 	nb, okb := b.NextDeliveryAt()
