@@ -15,6 +15,9 @@ import (
 // restored from a Snapshot taken at any point of that sequence.
 type State struct {
 	cfg Config
+	// ranks, during a status batch (statusbatch.go), memoizes account
+	// queues' order; nil otherwise.
+	ranks rankMemo
 
 	nextToken uint64 // last fencing token handed out
 	serveSeq  uint64 // last fair-share service stamp

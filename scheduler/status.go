@@ -158,7 +158,7 @@ func (s *State) position(t *task) int {
 			pos += b.tasks
 		}
 	}
-	rank := aq.rank(t) // the account's own tasks ahead of t
+	rank := s.rankOf(aq, t) // the account's own tasks ahead of t
 	// Round robin by levels: with no task finishing, an account starting
 	// at r running tasks is served once at each level r, r+1, ... until
 	// its queue is empty. Within a level, accounts that start there go

@@ -68,6 +68,10 @@ type Followed struct {
 	ring    [ChangeHistory]*Change
 	n       uint64 // changes recorded; the latest is ring[(n-1)%len]
 	streams map[*Subscription]struct{}
+	// The latest change's sum and finality, kept here so that the look
+	// after every entry reads no Change (thousands of them are cold).
+	lastSum uint32
+	final   bool
 }
 
 // Subscription is one stream's hold on a followed video. Wake receives a
@@ -178,6 +182,7 @@ func (f *Followed) latest() *Change { return f.ring[(f.n-1)%ChangeHistory] }
 func (f *Followed) record(c *Change) {
 	f.ring[f.n%ChangeHistory] = c
 	f.n++
+	f.lastSum, f.final = c.Sum, c.Final()
 }
 
 // quietTypes are the commands that change no video's status, progress,
@@ -228,6 +233,10 @@ func (w *videoWatch) afterEntry(index uint64, c Command, s *state) {
 		}
 		return
 	}
+	// Many statuses of one unchanging state: the scheduler may rank the
+	// queues once for all of them.
+	s.sched.BeginStatusBatch()
+	defer s.sched.EndStatusBatch()
 	for id, fv := range w.videos {
 		w.look(index, id, fv, s)
 	}
@@ -235,8 +244,7 @@ func (w *videoWatch) afterEntry(index uint64, c Command, s *state) {
 
 // look records a change of followed video id after entry index, if any.
 func (w *videoWatch) look(index uint64, id string, fv *Followed, s *state) {
-	last := fv.latest()
-	if last.Final() {
+	if fv.final {
 		return
 	}
 	v, _, ok := s.lookupVideo(id)
@@ -246,7 +254,7 @@ func (w *videoWatch) look(index uint64, id string, fv *Followed, s *state) {
 	// The status alone first: cloning the video is for changes only.
 	p := s.progress(v)
 	sum := watchSum(&p)
-	if sum == last.Sum {
+	if sum == fv.lastSum {
 		return
 	}
 	q := s.queued(v)
