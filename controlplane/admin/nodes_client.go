@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -45,7 +46,7 @@ func (c *Client) maintain(ctx context.Context, node, action string, body any) (N
 // times relative to now.
 func WriteNodeTable(w io.Writer, nodes []NodeJSON, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tNAME\tSTATE\tGPUS\tRUNNING\tLAST HEARTBEAT\tSINCE\tDEADLINE\tREASON")
+	fmt.Fprintln(tw, "NODE\tNAME\tSTATE\tGPUS\tGPU USE\tRUNNING\tLAST HEARTBEAT\tSINCE\tDEADLINE\tREASON")
 	for _, n := range nodes {
 		state := n.State
 		if n.Down {
@@ -60,11 +61,48 @@ func WriteNodeTable(w io.Writer, nodes []NodeJSON, now time.Time) error {
 				busy++
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d busy\t%d\t%s\t%s\t%s\t%s\n", n.ID, n.Name, state, busy, len(n.GPUs),
-			len(n.RunningTasks), ago(now, n.LastHeartbeat), agoPtr(now, n.MaintenanceSince), untilPtr(now, n.DrainDeadline),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d busy\t%s\t%d\t%s\t%s\t%s\t%s\n", n.ID, n.Name, state, busy, len(n.GPUs),
+			gpuUse(n), len(n.RunningTasks), ago(now, n.LastHeartbeat), agoPtr(now, n.MaintenanceSince), untilPtr(now, n.DrainDeadline),
 			dash(n.MaintenanceReason))
 	}
 	return tw.Flush()
+}
+
+// gpuUse sums up a node's last GPU readings: memory in use of the total,
+// the mean utilisation and the hottest GPU; "-" without readings, marked
+// stale when they stopped coming.
+func gpuUse(n NodeJSON) string {
+	var used, total, util, hot float64
+	var withUsed, withUtil, withTemp int
+	for _, g := range n.GPUs {
+		if g.MemoryUsedGB != nil {
+			used, total, withUsed = used+*g.MemoryUsedGB, total+g.MemoryTotalGB, withUsed+1
+		}
+		if g.UtilizationPercent != nil {
+			util, withUtil = util+*g.UtilizationPercent, withUtil+1
+		}
+		if g.TemperatureC != nil {
+			hot, withTemp = max(hot, *g.TemperatureC), withTemp+1
+		}
+	}
+	if withUsed+withUtil+withTemp == 0 {
+		return "-"
+	}
+	var parts []string
+	if withUsed > 0 {
+		parts = append(parts, fmt.Sprintf("%.0f/%.0f GB", used, total))
+	}
+	if withUtil > 0 {
+		parts = append(parts, fmt.Sprintf("%.0f%%", util/float64(withUtil)))
+	}
+	if withTemp > 0 {
+		parts = append(parts, fmt.Sprintf("%.0f°C max", hot))
+	}
+	out := strings.Join(parts, " ")
+	if n.TelemetryStale {
+		out += " (stale)"
+	}
+	return out
 }
 
 func dash(s string) string {
