@@ -15,7 +15,7 @@ import (
 	"github.com/vidfarm/vidfarm/client"
 )
 
-// fakeAPI is a test double of the public API as README.md ("One video through
+// fakeAPI is a test double of the public API as docs/tour.md ("One video through
 // the API") and docs/api.md document it: the error envelope, Idempotency-Key
 // replays with Idempotent-Replayed, 409 duplicate_request for another body,
 // newest-first pages with starting_after/has_more, cancel with 409
