@@ -218,6 +218,19 @@ func (s *State) Node(id string) (NodeInfo, bool) {
 	return n.info(), true
 }
 
+// GPUModel is the product name node id reported for its GPU gpuID; ""
+// when either is unknown. It copies nothing (Node copies the whole spec).
+func (s *State) GPUModel(id, gpuID string) string {
+	if n, ok := s.nodes[id]; ok {
+		for _, g := range n.spec.GPUs {
+			if g.ID == gpuID {
+				return g.Model
+			}
+		}
+	}
+	return ""
+}
+
 // Nodes returns views of all nodes, by id.
 func (s *State) Nodes() []NodeInfo {
 	out := make([]NodeInfo, 0, len(s.nodes))

@@ -213,13 +213,7 @@ func (s *state) timing(t scheduler.Task, node string, now int64) *TaskTiming {
 	}
 	tt := &TaskTiming{Kind: string(t.Kind), Model: t.Req.Model, Millis: (now - t.Lease.GrantedAt.UnixNano()) / 1e6}
 	if len(t.Lease.GPUIDs) > 0 {
-		if n, ok := s.sched.Node(node); ok {
-			for _, g := range n.GPUs {
-				if g.ID == t.Lease.GPUIDs[0] {
-					tt.GPU = g.Model
-				}
-			}
-		}
+		tt.GPU = s.sched.GPUModel(node, t.Lease.GPUIDs[0])
 	}
 	return tt
 }
