@@ -14,7 +14,7 @@ func TestNodeTableGPUUse(t *testing.T) {
 		node NodeJSON
 		want string
 	}{
-		{"no readings", NodeJSON{ID: "n1", GPUs: []NodeGPUJSON{{ID: "g0", MemoryTotalGB: 80}}}, "  -  "},
+		{"no readings", NodeJSON{ID: "n1", GPUs: []NodeGPUJSON{{ID: "g0", MemoryTotalGB: 80}}}, "-"},
 		{"two GPUs", NodeJSON{ID: "n2", GPUs: []NodeGPUJSON{
 			{ID: "g0", MemoryTotalGB: 80, MemoryUsedGB: f(30.4), UtilizationPercent: f(90), TemperatureC: f(71)},
 			{ID: "g1", MemoryTotalGB: 80, MemoryUsedGB: f(10), UtilizationPercent: f(10), TemperatureC: f(64)},
@@ -29,8 +29,14 @@ func TestNodeTableGPUUse(t *testing.T) {
 				t.Fatal(err)
 			}
 			lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-			if len(lines) != 2 || !strings.Contains(lines[0], "GPU USE") || !strings.Contains(lines[1], tc.want) {
-				t.Fatalf("table:\n%s\nwant a GPU USE column with %q", b.String(), tc.want)
+			// The column's cell: from its header's offset to the next
+			// column's (tabwriter aligns them).
+			from, to := strings.Index(lines[0], "GPU USE"), strings.Index(lines[0], "RUNNING")
+			if len(lines) != 2 || from < 0 || to < from || len(lines[1]) < to {
+				t.Fatalf("table:\n%s", b.String())
+			}
+			if got := strings.TrimSpace(lines[1][from:to]); got != tc.want {
+				t.Fatalf("GPU USE = %q, want %q; table:\n%s", got, tc.want, b.String())
 			}
 		})
 	}
