@@ -9,33 +9,20 @@ import (
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/webhook"
 )
 
 // The account event log (GET /v1/events): an addition to the contract.
 // Every event of the account, oldest first, whether or not an endpoint
 // receives it, each with the id its webhook delivery carries.
 
-// eventJSON is the contract's event object, as a webhook delivery carries it.
-type eventJSON struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Type    string `json:"type"`
-	Created int64  `json:"created"`
-	// Data holds video for a video's event and webhook (the endpoint) for
-	// an endpoint's (webhook.disabled), as the delivery does.
-	Data struct {
-		Video   *videoJSON `json:"video,omitempty"`
-		Webhook any        `json:"webhook,omitempty"`
-	} `json:"data"`
-}
-
 // eventListJSON is the list shape without total: counting an account's
 // whole log would read all of it.
 type eventListJSON struct {
-	Object  string      `json:"object"`
-	Data    []eventJSON `json:"data"`
-	Count   int         `json:"count"`
-	HasMore bool        `json:"has_more"`
+	Object  string                `json:"object"`
+	Data    []webhook.EventObject `json:"data"`
+	Count   int                   `json:"count"`
+	HasMore bool                  `json:"has_more"`
 }
 
 func (a *API) listEvents(w http.ResponseWriter, r *http.Request) {
@@ -67,15 +54,14 @@ func (a *API) listEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	exp := a.readExpiry()
-	out := eventListJSON{Object: "list", Data: make([]eventJSON, 0, len(page.Events)), HasMore: page.HasMore}
+	out := eventListJSON{Object: "list", Data: make([]webhook.EventObject, 0, len(page.Events)), HasMore: page.HasMore}
 	for _, ev := range page.Events {
-		ej := eventJSON{ID: ev.ID, Object: "event", Type: ev.Type, Created: unixOf(ev.Created)}
+		ej := webhook.EventObject{ID: ev.ID, Object: "event", Type: ev.Type, Created: unixOf(ev.Created)}
 		if ev.Webhook != nil {
 			ej.Data.Webhook = a.WebhookObject(*ev.Webhook)
 		} else {
-			v := a.videoView(fsm.QueuedVideo{Video: ev.Video, QueuePosition: ev.QueuePosition,
+			ej.Data.Video = a.videoView(fsm.QueuedVideo{Video: ev.Video, QueuePosition: ev.QueuePosition,
 				WaitReason: ev.WaitReason, WaitMessage: ev.WaitMessage}, exp)
-			ej.Data.Video = &v
 		}
 		out.Data = append(out.Data, ej)
 	}

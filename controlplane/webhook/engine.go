@@ -223,9 +223,10 @@ func (e *Engine) prune(ctx context.Context, now time.Time) {
 	}
 }
 
-// eventJSON is the contract's event object. Data holds video for a video's
-// event and webhook (the endpoint object) for an endpoint's.
-type eventJSON struct {
+// EventObject is the contract's event object, as a delivery carries it and
+// the account's event log (GET /v1/events) lists it. Data holds video for a
+// video's event and webhook (the endpoint object) for an endpoint's.
+type EventObject struct {
 	ID      string `json:"id"`
 	Object  string `json:"object"`
 	Type    string `json:"type"`
@@ -240,7 +241,7 @@ type eventJSON struct {
 // every attempt sends the same bytes.
 func Body(ev fsm.Event, render func(fsm.Video, time.Time) any, renderWebhook func(fsm.Webhook) any) ([]byte, error) {
 	created := time.Unix(0, ev.Created)
-	out := eventJSON{ID: ev.ID, Object: "event", Type: ev.Type, Created: created.Unix()}
+	out := EventObject{ID: ev.ID, Object: "event", Type: ev.Type, Created: created.Unix()}
 	if ev.Webhook != nil {
 		out.Data.Webhook = renderWebhook(*ev.Webhook)
 	} else {
