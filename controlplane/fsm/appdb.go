@@ -119,6 +119,8 @@ func (s *state) applySetAppExport(c *SetAppExport) (Nothing, error) {
 	}
 	if !c.On {
 		s.out = outbox{index: s.out.index, seq: s.out.seq}
+		dropThrough(s.appLedger, ^uint64(0), (*LedgerEntry).index)
+		dropThrough(s.appEvents, ^uint64(0), (*VideoEvent).index)
 		return Nothing{}, nil
 	}
 	s.out.on = true
@@ -130,8 +132,9 @@ func (s *state) applySetAppExport(c *SetAppExport) (Nothing, error) {
 	for _, id := range ids {
 		a := s.accounts[id]
 		if a.Credits != 0 {
-			s.out.ledger = append(s.out.ledger, LedgerEntry{Index: s.out.index, Seq: s.out.next(), AccountID: id,
-				Kind: LedgerOpening, Amount: a.Credits, Balance: a.Credits, At: c.Now})
+			e := LedgerEntry{Index: s.out.index, Seq: s.out.next(), AccountID: id,
+				Kind: LedgerOpening, Amount: a.Credits, Balance: a.Credits, At: c.Now}
+			s.appLedger.set(outboxKey(e.Index, e.Seq), &e, false)
 		}
 		s.eachVideo(id, "", false, 0, func(v *Video, _ uint64) bool {
 			s.videoEvent(v, c.Now) // the export starts with every video's state; none changes
@@ -142,8 +145,8 @@ func (s *state) applySetAppExport(c *SetAppExport) (Nothing, error) {
 }
 
 func (s *state) applyTrimExported(c *TrimExported) (Nothing, error) {
-	s.out.ledger = trimThrough(s.out.ledger, c.Through, func(e LedgerEntry) uint64 { return e.Index })
-	s.out.events = trimThrough(s.out.events, c.Through, func(e VideoEvent) uint64 { return e.Index })
+	dropThrough(s.appLedger, c.Through, (*LedgerEntry).index)
+	dropThrough(s.appEvents, c.Through, (*VideoEvent).index)
 	i := 0
 	for i < len(s.in.refused) && !c.Inbound.Less(s.in.refused[i].Mark) {
 		i++
@@ -199,14 +202,11 @@ type AppExportStatus struct {
 func (f *FSM) AppExport() AppExportStatus {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	o := f.s.out
-	st := AppExportStatus{On: o.on, Inbound: f.s.in.mark, Refused: slices.Clone(f.s.in.refused),
-		PendingLedger: len(o.ledger), PendingEvents: len(o.events)}
-	if len(o.ledger) > 0 {
-		st.FirstHeld = o.ledger[0].Index
-	}
-	if len(o.events) > 0 && (st.FirstHeld == 0 || o.events[0].Index < st.FirstHeld) {
-		st.FirstHeld = o.events[0].Index
+	st := AppExportStatus{On: f.s.out.on, Inbound: f.s.in.mark, Refused: slices.Clone(f.s.in.refused),
+		PendingLedger: f.s.appLedger.n, PendingEvents: f.s.appEvents.n}
+	st.FirstHeld = firstHeld(f.s.appLedger, (*LedgerEntry).index)
+	if e := firstHeld(f.s.appEvents, (*VideoEvent).index); e != 0 && (st.FirstHeld == 0 || e < st.FirstHeld) {
+		st.FirstHeld = e
 	}
 	return st
 }

@@ -17,20 +17,15 @@ type appBridgeRecord struct {
 	Index uint64 `msgpack:"index"`
 }
 
-// appRecords copies the bridge's state: ledger and events in log order, debits by
-// account and key (unless hotOnly: they are a table), so replicas write the
-// same bytes.
+// appRecords copies the bridge's state and (unless hotOnly: they are tables, a
+// checkpoint writes them one per key) its ledger and events in log order and
+// debits by account and key, so replicas write the same bytes.
 func (s *state) appRecords(hotOnly bool) []record {
-	out := make([]record, 0, 2+len(s.out.ledger)+len(s.out.events))
-	out = append(out, record{recAppBridge, appBridgeRecord{On: s.out.on, Inbound: s.in.mark, Refused: slices.Clone(s.in.refused), Index: s.out.index}})
-	for _, e := range s.out.ledger {
-		out = append(out, record{recLedger, e})
-	}
-	for _, e := range s.out.events {
-		out = append(out, record{recVideoEvent, e})
-	}
+	out := []record{{recAppBridge, appBridgeRecord{On: s.out.on, Inbound: s.in.mark, Refused: slices.Clone(s.in.refused), Index: s.out.index}}}
 	if !hotOnly {
-		out = append(out, record{recTable, s.debits.snapshot(recDebit, "")})
+		out = append(out, record{recTable, s.appLedger.snapshot(recLedger, "")},
+			record{recTable, s.appEvents.snapshot(recVideoEvent, "")},
+			record{recTable, s.debits.snapshot(recDebit, "")})
 	}
 	return out
 }
@@ -43,12 +38,12 @@ func (s *state) restoreAppRecord(t recordType, body []byte) error {
 		return err
 	case recLedger:
 		e, err := decodeRecord[LedgerEntry](body, "ledger entry")
-		s.out.ledger = append(s.out.ledger, e)
+		s.appLedger.restore(outboxKey(e.Index, e.Seq), &e)
 		s.out.index = max(s.out.index, e.Index)
 		return err
 	case recVideoEvent:
 		e, err := decodeRecord[VideoEvent](body, "video event")
-		s.out.events = append(s.out.events, e)
+		s.appEvents.restore(outboxKey(e.Index, e.Seq), &e)
 		s.out.index = max(s.out.index, e.Index)
 		return err
 	case recDebit:

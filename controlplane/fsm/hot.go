@@ -29,11 +29,13 @@ import (
 //     bucketHotDeliveries by delivery id), kept until they expire or are
 //     pruned. These are tables (table.go): the file serves them, and
 //     memory holds only what changed since the last checkpoint and the
-//     pending deliveries.
+//     pending deliveries;
+//   - the app bridge's outbox (appdb_outbox.go), which grows for as long as
+//     the app database is away.
 //
 // Everything else hot (accounts, keys, folders, nodes, webhook endpoints,
-// the app bridge's outbox, the scheduler's counters and nodes) is small and
-// still goes whole into the hot stream at every checkpoint.
+// the scheduler's counters and nodes) is small and still goes whole into
+// the hot stream at every checkpoint.
 //
 // A state that keeps a file tracks what changed in the dirty sets below;
 // every change to a video in memory calls touch, every change to a table's
@@ -90,6 +92,8 @@ func (s *state) newTables() {
 	s.deliveries.group = func(d *Delivery) ([]string, int64) { return []string{d.WebhookID}, d.CreatedAt }
 	s.debits = newTable[Debit](bucketHotDebits, gen)
 	s.debits.at = func(d *Debit) (int64, bool) { return d.CreatedAt, true }
+	s.appLedger = newTable[LedgerEntry](bucketAppLedger, gen)
+	s.appEvents = newTable[VideoEvent](bucketAppEvents, gen)
 	s.eventLog = newTable[LoggedEvent](bucketEventLog, gen)
 	s.eventLog.at = func(e *LoggedEvent) (int64, bool) { return e.Event.Created, true }
 	s.eventLog.group = func(e *LoggedEvent) ([]string, int64) {
@@ -108,7 +112,7 @@ type anyTable interface {
 }
 
 func (s *state) tables() []anyTable {
-	return []anyTable{s.idem, s.events, s.deliveries, s.debits, s.eventLog}
+	return []anyTable{s.idem, s.events, s.deliveries, s.debits, s.eventLog, s.appLedger, s.appEvents}
 }
 
 // clean drops the entries a checkpoint of generation gen wrote and that did

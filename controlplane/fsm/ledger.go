@@ -1,7 +1,5 @@
 package fsm
 
-import "slices"
-
 // Kinds of ledger movement. Every change of a balance is one of these, written in
 // the same apply that changes the balance.
 const (
@@ -44,13 +42,13 @@ type VideoEvent struct {
 	At        int64  `msgpack:"at"`
 }
 
-// outbox holds what the app database has not acknowledged yet. It is recorded only
-// while export is on (SetAppExport), so a farm without an app database keeps no
-// ledger at all; TrimExported drops what the app database has committed.
+// outbox is the hot part of what the app database has not acknowledged yet; the
+// ledger entries and video events themselves are tables (appdb_outbox.go). They
+// are recorded only while export is on (SetAppExport), so a farm without an app
+// database keeps no ledger at all; TrimExported drops what the app database has
+// committed.
 type outbox struct {
-	on     bool
-	ledger []LedgerEntry
-	events []VideoEvent
+	on bool
 	// index is the log index being applied and seq the movements recorded in it:
 	// together they key every entry, the same on every replica.
 	index uint64
@@ -76,8 +74,9 @@ func (s *state) move(a *Account, kind string, amount int64, videoID, ref string,
 	if !s.out.on || amount == 0 {
 		return
 	}
-	s.out.ledger = append(s.out.ledger, LedgerEntry{Index: s.out.index, Seq: s.out.next(), AccountID: a.ID, Kind: kind,
-		Amount: amount, Balance: a.Credits, VideoID: videoID, Ref: ref, At: now})
+	e := LedgerEntry{Index: s.out.index, Seq: s.out.next(), AccountID: a.ID, Kind: kind,
+		Amount: amount, Balance: a.Credits, VideoID: videoID, Ref: ref, At: now}
+	s.appLedger.set(outboxKey(e.Index, e.Seq), &e, false)
 }
 
 // videoChanged records v's state after a change of status.
@@ -91,77 +90,8 @@ func (s *state) videoEvent(v *Video, now int64) {
 	if !s.out.on {
 		return
 	}
-	s.out.events = append(s.out.events, VideoEvent{Index: s.out.index, Seq: s.out.next(), VideoID: v.ID, AccountID: v.AccountID,
+	e := VideoEvent{Index: s.out.index, Seq: s.out.next(), VideoID: v.ID, AccountID: v.AccountID,
 		Status: v.Status, Mode: v.Spec.Mode, Model: v.Spec.Model, Charged: v.CreditsCharged, Refunded: v.CreditsRefunded,
-		Error: v.ErrorMessage, At: now})
-}
-
-// Outbox is what waits for export: every ledger entry and video event with an
-// index in (after, Through], in log order.
-type Outbox struct {
-	Ledger []LedgerEntry
-	Events []VideoEvent
-	// Through is the last log index whose movements are all in this outbox: the
-	// export cursor once they are committed.
-	Through uint64
-	// On says whether export is switched on.
-	On bool
-}
-
-// PendingExport returns what waits past index after: about max entries of each
-// list, never splitting the entries of one log index.
-func (f *FSM) PendingExport(after uint64, limit int) Outbox {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	o := f.s.out
-	ledger, lt := above(o.ledger, after, limit, func(e LedgerEntry) uint64 { return e.Index })
-	events, et := above(o.events, after, limit, func(e VideoEvent) uint64 { return e.Index })
-	through := min(lt, et, max(f.applied, o.index))
-	ledger = ledger[:firstAbove(ledger, through, func(e LedgerEntry) uint64 { return e.Index })]
-	events = events[:firstAbove(events, through, func(e VideoEvent) uint64 { return e.Index })]
-	return Outbox{Ledger: slices.Clone(ledger), Events: slices.Clone(events), Through: max(through, after), On: o.on}
-}
-
-// ExportBacklog counts the ledger entries and video events past index after, and
-// says when the oldest of them happened (Unix nanoseconds; 0 when none wait).
-func (f *FSM) ExportBacklog(after uint64) (pending int, oldest int64) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	o := f.s.out
-	ledger := o.ledger[firstAbove(o.ledger, after, func(e LedgerEntry) uint64 { return e.Index }):]
-	events := o.events[firstAbove(o.events, after, func(e VideoEvent) uint64 { return e.Index }):]
-	if len(ledger) > 0 {
-		oldest = ledger[0].At
-	}
-	if len(events) > 0 && (oldest == 0 || events[0].At < oldest) {
-		oldest = events[0].At
-	}
-	return len(ledger) + len(events), oldest
-}
-
-// above returns the items of the index-ordered list above after: at least limit (when
-// there are that many) and then the rest of the last one's index. through is that
-// last index when the list goes on past it, and the largest uint64 otherwise.
-func above[T any](list []T, after uint64, limit int, index func(T) uint64) (items []T, through uint64) {
-	list = list[firstAbove(list, after, index):]
-	if len(list) <= limit {
-		return list, ^uint64(0)
-	}
-	through = index(list[limit-1])
-	return list[:firstAbove(list, through, index)], through
-}
-
-// trimThrough drops the items whose index is at most through.
-func trimThrough[T any](list []T, through uint64, index func(T) uint64) []T {
-	return slices.Delete(list, 0, firstAbove(list, through, index))
-}
-
-func firstAbove[T any](list []T, after uint64, index func(T) uint64) int {
-	i, _ := slices.BinarySearchFunc(list, after, func(e T, t uint64) int {
-		if index(e) <= t {
-			return -1
-		}
-		return 1
-	})
-	return i
+		Error: v.ErrorMessage, At: now}
+	s.appEvents.set(outboxKey(e.Index, e.Seq), &e, false)
 }

@@ -76,10 +76,13 @@ type state struct {
 	// garbage lists the keys of intermediate blobs of finished videos that
 	// the leader is to delete (blobgc.go).
 	garbage []string
-	// out, in and debits belong to the app-database bridge (appdb.go).
-	out    outbox
-	in     inbound
-	debits *table[Debit] // by idemID
+	// out, in, debits and the outbox tables belong to the app-database
+	// bridge (appdb.go, appdb_outbox.go).
+	out       outbox
+	in        inbound
+	debits    *table[Debit] // by idemID
+	appLedger *table[LedgerEntry]
+	appEvents *table[VideoEvent]
 }
 
 func newState() *state {

@@ -40,8 +40,12 @@ const (
 	// per key (hot.go); v1 kept them in the hot stream, which later formats
 	// still read, so a v1 file is loaded and becomes current at its first
 	// checkpoint. v3 adds the tables' index buckets (table.go), which
-	// opening a v2 file builds. An older binary refuses a newer file.
-	storeFormat   = "vidfarm-state-v3"
+	// opening a v2 file builds. v4 keeps the app bridge's outbox one entry
+	// per key (appdb_outbox.go); a v3 file holds it in the hot stream, which
+	// is read as before, and its first checkpoint moves it. An older binary
+	// refuses a newer file.
+	storeFormat   = "vidfarm-state-v4"
+	storeFormatV3 = "vidfarm-state-v3"
 	storeFormatV2 = "vidfarm-state-v2"
 	storeFormatV1 = "vidfarm-state-v1"
 
@@ -147,6 +151,8 @@ func openStore(path string) (*store, error) {
 					return fmt.Errorf("upgrade from %s: %w", f, err)
 				}
 			}
+			return meta.Put([]byte(metaFormat), []byte(storeFormat))
+		case string(f) == storeFormatV3:
 			return meta.Put([]byte(metaFormat), []byte(storeFormat))
 		case string(f) != storeFormat && string(f) != storeFormatV1:
 			return fmt.Errorf("state store %s has format %q; this binary reads %q", path, f, storeFormat)

@@ -114,18 +114,21 @@ func BenchmarkCheckpointDeepQueue(b *testing.B) {
 // idempotency records, events and finished deliveries are on disk.
 func BenchmarkHistoryHeap(b *testing.B) {
 	n := envInt("VIDFARM_BENCH_HISTORY", 20_000)
-	for _, mode := range []string{"memory", "file"} {
+	// file+backlog: the app bridge's export is on and the app database never
+	// acknowledges, so every charge, refund and status change waits in the
+	// outbox.
+	for _, mode := range []string{"memory", "file", "file+backlog"} {
 		b.Run(mode, func(b *testing.B) {
 			var perVideo float64
 			for b.Loop() {
-				perVideo = historyHeap(b, mode == "file", n)
+				perVideo = historyHeap(b, mode != "memory", mode == "file+backlog", n)
 			}
 			b.ReportMetric(perVideo, "heap-B/video")
 		})
 	}
 }
 
-func historyHeap(b *testing.B, file bool, n int) float64 {
+func historyHeap(b *testing.B, file, export bool, n int) float64 {
 	var f *fsm.FSM
 	must := func(c fsm.Command) {
 		if _, err := f.ApplyCommand(c); err != nil {
@@ -140,6 +143,9 @@ func historyHeap(b *testing.B, file bool, n int) float64 {
 		must(&fsm.CreateAccount{AccountID: "a", Name: "a", Plan: fsm.PlanMax, Credits: 1 << 40, KeyID: "k", KeyHash: keyHash("k"), KeyHint: "k", Now: t0})
 	}
 	must(&fsm.CreateWebhook{WebhookID: "whk_1", AccountID: "a", URL: "https://h.example/1", Events: []string{fsm.EventVideoFailed}, Secret: "whsec_1", Now: t0})
+	if export {
+		must(&fsm.SetAppExport{On: true, Now: t0})
+	}
 	for i := range n {
 		id := fmt.Sprintf("vid_%08d", i)
 		must(&fsm.CreateVideo{VideoID: id, AccountID: "a", Spec: manualSpec("a prompt of a typical length, about a hundred characters, for a manual render"), Price: 1, Now: t0 + int64(i),
@@ -156,6 +162,9 @@ func historyHeap(b *testing.B, file bool, n int) float64 {
 	held := heapAlloc() - before
 	if st := f.Stats(); st.Idempotency != n || st.Deliveries != n {
 		b.Fatalf("%+v: want %d idempotency records and deliveries", st, n)
+	}
+	if a := f.AppExport(); export && (a.PendingLedger < 2*n || a.PendingEvents < 2*n) {
+		b.Fatalf("%+v: want a charge, a refund and two video events per video waiting", a)
 	}
 	return float64(held) / float64(n)
 }

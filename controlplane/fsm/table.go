@@ -202,7 +202,13 @@ func (t *table[V]) hasPrefix(p string) bool {
 // each calls fn with the records whose key starts with prefix, in key
 // order, until it returns false.
 func (t *table[V]) each(prefix string, fn func(k string, v *V) bool) {
-	mem := t.memSorted(prefix)
+	t.eachFrom(prefix, "", fn)
+}
+
+// eachFrom is each for the records whose key starts with prefix and is at
+// or after start.
+func (t *table[V]) eachFrom(prefix, start string, fn func(k string, v *V) bool) {
+	mem := t.memSorted(prefix, start)
 	if t.disk == nil {
 		for _, kv := range mem {
 			if kv.v != nil && !fn(kv.k, kv.v) {
@@ -211,7 +217,7 @@ func (t *table[V]) each(prefix string, fn func(k string, v *V) bool) {
 		}
 		return
 	}
-	t.view(func(tx *bbolt.Tx) error { return t.merge(tx, prefix, mem, fn) })
+	t.view(func(tx *bbolt.Tx) error { return t.merge(tx, prefix, start, mem, fn) })
 }
 
 type keyed[V any] struct {
@@ -219,12 +225,12 @@ type keyed[V any] struct {
 	v *V
 }
 
-// memSorted returns mem's entries under prefix, tombstones included, in key
-// order.
-func (t *table[V]) memSorted(prefix string) []keyed[V] {
+// memSorted returns mem's entries under prefix from start on, tombstones
+// included, in key order.
+func (t *table[V]) memSorted(prefix, start string) []keyed[V] {
 	var out []keyed[V]
 	for k, v := range t.mem {
-		if strings.HasPrefix(k, prefix) {
+		if strings.HasPrefix(k, prefix) && k >= start {
 			out = append(out, keyed[V]{k, v})
 		}
 	}
@@ -232,12 +238,13 @@ func (t *table[V]) memSorted(prefix string) []keyed[V] {
 	return out
 }
 
-// merge walks the file's records under prefix as tx sees them together with
-// mem (sorted, tombstones included, and taking precedence), in key order.
-func (t *table[V]) merge(tx *bbolt.Tx, prefix string, mem []keyed[V], fn func(k string, v *V) bool) error {
+// merge walks the file's records under prefix from start on as tx sees them
+// together with mem (sorted, tombstones included, and taking precedence), in
+// key order.
+func (t *table[V]) merge(tx *bbolt.Tx, prefix, start string, mem []keyed[V], fn func(k string, v *V) bool) error {
 	c := tx.Bucket([]byte(t.bucket)).Cursor()
 	p := []byte(prefix)
-	dk, db := c.Seek(p)
+	dk, db := c.Seek([]byte(max(prefix, start)))
 	i := 0
 	for {
 		diskOK := dk != nil && bytes.HasPrefix(dk, p)
@@ -270,7 +277,7 @@ func (t *table[V]) merge(tx *bbolt.Tx, prefix string, mem []keyed[V], fn func(k 
 // merges them with the file as its read transaction sees it (tableRecords).
 // The caller holds the lock.
 func (t *table[V]) snapshot(typ recordType, prefix string) tableRecords {
-	mem := t.memSorted(prefix)
+	mem := t.memSorted(prefix, "")
 	for i, kv := range mem {
 		if kv.v != nil && t.copy != nil {
 			mem[i].v = t.copy(kv.v)
@@ -287,7 +294,7 @@ func (t *table[V]) snapshot(typ recordType, prefix string) tableRecords {
 			}
 			return err
 		}
-		if merr := t.merge(tx, prefix, mem, visit); merr != nil {
+		if merr := t.merge(tx, prefix, "", mem, visit); merr != nil {
 			return merr
 		}
 		return err
