@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -112,5 +113,47 @@ runners:
 	audio, _ := prompts[0].Nodes["2"].Inputs["audio"].(string)
 	if !bytes.HasPrefix(lipsync.Uploads[portrait], []byte("\x89PNG")) || !bytes.HasPrefix(lipsync.Uploads[audio], []byte("RIFF")) {
 		t.Errorf("the lip-sync workflow got picture %q and audio %q, want an uploaded PNG and WAV", portrait, audio)
+	}
+}
+
+// TestE2EVoiceRouting: two agents, one with a speech server's voice and one
+// with espeak-ng only. Once the leader has switched voice routing on, every
+// speech sample in the server's voice is leased to the agent with the
+// server, whichever agent asks for work first: the other one would fail the
+// task (it does not know the voice), and only a retry elsewhere would save
+// the sample.
+func TestE2EVoiceRouting(t *testing.T) {
+	f := newE2EFarm(t, 100)
+	eventually(t, 30*time.Second, "the leader to switch voice routing on", func() bool {
+		raw, err := f.srv.admin.Do(context.Background(), http.MethodGet, "/metrics", nil)
+		return err == nil && strings.Contains(string(raw), `vidfarm_fsm_apply_seconds_count{type="start_voice_routing"} 1`)
+	})
+	tts := fakes.NewOpenAI(t, &fakes.OpenAI{Model: "kokoro", Voices: []string{"af_bella"},
+		Speech: func(int, fakes.SpeechRequest) (fakes.OpenAIReply, []byte) {
+			return fakes.OpenAIReply{Header: map[string]string{"Content-Type": "audio/wav"}}, fakes.WAV(2*time.Second, true)
+		}})
+	runners := filepath.Join(f.dir, "runners.yaml")
+	if err := os.WriteFile(runners, fmt.Appendf(nil, `version: 1
+runners:
+  - {name: kokoro, kind: openai-speech, url: %s, model: kokoro, stages: [tts],
+     voices: [{id: af_bella, name: Bella, language: en-us, gender: female}]}
+`, tts.URL()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	espeak := f.startAgent("agent-espeak")
+	f.startAgent("agent-kokoro", "--runners", runners)
+	const samples = 6
+	for i := range samples {
+		sp := f.srv.must(http.StatusOK, http.MethodPost, "/v1/voices/speech", f.apiKey,
+			fmt.Sprintf(`{"text":"Sample number %d.","voice_id":"af_bella"}`, i)).obj(t)
+		if sp["status"] != "completed" || num(sp, "duration_seconds") < 1.5 {
+			t.Fatalf("speech sample %d: %v, want it completed with the server's 2 s", i, sp)
+		}
+	}
+	if n := len(tts.SpeechRequests()); n != samples {
+		t.Fatalf("the speech server spoke %d samples, want %d", n, samples)
+	}
+	if l := findLogs(espeak.proc, "task leased", "kind", "speech"); len(l) > 0 {
+		t.Fatalf("the agent without the voice was leased %d speech tasks: %v", len(l), l)
 	}
 }

@@ -266,12 +266,14 @@ func (c *upgradeCluster) noneApplied(typ fsm.MessageType, why string) {
 }
 
 // eventLogStarted checks that, every member new, the leader switched the
-// event log on once, and that it records from then on only: a video made
-// now is in every node's log, the ones made before are not.
+// event log and voice routing on once, and that the log records from then
+// on only: a video made now is in every node's log, the ones made before
+// are not.
 func (c *upgradeCluster) eventLogStarted() {
 	c.t.Helper()
 	for _, n := range c.nodes {
 		eventually(c.t, 30*time.Second, n.id+" to start the event log", func() bool { return c.applied(n, fsm.StartEventLogType) == 1 })
+		eventually(c.t, 30*time.Second, n.id+" to start voice routing", func() bool { return c.applied(n, fsm.StartVoiceRoutingType) == 1 })
 	}
 	before := slices.Clone(c.videos)
 	c.createVideo(c.nodes[0], "after the upgrade")
@@ -384,6 +386,7 @@ func (c *upgradeCluster) run(plan upgradePlan) {
 			plan.refused(c, n)
 			c.noneApplied(plan.gated, n.id+" runs the old build")
 			c.noneApplied(fsm.StartEventLogType, n.id+" runs the old build")
+			c.noneApplied(fsm.StartVoiceRoutingType, n.id+" runs the old build")
 			c.stop(i)
 		}
 		c.start(i, c.new)
@@ -393,6 +396,7 @@ func (c *upgradeCluster) run(plan upgradePlan) {
 			c.createVideo(n, "mid-upgrade, through "+n.id)
 			c.noneApplied(plan.gated, "an old member remains")
 			c.noneApplied(fsm.StartEventLogType, "an old member remains")
+			c.noneApplied(fsm.StartVoiceRoutingType, "an old member remains")
 		}
 	}
 	if !leaderUpgraded {

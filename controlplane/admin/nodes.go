@@ -152,7 +152,7 @@ func NodeView(f *fsm.FSM, v fsm.NodeView, tel *telemetry.Store) NodeJSON {
 	out := NodeJSON{
 		ID: v.Node.ID, Name: v.Node.Name, State: NodeActive, Down: v.Info.Down, AgentDraining: v.Info.Draining,
 		Virtual: v.Node.Virtual, GPUs: []NodeGPUJSON{}, Models: len(v.Info.Models),
-		WarmModels: append([]string{}, v.Info.WarmModels...), Tools: append([]string{}, v.Info.Tools...), CPUSlots: v.Info.CPUSlots, FreeCPUSlots: v.Info.FreeCPUSlots,
+		WarmModels: append([]string{}, v.Info.WarmModels...), Tools: executables(v.Info.Tools), CPUSlots: v.Info.CPUSlots, FreeCPUSlots: v.Info.FreeCPUSlots,
 		RunningTasks:  make([]RunningTask, 0, len(leases)),
 		LastHeartbeat: v.Info.LastHeartbeat.UTC(), RegisteredAt: time.Unix(0, v.Node.RegisteredAt).UTC(),
 	}
@@ -296,4 +296,17 @@ func (s *server) uncordonNode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.answerNode(w, r, &fsm.UncordonNode{NodeID: v.Node.ID, Now: s.cfg.Now().UnixNano()}, v.Node.ID)
+}
+
+// executables are a node's tools less those that stand for its voices
+// (fsm.IsVoiceTool): thousands of them would hide the executables, and GET
+// /v1/voices lists the voices.
+func executables(tools []string) []string {
+	out := []string{}
+	for _, t := range tools {
+		if !fsm.IsVoiceTool(t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }

@@ -33,10 +33,16 @@ func modelRequirements(model, resolution string) (scheduler.Requirements, error)
 }
 
 // graph builds the scheduler's task graph of a video.
-func graph(v *Video, plan string) (scheduler.Graph, error) {
+func (s *state) graph(v *Video, plan string) (scheduler.Graph, error) {
 	info := scheduler.VideoInfo{ID: v.ID, AccountID: v.AccountID, Priority: priority(plan)}
 	if v.Spec.Mode == ModeAuto {
-		return scheduler.AutoGraph(info), nil
+		g := scheduler.AutoGraph(info)
+		for i := range g.Tasks {
+			if g.Tasks[i].Kind == scheduler.KindTTS {
+				g.Tasks[i].Req = s.voiceReq(g.Tasks[i].Req, v.Spec.VoiceID)
+			}
+		}
+		return g, nil
 	}
 	req, err := modelRequirements(v.Spec.Model, v.Spec.Resolution)
 	if err != nil {
@@ -47,7 +53,7 @@ func graph(v *Video, plan string) (scheduler.Graph, error) {
 
 // submit hands a queued video's graph to the scheduler.
 func (s *state) submit(v *Video, plan string, now int64) error {
-	g, err := graph(v, plan)
+	g, err := s.graph(v, plan)
 	if err != nil {
 		return err
 	}

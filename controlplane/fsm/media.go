@@ -133,6 +133,7 @@ func (s *state) applyCreateSpeech(c *CreateSpeech) (Speech, error) {
 		return Speech{}, fmt.Errorf("%w: speech text is empty", ErrInvalidCommand)
 	}
 	g := scheduler.SpeechGraph(scheduler.VideoInfo{ID: c.SpeechID, AccountID: c.AccountID, Priority: speechPriority})
+	g.Tasks[0].Req = s.voiceReq(g.Tasks[0].Req, c.VoiceID, "ffmpeg")
 	if err := s.sched.Submit(g, timeOf(c.Now)); err != nil {
 		return Speech{}, fmt.Errorf("submit speech %s: %w", c.SpeechID, err)
 	}

@@ -168,7 +168,8 @@ func (s *state) records(hotOnly bool) []record {
 		}
 	}
 	out = append(out, s.outboxRecords(hotOnly)...)
-	return append(out, s.eventLogRecords(hotOnly)...)
+	out = append(out, s.eventLogRecords(hotOnly)...)
+	return append(out, s.voiceRoutingRecords()...)
 }
 
 // outboxRecords copies the webhook outbox: events, then deliveries, by id
@@ -477,6 +478,8 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 		return s.restoreGarbage(body)
 	case recEventLog, recLoggedEvent:
 		return s.restoreEventLogRecord(t, body)
+	case recVoiceRouting:
+		return s.restoreVoiceRouting(body)
 	case recAsset:
 		var as Asset
 		if err := msgpack.Unmarshal(body, &as); err != nil {

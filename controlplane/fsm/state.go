@@ -52,6 +52,8 @@ type state struct {
 	nodeByCred map[[32]byte]string
 	// voices is the catalogue: the union of the nodes' voices.
 	voices *voiceIndex
+	// voiceRouting: tts tasks require their voice (voice_routing.go).
+	voiceRouting bool
 
 	// members are the control-plane nodes' addresses, by Raft server id.
 	members map[string]*Member

@@ -14,22 +14,37 @@ const eventLogTrimBatch = 10_000
 
 // startEventLog switches the account event log on (fsm/eventlog.go) once
 // every member understands StartEventLog; until then events are not
-// recorded, on any replica. It proposes nothing once the log is on, and
+// recorded, on any replica.
+func (s *Server) startEventLog(ctx context.Context, level fsm.MessageType) {
+	s.switchOn(ctx, level, &fsm.StartEventLog{Now: time.Now().UnixNano()}, s.Node.FSM.EventLogOn,
+		"event log started: every account's events are recorded from now on")
+}
+
+// startVoiceRouting switches voice routing on (fsm/voice_routing.go) once
+// every member understands StartVoiceRouting; until then tts tasks go to
+// any node with espeak-ng, as before.
+func (s *Server) startVoiceRouting(ctx context.Context, level fsm.MessageType) {
+	s.switchOn(ctx, level, &fsm.StartVoiceRouting{Now: time.Now().UnixNano()}, s.Node.FSM.VoiceRoutingOn,
+		"voice routing started: tts tasks go only to nodes that offer their voice")
+}
+
+// switchOn proposes cmd, which switches something on for good, once every
+// member understands it. It proposes nothing once on reports it on, and
 // waits for the cluster's level rather than be refused by the gate every
 // second of a rolling upgrade.
-func (s *Server) startEventLog(ctx context.Context, level fsm.MessageType) {
-	if level < fsm.StartEventLogType || s.Node.FSM.EventLogOn() {
+func (s *Server) switchOn(ctx context.Context, level fsm.MessageType, cmd fsm.Command, on func() bool, started string) {
+	if level < cmd.Type() || on() {
 		return
 	}
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if _, err := fsm.Do(actx, s.Node, &fsm.StartEventLog{Now: time.Now().UnixNano()}); err != nil {
-		if ctx.Err() == nil && !s.gated("start_event_log", err) {
-			s.log.Warn("start the event log", "err", err)
+	if _, err := s.Node.Apply(actx, cmd); err != nil {
+		if ctx.Err() == nil && !s.gated(cmd.Type().String(), err) {
+			s.log.Warn("switch on", "command", cmd.Type().String(), "err", err)
 		}
 		return
 	}
-	s.log.Info("event log started: every account's events are recorded from now on")
+	s.log.Info(started)
 }
 
 // trimEventLog forgets events older than fsm.EventLogRetention, a batch at
