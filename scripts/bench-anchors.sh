@@ -24,6 +24,8 @@ nodes=${NODES:-1}
 dir=$(mktemp -d)
 token=bench-$RANDOM$RANDOM
 pids=()
+vpids=() # the vidfarm servers
+epids=() # the etcd members
 pg=${PG:-127.0.0.1:5432}
 pgargs=(-h "${pg%:*}" -p "${pg##*:}" -U "${PGUSER:-postgres}" -d "${PGDATABASE:-test}")
 schema=bench_anchor_$RANDOM
@@ -51,12 +53,12 @@ await() {
 if [ "$nodes" = 1 ]; then
   $bin server --data-dir "$dir/vidfarm" --listen 127.0.0.1:18380 --admin-listen 127.0.0.1:18381 \
     --raft-listen 127.0.0.1:17300 --admin-token "$token" --rate-limits=false --log-level warn 2>"$dir/vidfarm.log" &
-  pids+=($!)
+  pids+=($!) vpids+=($!)
   etcd --name anchor --data-dir "$dir/etcd" --listen-client-urls http://127.0.0.1:18379 \
     --advertise-client-urls http://127.0.0.1:18379 --listen-peer-urls http://127.0.0.1:18378 \
     --initial-advertise-peer-urls http://127.0.0.1:18378 --initial-cluster anchor=http://127.0.0.1:18378 \
     --log-level error >"$dir/etcd.log" 2>&1 &
-  pids+=($!)
+  pids+=($!) epids+=($!)
   await http://127.0.0.1:18380/v1
   await http://127.0.0.1:18379/health
   servers=http://127.0.0.1:18380
@@ -71,7 +73,7 @@ else
       --agent-listen "127.0.0.1:1847$i" --raft-listen "127.0.0.1:1740$i" --admin-token "$token" --agent-token "$token" \
       --blob-secret 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff --rate-limits=false \
       --log-level warn "${join[@]}" 2>"$dir/n$i.log" &
-    pids+=($!)
+    pids+=($!) vpids+=($!)
     await "http://127.0.0.1:1848$i/v1"
   done
   for _ in $(seq 200); do
@@ -87,7 +89,7 @@ else
       --advertise-client-urls "http://127.0.0.1:1837$i" --listen-peer-urls "http://127.0.0.1:1836$i" \
       --initial-advertise-peer-urls "http://127.0.0.1:1836$i" --initial-cluster "$initial" \
       --initial-cluster-state new --initial-cluster-token "anchors-$token" --log-level error >"$dir/e$i.log" 2>&1 &
-    pids+=($!)
+    pids+=($!) epids+=($!)
   done
   for i in 1 2 3; do await "http://127.0.0.1:1837$i/health"; done
   servers=http://127.0.0.1:18481,http://127.0.0.1:18482,http://127.0.0.1:18483
@@ -119,29 +121,43 @@ COMMIT;
 SQL
 secs=${duration%s}
 
+# CPU ticks (user + system, fields 14 and 15 of /proc/PID/stat) the given
+# server processes have used; a run's difference over its operations is the
+# servers' CPU per operation (the client's is not in it), the figure that
+# bounds a CPU-bound shared machine.
+ticks() { for p in "$@"; do awk '{print $14 + $15}' "/proc/$p/stat"; done | awk '{t += $1} END {print t}'; }
+hz=$(getconf CLK_TCK)
+
 ratios=()
 grpcratios=()
 pgratios=()
 for r in $(seq "$rounds"); do
+  t0=$(ticks "${vpids[@]}")
   v=$($bin bench create --server "$servers" --admin-server "$admin" --admin-token "$token" \
     --accounts 64 --concurrency 64 --duration "$duration" --json 2>/dev/null)
+  t1=$(ticks "${vpids[@]}") t2=$(ticks "${epids[@]}")
   e=$($bin bench etcd --endpoint "$endpoints" --concurrency 64 --duration "$duration" --json 2>/dev/null)
+  t3=$(ticks "${epids[@]}")
   g=$("$dir/etcdgrpc" --endpoint "$endpoints" --concurrency 64 --duration "$duration" --json 2>/dev/null)
+  t4=$(ticks "${epids[@]}")
   tps=$(pgbench -n -c 64 -j 2 -T "$secs" -f "$dir/create.sql" "${pgargs[@]}" 2>/dev/null | awk '/^tps/ {print $3; exit}')
-  line=$(python3 - "$v" "$e" "$g" "$tps" <<'PY'
+  line=$(python3 - "$v" "$e" "$g" "$tps" "$((t1 - t0))" "$((t3 - t2))" "$((t4 - t3))" "$hz" <<'PY'
 import json, sys
 v, e, g = (json.loads(a) for a in sys.argv[1:4])
 tps = float(sys.argv[4])
+hz = float(sys.argv[8])
+cpu = lambda ticks, r: float(ticks) / hz * 1e6 / max(r["created"], 1)  # server µs per operation
 rate = lambda r: r["creates_per_second"]
 # Failures by kind, so that a run of errors is not read as a rate.
 fails = "; ".join("%s: %s" % (n, ", ".join("%d × %s" % (c, k[:80]) for k, c in r["failures"].items()))
                   for n, r in (("vidfarm", v), ("etcd JSON", e), ("etcd gRPC", g)) if r["failures"])
-print("%.3f %.3f %.3f vidfarm %.0f creates/s (p99 %.1f ms, failed %d) | etcd JSON %.0f puts/s (p99 %.1f ms, failed %d) | "
-      "etcd gRPC %.0f puts/s (p99 %.1f ms, failed %d) | PostgreSQL %.0f tx/s | ratios %.2f× JSON, %.2f× gRPC, %.2f× PostgreSQL" % (
+print("%.3f %.3f %.3f vidfarm %.0f creates/s (p99 %.1f ms, failed %d, server CPU %.0f µs each) | "
+      "etcd JSON %.0f puts/s (p99 %.1f ms, failed %d, server CPU %.0f µs each) | "
+      "etcd gRPC %.0f puts/s (p99 %.1f ms, failed %d, server CPU %.0f µs each) | PostgreSQL %.0f tx/s | ratios %.2f× JSON, %.2f× gRPC, %.2f× PostgreSQL" % (
     rate(v) / rate(e), rate(v) / rate(g), rate(v) / tps,
-    rate(v), v["p99_ns"] / 1e6, sum(v["failures"].values()),
-    rate(e), e["p99_ns"] / 1e6, sum(e["failures"].values()),
-    rate(g), g["p99_ns"] / 1e6, sum(g["failures"].values()),
+    rate(v), v["p99_ns"] / 1e6, sum(v["failures"].values()), cpu(sys.argv[5], v),
+    rate(e), e["p99_ns"] / 1e6, sum(e["failures"].values()), cpu(sys.argv[6], e),
+    rate(g), g["p99_ns"] / 1e6, sum(g["failures"].values()), cpu(sys.argv[7], g),
     tps, rate(v) / rate(e), rate(v) / rate(g), rate(v) / tps) + (" | failures " + fails if fails else ""))
 PY
 )
