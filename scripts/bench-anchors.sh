@@ -151,7 +151,8 @@ rate = lambda r: r["creates_per_second"]
 # Failures by kind, so that a run of errors is not read as a rate.
 fails = "; ".join("%s: %s" % (n, ", ".join("%d × %s" % (c, k[:80]) for k, c in r["failures"].items()))
                   for n, r in (("vidfarm", v), ("etcd JSON", e), ("etcd gRPC", g)) if r["failures"])
-print("%.3f %.3f %.3f vidfarm %.0f creates/s (p99 %.1f ms, failed %d, server CPU %.0f µs each) | "
+# The first three fields, the ratios the medians are taken of, are rounded as printed.
+print("%.2f %.2f %.2f vidfarm %.0f creates/s (p99 %.1f ms, failed %d, server CPU %.0f µs each) | "
       "etcd JSON %.0f puts/s (p99 %.1f ms, failed %d, server CPU %.0f µs each) | "
       "etcd gRPC %.0f puts/s (p99 %.1f ms, failed %d, server CPU %.0f µs each) | PostgreSQL %.0f tx/s | ratios %.2f× JSON, %.2f× gRPC, %.2f× PostgreSQL" % (
     rate(v) / rate(e), rate(v) / rate(g), rate(v) / tps,
