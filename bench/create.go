@@ -18,7 +18,10 @@ import (
 
 // CreateConfig describes a closed-loop create benchmark.
 type CreateConfig struct {
-	BaseURL     string   // e.g. http://127.0.0.1:8080
+	// BaseURLs are the servers, e.g. http://127.0.0.1:8080, or every member
+	// of a cluster: worker i talks to BaseURLs[i mod len], as the etcd put
+	// benchmark spreads its clients over etcd's members.
+	BaseURLs    []string
 	APIKeys     []string // spread over the workers, worker i uses key i mod len
 	Concurrency int
 	Duration    time.Duration
@@ -71,8 +74,8 @@ var DefaultCreateBody = []byte(`{"mode":"auto","prompt":"A thirty second tour of
 
 // RunCreate runs the benchmark until Duration passes or ctx ends.
 func RunCreate(ctx context.Context, cfg CreateConfig) (CreateReport, error) {
-	if cfg.Concurrency < 1 || len(cfg.APIKeys) == 0 || cfg.Duration <= 0 {
-		return CreateReport{}, errors.New("bench: need concurrency ≥ 1, at least one API key and a duration")
+	if cfg.Concurrency < 1 || len(cfg.APIKeys) == 0 || cfg.Duration <= 0 || len(cfg.BaseURLs) == 0 {
+		return CreateReport{}, errors.New("bench: need concurrency ≥ 1, at least one API key, a server and a duration")
 	}
 	body := cfg.Body
 	if body == nil {
@@ -82,16 +85,21 @@ func RunCreate(ctx context.Context, cfg CreateConfig) (CreateReport, error) {
 	if client == nil {
 		client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency, MaxConnsPerHost: cfg.Concurrency}}
 	}
-	url := strings.TrimRight(cfg.BaseURL, "/") + "/v1/videos"
-	return closedLoop(ctx, cfg.Concurrency, cfg.Duration, cfg.Progress, func(ctx context.Context, w int) (string, error) {
-		return createOnce(ctx, client, url, cfg.APIKeys[w%len(cfg.APIKeys)], body)
+	urls := make([]string, len(cfg.BaseURLs))
+	for i, u := range cfg.BaseURLs {
+		urls[i] = strings.TrimRight(u, "/") + "/v1/videos"
+	}
+	return ClosedLoop(ctx, cfg.Concurrency, cfg.Duration, cfg.Progress, func(ctx context.Context, w int) (string, error) {
+		return createOnce(ctx, client, urls[w%len(urls)], cfg.APIKeys[w%len(cfg.APIKeys)], body)
 	}), nil
 }
 
-// closedLoop runs op from concurrency workers, each issuing the next as soon
+// ClosedLoop runs op from concurrency workers, each issuing the next as soon
 // as the last answered, for d or until ctx ends. op answers "" for success,
-// a code for a refusal, or a transport error.
-func closedLoop(ctx context.Context, concurrency int, d time.Duration, progress func(int64, time.Duration), op func(ctx context.Context, worker int) (string, error)) CreateReport {
+// a code for a refusal, or a transport error. It is exported for
+// bench/etcdgrpc, the gRPC anchor, so that both sides of a comparison are
+// timed and summarised by the same code.
+func ClosedLoop(ctx context.Context, concurrency int, d time.Duration, progress func(int64, time.Duration), op func(ctx context.Context, worker int) (string, error)) CreateReport {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var created, requests atomic.Int64

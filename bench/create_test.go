@@ -43,7 +43,7 @@ func TestRunCreateCounts(t *testing.T) {
 	defer srv.Close()
 	var progressed atomic.Bool
 	rep, err := RunCreate(context.Background(), CreateConfig{
-		BaseURL: srv.URL, APIKeys: []string{"k1", "k2"}, Concurrency: 4, Duration: 1500 * time.Millisecond,
+		BaseURLs: []string{srv.URL}, APIKeys: []string{"k1", "k2"}, Concurrency: 4, Duration: 1500 * time.Millisecond,
 		Progress: func(int64, time.Duration) { progressed.Store(true) },
 	})
 	if err != nil {

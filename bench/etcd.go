@@ -19,7 +19,11 @@ import (
 // (POST /v3/kv/put, https://etcd.io/docs/v3.5/dev-guide/api_grpc_gateway/),
 // so both sides pay for HTTP and JSON.
 type EtcdConfig struct {
-	Endpoint    string // e.g. http://127.0.0.1:2379
+	// Endpoints are etcd client URLs, e.g. http://127.0.0.1:2379, or every
+	// member's: worker i puts through Endpoints[i mod len] (a follower
+	// forwards the proposal to the leader, as a vidfarm follower forwards a
+	// create).
+	Endpoints   []string
 	Concurrency int
 	Duration    time.Duration
 	ValueBytes  int
@@ -28,18 +32,21 @@ type EtcdConfig struct {
 
 // RunEtcdPut runs the put benchmark; every put is a new key.
 func RunEtcdPut(ctx context.Context, cfg EtcdConfig) (CreateReport, error) {
-	if cfg.Concurrency < 1 || cfg.Duration <= 0 || cfg.ValueBytes < 1 || cfg.Endpoint == "" {
+	if cfg.Concurrency < 1 || cfg.Duration <= 0 || cfg.ValueBytes < 1 || len(cfg.Endpoints) == 0 {
 		return CreateReport{}, errors.New("bench: need an endpoint, concurrency ≥ 1, a duration and a value size")
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency, MaxConnsPerHost: cfg.Concurrency}}
-	url := strings.TrimRight(cfg.Endpoint, "/") + "/v3/kv/put"
+	urls := make([]string, len(cfg.Endpoints))
+	for i, e := range cfg.Endpoints {
+		urls[i] = strings.TrimRight(e, "/") + "/v3/kv/put"
+	}
 	value := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("v"), cfg.ValueBytes))
 	seq := make([]int, cfg.Concurrency)
-	return closedLoop(ctx, cfg.Concurrency, cfg.Duration, cfg.Progress, func(ctx context.Context, w int) (string, error) {
+	return ClosedLoop(ctx, cfg.Concurrency, cfg.Duration, cfg.Progress, func(ctx context.Context, w int) (string, error) {
 		seq[w]++
 		key := base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "bench/%d/%d", w, seq[w]))
 		body, _ := json.Marshal(map[string]string{"key": key, "value": value})
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, urls[w%len(urls)], bytes.NewReader(body))
 		if err != nil {
 			return "", err
 		}

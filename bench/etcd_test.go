@@ -68,7 +68,7 @@ func freeAddr(t *testing.T) string {
 // as many keys as the report says were written.
 func TestRunEtcdPut(t *testing.T) {
 	url := startEtcd(t)
-	rep, err := RunEtcdPut(context.Background(), EtcdConfig{Endpoint: url, Concurrency: 4, Duration: time.Second, ValueBytes: 1024})
+	rep, err := RunEtcdPut(context.Background(), EtcdConfig{Endpoints: []string{url}, Concurrency: 4, Duration: time.Second, ValueBytes: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestRunEtcdPut(t *testing.T) {
 	if err != nil || n < rep.Created || n > rep.Created+4 {
 		t.Fatalf("etcd holds %s keys, the report says %d puts succeeded", out.Count, rep.Created)
 	}
-	if _, err := RunEtcdPut(context.Background(), EtcdConfig{Endpoint: url}); err == nil {
+	if _, err := RunEtcdPut(context.Background(), EtcdConfig{Endpoints: []string{url}}); err == nil {
 		t.Fatal("a config without clients or duration was accepted")
 	}
 }

@@ -1,38 +1,103 @@
 #!/usr/bin/env bash
-# Creates beside the anchors (issue 13): one vidfarm node, one etcd member and
-# the PostgreSQL at $PG (default 127.0.0.1:5432, database test), all fsync on,
-# each driven by 64 clients in a closed loop: vidfarm bench create (POST
-# /v1/videos), vidfarm bench etcd (1 KB puts through etcd's JSON gateway) and
+# Creates beside the anchors (issue 13): vidfarm, etcd and the PostgreSQL at
+# $PG (default 127.0.0.1:5432, database test), all fsync on, each driven by 64
+# clients in a closed loop: vidfarm bench create (POST /v1/videos), vidfarm
+# bench etcd (1 KB puts through etcd's JSON gateway), bench/etcdgrpc (the same
+# puts through etcd's own gRPC client, built here from its own module) and
 # pgbench running the create as one transaction (charge the balance, insert the
-# video, insert the ledger entry). Alternates A B C for ROUNDS rounds of
+# video, insert the ledger entry). Alternates A B C D for ROUNDS rounds of
 # DURATION; prints every run, then the median ratios and the load.
+#
+# NODES=1 (default): one vidfarm node, one etcd member. NODES=3: a three-node
+# vidfarm cluster (n1 bootstraps, n2 and n3 join) and a three-member etcd
+# cluster (static --initial-cluster), all on loopback; the 64 clients are
+# spread over the three members' endpoints on both sides (client i talks to
+# member i mod 3; a follower forwards to the leader on both). PostgreSQL is
+# the one local server in both modes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=./bin/vidfarm
 rounds=${ROUNDS:-3}
 duration=${DURATION:-20s}
+nodes=${NODES:-1}
+[ "$nodes" = 1 ] || [ "$nodes" = 3 ] || { echo "bench-anchors: NODES must be 1 or 3, not $nodes" >&2; exit 2; }
 dir=$(mktemp -d)
 token=bench-$RANDOM$RANDOM
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null || true; wait "${pids[@]}" 2>/dev/null || true; rm -rf "$dir"' EXIT
-
-$bin server --data-dir "$dir/vidfarm" --listen 127.0.0.1:18380 --admin-listen 127.0.0.1:18381 \
-  --raft-listen 127.0.0.1:17300 --admin-token "$token" --rate-limits=false --log-level warn 2>"$dir/vidfarm.log" &
-pids+=($!)
-etcd --name anchor --data-dir "$dir/etcd" --listen-client-urls http://127.0.0.1:18379 \
-  --advertise-client-urls http://127.0.0.1:18379 --listen-peer-urls http://127.0.0.1:18378 \
-  --initial-advertise-peer-urls http://127.0.0.1:18378 --initial-cluster anchor=http://127.0.0.1:18378 \
-  --log-level error >"$dir/etcd.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 200); do
-  curl -fsS http://127.0.0.1:18380/v1 >/dev/null 2>&1 && curl -fsS http://127.0.0.1:18379/health >/dev/null 2>&1 && break
-  sleep 0.1
-done
-echo "etcd $(etcd --version | head -1 | awk '{print $3}'), $(nproc) cores; $rounds rounds of $duration each, 64 clients"
-
+vpids=() # the vidfarm servers
+epids=() # the etcd members
 pg=${PG:-127.0.0.1:5432}
 pgargs=(-h "${pg%:*}" -p "${pg##*:}" -U "${PGUSER:-postgres}" -d "${PGDATABASE:-test}")
 schema=bench_anchor_$RANDOM
+cleanup() {
+  kill "${pids[@]}" 2>/dev/null || true
+  wait "${pids[@]}" 2>/dev/null || true
+  [ -z "${schema_made:-}" ] || psql -q "${pgargs[@]}" -c "SET client_min_messages = warning; DROP SCHEMA $schema CASCADE" || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+# The gRPC anchor is its own module (so the main one does not pull in gRPC).
+(cd bench/etcdgrpc && go build -o "$dir/etcdgrpc" .)
+
+# Wait until a URL answers 200, for up to 20 s.
+await() {
+  for _ in $(seq 200); do
+    curl -fsS "$1" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "bench-anchors: $1 did not answer" >&2
+  exit 1
+}
+
+if [ "$nodes" = 1 ]; then
+  $bin server --data-dir "$dir/vidfarm" --listen 127.0.0.1:18380 --admin-listen 127.0.0.1:18381 \
+    --raft-listen 127.0.0.1:17300 --admin-token "$token" --rate-limits=false --log-level warn 2>"$dir/vidfarm.log" &
+  pids+=($!) vpids+=($!)
+  etcd --name anchor --data-dir "$dir/etcd" --listen-client-urls http://127.0.0.1:18379 \
+    --advertise-client-urls http://127.0.0.1:18379 --listen-peer-urls http://127.0.0.1:18378 \
+    --initial-advertise-peer-urls http://127.0.0.1:18378 --initial-cluster anchor=http://127.0.0.1:18378 \
+    --log-level error >"$dir/etcd.log" 2>&1 &
+  pids+=($!) epids+=($!)
+  await http://127.0.0.1:18380/v1
+  await http://127.0.0.1:18379/health
+  servers=http://127.0.0.1:18380
+  admin=http://127.0.0.1:18381
+  endpoints=http://127.0.0.1:18379
+else
+  # vidfarm: as scripts/bench.sh's three-node run (docs/cluster.md), fsync on.
+  for i in 1 2 3; do
+    join=()
+    [ "$i" -gt 1 ] && join=(--join http://127.0.0.1:18491)
+    $bin server --node-id "n$i" --data-dir "$dir/n$i" --listen "127.0.0.1:1848$i" --admin-listen "127.0.0.1:1849$i" \
+      --agent-listen "127.0.0.1:1847$i" --raft-listen "127.0.0.1:1740$i" --admin-token "$token" --agent-token "$token" \
+      --blob-secret 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff --rate-limits=false \
+      --log-level warn "${join[@]}" 2>"$dir/n$i.log" &
+    pids+=($!) vpids+=($!)
+    await "http://127.0.0.1:1848$i/v1"
+  done
+  for _ in $(seq 200); do
+    [ "$(curl -fsS -H "Authorization: Bearer $token" http://127.0.0.1:18491/admin/v1/cluster/members | grep -o '"suffrage":"Voter"' | wc -l)" = 3 ] && break
+    sleep 0.1
+  done
+  [ "$(curl -fsS -H "Authorization: Bearer $token" http://127.0.0.1:18491/admin/v1/cluster/members | grep -o '"suffrage":"Voter"' | wc -l)" = 3 ] ||
+    { echo "bench-anchors: the vidfarm cluster did not reach three voters" >&2; exit 1; }
+  # etcd: three members, static bootstrap.
+  initial=e1=http://127.0.0.1:18361,e2=http://127.0.0.1:18362,e3=http://127.0.0.1:18363
+  for i in 1 2 3; do
+    etcd --name "e$i" --data-dir "$dir/e$i" --listen-client-urls "http://127.0.0.1:1837$i" \
+      --advertise-client-urls "http://127.0.0.1:1837$i" --listen-peer-urls "http://127.0.0.1:1836$i" \
+      --initial-advertise-peer-urls "http://127.0.0.1:1836$i" --initial-cluster "$initial" \
+      --initial-cluster-state new --initial-cluster-token "anchors-$token" --log-level error >"$dir/e$i.log" 2>&1 &
+    pids+=($!) epids+=($!)
+  done
+  for i in 1 2 3; do await "http://127.0.0.1:1837$i/health"; done
+  servers=http://127.0.0.1:18481,http://127.0.0.1:18482,http://127.0.0.1:18483
+  admin=http://127.0.0.1:18491
+  endpoints=http://127.0.0.1:18371,http://127.0.0.1:18372,http://127.0.0.1:18373
+fi
+echo "etcd $(etcd --version | head -1 | awk '{print $3}'), $(nproc) cores; $nodes node(s) each; $rounds rounds of $duration each, 64 clients; load $(cut -d' ' -f1-3 /proc/loadavg)"
+
 psql -q "${pgargs[@]}" <<SQL
 SET client_min_messages = warning;
 CREATE SCHEMA $schema;
@@ -44,7 +109,7 @@ CREATE TABLE $schema.ledger (id bigserial PRIMARY KEY, account_id int NOT NULL, 
   amount bigint NOT NULL, video_id text NOT NULL, created_at timestamptz NOT NULL);
 INSERT INTO $schema.accounts SELECT g, 1000000000000 FROM generate_series(1, 64) g;
 SQL
-trap 'kill "${pids[@]}" 2>/dev/null || true; wait "${pids[@]}" 2>/dev/null || true; psql -q "${pgargs[@]}" -c "SET client_min_messages = warning; DROP SCHEMA $schema CASCADE" || true; rm -rf "$dir"' EXIT
+schema_made=1
 cat >"$dir/create.sql" <<SQL
 \\set aid random(1, 64)
 BEGIN;
@@ -56,27 +121,55 @@ COMMIT;
 SQL
 secs=${duration%s}
 
+# CPU ticks (user + system, fields 14 and 15 of /proc/PID/stat) the given
+# server processes have used; a run's difference over its operations is the
+# servers' CPU per operation (the client's is not in it), the figure that
+# bounds a CPU-bound shared machine.
+ticks() { for p in "$@"; do awk '{print $14 + $15}' "/proc/$p/stat"; done | awk '{t += $1} END {print t}'; }
+hz=$(getconf CLK_TCK)
+
 ratios=()
+grpcratios=()
 pgratios=()
 for r in $(seq "$rounds"); do
-  v=$($bin bench create --server http://127.0.0.1:18380 --admin-server http://127.0.0.1:18381 --admin-token "$token" \
+  t0=$(ticks "${vpids[@]}")
+  v=$($bin bench create --server "$servers" --admin-server "$admin" --admin-token "$token" \
     --accounts 64 --concurrency 64 --duration "$duration" --json 2>/dev/null)
-  e=$($bin bench etcd --endpoint http://127.0.0.1:18379 --concurrency 64 --duration "$duration" --json 2>/dev/null)
-  line=$(python3 - "$v" "$e" <<'PY'
+  t1=$(ticks "${vpids[@]}") t2=$(ticks "${epids[@]}")
+  e=$($bin bench etcd --endpoint "$endpoints" --concurrency 64 --duration "$duration" --json 2>/dev/null)
+  t3=$(ticks "${epids[@]}")
+  g=$("$dir/etcdgrpc" --endpoint "$endpoints" --concurrency 64 --duration "$duration" --json 2>/dev/null)
+  t4=$(ticks "${epids[@]}")
+  tps=$(pgbench -n -c 64 -j 2 -T "$secs" -f "$dir/create.sql" "${pgargs[@]}" 2>/dev/null | awk '/^tps/ {print $3; exit}')
+  line=$(python3 - "$v" "$e" "$g" "$tps" "$((t1 - t0))" "$((t3 - t2))" "$((t4 - t3))" "$hz" <<'PY'
 import json, sys
-v, e = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-print("%.3f vidfarm %.0f creates/s (p99 %.1f ms, failed %d) | etcd %.0f puts/s (p99 %.1f ms, failed %d)" % (
-    v["creates_per_second"] / e["creates_per_second"], v["creates_per_second"], v["p99_ns"] / 1e6,
-    sum(v["failures"].values()), e["creates_per_second"], e["p99_ns"] / 1e6, sum(e["failures"].values())))
+v, e, g = (json.loads(a) for a in sys.argv[1:4])
+tps = float(sys.argv[4])
+hz = float(sys.argv[8])
+cpu = lambda ticks, r: float(ticks) / hz * 1e6 / max(r["created"], 1)  # server µs per operation
+rate = lambda r: r["creates_per_second"]
+# Failures by kind, so that a run of errors is not read as a rate.
+fails = "; ".join("%s: %s" % (n, ", ".join("%d × %s" % (c, k[:80]) for k, c in r["failures"].items()))
+                  for n, r in (("vidfarm", v), ("etcd JSON", e), ("etcd gRPC", g)) if r["failures"])
+# The first three fields, the ratios the medians are taken of, are rounded as printed.
+print("%.2f %.2f %.2f vidfarm %.0f creates/s (p99 %.1f ms, failed %d, server CPU %.0f µs each) | "
+      "etcd JSON %.0f puts/s (p99 %.1f ms, failed %d, server CPU %.0f µs each) | "
+      "etcd gRPC %.0f puts/s (p99 %.1f ms, failed %d, server CPU %.0f µs each) | PostgreSQL %.0f tx/s | ratios %.2f× JSON, %.2f× gRPC, %.2f× PostgreSQL" % (
+    rate(v) / rate(e), rate(v) / rate(g), rate(v) / tps,
+    rate(v), v["p99_ns"] / 1e6, sum(v["failures"].values()), cpu(sys.argv[5], v),
+    rate(e), e["p99_ns"] / 1e6, sum(e["failures"].values()), cpu(sys.argv[6], e),
+    rate(g), g["p99_ns"] / 1e6, sum(g["failures"].values()), cpu(sys.argv[7], g),
+    tps, rate(v) / rate(e), rate(v) / rate(g), rate(v) / tps) + (" | failures " + fails if fails else ""))
 PY
 )
-  tps=$(pgbench -n -c 64 -j 2 -T "$secs" -f "$dir/create.sql" "${pgargs[@]}" 2>/dev/null | awk '/^tps/ {print $3; exit}')
-  creates=$(python3 -c 'import json,sys; print("%.0f" % json.loads(sys.argv[1])["creates_per_second"])' "$v")
-  pgr=$(awk -v c="$creates" -v t="$tps" 'BEGIN {printf "%.3f", c / t}')
-  echo "round $r: ratio ${line} | PostgreSQL ${tps%.*} tx/s, ratio $pgr  (load $(cut -d' ' -f1 /proc/loadavg))"
-  ratios+=("${line%% *}")
-  pgratios+=("$pgr")
+  read -r er gr pr rest <<<"$line"
+  echo "round $r: $rest  (load $(cut -d' ' -f1 /proc/loadavg))"
+  ratios+=("$er")
+  grpcratios+=("$gr")
+  pgratios+=("$pr")
 done
-printf '%s\n' "${ratios[@]}" | sort -g | awk '{a[NR]=$1} END {printf "median ratio creates/s : etcd puts/s = %.2f× over %d rounds\n", a[int((NR+1)/2)], NR}'
-printf '%s\n' "${pgratios[@]}" | sort -g | awk '{a[NR]=$1} END {printf "median ratio creates/s : PostgreSQL create transactions/s = %.2f× over %d rounds\n", a[int((NR+1)/2)], NR}'
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {printf "%.2f× over %d rounds", a[int((NR+1)/2)], NR}'; }
+echo "$nodes node(s): median ratio creates/s : etcd puts/s through the JSON gateway = $(median "${ratios[@]}")"
+echo "$nodes node(s): median ratio creates/s : etcd puts/s through the gRPC client = $(median "${grpcratios[@]}")"
+echo "$nodes node(s): median ratio creates/s : PostgreSQL create transactions/s = $(median "${pgratios[@]}")"
 echo "load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -142,5 +142,9 @@ echo "== a snapshot under create load (scripts/bench-snapshot.sh)"
 ./scripts/bench-snapshot.sh
 
 echo
-echo "== creates beside etcd (scripts/bench-anchors.sh)"
+echo "== creates beside etcd and PostgreSQL, one node (scripts/bench-anchors.sh)"
 ./scripts/bench-anchors.sh
+
+echo
+echo "== creates beside etcd and PostgreSQL, three nodes each (NODES=3 scripts/bench-anchors.sh)"
+NODES=3 ./scripts/bench-anchors.sh

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/vidfarm/vidfarm/bench"
@@ -42,7 +43,7 @@ func runBench(args []string) error {
 
 func runBenchCreate(args []string) error {
 	fs := flag.NewFlagSet("bench create", flag.ExitOnError)
-	server := fs.String("server", "http://127.0.0.1:8080", "public API base URL")
+	server := fs.String("server", "http://127.0.0.1:8080", "public API base URL, or several separated by commas (the members of a cluster): the clients are spread over them")
 	cl := &admin.Client{}
 	fs.StringVar(&cl.Server, "admin-server", "http://127.0.0.1:8081", "admin API address (accounts for the run are created there)")
 	fs.StringVar(&cl.Token, "admin-token", "", "admin token")
@@ -51,6 +52,10 @@ func runBenchCreate(args []string) error {
 	duration := fs.Duration("duration", 10*time.Second, "how long to run")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	servers, err := bench.ParseEndpoints(*server)
+	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -65,7 +70,7 @@ func runBenchCreate(args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "bench create: %d clients over %d accounts for %s against %s\n", *concurrency, *accounts, *duration, *server)
 	rep, err := bench.RunCreate(ctx, bench.CreateConfig{
-		BaseURL: *server, APIKeys: keys, Concurrency: *concurrency, Duration: *duration,
+		BaseURLs: servers, APIKeys: keys, Concurrency: *concurrency, Duration: *duration,
 		Progress: func(done int64, el time.Duration) {
 			fmt.Fprintf(os.Stderr, "\r  %5.1fs / %s  %8d created  %6.0f/s", el.Seconds(), *duration, done, float64(done)/el.Seconds())
 		},
@@ -80,7 +85,7 @@ func runBenchCreate(args []string) error {
 func runBenchEtcd(args []string) error {
 	fs := flag.NewFlagSet("bench etcd", flag.ExitOnError)
 	var cfg bench.EtcdConfig
-	fs.StringVar(&cfg.Endpoint, "endpoint", "http://127.0.0.1:2379", "etcd client URL")
+	endpoint := fs.String("endpoint", "http://127.0.0.1:2379", "etcd client URL, or several separated by commas (every member's): the clients are spread over them")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 64, "concurrent clients")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long to run")
 	fs.IntVar(&cfg.ValueBytes, "value-bytes", 1024, "size of each put's value")
@@ -88,9 +93,13 @@ func runBenchEtcd(args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	var err error
+	if cfg.Endpoints, err = bench.ParseEndpoints(*endpoint); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	fmt.Fprintf(os.Stderr, "bench etcd: %d clients putting %d bytes for %s against %s\n", cfg.Concurrency, cfg.ValueBytes, cfg.Duration, cfg.Endpoint)
+	fmt.Fprintf(os.Stderr, "bench etcd: %d clients putting %d bytes for %s against %s\n", cfg.Concurrency, cfg.ValueBytes, cfg.Duration, strings.Join(cfg.Endpoints, ","))
 	cfg.Progress = func(done int64, el time.Duration) {
 		fmt.Fprintf(os.Stderr, "\r  %5.1fs / %s  %8d puts  %6.0f/s", el.Seconds(), cfg.Duration, done, float64(done)/el.Seconds())
 	}
