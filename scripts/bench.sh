@@ -148,3 +148,7 @@ echo "== creates beside etcd and PostgreSQL, one node (scripts/bench-anchors.sh)
 echo
 echo "== creates beside etcd and PostgreSQL, three nodes each (NODES=3 scripts/bench-anchors.sh)"
 NODES=3 ./scripts/bench-anchors.sh
+
+echo
+echo "== the garbage collector's setting under create load (scripts/bench-knob.sh GOGC=100 GOGC=200)"
+./scripts/bench-knob.sh 'GOGC=100' 'GOGC=200'

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# One setting of the server against another under create load: a fresh
+# one-node server per run, 64 clients creating in a closed loop for DURATION
+# (vidfarm bench create), the two settings alternating A B for ROUNDS rounds.
+# Prints each run's rate, p99, the server's CPU per create (user + system from
+# /proc/PID/stat) and peak resident memory (VmHWM), then the median ratio B:A.
+#
+# A setting is server flags, or environment assignments for the server:
+#   scripts/bench-knob.sh 'GOGC=100' 'GOGC=200'
+#   scripts/bench-knob.sh '--raft-snapshot-threshold 8192' '--raft-snapshot-threshold 131072'
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# = 2 ] || { echo "usage: $0 SETTING_A SETTING_B (server flags, or NAME=value for its environment)" >&2; exit 2; }
+bin=./bin/vidfarm
+rounds=${ROUNDS:-3}
+duration=${DURATION:-20s}
+[ -x "$bin" ] || go build -o "$bin" ./cmd/vidfarm
+hz=$(getconf CLK_TCK)
+dir=$(mktemp -d)
+pid=
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$dir"; }
+trap cleanup EXIT
+echo "bench-knob: A = $1, B = $2; $rounds rounds of $duration, 64 clients, load $(cut -d' ' -f1-3 /proc/loadavg)"
+ratios=()
+for r in $(seq "$rounds"); do
+  rate_a=
+  for which in A B; do
+    setting=$1; [ $which = B ] && setting=$2
+    envs=(); flags=()
+    case $setting in
+      --*) read -ra flags <<<"$setting" ;;
+      *) read -ra envs <<<"$setting" ;;
+    esac
+    rm -rf "$dir/v"; token=knob-$RANDOM$RANDOM
+    env "${envs[@]}" "$bin" server --data-dir "$dir/v" --listen 127.0.0.1:18680 --admin-listen 127.0.0.1:18681 \
+      --raft-listen 127.0.0.1:17600 --admin-token "$token" --rate-limits=false --log-level warn "${flags[@]}" 2>"$dir/log" &
+    pid=$!
+    for _ in $(seq 300); do curl -fsS http://127.0.0.1:18680/v1 >/dev/null 2>&1 && break; sleep 0.1; done
+    t0=$(awk '{print $14+$15}' "/proc/$pid/stat")
+    j=$("$bin" bench create --server http://127.0.0.1:18680 --admin-server http://127.0.0.1:18681 --admin-token "$token" \
+      --accounts 64 --concurrency 64 --duration "$duration" --json 2>/dev/null)
+    t1=$(awk '{print $14+$15}' "/proc/$pid/stat")
+    hwm=$(awk '/VmHWM/{print $2}' "/proc/$pid/status")
+    kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
+    line=$(python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print("%.0f %.1f %.0f %d" % (j["creates_per_second"], j["p99_ns"]/1e6, float(sys.argv[2])/float(sys.argv[3])*1e6/max(j["created"],1), int(sys.argv[4])//1024))' \
+      "$j" $((t1 - t0)) "$hz" "$hwm")
+    read -r rate p99 cpu rss <<<"$line"
+    printf 'round %d %s (%s): %6s creates/s  p99 %6s ms  server CPU %4s µs each  peak RSS %5s MB  load %s\n' \
+      "$r" "$which" "$setting" "$rate" "$p99" "$cpu" "$rss" "$(cut -d' ' -f1 /proc/loadavg)"
+    if [ $which = A ]; then rate_a=$rate; else ratios+=("$(python3 -c "print('%.2f' % ($rate / $rate_a))")"); fi
+  done
+done
+printf '%s\n' "${ratios[@]}" | sort -g | awk '{a[NR]=$1} END {printf "median ratio B:A creates/s = %.2f over %d rounds\n", a[int((NR+1)/2)], NR}'
+echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
