@@ -65,9 +65,10 @@ func (f *FSM) WriteCheckpoint(w io.Writer, index uint64) error {
 // records kept one per key) into a state of its own and writes the whole,
 // merging each account's unfinished videos with its finished ones on disk.
 // The copy costs the hot part's memory once more while a follower is sent
-// its snapshot; the finished videos go one at a time.
+// its snapshot (the task graphs as records: no scheduler is rebuilt from
+// them only to be snapshotted again); the finished videos go one at a time.
 func streamCheckpoint(tx *bbolt.Tx, w io.Writer) error {
-	s, _, err := loadState(tx, false)
+	s, _, err := loadState(tx, readOpts{rawSched: true})
 	if err != nil {
 		return fmt.Errorf("hot state: %w", err)
 	}

@@ -108,6 +108,8 @@ func (s *state) records(hotOnly bool) []record {
 	out := make([]record, 0, 1+len(s.nodes)+len(s.accounts)+len(s.keys)+len(s.folders)+len(s.accounts)+len(s.accounts)+len(s.assets)+len(s.kits))
 	if hotOnly {
 		out = append(out, record{recScheduler, s.sched.SnapshotHeader()})
+	} else if s.rawSched != nil {
+		out = append(out, record{recScheduler, *s.rawSched})
 	} else {
 		out = append(out, record{recScheduler, s.sched.Snapshot()})
 	}
@@ -309,6 +311,11 @@ type readOpts struct {
 	// sched are task graphs kept one per key, joined to the stream's
 	// scheduler record.
 	sched []scheduler.VideoRecord
+	// rawSched keeps the joined scheduler record as read instead of
+	// restoring a scheduler from it: the state is only written out again
+	// (WriteCheckpoint), and the record as read is what the scheduler that
+	// wrote it would snapshot, without building its queues and indexes.
+	rawSched bool
 }
 
 // readSnapshot reads a snapshot stream into a new state.
@@ -317,8 +324,8 @@ func readSnapshot(r io.Reader, opts readOpts) (*state, error) {
 	if opts.track {
 		s.dirty = newDirty()
 	}
-	s.restoreTo, s.schedJoin = opts.sink, opts.sched
-	defer func() { s.restoreTo, s.schedJoin = nil, nil }()
+	s.restoreTo, s.schedJoin, s.keepRawSched = opts.sink, opts.sched, opts.rawSched
+	defer func() { s.restoreTo, s.schedJoin, s.keepRawSched = nil, nil, false }()
 	if err := eachRecord(r, s.restoreRecord); err != nil {
 		return nil, err
 	}
@@ -399,6 +406,10 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 		if len(s.schedJoin) > 0 {
 			snap.Videos = append(snap.Videos, s.schedJoin...)
 			slices.SortFunc(snap.Videos, func(a, b scheduler.VideoRecord) int { return cmp.Compare(a.Seq, b.Seq) })
+		}
+		if s.keepRawSched {
+			s.rawSched = &snap
+			return nil
 		}
 		sched, err := scheduler.Restore(snap)
 		if err != nil {

@@ -33,6 +33,10 @@ type state struct {
 	// and schedJoin are task graphs read from it (readOpts).
 	restoreTo *restoreSink
 	schedJoin []scheduler.VideoRecord
+	// keepRawSched and rawSched: a state read only to be written out again
+	// keeps its scheduler record as read (readOpts.rawSched).
+	keepRawSched bool
+	rawSched     *scheduler.Snapshot
 
 	// idem holds the idempotency records by idemID (table.go).
 	idem *table[Idempotency]

@@ -291,7 +291,7 @@ func (st *store) load() (*state, uint64, error) {
 	)
 	err := st.db.View(func(tx *bbolt.Tx) error {
 		var err error
-		s, index, err = loadState(tx, true)
+		s, index, err = loadState(tx, readOpts{track: true})
 		return err
 	})
 	if err != nil {
@@ -301,9 +301,10 @@ func (st *store) load() (*state, uint64, error) {
 }
 
 // loadState reads the hot part of the state tx holds, and its index; nil and
-// 0 for a file that holds none yet. With track the state keeps dirty sets,
-// holding whatever a v1 file kept in its hot stream.
-func loadState(tx *bbolt.Tx, track bool) (*state, uint64, error) {
+// 0 for a file that holds none yet. With opts.track the state keeps dirty
+// sets, holding whatever a v1 file kept in its hot stream; opts.rawSched is
+// for a state only written out again.
+func loadState(tx *bbolt.Tx, opts readOpts) (*state, uint64, error) {
 	meta := tx.Bucket([]byte(bucketMeta))
 	b := meta.Get([]byte(metaIndex))
 	if len(b) != 8 {
@@ -318,7 +319,8 @@ func loadState(tx *bbolt.Tx, track bool) (*state, uint64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	s, err := readSnapshot(hot, readOpts{track: track, sched: sched})
+	opts.sched = sched
+	s, err := readSnapshot(hot, opts)
 	if err != nil {
 		return nil, 0, fmt.Errorf("hot state: %w", err)
 	}

@@ -1,6 +1,7 @@
 package fsm_test
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"os"
@@ -246,4 +247,51 @@ func BenchmarkQueueHeap(b *testing.B) {
 		}
 	}
 	b.ReportMetric(perVideo, "heap-B/video")
+}
+
+// BenchmarkWriteCheckpoint measures streaming a checkpoint to a follower
+// (WriteCheckpoint) while VIDFARM_BENCH_QUEUED videos (default 50,000) are
+// queued: the hot part is read from the state file once more, and the task
+// graphs are written out as they were read.
+func BenchmarkWriteCheckpoint(b *testing.B) {
+	n := envInt("VIDFARM_BENCH_QUEUED", 50_000)
+	f, must := benchStore(b)
+	for i := range n {
+		id := fmt.Sprintf("vid_%08d", i)
+		must(&fsm.CreateVideo{VideoID: id, AccountID: "a", Spec: manualSpec("p"), Price: 1, Now: t0 + int64(i)})
+	}
+	snap, err := f.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var marker bytes.Buffer
+	if err := snap.Persist(&bufSink{&marker}); err != nil {
+		b.Fatal(err)
+	}
+	index, ok := fsm.CheckpointMarker(marker.Bytes())
+	if !ok {
+		b.Fatal("the snapshot of a state with a file is not a checkpoint marker")
+	}
+	var size int64
+	for b.Loop() {
+		var w countingWriter
+		if err := f.WriteCheckpoint(&w, index); err != nil {
+			b.Fatal(err)
+		}
+		size = int64(w)
+	}
+	b.ReportMetric(float64(size)/float64(n), "B/video")
+}
+
+type bufSink struct{ *bytes.Buffer }
+
+func (bufSink) ID() string    { return "buf" }
+func (bufSink) Cancel() error { return nil }
+func (bufSink) Close() error  { return nil }
+
+type countingWriter int64
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	*w += countingWriter(len(p))
+	return len(p), nil
 }
