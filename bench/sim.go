@@ -207,9 +207,9 @@ type sim struct {
 	warmup  time.Duration
 	nodes   []*simNode
 	byID    map[string]*simNode
-	videos  map[uint64]*simVideo // by number (videoNumber)
-	running []*simTask           // in no particular order (see simTask.idx)
-	spare   []*simTask           // ended, for reuse (newTask)
+	videos  videoTable // unfinished, by number (videoNumber)
+	running []*simTask // in no particular order (see simTask.idx)
+	spare   []*simTask // ended, for reuse (newTask)
 	// arrivals are the source's batches (sim_source.go); batch is the one
 	// being read and next the arrival whose event is queued.
 	arrivals <-chan []arrival
@@ -227,6 +227,9 @@ type sim struct {
 	gfaults []groupFaults
 	fltRand *rand.Rand
 	flt     faultRec
+	// atD and atT: the last time at made (sim.at).
+	atD time.Duration
+	atT time.Time
 }
 
 // Simulate runs the workload on the fleet for cfg.Hours of simulated time
@@ -271,7 +274,6 @@ func simulateOnce(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 		horizon: hoursDur(cfg.Hours),
 		warmup:  hoursDur(cfg.WarmupHours),
 		byID:    map[string]*simNode{},
-		videos:  map[uint64]*simVideo{},
 		gpuGen:  1,
 		cpuGen:  1,
 	}
@@ -321,8 +323,8 @@ func simulateOnce(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 	if cfg.Progress != nil {
 		cfg.Progress(s.horizon, s.horizon)
 	}
-	if inFlight := s.rec.submittedAll - s.rec.completedAll; len(s.videos) != inFlight {
-		return SimReport{}, fmt.Errorf("bench: %d videos unfinished, but %d submitted and %d completed", len(s.videos), s.rec.submittedAll, s.rec.completedAll)
+	if inFlight := s.rec.submittedAll - s.rec.completedAll; s.videos.len() != inFlight {
+		return SimReport{}, fmt.Errorf("bench: %d videos unfinished, but %d submitted and %d completed", s.videos.len(), s.rec.submittedAll, s.rec.completedAll)
 	}
 	return s.report(), nil
 }
@@ -331,8 +333,14 @@ func hoursDur(h float64) time.Duration { return time.Duration(h * float64(time.H
 
 func secondsDur(sec float64) time.Duration { return time.Duration(sec * float64(time.Second)) }
 
+// at is the wall-clock time d after the start, as the scheduler takes it.
+// The time of the last call is kept: a busy event makes several calls at
+// the same time (complete, add scenes, place on each node with room).
 func (s *sim) at(d time.Duration) time.Time {
-	return time.Unix(simEpochUnix, 0).UTC().Add(d)
+	if d != s.atD || s.atT.IsZero() {
+		s.atD, s.atT = d, time.Unix(simEpochUnix, 0).UTC().Add(d)
+	}
+	return s.atT
 }
 
 func (s *sim) push(e event) {

@@ -139,7 +139,7 @@ func (s *sim) arrive() error {
 	if err := s.readied(gpuReady); err != nil {
 		return err
 	}
-	s.videos[a.num] = a.v
+	s.videos.put(a.num, a.v)
 	s.rec.submitted(a.v)
 	return s.placeAll()
 }

@@ -281,7 +281,7 @@ func (s *sim) up(e event) error {
 // warmUp is the load time a GPU task of model m pays on n before it
 // renders, and makes m warm on n (reporting the change to the scheduler).
 func (s *sim) warmUp(n *simNode, m string, gpus int) (time.Duration, error) {
-	f := s.gfaults[n.group]
+	f := &s.gfaults[n.group] // not a copy: this runs on every lease
 	if !f.tracksWarm || gpus == 0 || m == "" {
 		return 0, nil
 	}

@@ -81,7 +81,7 @@ func (s *sim) placeOn(n *simNode) error {
 }
 
 func (s *sim) start(n *simNode, g scheduler.Grant) error {
-	v := s.videos[videoNumber(g.VideoID)]
+	v := s.videos.get(videoNumber(g.VideoID))
 	load, err := s.warmUp(n, g.Model, g.GPUs)
 	if err != nil {
 		return err
@@ -186,7 +186,7 @@ func (s *sim) complete(t *simTask) error {
 	}
 	if out.VideoCompleted {
 		s.rec.completed(v, s.now, s.now-v.submitted)
-		delete(s.videos, videoNumber(g.VideoID))
+		s.videos.drop(videoNumber(g.VideoID))
 		if err := s.st.Forget(g.VideoID); err != nil {
 			return fmt.Errorf("bench: forget %s: %w", g.VideoID, err)
 		}

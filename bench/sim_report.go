@@ -257,7 +257,7 @@ func (s *sim) report() SimReport {
 	}
 	r := s.rec
 	overall := newGroupRec("all", s.wl.SLOs)
-	for _, v := range s.videos {
+	for _, v := range s.videos.all() {
 		if !v.counted {
 			continue
 		}

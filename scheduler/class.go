@@ -21,25 +21,44 @@ type class struct {
 	// oldest first, at most recentCompletions: its recent throughput, for
 	// EstimateWait. Not in snapshots: a restored state estimates from the
 	// completions it has seen since.
-	done []int64
+	done recent
 	// took are the service times (ms, lease granted to completed) of the
 	// same tasks as done, in the same order: what Overdue compares a
 	// running task with. Not in snapshots either.
-	took []int64
+	took recent
 }
 
 // noteDone records a task of the class completed at ms after running for
 // took ms under its lease.
 func (c *class) noteDone(ms, took int64) {
-	if len(c.done) == recentCompletions {
-		c.done = append(c.done[:0], c.done[1:]...)
-	}
-	c.done = append(c.done, ms)
-	if len(c.took) == recentCompletions {
-		c.took = append(c.took[:0], c.took[1:]...)
-	}
-	c.took = append(c.took, max(took, 0))
+	c.done.add(ms)
+	c.took.add(max(took, 0))
 }
+
+// recent holds the latest recentCompletions values added, oldest first, in
+// an array twice as long: the window moves back to the array's start only
+// when it reaches the end, one copy per recentCompletions adds, where
+// shifting a full window on every add copied it each time (every
+// completion adds).
+type recent struct {
+	buf    [2 * recentCompletions]int64
+	lo, hi int // the window is buf[lo:hi]
+}
+
+func (r *recent) add(x int64) {
+	if r.hi == len(r.buf) {
+		r.hi = copy(r.buf[:], r.buf[r.lo:r.hi])
+		r.lo = 0
+	}
+	r.buf[r.hi] = x
+	r.hi++
+	if r.hi-r.lo > recentCompletions {
+		r.lo++
+	}
+}
+
+// values are the window, oldest first; valid until the next add.
+func (r *recent) values() []int64 { return r.buf[r.lo:r.hi] }
 
 // classKey identifies a class in State.classByKey. Every task looks its
 // class up, so the key is built without allocating for the usual zero or

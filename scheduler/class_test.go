@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -48,5 +49,23 @@ func TestClassIdentity(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRecentKeepsTheLatest checks the completion window against a plain
+// slice of everything added, across the moves back to the array's start.
+func TestRecentKeepsTheLatest(t *testing.T) {
+	for _, adds := range []int{0, 1, recentCompletions - 1, recentCompletions, recentCompletions + 1,
+		2 * recentCompletions, 2*recentCompletions + 1, 5*recentCompletions + 3} {
+		var r recent
+		var all []int64
+		for i := range adds {
+			r.add(int64(i * 7))
+			all = append(all, int64(i*7))
+			want := all[max(len(all)-recentCompletions, 0):]
+			if got := r.values(); !slices.Equal(got, want) {
+				t.Fatalf("after %d adds: window %v, want %v", i+1, got, want)
+			}
+		}
 	}
 }

@@ -42,7 +42,7 @@ func (s *State) EstimateWait(videoID string, now time.Time) (WaitEstimate, bool)
 		return WaitEstimate{}, false
 	}
 	at := ms(now)
-	recent := waiting.cls.done
+	recent := waiting.cls.done.values()
 	first := len(recent)
 	for i, d := range recent {
 		if d >= at-recentWindow {

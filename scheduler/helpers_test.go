@@ -183,6 +183,9 @@ func checkInvariants(s *State) error {
 		}
 		ready += lr
 	}
+	if ready != s.ready {
+		return fmt.Errorf("state counts %d ready tasks, levels hold %d", s.ready, ready)
+	}
 	if len(s.prios) != len(s.levels) || !slices.IsSortedFunc(s.prios, func(a, b int) int { return b - a }) {
 		return fmt.Errorf("prios %v do not match levels", s.prios)
 	}

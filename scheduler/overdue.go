@@ -30,19 +30,20 @@ func (s *State) Overdue(now time.Time, q float64, minSamples int) []OverdueLease
 	for _, e := range s.leaseHeap {
 		t := e.t
 		c := t.cls
-		if len(c.took) < max(minSamples, 1) {
+		took := c.took.values()
+		if len(took) < max(minSamples, 1) {
 			continue
 		}
 		p, ok := quantiles[c]
 		if !ok {
-			sorted := slices.Sorted(slices.Values(c.took))
+			sorted := slices.Sorted(slices.Values(took))
 			rank := int(math.Ceil(q*float64(len(sorted)))) - 1
 			p = sorted[min(max(rank, 0), len(sorted)-1)]
 			quantiles[c] = p
 		}
 		if run := at - t.lease.granted; run > p {
 			out = append(out, OverdueLease{Lease: t.leaseInfo(), Running: time.Duration(run) * time.Millisecond,
-				Quantile: time.Duration(p) * time.Millisecond, Samples: len(c.took)})
+				Quantile: time.Duration(p) * time.Millisecond, Samples: len(took)})
 		}
 	}
 	slices.SortFunc(out, func(a, b OverdueLease) int {

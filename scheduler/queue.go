@@ -151,6 +151,7 @@ func (s *State) makeReady(t *task, now int64) {
 	}
 	b.tasks++
 	l.ready++
+	s.ready++
 	if aq := a.queue(l.prio, ci); aq != nil {
 		aq.pushTask(t)
 		aq.newHead()
@@ -169,6 +170,7 @@ func (s *State) unready(t *task) {
 	aq.removeTask(t)
 	b.tasks--
 	aq.lvl.ready--
+	s.ready--
 	if aq.tasks.Len() > 0 {
 		aq.newHead()
 		return

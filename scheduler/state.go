@@ -33,6 +33,7 @@ type State struct {
 
 	levels map[int]*level
 	prios  []int // priorities of non-empty levels, highest first
+	ready  int   // ready tasks: the levels' ready counts summed
 
 	spareLevels []*level     // see spare.go
 	spareQueues []*acctQueue // see spare.go
@@ -140,11 +141,6 @@ func ms(t time.Time) int64 { return t.UnixMilli() }
 // fromMS converts back to a UTC time.Time.
 func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
 
-// ReadyTasks counts the tasks waiting for placement, without scanning them.
-func (s *State) ReadyTasks() int {
-	n := 0
-	for _, l := range s.levels {
-		n += l.ready
-	}
-	return n
-}
+// ReadyTasks counts the tasks waiting for placement, without scanning them
+// (the simulator asks after every event).
+func (s *State) ReadyTasks() int { return s.ready }

@@ -87,6 +87,12 @@ func (s *taskSet) Remove(t *task) {
 		}
 		return
 	}
+	// Placement takes the oldest task: no search, which would compare
+	// tasks the cache no longer holds.
+	if len(s.small) > 0 && s.small[0] == t {
+		s.small = slices.Delete(s.small, 0, 1)
+		return
+	}
 	if i, ok := s.find(t); ok {
 		s.small = slices.Delete(s.small, i, i+1)
 	}
