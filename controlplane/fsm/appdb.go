@@ -119,8 +119,8 @@ func (s *state) applySetAppExport(c *SetAppExport) (Nothing, error) {
 	}
 	if !c.On {
 		s.out = outbox{index: s.out.index, seq: s.out.seq}
-		dropThrough(s.appLedger, ^uint64(0), (*LedgerEntry).index)
-		dropThrough(s.appEvents, ^uint64(0), (*VideoEvent).index)
+		dropThrough(s.appLedger, ^uint64(0))
+		dropThrough(s.appEvents, ^uint64(0))
 		return Nothing{}, nil
 	}
 	s.out.on = true
@@ -145,8 +145,8 @@ func (s *state) applySetAppExport(c *SetAppExport) (Nothing, error) {
 }
 
 func (s *state) applyTrimExported(c *TrimExported) (Nothing, error) {
-	dropThrough(s.appLedger, c.Through, (*LedgerEntry).index)
-	dropThrough(s.appEvents, c.Through, (*VideoEvent).index)
+	dropThrough(s.appLedger, c.Through)
+	dropThrough(s.appEvents, c.Through)
 	i := 0
 	for i < len(s.in.refused) && !c.Inbound.Less(s.in.refused[i].Mark) {
 		i++

@@ -70,8 +70,8 @@ func (f *FSM) PendingExport(after uint64, limit int) Outbox {
 func (f *FSM) ExportBacklog(after uint64) (pending int, oldest int64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	ln, lat := backlog(f.s.appLedger, after, (*LedgerEntry).index, func(e *LedgerEntry) int64 { return e.At })
-	en, eat := backlog(f.s.appEvents, after, (*VideoEvent).index, func(e *VideoEvent) int64 { return e.At })
+	ln, lat := backlog(f.s.appLedger, after, func(e *LedgerEntry) int64 { return e.At })
+	en, eat := backlog(f.s.appEvents, after, func(e *VideoEvent) int64 { return e.At })
 	oldest = lat
 	if eat != 0 && (oldest == 0 || eat < oldest) {
 		oldest = eat
@@ -82,16 +82,16 @@ func (f *FSM) ExportBacklog(after uint64) (pending int, oldest int64) {
 // backlog counts t's entries past index after, and the time of the first of
 // them. It walks only the entries at or below after, which the app database
 // committed and the next TrimExported drops: a backlog of days costs one read.
-func backlog[T outboxEntry](t *table[T], after uint64, index func(*T) uint64, at func(*T) int64) (n int, first int64) {
+func backlog[T outboxEntry](t *table[T], after uint64, at func(*T) int64) (n int, first int64) {
+	start, ok := outboxAfter(after)
+	if !ok {
+		return 0, 0
+	}
 	below := 0
-	t.each("", func(_ string, e *T) bool {
-		if index(e) <= after {
-			below++
-			return true
-		}
+	t.eachRange("", "", start, func(string, *T) bool { below++; return true })
+	if _, e, ok := t.firstFrom(start); ok {
 		first = at(e)
-		return false
-	})
+	}
 	return t.n - below, first
 }
 
@@ -104,7 +104,7 @@ func above[T outboxEntry](t *table[T], after uint64, limit int, index func(*T) u
 	if !ok {
 		return nil, through
 	}
-	t.eachFrom("", start, func(_ string, e *T) bool {
+	t.eachRange("", start, "", func(_ string, e *T) bool {
 		if n := len(items); n > 0 && n >= limit && index(e) != index(&items[n-1]) {
 			through = index(&items[n-1])
 			return false
@@ -128,12 +128,10 @@ func firstAbove[T any](list []T, after uint64, index func(*T) uint64) int {
 
 // dropThrough forgets t's entries at or below index through (all of them for
 // the largest uint64), and says how many.
-func dropThrough[T outboxEntry](t *table[T], through uint64, index func(*T) uint64) int {
+func dropThrough[T outboxEntry](t *table[T], through uint64) int {
+	end, _ := outboxAfter(through) // "" past the last index: no end
 	var keys []string
-	t.each("", func(k string, e *T) bool {
-		if index(e) > through {
-			return false
-		}
+	t.eachRange("", "", end, func(k string, _ *T) bool {
 		keys = append(keys, k)
 		return true
 	})
@@ -145,7 +143,8 @@ func dropThrough[T outboxEntry](t *table[T], through uint64, index func(*T) uint
 
 // firstHeld is the lowest log index of an entry t holds; 0 for none.
 func firstHeld[T outboxEntry](t *table[T], index func(*T) uint64) uint64 {
-	var first uint64
-	t.each("", func(_ string, e *T) bool { first = index(e); return false })
-	return first
+	if _, e, ok := t.firstFrom(""); ok {
+		return index(e)
+	}
+	return 0
 }

@@ -202,13 +202,15 @@ func (t *table[V]) hasPrefix(p string) bool {
 // each calls fn with the records whose key starts with prefix, in key
 // order, until it returns false.
 func (t *table[V]) each(prefix string, fn func(k string, v *V) bool) {
-	t.eachFrom(prefix, "", fn)
+	t.eachRange(prefix, "", "", fn)
 }
 
-// eachFrom is each for the records whose key starts with prefix and is at
-// or after start.
-func (t *table[V]) eachFrom(prefix, start string, fn func(k string, v *V) bool) {
-	mem := t.memSorted(prefix, start)
+// eachRange is each for the records whose key starts with prefix, is at or
+// after start and (unless end is "") before end. Only mem's entries in the
+// range are sorted, so a short range of a table with many changes since
+// the last checkpoint costs little.
+func (t *table[V]) eachRange(prefix, start, end string, fn func(k string, v *V) bool) {
+	mem := t.memSorted(prefix, start, end)
 	if t.disk == nil {
 		for _, kv := range mem {
 			if kv.v != nil && !fn(kv.k, kv.v) {
@@ -217,7 +219,39 @@ func (t *table[V]) eachFrom(prefix, start string, fn func(k string, v *V) bool) 
 		}
 		return
 	}
-	t.view(func(tx *bbolt.Tx) error { return t.merge(tx, prefix, start, mem, fn) })
+	t.view(func(tx *bbolt.Tx) error { return t.merge(tx, prefix, start, end, mem, fn) })
+}
+
+// firstFrom returns the record with the least key at or after start,
+// without sorting mem: a scan of it for the least, then the file's first
+// key not changed since the last checkpoint.
+func (t *table[V]) firstFrom(start string) (string, *V, bool) {
+	var mk string
+	var mv *V
+	for k, v := range t.mem {
+		if v != nil && k >= start && (mv == nil || k < mk) {
+			mk, mv = k, v
+		}
+	}
+	if t.disk == nil {
+		return mk, mv, mv != nil
+	}
+	t.view(func(tx *bbolt.Tx) error {
+		c := tx.Bucket([]byte(t.bucket)).Cursor()
+		for k, b := c.Seek([]byte(start)); k != nil && (mv == nil || string(k) < mk); k, b = c.Next() {
+			if t.inMem(string(k)) {
+				continue // changed since: mem's record, or its tombstone, stands
+			}
+			v, err := t.decode(b)
+			if err != nil {
+				return fmt.Errorf("record %q: %w", k, err)
+			}
+			mk, mv = string(k), v
+			return nil
+		}
+		return nil
+	})
+	return mk, mv, mv != nil
 }
 
 type keyed[V any] struct {
@@ -225,12 +259,12 @@ type keyed[V any] struct {
 	v *V
 }
 
-// memSorted returns mem's entries under prefix from start on, tombstones
-// included, in key order.
-func (t *table[V]) memSorted(prefix, start string) []keyed[V] {
+// memSorted returns mem's entries under prefix from start on and before end
+// ("": no end), tombstones included, in key order.
+func (t *table[V]) memSorted(prefix, start, end string) []keyed[V] {
 	var out []keyed[V]
 	for k, v := range t.mem {
-		if strings.HasPrefix(k, prefix) && k >= start {
+		if strings.HasPrefix(k, prefix) && k >= start && (end == "" || k < end) {
 			out = append(out, keyed[V]{k, v})
 		}
 	}
@@ -238,16 +272,16 @@ func (t *table[V]) memSorted(prefix, start string) []keyed[V] {
 	return out
 }
 
-// merge walks the file's records under prefix from start on as tx sees them
-// together with mem (sorted, tombstones included, and taking precedence), in
-// key order.
-func (t *table[V]) merge(tx *bbolt.Tx, prefix, start string, mem []keyed[V], fn func(k string, v *V) bool) error {
+// merge walks the file's records under prefix from start on and before end
+// ("": no end) as tx sees them together with mem (sorted, tombstones
+// included, and taking precedence), in key order.
+func (t *table[V]) merge(tx *bbolt.Tx, prefix, start, end string, mem []keyed[V], fn func(k string, v *V) bool) error {
 	c := tx.Bucket([]byte(t.bucket)).Cursor()
 	p := []byte(prefix)
 	dk, db := c.Seek([]byte(max(prefix, start)))
 	i := 0
 	for {
-		diskOK := dk != nil && bytes.HasPrefix(dk, p)
+		diskOK := dk != nil && bytes.HasPrefix(dk, p) && (end == "" || string(dk) < end)
 		if !diskOK && i == len(mem) {
 			return nil
 		}
@@ -277,7 +311,7 @@ func (t *table[V]) merge(tx *bbolt.Tx, prefix, start string, mem []keyed[V], fn 
 // merges them with the file as its read transaction sees it (tableRecords).
 // The caller holds the lock.
 func (t *table[V]) snapshot(typ recordType, prefix string) tableRecords {
-	mem := t.memSorted(prefix, "")
+	mem := t.memSorted(prefix, "", "")
 	for i, kv := range mem {
 		if kv.v != nil && t.copy != nil {
 			mem[i].v = t.copy(kv.v)
@@ -294,7 +328,7 @@ func (t *table[V]) snapshot(typ recordType, prefix string) tableRecords {
 			}
 			return err
 		}
-		if merr := t.merge(tx, prefix, "", mem, visit); merr != nil {
+		if merr := t.merge(tx, prefix, "", "", mem, visit); merr != nil {
 			return merr
 		}
 		return err
