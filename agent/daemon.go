@@ -91,8 +91,10 @@ type agent struct {
 	hbEvery  time.Duration
 	draining bool
 	held     map[string]*task // leases held, by task id
-	// registered are the models of the last registration.
-	registered []string
+	// registered are the models of the last registration, and
+	// registeredVoices the ids of its voices.
+	registered       []string
+	registeredVoices []string
 	// leaseGate is closed while workers may lease; a capacity change
 	// replaces it until it has registered again.
 	leaseGate chan struct{}
@@ -306,10 +308,11 @@ func (a *agent) registerLoop(ctx context.Context) error {
 			}
 			a.mu.Lock()
 			a.cred, a.gen, a.hbEvery, a.registered = resp.Credential, a.gen+1, every, capacity.Models
+			a.registeredVoices = voiceIDs(capacity.Voices)
 			a.mu.Unlock()
 			a.log.Info("registered", "node_id", resp.NodeID, "name", a.cfg.Name, "gpus", len(a.capacity.GPUs),
 				"virtual", a.capacity.Virtual, "cpu_slots", a.capacity.CPUSlots, "models", len(capacity.Models),
-				"tools", a.capacity.Tools, "voices", len(a.capacity.Voices), "lease_seconds", resp.LeaseSeconds, "heartbeat_every", every.String())
+				"tools", a.capacity.Tools, "voices", len(capacity.Voices), "lease_seconds", resp.LeaseSeconds, "heartbeat_every", every.String())
 			return nil
 		}
 		if ctx.Err() != nil {

@@ -28,10 +28,25 @@ import (
 // its setup, which loads them, has run, so the scheduler may prefer this
 // node for them. ComfyUI loads a model when a prompt needs it and does not
 // say which it holds: its models are not listed as warm.
+//
+// The voices of a speech server (openai-speech) that is down are withdrawn
+// too: the control plane routes a narration to a node offering its voice,
+// and this one cannot speak it now.
 func (a *agent) advertised() wire.Capacity {
 	c := a.capacity
 	out := withdrawn(a.runners)
 	c.Models = slices.DeleteFunc(slices.Clone(a.capacity.Models), func(m string) bool { return out[m] })
+	mute := map[string]bool{}
+	for _, r := range a.runners {
+		if r.speech != nil && !r.isUp() {
+			for _, v := range r.spec.Voices {
+				mute[v.ID] = true
+			}
+		}
+	}
+	if len(mute) > 0 {
+		c.Voices = slices.DeleteFunc(slices.Clone(a.capacity.Voices), func(v wire.Voice) bool { return mute[v.ID] })
+	}
 	c.WarmModels = slices.Clone(a.capacity.WarmModels)
 	for _, r := range a.runners {
 		if !r.warm || !r.isUp() {
@@ -123,19 +138,23 @@ func (a *agent) capacityLoop(ctx context.Context) {
 	}
 }
 
-// reregisterCapacity registers with the advertised models if they differ
-// from the registered ones: it stops leasing, waits for the running tasks
-// to end, then registers.
+// reregisterCapacity registers with the advertised models and voices if
+// they differ from the registered ones. New models go in place (PUT
+// /agent/v1/models); new voices, or models a control plane does not take
+// in place, by registering again: it stops leasing, waits for the running
+// tasks to end, then registers.
 func (a *agent) reregisterCapacity(ctx context.Context) error {
-	if slices.Equal(a.advertised().Models, a.registeredModels()) {
+	models, voices := a.capacitySame()
+	if models && voices {
 		return nil // the warm models follow the models
 	}
-	if a.updateModels(ctx) {
+	if voices && a.updateModels(ctx) {
 		return nil
 	}
 	a.pauseLeasing()
 	defer a.resumeLeasing()
-	a.log.Info("the advertised models change: leasing no new work until the running tasks end, then registering again")
+	a.log.Info("the advertised models or voices change: leasing no new work until the running tasks end, then registering again",
+		"models_changed", !models, "voices_changed", !voices)
 	for {
 		a.mu.Lock()
 		running := len(a.held)
@@ -149,7 +168,7 @@ func (a *agent) reregisterCapacity(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	if slices.Equal(a.advertised().Models, a.registeredModels()) {
+	if models, voices := a.capacitySame(); models && voices {
 		return nil // it changed back meanwhile
 	}
 	a.regMu.Lock()
@@ -187,6 +206,23 @@ func (a *agent) registeredModels() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.registered
+}
+
+// capacitySame reports whether the advertised models, and voices, are the
+// registered ones.
+func (a *agent) capacitySame() (models, voices bool) {
+	c := a.advertised()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Equal(c.Models, a.registered), slices.Equal(voiceIDs(c.Voices), a.registeredVoices)
+}
+
+func voiceIDs(vs []wire.Voice) []string {
+	ids := make([]string, len(vs))
+	for i, v := range vs {
+		ids[i] = v.ID
+	}
+	return ids
 }
 
 // pauseLeasing makes workers wait before their next lease request.

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -42,6 +43,10 @@ type OpenAI struct {
 	NoSchema bool
 	Chat     func(n int, req ChatRequest) OpenAIReply // n counts chat requests from 0
 	Speech   func(n int, req SpeechRequest) (OpenAIReply, []byte)
+
+	// down makes GET /v1/models answer 503, as a server still loading or
+	// gone bad does (SetDown).
+	down atomic.Bool
 
 	Mu      sync.Mutex
 	Refused int // json_schema requests refused (noSchema)
@@ -92,6 +97,10 @@ func NewOpenAI(t testing.TB, f *OpenAI) *OpenAI {
 		if !f.authorized(w, r) {
 			return
 		}
+		if f.down.Load() {
+			writeAPIError(w, 503, "the server is not ready", "server_error", "", "")
+			return
+		}
 		writeJSON(w, 200, map[string]any{"object": "list", "data": []map[string]any{
 			{"id": f.Model, "object": "model", "created": 1700000000, "owned_by": "fake"},
 			{"id": "other-model", "object": "model", "created": 1700000000, "owned_by": "fake"},
@@ -104,6 +113,10 @@ func NewOpenAI(t testing.TB, f *OpenAI) *OpenAI {
 	t.Cleanup(f.Server.Close)
 	return f
 }
+
+// SetDown makes the server's health route (GET /v1/models) fail, or
+// answer again.
+func (f *OpenAI) SetDown(down bool) { f.down.Store(down) }
 
 // URL is the server's base URL (the API is under /v1).
 func (f *OpenAI) URL() string { return f.Server.URL }
