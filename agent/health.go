@@ -202,12 +202,6 @@ func (a *agent) updateModels(ctx context.Context) bool {
 	return true
 }
 
-func (a *agent) registeredModels() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.registered
-}
-
 // capacitySame reports whether the advertised models, and voices, are the
 // registered ones.
 func (a *agent) capacitySame() (models, voices bool) {
