@@ -118,10 +118,10 @@ runners:
 
 // TestE2EVoiceRouting: two agents, one with a speech server's voice and one
 // with espeak-ng only. Once the leader has switched voice routing on, every
-// speech sample in the server's voice is leased to the agent with the
-// server, whichever agent asks for work first: the other one would fail the
-// task (it does not know the voice), and only a retry elsewhere would save
-// the sample.
+// speech sample and auto video narration in the server's voice is leased to
+// the agent with the server, whichever agent asks for work first: the other
+// one would fail the task (it does not know the voice), and only a retry
+// elsewhere would save it.
 func TestE2EVoiceRouting(t *testing.T) {
 	f := newE2EFarm(t, 100)
 	eventually(t, 30*time.Second, "the leader to switch voice routing on", func() bool {
@@ -153,7 +153,15 @@ runners:
 	if n := len(tts.SpeechRequests()); n != samples {
 		t.Fatalf("the speech server spoke %d samples, want %d", n, samples)
 	}
-	if l := findLogs(espeak.proc, "task leased", "kind", "speech"); len(l) > 0 {
-		t.Fatalf("the agent without the voice was leased %d speech tasks: %v", len(l), l)
+	// An auto video's narration goes the same way; its other tasks go anywhere.
+	v := f.createVideo(`{"mode":"auto","prompt":"A lighthouse keeper's morning, told in two short lines.","duration_seconds":5,"voice_id":"af_bella"}`)
+	f.waitStatus(v["id"].(string), "completed", 120*time.Second)
+	if n := len(tts.SpeechRequests()); n <= samples {
+		t.Errorf("the speech server spoke %d lines in all, want the auto video's narration after the %d samples", n, samples)
+	}
+	for _, kind := range []string{"speech", "tts"} {
+		if l := findLogs(espeak.proc, "task leased", "kind", kind); len(l) > 0 {
+			t.Fatalf("the agent without the voice was leased %d %s tasks: %v", len(l), kind, l)
+		}
 	}
 }
