@@ -91,10 +91,11 @@ type agent struct {
 	hbEvery  time.Duration
 	draining bool
 	held     map[string]*task // leases held, by task id
-	// registered are the models of the last registration, and
-	// registeredVoices the ids of its voices.
+	// registered are the models of the last registration,
+	// registeredVoices the ids of its voices and registeredTools its tools.
 	registered       []string
 	registeredVoices []string
+	registeredTools  []string
 	// leaseGate is closed while workers may lease; a capacity change
 	// replaces it until it has registered again.
 	leaseGate chan struct{}
@@ -308,7 +309,7 @@ func (a *agent) registerLoop(ctx context.Context) error {
 			}
 			a.mu.Lock()
 			a.cred, a.gen, a.hbEvery, a.registered = resp.Credential, a.gen+1, every, capacity.Models
-			a.registeredVoices = voiceIDs(capacity.Voices)
+			a.registeredVoices, a.registeredTools = voiceIDs(capacity.Voices), capacity.Tools
 			a.mu.Unlock()
 			a.log.Info("registered", "node_id", resp.NodeID, "name", a.cfg.Name, "gpus", len(a.capacity.GPUs),
 				"virtual", a.capacity.Virtual, "cpu_slots", a.capacity.CPUSlots, "models", len(capacity.Models),

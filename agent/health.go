@@ -37,10 +37,16 @@ func (a *agent) advertised() wire.Capacity {
 	out := withdrawn(a.runners)
 	c.Models = slices.DeleteFunc(slices.Clone(a.capacity.Models), func(m string) bool { return out[m] })
 	mute := map[string]bool{}
+	c.Tools = slices.Clone(a.capacity.Tools)
 	for _, r := range a.runners {
 		if r.speech != nil && !r.isUp() {
 			for _, v := range r.spec.Voices {
 				mute[v.ID] = true
+			}
+		}
+		for _, st := range stageTools {
+			if slices.Contains(r.spec.Stages, st.stage) && r.isUp() && !slices.Contains(c.Tools, st.tool) {
+				c.Tools = append(c.Tools, st.tool)
 			}
 		}
 	}
@@ -60,6 +66,10 @@ func (a *agent) advertised() wire.Capacity {
 	}
 	return c
 }
+
+// stageTools are the tools a node advertises while a runner of the stage
+// is healthy (wire.ToolPlanner, wire.ToolAvatar).
+var stageTools = []struct{ stage, tool string }{{StagePlan, wire.ToolPlanner}, {StageAvatar, wire.ToolAvatar}}
 
 // checkRunners runs every health check once, at start, so that the first
 // registration advertises only the runners that answer.
@@ -138,23 +148,23 @@ func (a *agent) capacityLoop(ctx context.Context) {
 	}
 }
 
-// reregisterCapacity registers with the advertised models and voices if
-// they differ from the registered ones. New models go in place (PUT
-// /agent/v1/models); new voices, or models a control plane does not take
-// in place, by registering again: it stops leasing, waits for the running
-// tasks to end, then registers.
+// reregisterCapacity registers with the advertised models, voices and
+// stage runners' tools if they differ from the registered ones. New models
+// go in place (PUT /agent/v1/models); new voices or tools, or models a
+// control plane does not take in place, by registering again: it stops
+// leasing, waits for the running tasks to end, then registers.
 func (a *agent) reregisterCapacity(ctx context.Context) error {
-	models, voices := a.capacitySame()
-	if models && voices {
+	models, rest := a.capacitySame()
+	if models && rest {
 		return nil // the warm models follow the models
 	}
-	if voices && a.updateModels(ctx) {
+	if rest && a.updateModels(ctx) {
 		return nil
 	}
 	a.pauseLeasing()
 	defer a.resumeLeasing()
-	a.log.Info("the advertised models or voices change: leasing no new work until the running tasks end, then registering again",
-		"models_changed", !models, "voices_changed", !voices)
+	a.log.Info("the advertised capacity changes: leasing no new work until the running tasks end, then registering again",
+		"models_changed", !models, "voices_or_stage_runners_changed", !rest)
 	for {
 		a.mu.Lock()
 		running := len(a.held)
@@ -168,7 +178,7 @@ func (a *agent) reregisterCapacity(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	if models, voices := a.capacitySame(); models && voices {
+	if models, rest := a.capacitySame(); models && rest {
 		return nil // it changed back meanwhile
 	}
 	a.regMu.Lock()
@@ -202,13 +212,14 @@ func (a *agent) updateModels(ctx context.Context) bool {
 	return true
 }
 
-// capacitySame reports whether the advertised models, and voices, are the
-// registered ones.
-func (a *agent) capacitySame() (models, voices bool) {
+// capacitySame reports whether the advertised models, and the voices and
+// stage runners' tools, are the registered ones.
+func (a *agent) capacitySame() (models, rest bool) {
 	c := a.advertised()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return slices.Equal(c.Models, a.registered), slices.Equal(voiceIDs(c.Voices), a.registeredVoices)
+	return slices.Equal(c.Models, a.registered),
+		slices.Equal(voiceIDs(c.Voices), a.registeredVoices) && slices.Equal(c.Tools, a.registeredTools)
 }
 
 func voiceIDs(vs []wire.Voice) []string {

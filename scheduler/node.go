@@ -144,11 +144,13 @@ func (s *State) UpsertNode(spec Node, now time.Time) error {
 	n, ok := s.nodes[spec.ID]
 	if ok {
 		s.countCapable(n, -1)
+		s.countTools(n.spec.Tools, -1)
 	} else {
 		n = &node{}
 		s.nodes[spec.ID] = n
 	}
 	n.spec = spec
+	s.countTools(spec.Tools, 1)
 	n.models = setOf(spec.Models)
 	n.tools = setOf(spec.Tools)
 	n.warm = setOf(spec.WarmModels)
@@ -205,9 +207,24 @@ func (s *State) RemoveNode(nodeID string, now time.Time) ([]Lease, error) {
 	}
 	out := s.handBack(n, ms(now))
 	s.countCapable(n, -1)
+	s.countTools(n.spec.Tools, -1)
 	delete(s.nodes, nodeID)
 	return out, nil
 }
+
+// countTools adds d to the count of each of a node's tools.
+func (s *State) countTools(tools []string, d int) {
+	for _, t := range tools {
+		if s.toolNodes[t] += d; s.toolNodes[t] == 0 {
+			delete(s.toolNodes, t)
+		}
+	}
+}
+
+// NodesWithTool is how many registered nodes (down or cordoned ones
+// included) have tool: what a graph built now may require, knowing some
+// node can take it.
+func (s *State) NodesWithTool(tool string) int { return s.toolNodes[tool] }
 
 // Node returns a view of one node.
 func (s *State) Node(id string) (NodeInfo, bool) {

@@ -27,6 +27,9 @@ type State struct {
 	ntasks   int // tasks of all videos (found through their video: see task)
 	nodes    map[string]*node
 	accounts map[string]*account
+	// toolNodes counts the registered nodes that have each tool
+	// (NodesWithTool); derived from the nodes, never snapshotted.
+	toolNodes map[string]int
 
 	classes    []*class
 	classByKey map[classKey]*class
@@ -57,6 +60,7 @@ func New(cfg Config) (*State, error) {
 		videos:     make(map[string]*video),
 		nodes:      make(map[string]*node),
 		accounts:   make(map[string]*account),
+		toolNodes:  make(map[string]int),
 		classByKey: make(map[classKey]*class),
 		levels:     make(map[int]*level),
 	}, nil

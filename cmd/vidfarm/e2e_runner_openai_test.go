@@ -124,10 +124,7 @@ runners:
 // elsewhere would save it.
 func TestE2EVoiceRouting(t *testing.T) {
 	f := newE2EFarm(t, 100)
-	eventually(t, 30*time.Second, "the leader to switch voice routing on", func() bool {
-		raw, err := f.srv.admin.Do(context.Background(), http.MethodGet, "/metrics", nil)
-		return err == nil && strings.Contains(string(raw), `vidfarm_fsm_apply_seconds_count{type="start_voice_routing"} 1`)
-	})
+	f.waitRouting()
 	tts := fakes.NewOpenAI(t, &fakes.OpenAI{Model: "kokoro", Voices: []string{"af_bella"},
 		Speech: func(int, fakes.SpeechRequest) (fakes.OpenAIReply, []byte) {
 			return fakes.OpenAIReply{Header: map[string]string{"Content-Type": "audio/wav"}}, fakes.WAV(2*time.Second, true)
@@ -163,5 +160,52 @@ runners:
 		if l := findLogs(espeak.proc, "task leased", "kind", kind); len(l) > 0 {
 			t.Fatalf("the agent without the voice was leased %d %s tasks: %v", len(l), kind, l)
 		}
+	}
+}
+
+// waitRouting waits until the leader has switched routing on
+// (StartVoiceRouting).
+func (f *e2eFarm) waitRouting() {
+	f.t.Helper()
+	eventually(f.t, 30*time.Second, "the leader to switch routing on", func() bool {
+		raw, err := f.srv.admin.Do(context.Background(), http.MethodGet, "/metrics", nil)
+		return err == nil && strings.Contains(string(raw), `vidfarm_fsm_apply_seconds_count{type="start_voice_routing"} 1`)
+	})
+}
+
+// TestE2EPlannerRouting: two agents, one with an OpenAI-compatible planner
+// and one without. Every auto video made once the planner's node is
+// registered is planned by the language model, whichever agent asks for
+// work first; the other agent renders scenes and composites but is never
+// given a plan (it would write the template script).
+func TestE2EPlannerRouting(t *testing.T) {
+	f := newE2EFarm(t, 100)
+	f.waitRouting()
+	llm := fakes.NewOpenAI(t, &fakes.OpenAI{Model: "qwen2.5-7b-instruct", Chat: func(int, fakes.ChatRequest) fakes.OpenAIReply {
+		return fakes.OpenAIReply{Content: e2eScript}
+	}})
+	runners := filepath.Join(f.dir, "runners.yaml")
+	if err := os.WriteFile(runners, fmt.Appendf(nil, `version: 1
+runners:
+  - {name: planner, kind: openai-chat, url: %s/v1, model: qwen2.5-7b-instruct, stages: [plan]}
+`, llm.URL()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plain := f.startAgent("agent-plain")
+	f.startAgent("agent-planner", "--runners", runners)
+	const videos = 3
+	var ids []string
+	for i := range videos {
+		v := f.createVideo(fmt.Sprintf(`{"mode":"auto","prompt":"Harbour morning number %d: boats, gulls, first light.","duration_seconds":5}`, i))
+		ids = append(ids, v["id"].(string))
+	}
+	for _, id := range ids {
+		f.waitStatus(id, "completed", 120*time.Second)
+	}
+	if n := len(llm.ChatRequests()); n != videos {
+		t.Errorf("the language model planned %d videos, want %d", n, videos)
+	}
+	if l := findLogs(plain.proc, "task leased", "kind", "plan"); len(l) > 0 {
+		t.Fatalf("the agent without a planner was leased %d plans: %v", len(l), l)
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/vidfarm/vidfarm/models"
 	"github.com/vidfarm/vidfarm/scheduler"
+	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
 
 // priority orders work across accounts: Max plans are served before Pro; fair
@@ -38,8 +39,13 @@ func (s *state) graph(v *Video, plan string) (scheduler.Graph, error) {
 	if v.Spec.Mode == ModeAuto {
 		g := scheduler.AutoGraph(info)
 		for i := range g.Tasks {
-			if g.Tasks[i].Kind == scheduler.KindTTS {
-				g.Tasks[i].Req = s.voiceReq(g.Tasks[i].Req, v.Spec.VoiceID)
+			switch t := &g.Tasks[i]; t.Kind {
+			case scheduler.KindTTS:
+				t.Req = s.voiceReq(t.Req, v.Spec.VoiceID)
+			case scheduler.KindPlan:
+				t.Req = s.runnerReq(t.Req, wire.ToolPlanner)
+			case scheduler.KindComposite:
+				t.Req = s.runnerReq(t.Req, wire.ToolAvatar)
 			}
 		}
 		return g, nil

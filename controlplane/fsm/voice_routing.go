@@ -107,6 +107,27 @@ func (s *state) voiceReq(req scheduler.Requirements, id string, keep ...string) 
 	return req
 }
 
+// Stage runners. An agent whose runners file has a healthy planner
+// (openai-chat, stage plan) or lip-sync runner (stage avatar) advertises
+// the tool wire.ToolPlanner or wire.ToolAvatar. Once routing is on, a new auto
+// video's plan task requires the planner, and its composite the lip-sync
+// runner, when some registered node offers it at that moment: the operator
+// put one in the farm, and a script from the template writer or a still
+// presenter is not what the video should get because another node asked
+// for work first. Such a task waits while no node offers the runner (as
+// a configured planner that fails is not replaced by the template writer on
+// the node either); a video made while none is registered is planned and
+// composited anywhere, as before.
+// runnerReq returns req requiring tool, when routing is on and some
+// registered node has it.
+func (s *state) runnerReq(req scheduler.Requirements, tool string) scheduler.Requirements {
+	if !s.voiceRouting || s.sched.NodesWithTool(tool) == 0 {
+		return req
+	}
+	req.Tools = append(slices.Clone(req.Tools), tool)
+	return req
+}
+
 // voiceRoutingRecord is routing's snapshot record, present once it is on.
 type voiceRoutingRecord struct {
 	On bool `msgpack:"on"`

@@ -7,6 +7,7 @@ import (
 
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/scheduler"
+	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
 
 // TestVoiceRouting checks that once routing is on a tts task goes only to a
@@ -93,6 +94,61 @@ func TestVoiceRouting(t *testing.T) {
 			r := restored(t, b)
 			if !r.VoiceRoutingOn() || !bytes.Equal(snapshotBytes(t, r), b) {
 				t.Fatal("the switch did not survive a snapshot")
+			}
+		})
+	}
+}
+
+// TestStageRunnerRouting: once routing is on, a new auto video's plan task
+// requires the planner and its composite the lip-sync runner while some
+// registered node offers them, and waits for one when none is left; a video
+// made while no node offers them goes anywhere.
+func TestStageRunnerRouting(t *testing.T) {
+	for _, a := range appliers {
+		t.Run(a.name, func(t *testing.T) {
+			w := newWorld(t, a)
+			w.account("acct", fsm.PlanPro, 1000)
+			register := func(id string, tools ...string) {
+				w.must(&fsm.RegisterNode{NodeID: id, Name: "name-" + id, CredHash: keyHash("node-" + id),
+					Node: scheduler.Node{CPUSlots: 4, Tools: append([]string{"espeak-ng", "ffmpeg"}, tools...)}, Now: t0})
+			}
+			register("plain")
+			must(w, &fsm.StartVoiceRouting{Now: t0})
+			w.must(createVideo("anywhere", "acct", 10, "", "", t0))
+			register("studio", wire.ToolPlanner, wire.ToolAvatar)
+			w.must(createVideo("routed", "acct", 10, "", "", t0))
+
+			reqOf := func(id, name string) scheduler.Requirements {
+				t.Helper()
+				g, _ := w.f.VideoGraph(id)
+				for _, tk := range g.Tasks {
+					if tk.Name == name {
+						return tk.Req
+					}
+				}
+				t.Fatalf("video %s has no task %s", id, name)
+				return scheduler.Requirements{}
+			}
+			if tools := reqOf("anywhere", scheduler.NamePlan).Tools; slices.Contains(tools, wire.ToolPlanner) {
+				t.Fatalf("a plan made while no node had a planner requires one: %v", tools)
+			}
+			if tools := reqOf("routed", scheduler.NameComposite).Tools; !slices.Contains(tools, wire.ToolAvatar) || !slices.Contains(tools, "ffmpeg") {
+				t.Fatalf("the composite of a video made with a lip-sync node registered needs %v", tools)
+			}
+			// The plain node takes the first video's plan, never the second's.
+			if l, ok := w.lease("plain", t0+1); !ok || l.VideoID != "anywhere" || l.Kind != scheduler.KindPlan {
+				t.Fatalf("plain node: want the plan of anywhere, got %+v %v", l, ok)
+			}
+			if l, ok := w.lease("plain", t0+1); ok {
+				t.Fatalf("the node without a planner was given %+v", l)
+			}
+			w.must(&fsm.DeregisterNode{NodeID: "studio", Now: t0 + 2})
+			if l, ok := w.lease("plain", t0+3); ok {
+				t.Fatalf("with the planner's node gone, its plan went to a node without one: %+v", l)
+			}
+			register("studio2", wire.ToolPlanner)
+			if l, ok := w.lease("studio2", t0+4); !ok || l.VideoID != "routed" || l.Kind != scheduler.KindPlan {
+				t.Fatalf("the plan did not go on when a planner came back: %+v %v", l, ok)
 			}
 		})
 	}

@@ -399,3 +399,12 @@ const (
 
 // CodeStaleLease is the error code of a report about a lease the node no longer holds.
 const CodeStaleLease = "stale_lease"
+
+// Stage runners a node offers, advertised among its tools (Capacity.Tools)
+// while the runner passes its health check: an OpenAI-compatible planner
+// (stage plan) and a lip-sync avatar runner (stage avatar). The control
+// plane routes an auto video's plan and composite tasks by them.
+const (
+	ToolPlanner = "runner:plan"
+	ToolAvatar  = "runner:avatar"
+)
