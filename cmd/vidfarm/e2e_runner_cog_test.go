@@ -138,3 +138,46 @@ runners:
 		}
 	}
 }
+
+// TestE2ECogAvatar: an agent whose runners file has a lip-sync model in a
+// Cog container (stage avatar, as deploy/gpu-node's SadTalker) presents an
+// auto video with a clip the container makes from the presenter's picture
+// and the narration, sent as data URIs under the mapped input names.
+func TestE2ECogAvatar(t *testing.T) {
+	f := newE2EFarm(t, 100)
+	f.waitRouting()
+	clip := e2eClip(t, f.dir, 6)
+	cog := fakes.NewCog(t, func(c *fakes.Cog) {
+		c.InputNames = []string{"source_image", "driven_audio"}
+		c.Clip = clip
+	})
+	runners := filepath.Join(f.dir, "runners.yaml")
+	if err := os.WriteFile(runners, fmt.Appendf(nil, `version: 1
+runners:
+  - name: sadtalker
+    kind: cog
+    url: %s
+    stages: [avatar]
+    health_interval: 200ms
+    inputs: {portrait: source_image, audio: driven_audio}
+`, cog.URL()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.startAgent("agent-avatar", "--runners", runners)
+
+	v := f.createVideo(`{"mode":"auto","prompt":"A baker opens her shop before dawn.","duration_seconds":5}`)
+	id := v["id"].(string)
+	v = f.waitStatus(id, "completed", 120*time.Second)
+	fw, fh := frameSize(t, "720p", "16:9")
+	checkMP4(t, f.download(v["video_url"].(string), "avatar.mp4"), 5, fw, fh, true)
+	got := cog.Inputs()
+	if len(got) != 1 {
+		t.Fatalf("the container got %d predictions, want the one presenter", len(got))
+	}
+	if a, _ := got[0]["driven_audio"].(string); !strings.HasPrefix(a, "data:audio/wav") {
+		t.Errorf("driven_audio = %.40q, want the narration as a WAV data URI", a)
+	}
+	if p, _ := got[0]["source_image"].(string); !strings.HasPrefix(p, "data:image/png;base64,") || len(got[0]) != 2 {
+		t.Errorf("input %v, want source_image (the picture as a PNG data URI) and driven_audio only", got[0])
+	}
+}
