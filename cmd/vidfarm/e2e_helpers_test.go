@@ -272,12 +272,19 @@ type e2eAgent struct {
 // extra are more flags (--runner MODEL=COMMAND).
 func (f *e2eFarm) startAgent(name string, extra ...string) *e2eAgent {
 	f.t.Helper()
+	return f.startAgentEnv(name, nil, extra...)
+}
+
+// startAgentEnv is startAgent with more environment for the agent (a later
+// value of a variable wins).
+func (f *e2eFarm) startAgentEnv(name string, env []string, extra ...string) *e2eAgent {
+	f.t.Helper()
 	args := append([]string{"agent", "--server", f.agentURL, "--token", e2eAgentToken, "--name", name,
 		"--virtual-gpus", "4", "--allow-private-inputs", "--work-dir", filepath.Join(f.dir, "work-"+name),
 		"--drain-timeout", "1s", "--log-level", "info"}, extra...)
 	// Go reads SSL_CERT_FILE on Linux: the agent's input fetcher, which uses
 	// the system roots, trusts the test's image server.
-	p, _ := startProc(f.t, "agent "+name, args, []string{"SSL_CERT_FILE=" + f.certFile}, "agent running")
+	p, _ := startProc(f.t, "agent "+name, args, append([]string{"SSL_CERT_FILE=" + f.certFile}, env...), "agent running")
 	a := &e2eAgent{proc: p, name: name}
 	reg := findLogs(p, "registered")
 	if len(reg) == 0 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -207,5 +208,50 @@ runners:
 	}
 	if l := findLogs(plain.proc, "task leased", "kind", "plan"); len(l) > 0 {
 		t.Fatalf("the agent without a planner was leased %d plans: %v", len(l), l)
+	}
+}
+
+// TestE2EServerVoiceWithoutEspeak: a node whose only voices are a speech
+// server's (espeak-ng is not on its PATH) narrates an auto video in one of
+// them: once routing is on, the tts task requires the voice, not espeak-ng.
+func TestE2EServerVoiceWithoutEspeak(t *testing.T) {
+	f := newE2EFarm(t, 100)
+	f.waitRouting()
+	tts := fakes.NewOpenAI(t, &fakes.OpenAI{Model: "kokoro", Voices: []string{"af_bella"},
+		Speech: func(int, fakes.SpeechRequest) (fakes.OpenAIReply, []byte) {
+			return fakes.OpenAIReply{Header: map[string]string{"Content-Type": "audio/wav"}}, fakes.WAV(2*time.Second, true)
+		}})
+	runners := filepath.Join(f.dir, "runners.yaml")
+	if err := os.WriteFile(runners, fmt.Appendf(nil, `version: 1
+runners:
+  - {name: kokoro, kind: openai-speech, url: %s, model: kokoro, stages: [tts],
+     voices: [{id: af_bella, name: Bella, language: en-us, gender: female}]}
+`, tts.URL()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A PATH with ffmpeg and ffprobe only.
+	bin := filepath.Join(f.dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{"ffmpeg", "ffprobe"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(p, filepath.Join(bin, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ag := f.startAgentEnv("agent-no-espeak", []string{"PATH=" + bin}, "--runners", runners)
+	if reg := findLogs(ag.proc, "registered"); len(reg) != 1 || fmt.Sprint(reg[0]["tools"]) != "[ffmpeg ffprobe]" {
+		t.Fatalf("the agent registered with %v, want ffmpeg and ffprobe only", reg)
+	}
+	v := f.createVideo(`{"mode":"auto","prompt":"Rain on a tin roof, told in two short lines.","duration_seconds":5,"voice_id":"af_bella"}`)
+	v = f.waitStatus(v["id"].(string), "completed", 120*time.Second)
+	fw, fh := frameSize(t, "720p", "16:9")
+	checkMP4(t, f.download(v["video_url"].(string), "no-espeak.mp4"), 5, fw, fh, true)
+	if len(tts.SpeechRequests()) == 0 {
+		t.Fatal("the speech server spoke nothing")
 	}
 }
