@@ -165,12 +165,12 @@ runners:
 }
 
 // waitRouting waits until the leader has switched routing on
-// (StartVoiceRouting).
+// (StartRouting).
 func (f *e2eFarm) waitRouting() {
 	f.t.Helper()
 	eventually(f.t, 30*time.Second, "the leader to switch routing on", func() bool {
 		raw, err := f.srv.admin.Do(context.Background(), http.MethodGet, "/metrics", nil)
-		return err == nil && strings.Contains(string(raw), `vidfarm_fsm_apply_seconds_count{type="start_voice_routing"} 1`)
+		return err == nil && strings.Contains(string(raw), `vidfarm_fsm_apply_seconds_count{type="start_routing"} 1`)
 	})
 }
 

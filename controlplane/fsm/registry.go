@@ -85,7 +85,7 @@ const (
 	StartEventLogType       MessageType = 63
 	TrimEventLogType        MessageType = 64
 	SetNodeModelsType       MessageType = 65
-	StartVoiceRoutingType   MessageType = 66
+	StartRoutingType        MessageType = 66
 )
 
 // entry is one command of the registry: its name (in logs and metrics), a
@@ -187,7 +187,7 @@ var registry = [256]entry{
 	StartEventLogType:       command("start_event_log", (*state).applyStartEventLog),
 	TrimEventLogType:        command("trim_event_log", (*state).applyTrimEventLog),
 	SetNodeModelsType:       command("set_node_models", (*state).applySetNodeModels),
-	StartVoiceRoutingType:   command("start_voice_routing", (*state).applyStartVoiceRouting),
+	StartRoutingType:        command("start_routing", (*state).applyStartRouting),
 }
 
 // What each command answers, in type order: the R of its apply function and
@@ -246,7 +246,7 @@ func (*EnableWebhook) answers(Webhook)                   {}
 func (*StartEventLog) answers(bool)                      {}
 func (*TrimEventLog) answers(int)                        {}
 func (*SetNodeModels) answers(Nothing)                   {}
-func (*StartVoiceRouting) answers(bool)                  {}
+func (*StartRouting) answers(bool)                       {}
 
 func (t MessageType) String() string {
 	if e := registry[t]; e.name != "" {

@@ -171,7 +171,7 @@ func (s *state) records(hotOnly bool) []record {
 	}
 	out = append(out, s.outboxRecords(hotOnly)...)
 	out = append(out, s.eventLogRecords(hotOnly)...)
-	return append(out, s.voiceRoutingRecords()...)
+	return append(out, s.routingRecords()...)
 }
 
 // outboxRecords copies the webhook outbox: events, then deliveries, by id
@@ -489,8 +489,8 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 		return s.restoreGarbage(body)
 	case recEventLog, recLoggedEvent:
 		return s.restoreEventLogRecord(t, body)
-	case recVoiceRouting:
-		return s.restoreVoiceRouting(body)
+	case recRouting:
+		return s.restoreRouting(body)
 	case recAsset:
 		var as Asset
 		if err := msgpack.Unmarshal(body, &as); err != nil {

@@ -56,8 +56,9 @@ type state struct {
 	nodeByCred map[[32]byte]string
 	// voices is the catalogue: the union of the nodes' voices.
 	voices *voiceIndex
-	// voiceRouting: tts tasks require their voice (voice_routing.go).
-	voiceRouting bool
+	// routing: tts tasks require their voice, plan and composite tasks
+	// their stage runner (routing.go).
+	routing bool
 
 	// members are the control-plane nodes' addresses, by Raft server id.
 	members map[string]*Member

@@ -20,12 +20,13 @@ func (s *Server) startEventLog(ctx context.Context, level fsm.MessageType) {
 		"event log started: every account's events are recorded from now on")
 }
 
-// startVoiceRouting switches voice routing on (fsm/voice_routing.go) once
-// every member understands StartVoiceRouting; until then tts tasks go to
-// any node with espeak-ng, as before.
-func (s *Server) startVoiceRouting(ctx context.Context, level fsm.MessageType) {
-	s.switchOn(ctx, level, &fsm.StartVoiceRouting{Now: time.Now().UnixNano()}, s.Node.FSM.VoiceRoutingOn,
-		"voice routing started: tts tasks go only to nodes that offer their voice")
+// startRouting switches routing by voice and stage runner on
+// (fsm/routing.go) once every member understands StartRouting; until then
+// tts tasks go to any node with espeak-ng, and plans and composites
+// anywhere, as before.
+func (s *Server) startRouting(ctx context.Context, level fsm.MessageType) {
+	s.switchOn(ctx, level, &fsm.StartRouting{Now: time.Now().UnixNano()}, s.Node.FSM.RoutingOn,
+		"routing started: tts tasks go only to nodes that offer their voice, plans and composites to nodes with their stage runner")
 }
 
 // switchOn proposes cmd, which switches something on for good, once every

@@ -90,7 +90,7 @@ func (s *Server) leaderJobs(ctx context.Context) {
 				s.handBackDrained(ctx)
 				s.stopExport(ctx)
 				s.startEventLog(ctx, level)
-				s.startVoiceRouting(ctx, level)
+				s.startRouting(ctx, level)
 			}
 		}
 	}

@@ -53,10 +53,10 @@ func TestVoiceRouting(t *testing.T) {
 
 			auto("before")
 			planned("espeak", "before")
-			if on := must(w, &fsm.StartVoiceRouting{Now: t0 + 4}); !on || !w.f.VoiceRoutingOn() {
+			if on := must(w, &fsm.StartRouting{Now: t0 + 4}); !on || !w.f.RoutingOn() {
 				t.Fatal("routing did not switch on")
 			}
-			if must(w, &fsm.StartVoiceRouting{Now: t0 + 5}) {
+			if must(w, &fsm.StartRouting{Now: t0 + 5}) {
 				t.Fatal("a second switch answered that it switched routing on")
 			}
 			if tools := mustNode(t, w.f, "server").Tools; !slices.Contains(tools, "voice:af_bella") || !slices.Contains(tools, "ffmpeg") {
@@ -92,7 +92,7 @@ func TestVoiceRouting(t *testing.T) {
 
 			b := snapshotBytes(t, w.f)
 			r := restored(t, b)
-			if !r.VoiceRoutingOn() || !bytes.Equal(snapshotBytes(t, r), b) {
+			if !r.RoutingOn() || !bytes.Equal(snapshotBytes(t, r), b) {
 				t.Fatal("the switch did not survive a snapshot")
 			}
 		})
@@ -113,7 +113,7 @@ func TestStageRunnerRouting(t *testing.T) {
 					Node: scheduler.Node{CPUSlots: 4, Tools: append([]string{"espeak-ng", "ffmpeg"}, tools...)}, Now: t0})
 			}
 			register("plain")
-			must(w, &fsm.StartVoiceRouting{Now: t0})
+			must(w, &fsm.StartRouting{Now: t0})
 			w.must(createVideo("anywhere", "acct", 10, "", "", t0))
 			register("studio", wire.ToolPlanner, wire.ToolAvatar)
 			w.must(createVideo("routed", "acct", 10, "", "", t0))

@@ -7,7 +7,10 @@ import (
 	"github.com/vidfarm/vidfarm/scheduler"
 )
 
-// Voice routing. A node offers the voices it registered: its espeak-ng's and
+// Routing: tasks go where the voice or stage runner they need is. Voices
+// first; stage runners below (runnerReq).
+//
+// A node offers the voices it registered: its espeak-ng's and
 // those of its speech servers (openai-speech runners). A farm's nodes need
 // not offer the same ones, and a voice a node lacks cannot be spoken there
 // (the agent answers pipeline.ErrUnknownVoice, and the task fails). So once
@@ -21,7 +24,7 @@ import (
 // and an empty voice means the agent's default espeak-ng voice) keeps the
 // requirement it always had.
 //
-// Routing changes what an apply builds, so it starts with StartVoiceRouting,
+// Routing changes what an apply builds, so it starts with StartRouting,
 // proposed by the leader once every member understands it; graphs built
 // before it, or by an older binary, stay as they were.
 
@@ -35,19 +38,20 @@ func voiceTool(id string) string { return voiceToolPrefix + id }
 // offer thousands of voices; GET /v1/voices lists them).
 func IsVoiceTool(tool string) bool { return strings.HasPrefix(tool, voiceToolPrefix) }
 
-// StartVoiceRouting switches voice routing on: from this entry on, every
-// node offers its voices to the scheduler and every new tts task requires
-// its voice.
-type StartVoiceRouting struct {
+// StartRouting switches routing on: from this entry on, every node offers
+// its voices to the scheduler, every new tts task requires its voice, and a
+// new auto video's plan and composite require their stage runner while a
+// node offers one.
+type StartRouting struct {
 	Now int64 `msgpack:"now"`
 }
 
-func (StartVoiceRouting) Type() MessageType { return StartVoiceRoutingType }
+func (StartRouting) Type() MessageType { return StartRoutingType }
 
-// applyStartVoiceRouting answers whether it switched routing on (false: it
+// applyStartRouting answers whether it switched routing on (false: it
 // was). The registered nodes get their voices' tools, in id order.
-func (s *state) applyStartVoiceRouting(c *StartVoiceRouting) (bool, error) {
-	if s.voiceRouting {
+func (s *state) applyStartRouting(c *StartRouting) (bool, error) {
+	if s.routing {
 		return false, nil
 	}
 	ids := make([]string, 0, len(s.nodes))
@@ -72,7 +76,7 @@ func (s *state) applyStartVoiceRouting(c *StartVoiceRouting) (bool, error) {
 			return false, err
 		}
 	}
-	s.voiceRouting = true
+	s.routing = true
 	return true, nil
 }
 
@@ -88,7 +92,7 @@ func withVoiceTools(tools []string, voices []Voice) []string {
 // nodeTools is what a node registering with spec and voices offers the
 // scheduler.
 func (s *state) nodeTools(spec scheduler.Node, voices []Voice) []string {
-	if !s.voiceRouting {
+	if !s.routing {
 		return spec.Tools
 	}
 	return withVoiceTools(spec.Tools, voices)
@@ -97,7 +101,7 @@ func (s *state) nodeTools(spec scheduler.Node, voices []Voice) []string {
 // voiceReq returns req requiring voice id instead of the engine, when
 // routing is on and the catalogue has the voice.
 func (s *state) voiceReq(req scheduler.Requirements, id string, keep ...string) scheduler.Requirements {
-	if !s.voiceRouting || id == "" {
+	if !s.routing || id == "" {
 		return req
 	}
 	if _, ok := s.voices.lookup(id); !ok {
@@ -121,37 +125,37 @@ func (s *state) voiceReq(req scheduler.Requirements, id string, keep ...string) 
 // runnerReq returns req requiring tool, when routing is on and some
 // registered node has it.
 func (s *state) runnerReq(req scheduler.Requirements, tool string) scheduler.Requirements {
-	if !s.voiceRouting || s.sched.NodesWithTool(tool) == 0 {
+	if !s.routing || s.sched.NodesWithTool(tool) == 0 {
 		return req
 	}
 	req.Tools = append(slices.Clone(req.Tools), tool)
 	return req
 }
 
-// voiceRoutingRecord is routing's snapshot record, present once it is on.
-type voiceRoutingRecord struct {
+// routingRecord is routing's snapshot record, present once it is on.
+type routingRecord struct {
 	On bool `msgpack:"on"`
 }
 
-const recVoiceRouting recordType = 28
+const recRouting recordType = 28
 
-func (s *state) voiceRoutingRecords() []record {
-	if !s.voiceRouting {
+func (s *state) routingRecords() []record {
+	if !s.routing {
 		return nil
 	}
-	return []record{{recVoiceRouting, voiceRoutingRecord{On: true}}}
+	return []record{{recRouting, routingRecord{On: true}}}
 }
 
-func (s *state) restoreVoiceRouting(body []byte) error {
-	r, err := decodeRecord[voiceRoutingRecord](body, "voice routing")
-	s.voiceRouting = r.On
+func (s *state) restoreRouting(body []byte) error {
+	r, err := decodeRecord[routingRecord](body, "routing")
+	s.routing = r.On
 	return err
 }
 
-// VoiceRoutingOn reports whether tts tasks are routed to their voice's
-// nodes (StartVoiceRouting).
-func (f *FSM) VoiceRoutingOn() bool {
+// RoutingOn reports whether tts tasks are routed to their voice's
+// nodes (StartRouting).
+func (f *FSM) RoutingOn() bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return f.s.voiceRouting
+	return f.s.routing
 }
