@@ -268,6 +268,17 @@ type e2eAgent struct {
 	nodeID string
 }
 
+// runnersFile writes a runners file (version 1, the lines given after
+// "runners:") in the farm's directory and returns its path.
+func (f *e2eFarm) runnersFile(runners string, args ...any) string {
+	f.t.Helper()
+	path := filepath.Join(f.dir, "runners.yaml")
+	if err := os.WriteFile(path, fmt.Appendf(nil, "version: 1\nrunners:\n"+runners, args...), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+	return path
+}
+
 // startAgent runs an agent with 4 virtual GPUs that trusts the image server;
 // extra are more flags (--runner MODEL=COMMAND).
 func (f *e2eFarm) startAgent(name string, extra ...string) *e2eAgent {

@@ -151,18 +151,9 @@ func TestE2ECogAvatar(t *testing.T) {
 		c.InputNames = []string{"source_image", "driven_audio"}
 		c.Clip = clip
 	})
-	runners := filepath.Join(f.dir, "runners.yaml")
-	if err := os.WriteFile(runners, fmt.Appendf(nil, `version: 1
-runners:
-  - name: sadtalker
-    kind: cog
-    url: %s
-    stages: [avatar]
-    health_interval: 200ms
-    inputs: {portrait: source_image, audio: driven_audio}
-`, cog.URL()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	runners := f.runnersFile(`  - {name: sadtalker, kind: cog, url: %s, stages: [avatar], health_interval: 200ms,
+     inputs: {portrait: source_image, audio: driven_audio}}
+`, cog.URL())
 	f.startAgent("agent-avatar", "--runners", runners)
 
 	v := f.createVideo(`{"mode":"auto","prompt":"A baker opens her shop before dawn.","duration_seconds":5}`)

@@ -33,6 +33,20 @@ const avatarWorkflow = `{
   "5": {"class_type": "SaveVideo", "inputs": {"filename_prefix": "avatar/vidfarm", "format": "mp4", "codec": "h264", "video": ["4", 0]}}
 }`
 
+// startKokoro is a fake OpenAI-compatible speech server with the voice
+// af_bella, answering every line with 2 s of WAV.
+func startKokoro(t *testing.T) *fakes.OpenAI {
+	return fakes.NewOpenAI(t, &fakes.OpenAI{Model: "kokoro", Voices: []string{"af_bella"},
+		Speech: func(int, fakes.SpeechRequest) (fakes.OpenAIReply, []byte) {
+			return fakes.OpenAIReply{Header: map[string]string{"Content-Type": "audio/wav"}}, fakes.WAV(2*time.Second, true)
+		}})
+}
+
+// kokoroRunner is the runners file line of startKokoro's server (%s: its URL).
+const kokoroRunner = `  - {name: kokoro, kind: openai-speech, url: %s, model: kokoro, stages: [tts],
+     voices: [{id: af_bella, name: Bella, language: en-us, gender: female}]}
+`
+
 // TestE2EOpenAIPlanVoiceAndAvatar: an agent whose runners file names an
 // OpenAI-compatible chat server (plan), speech server (tts) and a ComfyUI
 // lip-sync workflow (avatar). The speech server's voice is listed in GET
@@ -45,10 +59,7 @@ func TestE2EOpenAIPlanVoiceAndAvatar(t *testing.T) {
 	llm := fakes.NewOpenAI(t, &fakes.OpenAI{Model: "qwen2.5-7b-instruct", Chat: func(int, fakes.ChatRequest) fakes.OpenAIReply {
 		return fakes.OpenAIReply{Content: e2eScript}
 	}})
-	tts := fakes.NewOpenAI(t, &fakes.OpenAI{Model: "kokoro", Voices: []string{"af_bella"},
-		Speech: func(int, fakes.SpeechRequest) (fakes.OpenAIReply, []byte) {
-			return fakes.OpenAIReply{Header: map[string]string{"Content-Type": "audio/wav"}}, fakes.WAV(2*time.Second, true)
-		}})
+	tts := startKokoro(t)
 	lipsync := startComfy(t, e2eClip(t, f.dir, 3))
 	if err := os.WriteFile(filepath.Join(f.dir, "lipsync.json"), []byte(avatarWorkflow), 0o644); err != nil {
 		t.Fatal(err)
@@ -126,18 +137,8 @@ runners:
 func TestE2EVoiceRouting(t *testing.T) {
 	f := newE2EFarm(t, 100)
 	f.waitRouting()
-	tts := fakes.NewOpenAI(t, &fakes.OpenAI{Model: "kokoro", Voices: []string{"af_bella"},
-		Speech: func(int, fakes.SpeechRequest) (fakes.OpenAIReply, []byte) {
-			return fakes.OpenAIReply{Header: map[string]string{"Content-Type": "audio/wav"}}, fakes.WAV(2*time.Second, true)
-		}})
-	runners := filepath.Join(f.dir, "runners.yaml")
-	if err := os.WriteFile(runners, fmt.Appendf(nil, `version: 1
-runners:
-  - {name: kokoro, kind: openai-speech, url: %s, model: kokoro, stages: [tts],
-     voices: [{id: af_bella, name: Bella, language: en-us, gender: female}]}
-`, tts.URL()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	tts := startKokoro(t)
+	runners := f.runnersFile(kokoroRunner, tts.URL())
 	espeak := f.startAgent("agent-espeak")
 	f.startAgent("agent-kokoro", "--runners", runners)
 	const samples = 6
@@ -185,13 +186,7 @@ func TestE2EPlannerRouting(t *testing.T) {
 	llm := fakes.NewOpenAI(t, &fakes.OpenAI{Model: "qwen2.5-7b-instruct", Chat: func(int, fakes.ChatRequest) fakes.OpenAIReply {
 		return fakes.OpenAIReply{Content: e2eScript}
 	}})
-	runners := filepath.Join(f.dir, "runners.yaml")
-	if err := os.WriteFile(runners, fmt.Appendf(nil, `version: 1
-runners:
-  - {name: planner, kind: openai-chat, url: %s/v1, model: qwen2.5-7b-instruct, stages: [plan]}
-`, llm.URL()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	runners := f.runnersFile("  - {name: planner, kind: openai-chat, url: %s/v1, model: qwen2.5-7b-instruct, stages: [plan]}\n", llm.URL())
 	plain := f.startAgent("agent-plain")
 	f.startAgent("agent-planner", "--runners", runners)
 	const videos = 3
@@ -217,18 +212,8 @@ runners:
 func TestE2EServerVoiceWithoutEspeak(t *testing.T) {
 	f := newE2EFarm(t, 100)
 	f.waitRouting()
-	tts := fakes.NewOpenAI(t, &fakes.OpenAI{Model: "kokoro", Voices: []string{"af_bella"},
-		Speech: func(int, fakes.SpeechRequest) (fakes.OpenAIReply, []byte) {
-			return fakes.OpenAIReply{Header: map[string]string{"Content-Type": "audio/wav"}}, fakes.WAV(2*time.Second, true)
-		}})
-	runners := filepath.Join(f.dir, "runners.yaml")
-	if err := os.WriteFile(runners, fmt.Appendf(nil, `version: 1
-runners:
-  - {name: kokoro, kind: openai-speech, url: %s, model: kokoro, stages: [tts],
-     voices: [{id: af_bella, name: Bella, language: en-us, gender: female}]}
-`, tts.URL()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	tts := startKokoro(t)
+	runners := f.runnersFile(kokoroRunner, tts.URL())
 	// A PATH with ffmpeg and ffprobe only.
 	bin := filepath.Join(f.dir, "bin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
