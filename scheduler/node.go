@@ -173,14 +173,38 @@ func (s *State) UpsertNode(spec Node, now time.Time) error {
 	}
 	n.lastHB = ms(now)
 	n.down = false
+	s.fillCapList(n)
+	s.countCapable(n, +1)
+	s.releaseFor(n, ms(now))
+	return nil
+}
+
+// fillCapList lists the classes n can ever serve.
+func (s *State) fillCapList(n *node) {
 	n.capList = n.capList[:0]
 	for _, c := range s.classes {
 		if n.staticFit(&c.req) {
 			n.capList = append(n.capList, n.capEntry(c))
 		}
 	}
+}
+
+// SetTools replaces a node's tools, keeping everything else about it: its
+// leases, heartbeat and down mark. Unlike UpsertNode it is not a word from
+// the node, so a node that went silent stays down.
+func (s *State) SetTools(nodeID string, tools []string) error {
+	n, err := s.node(nodeID)
+	if err != nil {
+		return err
+	}
+	tools = sortedSet(tools)
+	s.countCapable(n, -1)
+	s.countTools(n.spec.Tools, -1)
+	n.spec.Tools = tools
+	n.tools = setOf(tools)
+	s.countTools(tools, 1)
+	s.fillCapList(n)
 	s.countCapable(n, +1)
-	s.releaseFor(n, ms(now))
 	return nil
 }
 

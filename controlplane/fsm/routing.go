@@ -50,7 +50,7 @@ func (StartRouting) Type() MessageType { return StartRoutingType }
 
 // applyStartRouting answers whether it switched routing on (false: it
 // was). The registered nodes get their voices' tools, in id order.
-func (s *state) applyStartRouting(c *StartRouting) (bool, error) {
+func (s *state) applyStartRouting(*StartRouting) (bool, error) {
 	if s.routing {
 		return false, nil
 	}
@@ -59,20 +59,14 @@ func (s *state) applyStartRouting(c *StartRouting) (bool, error) {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	// Every spec is built before any is changed: the scheduler refuses
-	// nothing here (voice ids are non-empty), but an apply is all or nothing.
-	specs := make([]scheduler.Node, 0, len(ids))
+	// Not UpsertNode: that is a word from the node (a heartbeat), and a node
+	// that went silent must stay down.
 	for _, id := range ids {
 		info, ok := s.sched.Node(id)
 		if !ok {
 			continue
 		}
-		spec := info.Node
-		spec.Tools = withVoiceTools(spec.Tools, s.nodes[id].Voices)
-		specs = append(specs, spec)
-	}
-	for _, spec := range specs {
-		if err := s.sched.UpsertNode(spec, timeOf(c.Now)); err != nil {
+		if err := s.sched.SetTools(id, withVoiceTools(info.Node.Tools, s.nodes[id].Voices)); err != nil {
 			return false, err
 		}
 	}

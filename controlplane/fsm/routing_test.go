@@ -153,3 +153,21 @@ func TestStageRunnerRouting(t *testing.T) {
 		})
 	}
 }
+
+// TestStartRoutingLeavesSilentNodesDown: switching routing on gives the
+// registered nodes their voices' tools without taking that for a word from
+// them: a node that went silent and was marked down stays down.
+func TestStartRoutingLeavesSilentNodesDown(t *testing.T) {
+	w := newWorld(t, appliers[0])
+	w.must(&fsm.RegisterNode{NodeID: "quiet", Name: "name-quiet", CredHash: keyHash("node-quiet"),
+		Node: scheduler.Node{CPUSlots: 1, Tools: []string{"espeak-ng"}}, Voices: []fsm.Voice{{ID: "en", Name: "en"}}, Now: t0})
+	w.must(&fsm.ExpireLeases{Now: t0 + int64(scheduler.DefaultNodeTimeout) + sec})
+	if n := mustNode(t, w.f, "quiet"); !n.Down {
+		t.Fatal("a node silent past the node timeout is not down")
+	}
+	must(w, &fsm.StartRouting{Now: t0 + int64(scheduler.DefaultNodeTimeout) + 2*sec})
+	n := mustNode(t, w.f, "quiet")
+	if !n.Down || !slices.Contains(n.Tools, "voice:en") {
+		t.Fatalf("after the switch: down %v, tools %v; want still down, with voice:en", n.Down, n.Tools)
+	}
+}
