@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -78,6 +79,10 @@ func Handler(cfg Config) http.Handler {
 	r.Group(func(r chi.Router) {
 		r.Use(s.auth)
 		r.Handle("/metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+		// Go's profiles of this process (net/http/pprof), as rqlite and Nomad
+		// serve them: where a node spends its CPU and memory, read from the
+		// running server, without a restart or a debug build.
+		r.Mount("/debug", middleware.Profiler())
 		r.Post("/admin/v1/accounts", s.createAccount)
 		r.Get("/admin/v1/accounts/{id}", s.getAccount)
 		r.Post("/admin/v1/accounts/{id}/credits", s.grantCredits)

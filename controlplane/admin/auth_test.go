@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,5 +54,32 @@ func TestAdminTokenOnlyAsBearer(t *testing.T) {
 				t.Error("401 without WWW-Authenticate")
 			}
 		})
+	}
+}
+
+// The profiles tell how the process spends CPU and memory, and name its
+// code: they are behind the admin token like the rest.
+func TestProfilesBehindTheToken(t *testing.T) {
+	h := Handler(Config{Token: "s3cret-admin", Gatherer: prometheus.NewRegistry(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	for _, c := range []struct {
+		path, header string
+		want         int
+		body         string
+	}{
+		{"/debug/pprof/heap?debug=1", "", http.StatusUnauthorized, `"unauthorized"`},
+		{"/debug/pprof/heap?debug=1", "Bearer s3cret-admin", http.StatusOK, "heap profile:"},
+		{"/debug/pprof/goroutine?debug=1", "Bearer s3cret-admin", http.StatusOK, "goroutine profile:"},
+		{"/debug/pprof/", "Bearer s3cret-admin", http.StatusOK, "allocs"},
+	} {
+		r := httptest.NewRequest(http.MethodGet, c.path, nil)
+		if c.header != "" {
+			r.Header.Set("Authorization", c.header)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		if rec.Code != c.want || !strings.Contains(rec.Body.String(), c.body) {
+			t.Errorf("GET %s (%q): %d, want %d with %q: %.200s", c.path, c.header, rec.Code, c.want, c.body, rec.Body)
+		}
 	}
 }

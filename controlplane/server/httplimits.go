@@ -135,7 +135,9 @@ func newHTTPGuards(cfg Config) *httpGuards {
 			route{http.MethodHead, "/files/", pulled}),
 		admin: guard("admin",
 			route{http.MethodPost, "/admin/v1/restore", pushed},
-			route{http.MethodGet, "/admin/v1/backup", pulled}),
+			route{http.MethodGet, "/admin/v1/backup", pulled},
+			// A CPU profile or trace answers after the seconds it was asked for.
+			route{http.MethodGet, "/debug/pprof/", pulled}),
 		agent: guard("agent",
 			route{http.MethodPut, "/agent/v1/blobs/", pushed},
 			route{http.MethodGet, "/agent/v1/blobs/", pulled}),

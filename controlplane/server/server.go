@@ -497,11 +497,14 @@ func (s *Server) serveAll() {
 	s.serve(s.agent, s.agentLn, "agent")
 }
 
-// adminLocal are the admin requests a follower answers itself: its own metrics
-// and its own view of the cluster.
+// adminLocal are the admin requests a follower answers itself: its own metrics,
+// profiles and view of the cluster.
 func adminLocal(r *http.Request) bool {
 	if r.Method != http.MethodGet {
 		return false
+	}
+	if strings.HasPrefix(r.URL.Path, "/debug/") {
+		return true
 	}
 	switch r.URL.Path {
 	case "/metrics", "/admin/v1/status", "/admin/v1/cluster/members", "/admin/v1/cluster/status":
