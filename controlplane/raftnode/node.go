@@ -159,6 +159,9 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	// second node started on the same directory says why it cannot start.
 	boltOpts := *bbolt.DefaultOptions
 	boltOpts.Timeout = storeLockTimeout
+	// Mapped once, large enough for the log's trailing entries, so that an
+	// append never waits for the file to be mapped again (fsm.storeMmapSize).
+	boltOpts.InitialMmapSize = 1 << 30
 	dbPath := filepath.Join(cfg.DataDir, "raft.db")
 	store, err := raftboltdb.New(raftboltdb.Options{Path: dbPath, NoSync: cfg.NoSync, BoltOptions: &boltOpts})
 	if errors.Is(err, bolterrors.ErrTimeout) {
