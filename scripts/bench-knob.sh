@@ -8,6 +8,9 @@
 # A setting is server flags, or environment assignments for the server:
 #   scripts/bench-knob.sh 'GOGC=100' 'GOGC=200'
 #   scripts/bench-knob.sh '--raft-snapshot-threshold 8192' '--raft-snapshot-threshold 131072'
+# Two builds against each other: BIN_A and BIN_B name the binaries (both
+# ./bin/vidfarm by default), with empty settings:
+#   BIN_A=/tmp/old BIN_B=/tmp/new scripts/bench-knob.sh '' ''
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# = 2 ] || { echo "usage: $0 SETTING_A SETTING_B (server flags, or NAME=value for its environment)" >&2; exit 2; }
@@ -15,24 +18,26 @@ bin=./bin/vidfarm
 rounds=${ROUNDS:-3}
 duration=${DURATION:-20s}
 [ -x "$bin" ] || go build -o "$bin" ./cmd/vidfarm
+bin_a=${BIN_A:-$bin}
+bin_b=${BIN_B:-$bin}
 hz=$(getconf CLK_TCK)
 dir=$(mktemp -d)
 pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
-echo "bench-knob: A = $1, B = $2; $rounds rounds of $duration, 64 clients, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bench-knob: A = $bin_a $1, B = $bin_b $2; $rounds rounds of $duration, 64 clients, load $(cut -d' ' -f1-3 /proc/loadavg)"
 ratios=()
 for r in $(seq "$rounds"); do
   rate_a=
   for which in A B; do
-    setting=$1; [ $which = B ] && setting=$2
+    setting=$1 server=$bin_a; [ $which = B ] && setting=$2 server=$bin_b
     envs=(); flags=()
     case $setting in
       --*) read -ra flags <<<"$setting" ;;
       *) read -ra envs <<<"$setting" ;;
     esac
     rm -rf "$dir/v"; token=knob-$RANDOM$RANDOM
-    env "${envs[@]}" "$bin" server --data-dir "$dir/v" --listen 127.0.0.1:18680 --admin-listen 127.0.0.1:18681 \
+    env "${envs[@]}" "$server" server --data-dir "$dir/v" --listen 127.0.0.1:18680 --admin-listen 127.0.0.1:18681 \
       --raft-listen 127.0.0.1:17600 --admin-token "$token" --rate-limits=false --log-level warn "${flags[@]}" 2>"$dir/log" &
     pid=$!
     for _ in $(seq 300); do curl -fsS http://127.0.0.1:18680/v1 >/dev/null 2>&1 && break; sleep 0.1; done

@@ -225,10 +225,12 @@ func putHotRecords(tx *bbolt.Tx, writes []hotWrite) (int64, error) {
 		return cmp.Or(cmp.Compare(a.bucket, b.bucket), bytes.Compare(a.key, b.key))
 	})
 	var n int64
+	var enc encodeArena
+	var index indexOps
 	for _, w := range writes {
 		b := tx.Bucket([]byte(w.bucket))
 		if w.index != nil {
-			if err := w.index.update(tx, w.key, b.Get(w.key), w.val); err != nil {
+			if err := w.index.update(&index, w.key, b.Get(w.key), w.val); err != nil {
 				return n, fmt.Errorf("index %s record %q: %w", w.bucket, w.key, err)
 			}
 		}
@@ -238,7 +240,7 @@ func putHotRecords(tx *bbolt.Tx, writes []hotWrite) (int64, error) {
 			}
 			continue
 		}
-		body, err := msgpack.Marshal(w.val)
+		body, err := enc.encode(w.val)
 		if err != nil {
 			return n, fmt.Errorf("encode %s record %q: %w", w.bucket, w.key, err)
 		}
@@ -247,7 +249,7 @@ func putHotRecords(tx *bbolt.Tx, writes []hotWrite) (int64, error) {
 			return n, fmt.Errorf("store %s record %q: %w", w.bucket, w.key, err)
 		}
 	}
-	return n, nil
+	return n, index.apply(tx)
 }
 
 // loadHotRecords reads the unfinished videos into s, and prepares its
@@ -296,4 +298,37 @@ func loadSchedRecords(tx *bbolt.Tx) ([]scheduler.VideoRecord, error) {
 	})
 	slices.SortFunc(out, func(a, b scheduler.VideoRecord) int { return cmp.Compare(a.Seq, b.Seq) })
 	return out, err
+}
+
+// encodeArena encodes the records of one transaction into shared chunks,
+// where msgpack.Marshal grows a buffer from empty for each (a checkpoint's
+// records were most of what the server allocated under create load). bbolt
+// keeps a value's bytes until the commit, so a record's bytes are never
+// reused: a full chunk is left to them and a new one started.
+type encodeArena struct {
+	buf *bytes.Buffer
+	enc *msgpack.Encoder
+}
+
+// arenaChunk is the size of a chunk; a record that does not fit in what is
+// left of one grows it (the records already in it keep the old array).
+const arenaChunk = 1 << 20
+
+// encode returns v's bytes as msgpack.Marshal would (both use an encoder's
+// defaults).
+func (a *encodeArena) encode(v any) ([]byte, error) {
+	if a.buf == nil || a.buf.Available() < arenaChunk/16 {
+		a.buf = bytes.NewBuffer(make([]byte, 0, arenaChunk))
+		if a.enc == nil {
+			a.enc = msgpack.NewEncoder(a.buf)
+		} else {
+			a.enc.Reset(a.buf)
+		}
+	}
+	start := a.buf.Len()
+	if err := a.enc.Encode(v); err != nil {
+		return nil, err
+	}
+	b := a.buf.Bytes()[start:]
+	return b[:len(b):len(b)], nil
 }

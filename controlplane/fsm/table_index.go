@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -67,47 +69,70 @@ func timeKey(at int64, key []byte) []byte {
 	return append(binary.BigEndian.AppendUint64(nil, uint64(at)), key...)
 }
 
-// update replaces the index entries of the record at key: old is its body
-// in the file (nil for none), val the record written (nil when deleted).
-func (ix *indexer) update(tx *bbolt.Tx, key, old []byte, val any) error {
-	tb, hb, gb := tx.Bucket(ix.time), tx.Bucket(ix.hot), tx.Bucket(ix.group)
+// indexOps are the index entries a transaction deletes and puts, applied
+// together in key order by apply: a checkpoint's records come in their own
+// key order, in which a group index's entries land all over its buckets, and
+// bbolt inserts into a node in memory by moving what follows it (a quarter
+// of a checkpoint's time under create load, when they were put one by one).
+type indexOps struct {
+	dels, puts []indexOp
+}
+
+type indexOp struct {
+	bucket, key []byte
+}
+
+// update records the index entries of the record at key to replace: old is
+// its body in the file (nil for none), val the record written (nil when
+// deleted).
+func (ix *indexer) update(ops *indexOps, key, old []byte, val any) error {
 	if old != nil {
 		e, err := ix.ofBody(old)
 		if err != nil {
 			return fmt.Errorf("decode the record it replaces: %w", err)
 		}
-		if e.timed {
-			if err := tb.Delete(timeKey(e.at, key)); err != nil {
-				return err
-			}
-		}
-		if e.hot {
-			if err := hb.Delete(key); err != nil {
-				return err
-			}
-		}
-		for _, g := range e.groupKeys {
-			if err := gb.Delete(append(g, key...)); err != nil {
-				return err
-			}
-		}
+		ops.dels = append(ops.dels, ix.entryKeys(e, key)...)
 	}
-	if val == nil {
-		return nil
+	if val != nil {
+		ops.puts = append(ops.puts, ix.entryKeys(ix.of(val), key)...)
 	}
-	e := ix.of(val)
+	return nil
+}
+
+// entryKeys are where a record's index entries are kept.
+func (ix *indexer) entryKeys(e entries, key []byte) []indexOp {
+	var out []indexOp
 	if e.timed {
-		if err := tb.Put(timeKey(e.at, key), nil); err != nil {
-			return err
-		}
+		out = append(out, indexOp{ix.time, timeKey(e.at, key)})
 	}
 	for _, g := range e.groupKeys {
-		if err := gb.Put(append(g, key...), nil); err != nil {
-			return err
-		}
+		out = append(out, indexOp{ix.group, append(g, key...)})
 	}
 	if e.hot {
-		return hb.Put(key, nil)
+		out = append(out, indexOp{ix.hot, key})
+	}
+	return out
+}
+
+// apply deletes, then puts, each in key order. The entries of different
+// records differ (each ends in its record's key) and a transaction updates
+// a record once, so only a record's own entries can be both deleted and put
+// (its index did not change), and deleting first keeps them.
+func (ops *indexOps) apply(tx *bbolt.Tx) error {
+	byKey := func(a, b indexOp) int {
+		return cmp.Or(bytes.Compare(a.bucket, b.bucket), bytes.Compare(a.key, b.key))
+	}
+	slices.SortFunc(ops.dels, byKey)
+	slices.SortFunc(ops.puts, byKey)
+	for _, op := range ops.dels {
+		if err := tx.Bucket(op.bucket).Delete(op.key); err != nil {
+			return fmt.Errorf("index %s: delete %q: %w", op.bucket, op.key, err)
+		}
+	}
+	for _, op := range ops.puts {
+		if err := tx.Bucket(op.bucket).Put(op.key, nil); err != nil {
+			return fmt.Errorf("index %s: put %q: %w", op.bucket, op.key, err)
+		}
 	}
 	return nil
 }
@@ -119,13 +144,18 @@ func (t *table[V]) buildIndexes(tx *bbolt.Tx) error {
 		return nil
 	}
 	ix := t.indexer()
-	return tx.Bucket([]byte(t.bucket)).ForEach(func(k, b []byte) error {
+	var ops indexOps
+	err := tx.Bucket([]byte(t.bucket)).ForEach(func(k, b []byte) error {
 		v, err := t.decode(b)
 		if err != nil {
 			return fmt.Errorf("%s record %q: %w", t.bucket, k, err)
 		}
-		return ix.update(tx, k, nil, v)
+		return ix.update(&ops, k, nil, v)
 	})
+	if err != nil {
+		return err
+	}
+	return ops.apply(tx)
 }
 
 // oldest returns the keys of up to limit records whose time (at) is before
