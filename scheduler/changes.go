@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"cmp"
+	"maps"
 	"slices"
 )
 
@@ -20,25 +22,31 @@ import (
 // a State made by New, Restore or Clone does not track.
 func (s *State) TrackChanges() {
 	if s.changedVideos == nil {
-		s.changedVideos = map[string]struct{}{}
+		s.changedVideos = map[Changed]struct{}{}
 	}
 }
 
-// TakeChanged returns, sorted, the ids of the videos whose record changed
+// Changed names a video whose record changed: its id and its sequence
+// number, by which a file keeps the record in submission order (so a
+// checkpoint's writes append). A video submitted again under its id (a
+// preview rendered in full) changes under both numbers.
+type Changed struct {
+	ID  string
+	Seq uint64
+}
+
+// TakeChanged returns, in submission order, the videos whose record changed
 // since the last call (or since TrackChanges), and forgets them. A video
 // that was forgotten meanwhile is among them: VideoRecord then reports it
-// gone.
-func (s *State) TakeChanged() []string {
+// gone, or under another Seq when it was submitted again.
+func (s *State) TakeChanged() []Changed {
 	if len(s.changedVideos) == 0 {
 		return nil
 	}
-	ids := make([]string, 0, len(s.changedVideos))
-	for id := range s.changedVideos {
-		ids = append(ids, id)
-	}
+	out := slices.Collect(maps.Keys(s.changedVideos))
 	clear(s.changedVideos)
-	slices.Sort(ids)
-	return ids
+	slices.SortFunc(out, func(a, b Changed) int { return cmp.Or(cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.ID, b.ID)) })
+	return out
 }
 
 // VideoRecord returns the snapshot record of one video, as Snapshot would
@@ -60,6 +68,6 @@ func (s *State) SnapshotHeader() Snapshot {
 
 func (s *State) changed(v *video) {
 	if s.changedVideos != nil {
-		s.changedVideos[v.id] = struct{}{}
+		s.changedVideos[Changed{v.id, v.seq}] = struct{}{}
 	}
 }

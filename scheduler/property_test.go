@@ -362,11 +362,11 @@ func (m *machine) check(t *rapid.T) {
 // checkChanges applies the changed records to the mirror and compares the
 // header and the mirror with the full snapshot.
 func (m *machine) checkChanges(t *rapid.T, full Snapshot) {
-	for _, id := range m.s.TakeChanged() {
-		if r, ok := m.s.VideoRecord(id); ok {
-			m.mirror[id] = r
+	for _, c := range m.s.TakeChanged() {
+		if r, ok := m.s.VideoRecord(c.ID); ok {
+			m.mirror[c.ID] = r
 		} else {
-			delete(m.mirror, id)
+			delete(m.mirror, c.ID)
 		}
 	}
 	head := m.s.SnapshotHeader()

@@ -46,7 +46,7 @@ type State struct {
 
 	gpuIDs []string // the block gpuIDRoom carves lease GPU id slices from
 
-	changedVideos map[string]struct{} // nil unless TrackChanges (changes.go)
+	changedVideos map[Changed]struct{} // nil unless TrackChanges (changes.go)
 }
 
 // New returns an empty State with cfg (zero fields take defaults).

@@ -126,6 +126,15 @@ func TestStoreUpgradesV3(t *testing.T) {
 	p.apply(&fsm.DebitCredits{AccountID: "a", Amount: 1, Key: "after", Now: t0 + 30})
 	p.sameOutbox("written after the upgrade")
 	p.same("written after the upgrade")
+	// The task graphs moved to their v5 keys (by sequence number): one the
+	// scheduler drops after the upgrade leaves the file too.
+	p.apply(&fsm.FailVideo{VideoID: "vid_4", Reason: "operator", Now: t0 + 40})
+	p.same("a task graph dropped after the upgrade")
+	if err := p.disk.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p.open()
+	p.same("restarted after it was dropped")
 }
 
 func gunzip(t *testing.T, from, to string) {

@@ -22,8 +22,9 @@ import (
 //
 //   - unfinished videos (bucketHotVideos, keyed by account and sequence
 //     number, so an account's are read in creation order);
-//   - the scheduler's task graphs (bucketHotSched, by video id; the
-//     scheduler says which changed, scheduler.State.TakeChanged);
+//   - the scheduler's task graphs (bucketHotSched, by sequence number and
+//     video id, so new ones append; the scheduler says which changed,
+//     scheduler.State.TakeChanged);
 //   - idempotency records (bucketHotIdem, by account and key) and webhook
 //     events and deliveries (bucketHotEvents by event id,
 //     bucketHotDeliveries by delivery id), kept until they expire or are
@@ -45,7 +46,7 @@ import (
 // compares every byte with a state that never left memory.
 const (
 	bucketHotVideos = "hot_videos" // account, 0, seq (8 bytes) → msgpack video
-	bucketHotSched  = "hot_sched"  // video id → msgpack scheduler.VideoRecord
+	bucketHotSched  = "hot_sched"  // seq (8 bytes), video id → msgpack scheduler.VideoRecord
 	bucketHotIdem   = "hot_idem"   // account, 0, key → msgpack idempotency record
 
 	bucketHotEvents     = "hot_events"     // event id → msgpack event
@@ -67,11 +68,11 @@ type dirty struct {
 	videos map[string]uint64
 	// sched holds the videos whose task graph changed, as taken from the
 	// scheduler (scheduler.State.TakeChanged) at each checkpoint.
-	sched map[string]uint64
+	sched map[scheduler.Changed]uint64
 }
 
 func newDirty() dirty {
-	return dirty{gen: 1, videos: map[string]uint64{}, sched: map[string]uint64{}}
+	return dirty{gen: 1, videos: map[string]uint64{}, sched: map[scheduler.Changed]uint64{}}
 }
 
 func (d dirty) tracking() bool { return d.videos != nil }
@@ -120,7 +121,7 @@ func (s *state) tables() []anyTable {
 func (s *state) clean(gen uint64) {
 	d := s.dirty
 	maps.DeleteFunc(d.videos, func(_ string, g uint64) bool { return g <= gen })
-	maps.DeleteFunc(d.sched, func(_ string, g uint64) bool { return g <= gen })
+	maps.DeleteFunc(d.sched, func(_ scheduler.Changed, g uint64) bool { return g <= gen })
 	for _, t := range s.tables() {
 		t.clean(gen)
 	}
@@ -151,6 +152,16 @@ func (s *state) touch(v *Video) {
 // byte and the client's key, so an account's records sort together.
 func idemID(account, key string) string { return account + "\x00" + key }
 
+// schedKey keys a task graph in bucketHotSched: the scheduler's sequence
+// number, then the video id. Keyed by the (random) video id, a checkpoint's
+// new graphs landed on pages all over the bucket, and bbolt writes every page
+// it touches whole: with 35,000 queued videos a checkpoint of 10,000 new
+// ones rewrote all of the bucket's ~13,000 pages; in submission order they
+// fill new pages at its end.
+func schedKey(c scheduler.Changed) []byte {
+	return append(binary.BigEndian.AppendUint64(nil, c.Seq), c.ID...)
+}
+
 func hotVideoKey(account string, seq uint64) []byte {
 	k := append([]byte(account), 0)
 	return binary.BigEndian.AppendUint64(k, seq)
@@ -173,8 +184,8 @@ type hotWrite struct {
 // cp.gen; the finished videos among them go to cp.videos, for the disk tier.
 // The caller holds the lock.
 func (s *state) takeHot(cp *checkpoint) error {
-	for _, id := range s.sched.TakeChanged() {
-		s.dirty.sched[id] = s.dirty.gen
+	for _, c := range s.sched.TakeChanged() {
+		s.dirty.sched[c] = s.dirty.gen
 	}
 	cp.gen = s.dirty.gen
 	s.dirty.gen++
@@ -207,15 +218,27 @@ func (s *state) takeHot(cp *checkpoint) error {
 	for _, t := range s.tables() {
 		t.takeWrites(cp)
 	}
-	for id := range s.dirty.sched {
-		w := hotWrite{bucket: bucketHotSched, key: []byte(id)}
-		if r, ok := s.sched.VideoRecord(id); ok {
+	for c := range s.dirty.sched {
+		w := hotWrite{bucket: bucketHotSched, key: schedKey(c)}
+		// Under another number it was submitted again: this record is gone.
+		if r, ok := s.sched.VideoRecord(c.ID); ok && r.Seq == c.Seq {
 			w.val = &r
 		}
 		cp.hot = append(cp.hot, w)
 	}
 	return nil
 }
+
+// orderedBuckets are those whose new keys come after the old ones
+// (sequence numbers, Raft indexes; an account's videos by sequence number).
+var orderedBuckets = map[string]bool{bucketHotSched: true, bucketHotVideos: true,
+	bucketEventLog: true, bucketAppLedger: true, bucketAppEvents: true}
+
+// fillOrdered is how full bbolt fills a page of an ordered bucket before it
+// starts another: at its default of half, pages filled by appends stay half
+// empty, and the file and every page a checkpoint writes are twice the size
+// (the video lists do the same, putVideos).
+const fillOrdered = 0.9
 
 // putHotRecords writes the records in key order: bbolt inserts into a page
 // in memory by moving what follows, so puts in random order cost the square
@@ -229,6 +252,9 @@ func putHotRecords(tx *bbolt.Tx, writes []hotWrite) (int64, error) {
 	var index indexOps
 	for _, w := range writes {
 		b := tx.Bucket([]byte(w.bucket))
+		if orderedBuckets[w.bucket] {
+			b.FillPercent = fillOrdered
+		}
 		if w.index != nil {
 			if err := w.index.update(&index, w.key, b.Get(w.key), w.val); err != nil {
 				return n, fmt.Errorf("index %s record %q: %w", w.bucket, w.key, err)
@@ -291,13 +317,49 @@ func loadSchedRecords(tx *bbolt.Tx) ([]scheduler.VideoRecord, error) {
 	err := tx.Bucket([]byte(bucketHotSched)).ForEach(func(k, b []byte) error {
 		var r scheduler.VideoRecord
 		if err := msgpack.Unmarshal(b, &r); err != nil {
-			return fmt.Errorf("decode task graph of %s: %w", k, err)
+			return fmt.Errorf("decode task graph at key %x: %w", k, err)
 		}
 		out = append(out, r)
 		return nil
 	})
-	slices.SortFunc(out, func(a, b scheduler.VideoRecord) int { return cmp.Compare(a.Seq, b.Seq) })
-	return out, err
+	return out, err // in key order: submission order (schedKey)
+}
+
+// rekeySched moves the task graphs of a file older than v5, keyed by video
+// id, to their keys by sequence number (schedKey).
+func rekeySched(tx *bbolt.Tx) error {
+	var recs []scheduler.VideoRecord
+	err := tx.Bucket([]byte(bucketHotSched)).ForEach(func(k, b []byte) error {
+		var r scheduler.VideoRecord
+		if err := msgpack.Unmarshal(b, &r); err != nil {
+			return fmt.Errorf("decode task graph of %s: %w", k, err)
+		}
+		recs = append(recs, r)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := tx.DeleteBucket([]byte(bucketHotSched)); err != nil {
+		return err
+	}
+	b, err := tx.CreateBucket([]byte(bucketHotSched))
+	if err != nil {
+		return err
+	}
+	b.FillPercent = fillOrdered
+	slices.SortFunc(recs, func(a, b scheduler.VideoRecord) int { return cmp.Compare(a.Seq, b.Seq) })
+	var enc encodeArena
+	for _, r := range recs {
+		body, err := enc.encode(&r)
+		if err != nil {
+			return fmt.Errorf("encode task graph of %s: %w", r.Video.ID, err)
+		}
+		if err := b.Put(schedKey(scheduler.Changed{ID: r.Video.ID, Seq: r.Seq}), body); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // encodeArena encodes the records of one transaction into shared chunks,

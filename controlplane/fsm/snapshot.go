@@ -400,7 +400,7 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 		}
 		if s.dirty.tracking() {
 			for _, v := range snap.Videos {
-				s.dirty.sched[v.Video.ID] = s.dirty.gen
+				s.dirty.sched[scheduler.Changed{ID: v.Video.ID, Seq: v.Seq}] = s.dirty.gen
 			}
 		}
 		if len(s.schedJoin) > 0 {

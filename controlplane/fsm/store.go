@@ -42,9 +42,11 @@ const (
 	// checkpoint. v3 adds the tables' index buckets (table.go), which
 	// opening a v2 file builds. v4 keeps the app bridge's outbox one entry
 	// per key (appdb_outbox.go); a v3 file holds it in the hot stream, which
-	// is read as before, and its first checkpoint moves it. An older binary
-	// refuses a newer file.
-	storeFormat   = "vidfarm-state-v4"
+	// is read as before, and its first checkpoint moves it. v5 keys the task
+	// graphs by sequence number (schedKey), which opening an older file
+	// does. An older binary refuses a newer file.
+	storeFormat   = "vidfarm-state-v5"
+	storeFormatV4 = "vidfarm-state-v4"
 	storeFormatV3 = "vidfarm-state-v3"
 	storeFormatV2 = "vidfarm-state-v2"
 	storeFormatV1 = "vidfarm-state-v1"
@@ -155,14 +157,17 @@ func openStore(path string) (*store, error) {
 		switch f := meta.Get([]byte(metaFormat)); {
 		case f == nil:
 			return meta.Put([]byte(metaFormat), []byte(storeFormat))
-		case string(f) == storeFormatV2:
-			for _, t := range tables {
-				if err := t.buildIndexes(tx); err != nil {
-					return fmt.Errorf("upgrade from %s: %w", f, err)
+		case string(f) == storeFormatV2 || string(f) == storeFormatV3 || string(f) == storeFormatV4:
+			if string(f) == storeFormatV2 {
+				for _, t := range tables {
+					if err := t.buildIndexes(tx); err != nil {
+						return fmt.Errorf("upgrade from %s: %w", f, err)
+					}
 				}
 			}
-			return meta.Put([]byte(metaFormat), []byte(storeFormat))
-		case string(f) == storeFormatV3:
+			if err := rekeySched(tx); err != nil {
+				return fmt.Errorf("upgrade from %s: %w", f, err)
+			}
 			return meta.Put([]byte(metaFormat), []byte(storeFormat))
 		case string(f) != storeFormat && string(f) != storeFormatV1:
 			return fmt.Errorf("state store %s has format %q; this binary reads %q", path, f, storeFormat)

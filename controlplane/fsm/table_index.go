@@ -80,6 +80,8 @@ type indexOps struct {
 
 type indexOp struct {
 	bucket, key []byte
+	// ordered: the bucket's new keys come in order (times), see fillOrdered.
+	ordered bool
 }
 
 // update records the index entries of the record at key to replace: old is
@@ -103,13 +105,13 @@ func (ix *indexer) update(ops *indexOps, key, old []byte, val any) error {
 func (ix *indexer) entryKeys(e entries, key []byte) []indexOp {
 	var out []indexOp
 	if e.timed {
-		out = append(out, indexOp{ix.time, timeKey(e.at, key)})
+		out = append(out, indexOp{ix.time, timeKey(e.at, key), true})
 	}
 	for _, g := range e.groupKeys {
-		out = append(out, indexOp{ix.group, append(g, key...)})
+		out = append(out, indexOp{ix.group, append(g, key...), false})
 	}
 	if e.hot {
-		out = append(out, indexOp{ix.hot, key})
+		out = append(out, indexOp{ix.hot, key, false})
 	}
 	return out
 }
@@ -130,7 +132,11 @@ func (ops *indexOps) apply(tx *bbolt.Tx) error {
 		}
 	}
 	for _, op := range ops.puts {
-		if err := tx.Bucket(op.bucket).Put(op.key, nil); err != nil {
+		b := tx.Bucket(op.bucket)
+		if op.ordered {
+			b.FillPercent = fillOrdered
+		}
+		if err := b.Put(op.key, nil); err != nil {
 			return fmt.Errorf("index %s: put %q: %w", op.bucket, op.key, err)
 		}
 	}
