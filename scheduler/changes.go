@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"cmp"
 	"maps"
 	"slices"
 )
@@ -35,17 +34,18 @@ type Changed struct {
 	Seq uint64
 }
 
-// TakeChanged returns, in submission order, the videos whose record changed
-// since the last call (or since TrackChanges), and forgets them. A video
-// that was forgotten meanwhile is among them: VideoRecord then reports it
-// gone, or under another Seq when it was submitted again.
+// TakeChanged returns, in no particular order, the videos whose record
+// changed since the last call (or since TrackChanges), and forgets them. A
+// video that was forgotten meanwhile is among them: VideoRecord then reports
+// it gone, or under another Seq when it was submitted again. It runs while
+// the control plane holds its state still, so it leaves sorting to the
+// writer.
 func (s *State) TakeChanged() []Changed {
 	if len(s.changedVideos) == 0 {
 		return nil
 	}
 	out := slices.Collect(maps.Keys(s.changedVideos))
 	clear(s.changedVideos)
-	slices.SortFunc(out, func(a, b Changed) int { return cmp.Or(cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.ID, b.ID)) })
 	return out
 }
 

@@ -345,6 +345,10 @@ type tableRecords struct {
 // takeWrites copies the changed records for a checkpoint; the caller holds
 // the lock.
 func (t *table[V]) takeWrites(cp *checkpoint) {
+	var ix *indexer
+	if t.indexed() {
+		ix = t.indexer()
+	}
 	for k := range t.dirty {
 		w := hotWrite{bucket: t.bucket, key: []byte(k)}
 		if v := t.mem[k]; v != nil {
@@ -353,9 +357,7 @@ func (t *table[V]) takeWrites(cp *checkpoint) {
 			}
 			w.val = v
 		}
-		if t.indexed() {
-			w.index = t.indexer()
-		}
+		w.index = ix
 		cp.hot = append(cp.hot, w)
 		cp.written = append(cp.written, t.evicter(k))
 	}
@@ -377,6 +379,8 @@ func (t *table[V]) evicter(k string) func() {
 		}
 	}
 }
+
+func (t *table[V]) dirtyLen() int { return len(t.dirty) }
 
 func (t *table[V]) clean(gen uint64) {
 	maps.DeleteFunc(t.dirty, func(_ string, g uint64) bool { return g <= gen })
