@@ -29,8 +29,13 @@ type fakeCP struct {
 	// answer, besides the leases the fake no longer holds.
 	Stale func(req wire.HeartbeatRequest) []string
 	// NoModelsRoute makes the fake a control plane from before
-	// PUT /agent/v1/models: 404, so the agent registers again instead.
+	// PUT /agent/v1/models (and /capacity): 404, so the agent registers
+	// again instead.
 	NoModelsRoute bool
+	// NoCapacityRoute makes it one from before PUT /agent/v1/capacity: the
+	// agent sends a models-only change to /models and registers again for
+	// the rest.
+	NoCapacityRoute bool
 
 	srv   *httptest.Server
 	token string
@@ -47,9 +52,12 @@ type fakeCP struct {
 	blobs         map[string][]byte
 	registrations []wire.RegisterRequest
 	// adverts are the models the node advertised, in order: by accepted
-	// registrations and by PUT /agent/v1/models.
-	adverts      []wire.ModelsUpdate
-	modelUpdates int
+	// registrations and by PUT /agent/v1/models and /capacity.
+	adverts []wire.ModelsUpdate
+	// inPlace counts the accepted PUT /agent/v1/models and /capacity;
+	// capacities are the bodies of the latter.
+	inPlace      int
+	capacities   []wire.CapacityUpdate
 	heartbeats   []wire.HeartbeatRequest
 	leaseAsks    int
 	leased       []string // task ids handed out, in order
@@ -80,6 +88,7 @@ func newFakeCP(t testing.TB) *fakeCP {
 	mux.HandleFunc("POST /agent/v1/tasks/{id}/{what}", f.authed(f.report))
 	mux.HandleFunc("POST /agent/v1/deregister", f.authed(f.deregister))
 	mux.HandleFunc("PUT /agent/v1/models", f.authed(f.setModels))
+	mux.HandleFunc("PUT /agent/v1/capacity", f.authed(f.setCapacity))
 	mux.HandleFunc("PUT /agent/v1/blobs/{key...}", f.authed(f.putBlob))
 	mux.HandleFunc("GET /agent/v1/blobs/{key...}", f.authed(f.getBlob))
 	f.srv = httptest.NewServer(mux)
@@ -168,7 +177,25 @@ func (f *fakeCP) setModels(w http.ResponseWriter, r *http.Request, _ string) {
 	}
 	f.mu.Lock()
 	f.adverts = append(f.adverts, req)
-	f.modelUpdates++
+	f.inPlace++
+	f.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (f *fakeCP) setCapacity(w http.ResponseWriter, r *http.Request, _ string) {
+	if f.NoModelsRoute || f.NoCapacityRoute {
+		apiErr(w, http.StatusNotFound, "not_found", "no agent endpoint PUT /agent/v1/capacity")
+		return
+	}
+	var req wire.CapacityUpdate
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		apiErr(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
+	f.mu.Lock()
+	f.adverts = append(f.adverts, wire.ModelsUpdate{Models: req.Models, WarmModels: req.WarmModels})
+	f.capacities = append(f.capacities, req)
+	f.inPlace++
 	f.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -392,7 +419,8 @@ func (f *fakeCP) snapshot() fakeRecord {
 	return fakeRecord{
 		registrations: append([]wire.RegisterRequest(nil), f.registrations...),
 		adverts:       append([]wire.ModelsUpdate(nil), f.adverts...),
-		modelUpdates:  f.modelUpdates,
+		inPlace:       f.inPlace,
+		capacities:    append([]wire.CapacityUpdate(nil), f.capacities...),
 		heartbeats:    append([]wire.HeartbeatRequest(nil), f.heartbeats...),
 		leaseAsks:     f.leaseAsks,
 		leased:        append([]string(nil), f.leased...),
@@ -409,7 +437,8 @@ func (f *fakeCP) snapshot() fakeRecord {
 type fakeRecord struct {
 	registrations []wire.RegisterRequest
 	adverts       []wire.ModelsUpdate
-	modelUpdates  int
+	inPlace       int
+	capacities    []wire.CapacityUpdate
 	heartbeats    []wire.HeartbeatRequest
 	leaseAsks     int
 	leased        []string

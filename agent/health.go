@@ -11,11 +11,13 @@ import (
 
 // Runners are part of the node's capacity: the node advertises a model
 // only while the runner that renders it passes its health check and fits
-// a GPU of the node. When that changes the agent tells the control plane
-// (PUT /agent/v1/models, scheduler/wire.ModelsUpdate): the node keeps its
+// a GPU of the node. When that changes (or a speech server's voices, or a
+// stage runner's tool) the agent tells the control plane in place (PUT
+// /agent/v1/capacity, scheduler/wire.CapacityUpdate): the node keeps its
 // id, its leases and its running tasks. A control plane that does not know
 // the route (an older release: 404) or cannot take it yet (mid-upgrade:
-// 503) leaves the one other way, registering again; a registration under
+// 503) is sent the models alone (PUT /agent/v1/models) where only they
+// changed; otherwise the one other way is registering again; a registration under
 // the node's name replaces the node and hands its leases back, so then, so
 // that no running task is lost, the agent stops leasing, waits until the
 // tasks running here have ended, registers with the new models and leases
@@ -149,16 +151,17 @@ func (a *agent) capacityLoop(ctx context.Context) {
 }
 
 // reregisterCapacity registers with the advertised models, voices and
-// stage runners' tools if they differ from the registered ones. New models
-// go in place (PUT /agent/v1/models); new voices or tools, or models a
-// control plane does not take in place, by registering again: it stops
-// leasing, waits for the running tasks to end, then registers.
+// stage runners' tools if they differ from the registered ones. They go in
+// place (PUT /agent/v1/capacity; to a control plane without it, PUT
+// /agent/v1/models where only the models changed); what a control plane
+// does not take in place, by registering again: it stops leasing, waits for
+// the running tasks to end, then registers.
 func (a *agent) reregisterCapacity(ctx context.Context) error {
 	models, rest := a.capacitySame()
 	if models && rest {
 		return nil // the warm models follow the models
 	}
-	if rest && a.updateModels(ctx) {
+	if a.updateCapacity(ctx) || (rest && a.updateModels(ctx)) {
 		return nil
 	}
 	a.pauseLeasing()
@@ -187,8 +190,30 @@ func (a *agent) reregisterCapacity(ctx context.Context) error {
 }
 
 // updateModels tells the control plane the advertised models in place of
-// the registered ones, and reports whether it took them.
+// the registered ones (PUT /agent/v1/models), and reports whether it took
+// them.
 func (a *agent) updateModels(ctx context.Context) bool {
+	return a.updateInPlace(ctx, "models", func(ctx context.Context, cred string, c wire.Capacity) error {
+		return a.cp.put(ctx, "/agent/v1/models", cred, wire.ModelsUpdate{Models: c.Models, WarmModels: c.WarmModels})
+	}, func(c wire.Capacity) { a.registered = c.Models })
+}
+
+// updateCapacity tells the control plane the advertised models, tools and
+// voices in place of the registered ones (PUT /agent/v1/capacity), and
+// reports whether it took them.
+func (a *agent) updateCapacity(ctx context.Context) bool {
+	return a.updateInPlace(ctx, "capacity", func(ctx context.Context, cred string, c wire.Capacity) error {
+		return a.cp.put(ctx, "/agent/v1/capacity", cred,
+			wire.CapacityUpdate{Models: c.Models, WarmModels: c.WarmModels, Tools: c.Tools, Voices: c.Voices})
+	}, func(c wire.Capacity) {
+		a.registered, a.registeredVoices, a.registeredTools = c.Models, voiceIDs(c.Voices), c.Tools
+	})
+}
+
+// updateInPlace sends the advertised capacity (send picks what its route
+// takes) and, if the control plane took it and the agent has not registered
+// again meanwhile, records it as registered (took, under the lock).
+func (a *agent) updateInPlace(ctx context.Context, what string, send func(context.Context, string, wire.Capacity) error, took func(wire.Capacity)) bool {
 	c := a.advertised()
 	a.mu.Lock()
 	cred, gen := a.cred, a.gen
@@ -197,18 +222,19 @@ func (a *agent) updateModels(ctx context.Context) bool {
 		return false
 	}
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	err := a.cp.setModels(cctx, cred, wire.ModelsUpdate{Models: c.Models, WarmModels: c.WarmModels})
+	err := send(cctx, cred, c)
 	cancel()
 	if err != nil {
-		a.log.Info("the control plane did not take the new models in place: registering again instead", "err", err)
+		a.log.Info("the control plane did not take the change in place", "update", what, "err", err)
 		return false
 	}
 	a.mu.Lock()
 	if a.gen == gen {
-		a.registered = c.Models
+		took(c)
 	}
 	a.mu.Unlock()
-	a.log.Info("advertised models updated", "models", len(c.Models), "warm_models", len(c.WarmModels))
+	a.log.Info("advertised capacity updated in place", "update", what, "models", len(c.Models),
+		"warm_models", len(c.WarmModels), "tools", len(c.Tools), "voices", len(c.Voices))
 	return true
 }
 

@@ -198,14 +198,14 @@ func (c *cpClient) deregister(ctx context.Context, cred string) error {
 	return err
 }
 
-// setModels tells the control plane what the node advertises now
-// (PUT /agent/v1/models).
-func (c *cpClient) setModels(ctx context.Context, cred string, req wire.ModelsUpdate) error {
-	body, err := json.Marshal(req)
+// put sends v as JSON to a PUT route of the agent API (the in-place
+// capacity updates, PUT /agent/v1/models and /agent/v1/capacity).
+func (c *cpClient) put(ctx context.Context, path, cred string, v any) error {
+	body, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("PUT /agent/v1/models: encode: %w", err)
+		return fmt.Errorf("PUT %s: encode: %w", path, err)
 	}
-	resp, err := c.do(ctx, http.MethodPut, "/agent/v1/models", cred, bytes.NewReader(body), int64(len(body)), "application/json", false)
+	resp, err := c.do(ctx, http.MethodPut, path, cred, bytes.NewReader(body), int64(len(body)), "application/json", false)
 	if err != nil {
 		return err
 	}

@@ -165,8 +165,8 @@ func TestCapacityChangeKeepsRunningTasks(t *testing.T) {
 	lt := startLongTask(t, f)
 	lt.cog.SetHealth("SETUP_FAILED")
 	waitAdvertised(t, f, lt.adverts, cogModel, false) // while the task still runs
-	if rec := f.snapshot(); len(rec.registrations) != 1 || rec.modelUpdates != 1 || rec.held != 1 {
-		t.Fatalf("%d registrations, %d model updates, %d leases held; want 1, 1, 1", len(rec.registrations), rec.modelUpdates, rec.held)
+	if rec := f.snapshot(); len(rec.registrations) != 1 || rec.inPlace != 1 || rec.held != 1 {
+		t.Fatalf("%d registrations, %d updates in place, %d leases held; want 1, 1, 1", len(rec.registrations), rec.inPlace, rec.held)
 	}
 	lt.finish(t, f)
 }
@@ -179,7 +179,9 @@ func TestCapacityChangeWaitsForRunningTasksOnAnOlderControlPlane(t *testing.T) {
 	f.NoModelsRoute = true
 	lt := startLongTask(t, f)
 	lt.cog.SetHealth("SETUP_FAILED")
-	waitFor(t, "the agent to notice", func() bool { return strings.Contains(lt.agent.logs.String(), "registering again instead") })
+	waitFor(t, "the agent to notice", func() bool {
+		return strings.Contains(lt.agent.logs.String(), "leasing no new work until the running tasks end")
+	})
 	if got := len(f.snapshot().registrations); got != lt.adverts {
 		t.Fatalf("registered again (%d registrations, had %d) while a task was running: its lease would be lost", got, lt.adverts)
 	}

@@ -1,9 +1,11 @@
 package agentapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -399,5 +401,48 @@ func TestSetModelsKeepsTheNode(t *testing.T) {
 	}
 	if v, _ := e.fsm.Video("", vid); v.Status != fsm.StatusProcessing {
 		t.Fatalf("the video is %s after its node changed its models", v.Status)
+	}
+}
+
+// A node changes its tools and voices without registering again: the voice
+// catalogue follows, the running task keeps its lease, and a bad update is
+// refused with the field to fix.
+func TestSetCapacityKeepsTheNode(t *testing.T) {
+	e := newEnv(t)
+	reg := e.register("gpu-1")
+	e.createVideo()
+	_, r := e.lease(reg.Credential, 5)
+	want(t, r, http.StatusOK, "")
+	bella := wire.Voice{ID: "af_bella", Name: "Bella", Language: "en-us", Gender: "female"}
+	want(t, e.call("PUT", "/agent/v1/capacity", "", wire.CapacityUpdate{}), http.StatusUnauthorized, apierr.CodeUnauthorized)
+	want(t, e.call("PUT", "/agent/v1/capacity", reg.Credential, []byte(`{"tools": "ffmpeg"}`)), http.StatusBadRequest, apierr.CodeInvalidRequest)
+	long := make([]string, 10000)
+	for i := range long {
+		long[i] = "t"
+	}
+	r = e.call("PUT", "/agent/v1/capacity", reg.Credential, wire.CapacityUpdate{Tools: long})
+	want(t, r, http.StatusBadRequest, apierr.CodeInvalidRequest)
+	if !bytes.Contains(r.body, []byte(`"tools"`)) {
+		t.Errorf("a refused tools list does not name its field: %s", r.body)
+	}
+	r = e.call("PUT", "/agent/v1/capacity", reg.Credential, wire.CapacityUpdate{Voices: []wire.Voice{{ID: "bad id!"}}})
+	want(t, r, http.StatusBadRequest, apierr.CodeInvalidRequest)
+	if !bytes.Contains(r.body, []byte(`"voices"`)) {
+		t.Errorf("a refused voice does not name its field: %s", r.body)
+	}
+
+	want(t, e.call("PUT", "/agent/v1/capacity", reg.Credential, wire.CapacityUpdate{Models: []string{"veo-3"},
+		Tools: []string{"ffmpeg", wire.ToolPlanner}, Voices: []wire.Voice{bella}}), http.StatusNoContent, "")
+	nodes := e.fsm.Nodes()
+	if len(nodes) != 1 || nodes[0].Info.ID != reg.NodeID || !slices.Equal(nodes[0].Info.Models, []string{"veo-3"}) ||
+		!slices.Contains(nodes[0].Info.Tools, wire.ToolPlanner) || nodes[0].Info.Leases != 1 {
+		t.Fatalf("nodes after the update: %+v", nodes)
+	}
+	if v, ok := e.fsm.Voice("af_bella"); !ok || v.Gender != "female" {
+		t.Fatalf("the node's new voice is not in the catalogue: %+v %v", v, ok)
+	}
+	want(t, e.call("PUT", "/agent/v1/capacity", reg.Credential, wire.CapacityUpdate{Tools: []string{"ffmpeg"}}), http.StatusNoContent, "")
+	if _, ok := e.fsm.Voice("af_bella"); ok {
+		t.Fatal("the voice the node withdrew is still in the catalogue")
 	}
 }

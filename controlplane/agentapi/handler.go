@@ -156,6 +156,7 @@ func Handler(cfg Config) http.Handler {
 		r.Post("/agent/v1/tasks/*", s.taskReport)
 		r.Post("/agent/v1/deregister", s.deregister)
 		r.Put("/agent/v1/models", s.setModels)
+		r.Put("/agent/v1/capacity", s.setCapacity)
 		r.Put("/agent/v1/blobs/*", s.putBlob)
 		r.Get("/agent/v1/blobs/*", s.getBlob)
 		r.Head("/agent/v1/blobs/*", s.getBlob)

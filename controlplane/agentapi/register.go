@@ -7,7 +7,9 @@ import (
 	"crypto/subtle"
 	"encoding/base32"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -124,10 +126,8 @@ func checkCapacity(name string, c wire.Capacity) *apierr.Error {
 			return invalid("need 0 <= memory_free_gb <= memory_total_gb").With("field", field)
 		}
 	}
-	for field, l := range map[string][]string{"capacity.tools": c.Tools, "capacity.models": c.Models, "capacity.warm_models": c.WarmModels} {
-		if len(l) > maxListLen {
-			return invalid(fmt.Sprintf("at most %d entries", maxListLen)).With("field", field)
-		}
+	if e := checkLists(map[string][]string{"capacity.tools": c.Tools, "capacity.models": c.Models, "capacity.warm_models": c.WarmModels}); e != nil {
+		return e
 	}
 	if err := wire.CheckVoices(c.Voices); err != nil {
 		return invalid("capacity.voices: "+err.Error()).With("field", "capacity.voices")
@@ -143,11 +143,9 @@ func (s *server) setModels(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, e)
 		return
 	}
-	for field, l := range map[string][]string{"models": req.Models, "warm_models": req.WarmModels} {
-		if len(l) > maxListLen {
-			apierr.Write(w, r, invalid(fmt.Sprintf("at most %d entries", maxListLen)).With("field", field))
-			return
-		}
+	if e := checkLists(map[string][]string{"models": req.Models, "warm_models": req.WarmModels}); e != nil {
+		apierr.Write(w, r, e)
+		return
 	}
 	if _, err := apply(s, r, &fsm.SetNodeModels{NodeID: n.ID, Models: req.Models, WarmModels: req.WarmModels, Now: s.cfg.Now().UnixNano()}); err != nil {
 		apierr.Write(w, r, s.fromApply(r, err))
@@ -156,6 +154,45 @@ func (s *server) setModels(w http.ResponseWriter, r *http.Request) {
 	s.notify.Notify()
 	s.log.Info("node models updated", "node_id", n.ID, "name", n.Name, "models", len(req.Models), "warm_models", len(req.WarmModels))
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// setCapacity is PUT /agent/v1/capacity: the node offers other models,
+// tools or voices now.
+func (s *server) setCapacity(w http.ResponseWriter, r *http.Request) {
+	n := nodeOf(r)
+	var req wire.CapacityUpdate
+	if e := decode(w, r, &req, false); e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	if e := checkLists(map[string][]string{"models": req.Models, "warm_models": req.WarmModels, "tools": req.Tools}); e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	if err := wire.CheckVoices(req.Voices); err != nil {
+		apierr.Write(w, r, invalid("voices: "+err.Error()).With("field", "voices"))
+		return
+	}
+	if _, err := apply(s, r, &fsm.SetNodeCapacity{NodeID: n.ID, Models: req.Models, WarmModels: req.WarmModels,
+		Tools: req.Tools, Voices: fsmVoices(req.Voices), Now: s.cfg.Now().UnixNano()}); err != nil {
+		apierr.Write(w, r, s.fromApply(r, err))
+		return
+	}
+	s.notify.Notify()
+	s.log.Info("node capacity updated", "node_id", n.ID, "name", n.Name, "models", len(req.Models),
+		"warm_models", len(req.WarmModels), "tools", len(req.Tools), "voices", len(req.Voices))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// checkLists refuses a list longer than a registration may send, naming
+// its field.
+func checkLists(lists map[string][]string) *apierr.Error {
+	for _, field := range slices.Sorted(maps.Keys(lists)) {
+		if len(lists[field]) > maxListLen {
+			return invalid(fmt.Sprintf("at most %d entries", maxListLen)).With("field", field)
+		}
+	}
+	return nil
 }
 
 // fsmVoices converts the checked voices of a registration.

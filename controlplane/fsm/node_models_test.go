@@ -6,6 +6,7 @@ import (
 
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/scheduler"
+	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
 
 // A node whose runner goes down while it renders keeps that render's
@@ -61,4 +62,53 @@ func mustNode(t *testing.T, f *fsm.FSM, id string) scheduler.NodeInfo {
 	}
 	t.Fatalf("no node %s", id)
 	return scheduler.NodeInfo{}
+}
+
+// A speech server that goes down takes its voice out of the catalogue and
+// the node's tools in place (the node keeps its lease and cordon), and its
+// voice's tts tasks wait; when it comes back they go to it again.
+func TestSetNodeCapacityVoicesAndTools(t *testing.T) {
+	for _, a := range appliers {
+		t.Run(a.name, func(t *testing.T) {
+			w := newWorld(t, a)
+			w.account("acct", fsm.PlanPro, 1000)
+			bella := fsm.Voice{ID: "af_bella", Name: "Bella", Language: "en-us", Gender: "female"}
+			w.must(&fsm.RegisterNode{NodeID: "a", Name: "a", CredHash: keyHash("node-a"),
+				Node: scheduler.Node{CPUSlots: 4, Tools: []string{"ffmpeg"}}, Voices: []fsm.Voice{bella}, Now: t0})
+			must(w, &fsm.StartRouting{Now: t0})
+			c := createVideo("v1", "acct", 10, "", "", t0)
+			c.Spec.VoiceID = "af_bella"
+			w.must(c)
+			plan, ok := w.lease("a", t0+sec)
+			if !ok || plan.Kind != scheduler.KindPlan {
+				t.Fatalf("first lease %+v", plan)
+			}
+			must(w, &fsm.CordonNode{NodeID: "a", Reason: "checking", Now: t0 + 2*sec})
+
+			must(w, &fsm.SetNodeCapacity{NodeID: "a", Tools: []string{"ffmpeg", wire.ToolPlanner}, Now: t0 + 3*sec})
+			n := mustNode(t, w.f, "a")
+			if slices.Contains(n.Tools, "voice:af_bella") || !slices.Contains(n.Tools, wire.ToolPlanner) || !n.Cordoned || n.Leases != 1 {
+				t.Fatalf("node after the voice left: tools %v cordoned %v leases %d", n.Tools, n.Cordoned, n.Leases)
+			}
+			if _, ok := w.f.Voice("af_bella"); ok {
+				t.Fatal("the voice stayed in the catalogue without a node")
+			}
+			must(w, &fsm.UncordonNode{NodeID: "a", Now: t0 + 4*sec})
+			w.complete(plan, t0+5*sec) // the running plan was not lost
+			if l, ok := w.lease("a", t0+6*sec); ok {
+				t.Fatalf("the tts task of a voice no node offers was leased: %+v", l)
+			}
+
+			must(w, &fsm.SetNodeCapacity{NodeID: "a", Tools: []string{"ffmpeg"}, Voices: []fsm.Voice{bella}, Now: t0 + 7*sec})
+			if v, ok := w.f.Voice("af_bella"); !ok || v != bella {
+				t.Fatalf("the voice came back as %+v (%v)", v, ok)
+			}
+			if l, ok := w.lease("a", t0+8*sec); !ok || l.Kind != scheduler.KindTTS {
+				t.Fatalf("no tts task once the voice came back: %+v", l)
+			}
+			if _, err := w.apply(&fsm.SetNodeCapacity{NodeID: "nope", Now: t0 + 9*sec}); err == nil {
+				t.Fatal("an unknown node's capacity was set")
+			}
+		})
+	}
 }

@@ -86,6 +86,7 @@ const (
 	TrimEventLogType        MessageType = 64
 	SetNodeModelsType       MessageType = 65
 	StartRoutingType        MessageType = 66
+	SetNodeCapacityType     MessageType = 67
 )
 
 // entry is one command of the registry: its name (in logs and metrics), a
@@ -188,6 +189,7 @@ var registry = [256]entry{
 	TrimEventLogType:        command("trim_event_log", (*state).applyTrimEventLog),
 	SetNodeModelsType:       command("set_node_models", (*state).applySetNodeModels),
 	StartRoutingType:        command("start_routing", (*state).applyStartRouting),
+	SetNodeCapacityType:     command("set_node_capacity", (*state).applySetNodeCapacity),
 }
 
 // What each command answers, in type order: the R of its apply function and
@@ -247,6 +249,7 @@ func (*StartEventLog) answers(bool)                      {}
 func (*TrimEventLog) answers(int)                        {}
 func (*SetNodeModels) answers(Nothing)                   {}
 func (*StartRouting) answers(bool)                       {}
+func (*SetNodeCapacity) answers(Nothing)                 {}
 
 func (t MessageType) String() string {
 	if e := registry[t]; e.name != "" {

@@ -13,6 +13,7 @@
 //	POST /agent/v1/tasks/{id}/fail       Bearer <credential>    FailRequest      -> 204
 //	POST /agent/v1/deregister            Bearer <credential>                     -> 204 (leases handed back, not failed)
 //	PUT  /agent/v1/models                Bearer <credential>    ModelsUpdate     -> 204 (what the node advertises now; leases kept)
+//	PUT  /agent/v1/capacity              Bearer <credential>    CapacityUpdate   -> 204 (models, tools and voices now; leases kept)
 //	PUT  /agent/v1/blobs/{key...}?lease_token=<token>  Bearer <credential>  raw bytes -> 201
 //	GET  /agent/v1/blobs/{key...}        Bearer <credential>                     -> 200 raw bytes
 //
@@ -225,6 +226,18 @@ func (s GPUSample) Check(memoryTotalGB float64) error {
 type ModelsUpdate struct {
 	Models     []string `json:"models"`
 	WarmModels []string `json:"warm_models,omitempty"`
+}
+
+// CapacityUpdate replaces, like ModelsUpdate, what a registered node
+// offers, with its tools (executables, stage runners' ToolPlanner and
+// ToolAvatar) and voices too: a speech server or stage runner that goes
+// down or comes back changes them. The same refusals (404, 503) leave the
+// agent to ModelsUpdate or to register again.
+type CapacityUpdate struct {
+	Models     []string `json:"models"`
+	WarmModels []string `json:"warm_models,omitempty"`
+	Tools      []string `json:"tools"`
+	Voices     []Voice  `json:"voices,omitempty"`
 }
 
 // HeartbeatResponse lists the leases that were not renewed: the node must stop
