@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"slices"
 	"time"
 
 	"github.com/vidfarm/vidfarm/scheduler"
@@ -87,58 +86,33 @@ type Percentiles struct {
 	Max   float64 `json:"max"`
 }
 
-// sample collects durations.
-type sample []time.Duration
-
-// summary sorts s in place and summarises it.
-func (s sample) summary() Percentiles {
-	if len(s) == 0 {
-		return Percentiles{}
-	}
-	slices.Sort(s)
-	var sum time.Duration
-	for _, d := range s {
-		sum += d
-	}
-	return Percentiles{
-		Count: len(s),
-		Mean:  sum.Seconds() / float64(len(s)),
-		P50:   percentile(s, 0.50).Seconds(),
-		P95:   percentile(s, 0.95).Seconds(),
-		P99:   percentile(s, 0.99).Seconds(),
-		Max:   s[len(s)-1].Seconds(),
-	}
-}
-
 type groupRec struct {
 	name                      string
 	slos                      []SLO
 	pending                   []int // per SLO: misses still pending at the end
 	submitted, completed      int
-	wait, gpuWait, turnaround sample
+	wait, gpuWait, turnaround samples
 	// For classes: busy GPU-milliseconds, completed videos and rendered
 	// seconds over the whole run.
 	gpuMS, completedAll, renderedS int64
 }
 
-func (g *groupRec) of(metric string) sample {
-	switch metric {
-	case MetricWait:
-		return g.wait
-	case MetricGPUWait:
-		return g.gpuWait
-	}
-	return g.turnaround
-}
-
-// stats summarises the group; it sorts its samples.
+// stats summarises the group; its samples' chunks must be sorted
+// (sortSamples).
 func (g *groupRec) stats() GroupStats {
 	st := GroupStats{
 		Name: g.name, Submitted: g.submitted, Completed: g.completed,
 		Wait: g.wait.summary(), GPUWait: g.gpuWait.summary(), Turnaround: g.turnaround.summary(),
 	}
 	for i, o := range g.slos {
-		st.SLOs = append(st.SLOs, attainment(o, g.of(o.Metric), g.pending[i]))
+		sorted := &g.turnaround
+		switch o.Metric {
+		case MetricWait:
+			sorted = &g.wait
+		case MetricGPUWait:
+			sorted = &g.gpuWait
+		}
+		st.SLOs = append(st.SLOs, attainment(o, sorted, g.pending[i]))
 	}
 	st.gpuSeconds = float64(g.gpuMS) / 1000
 	st.completedAll = int(g.completedAll)
@@ -204,8 +178,8 @@ func (r *recorder) firstLease(v *simVideo, wait time.Duration) {
 	if !v.counted {
 		return
 	}
-	r.mode(v).wait = append(r.mode(v).wait, wait)
-	r.classes[v.class].wait = append(r.classes[v.class].wait, wait)
+	r.mode(v).wait.add(wait)
+	r.classes[v.class].wait.add(wait)
 }
 
 func (r *recorder) gpuLease(v *simVideo, now, wait time.Duration) {
@@ -213,8 +187,8 @@ func (r *recorder) gpuLease(v *simVideo, now, wait time.Duration) {
 	if !v.counted {
 		return
 	}
-	r.mode(v).gpuWait = append(r.mode(v).gpuWait, wait)
-	r.classes[v.class].gpuWait = append(r.classes[v.class].gpuWait, wait)
+	r.mode(v).gpuWait.add(wait)
+	r.classes[v.class].gpuWait.add(wait)
 }
 
 func (r *recorder) completed(v *simVideo, now, turnaround time.Duration) {
@@ -228,10 +202,10 @@ func (r *recorder) completed(v *simVideo, now, turnaround time.Duration) {
 	}
 	m := r.mode(v)
 	m.completed++
-	m.turnaround = append(m.turnaround, turnaround)
+	m.turnaround.add(turnaround)
 	c := &r.classes[v.class]
 	c.completed++
-	c.turnaround = append(c.turnaround, turnaround)
+	c.turnaround.add(turnaround)
 }
 
 // queued notes the ready GPU tasks after an event at now.
@@ -265,12 +239,17 @@ func (s *sim) report() SimReport {
 		r.classes[v.class].addPending(v, s.horizon)
 		overall.addPending(v, s.horizon)
 	}
+	groups := []*groupRec{&r.manual, &r.auto}
+	for i := range r.classes {
+		groups = append(groups, &r.classes[i])
+	}
+	sortSamples(groups)
 	for _, m := range []*groupRec{&r.manual, &r.auto} {
 		overall.submitted += m.submitted
 		overall.completed += m.completed
-		overall.wait = append(overall.wait, m.wait...)
-		overall.gpuWait = append(overall.gpuWait, m.gpuWait...)
-		overall.turnaround = append(overall.turnaround, m.turnaround...)
+		overall.wait.addAll(&m.wait)
+		overall.gpuWait.addAll(&m.gpuWait)
+		overall.turnaround.addAll(&m.turnaround)
 	}
 	rep := SimReport{
 		Farm: s.fleet.Name, Hours: s.cfg.Hours, Seed: s.cfg.Seed, Nodes: len(s.nodes),
