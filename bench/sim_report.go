@@ -87,10 +87,12 @@ type Percentiles struct {
 }
 
 type groupRec struct {
-	name                      string
-	slos                      []SLO
-	pending                   []int // per SLO: misses still pending at the end
-	submitted, completed      int
+	name                 string
+	slos                 []SLO
+	pending              []int // per SLO: misses still pending at the end
+	submitted, completed int
+	// wait, gpuWait and turnaround share the chunks of the group's cells
+	// (recorder.cells), from the report on.
 	wait, gpuWait, turnaround samples
 	// For classes: busy GPU-milliseconds, completed videos and rendered
 	// seconds over the whole run.
@@ -136,7 +138,13 @@ type recorder struct {
 	renderedSeconds      int64
 	gpuBusyMS, cpuBusyMS int64 // GPU-milliseconds and slot-milliseconds
 	tl                   timeline
+	// cells are the samples of the videos of one mode (0 manual, 1 auto)
+	// and one account class: each is recorded once, where the groups it
+	// counts in would each have kept a copy.
+	cells [2][]cellRec
 }
+
+type cellRec struct{ wait, gpuWait, turnaround samples }
 
 func newGroupRec(name string, slos []SLO) groupRec {
 	return groupRec{name: name, slos: slos, pending: make([]int, len(slos))}
@@ -155,6 +163,9 @@ func newRecorder(wl Workload, horizon time.Duration) *recorder {
 		}
 		r.classes = append(r.classes, newGroupRec(c.Name, slos))
 	}
+	for m := range r.cells {
+		r.cells[m] = make([]cellRec, len(wl.Accounts))
+	}
 	return r
 }
 
@@ -163,6 +174,14 @@ func (r *recorder) mode(v *simVideo) *groupRec {
 		return &r.manual
 	}
 	return &r.auto
+}
+
+func (r *recorder) cell(v *simVideo) *cellRec {
+	m := 1
+	if v.mode == scheduler.ModeManual {
+		m = 0
+	}
+	return &r.cells[m][v.class]
 }
 
 func (r *recorder) submitted(v *simVideo) {
@@ -178,8 +197,7 @@ func (r *recorder) firstLease(v *simVideo, wait time.Duration) {
 	if !v.counted {
 		return
 	}
-	r.mode(v).wait.add(wait)
-	r.classes[v.class].wait.add(wait)
+	r.cell(v).wait.add(wait)
 }
 
 func (r *recorder) gpuLease(v *simVideo, now, wait time.Duration) {
@@ -187,8 +205,7 @@ func (r *recorder) gpuLease(v *simVideo, now, wait time.Duration) {
 	if !v.counted {
 		return
 	}
-	r.mode(v).gpuWait.add(wait)
-	r.classes[v.class].gpuWait.add(wait)
+	r.cell(v).gpuWait.add(wait)
 }
 
 func (r *recorder) completed(v *simVideo, now, turnaround time.Duration) {
@@ -200,12 +217,9 @@ func (r *recorder) completed(v *simVideo, now, turnaround time.Duration) {
 	if !v.counted {
 		return
 	}
-	m := r.mode(v)
-	m.completed++
-	m.turnaround.add(turnaround)
-	c := &r.classes[v.class]
-	c.completed++
-	c.turnaround.add(turnaround)
+	r.mode(v).completed++
+	r.classes[v.class].completed++
+	r.cell(v).turnaround.add(turnaround)
 }
 
 // queued notes the ready GPU tasks after an event at now.
@@ -239,18 +253,21 @@ func (s *sim) report() SimReport {
 		r.classes[v.class].addPending(v, s.horizon)
 		overall.addPending(v, s.horizon)
 	}
-	groups := []*groupRec{&r.manual, &r.auto}
-	for i := range r.classes {
-		groups = append(groups, &r.classes[i])
+	var cells []*samples
+	for m, mg := range []*groupRec{&r.manual, &r.auto} {
+		overall.submitted += mg.submitted
+		overall.completed += mg.completed
+		for c := range r.cells[m] {
+			cell := &r.cells[m][c]
+			cells = append(cells, &cell.wait, &cell.gpuWait, &cell.turnaround)
+			for _, g := range []*groupRec{mg, &r.classes[c], &overall} {
+				g.wait.addAll(&cell.wait)
+				g.gpuWait.addAll(&cell.gpuWait)
+				g.turnaround.addAll(&cell.turnaround)
+			}
+		}
 	}
-	sortSamples(groups)
-	for _, m := range []*groupRec{&r.manual, &r.auto} {
-		overall.submitted += m.submitted
-		overall.completed += m.completed
-		overall.wait.addAll(&m.wait)
-		overall.gpuWait.addAll(&m.gpuWait)
-		overall.turnaround.addAll(&m.turnaround)
-	}
+	sortSamples(cells)
 	rep := SimReport{
 		Farm: s.fleet.Name, Hours: s.cfg.Hours, Seed: s.cfg.Seed, Nodes: len(s.nodes),
 		Submitted: r.submittedAll, Completed: r.completedAll, InFlight: r.submittedAll - r.completedAll,

@@ -14,9 +14,7 @@ func TestSamplesAgainstSortedSlice(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{1, 2, 255, 256, 257, 5000, 3*maxSampleChunk + 17} {
 		for _, spread := range []int{1, 3, 1_000_000} {
-			var ga, gb groupRec
-			a, b := &ga.wait, &gb.wait
-			var all samples
+			var a, b, all samples
 			var ref []time.Duration
 			for i := range n {
 				d := time.Duration(r.IntN(spread))
@@ -28,9 +26,9 @@ func TestSamplesAgainstSortedSlice(t *testing.T) {
 				ref = append(ref, d)
 			}
 			slices.Sort(ref)
-			sortSamples([]*groupRec{&ga, &gb})
-			all.addAll(a)
-			all.addAll(b)
+			all.addAll(&a)
+			all.addAll(&b)
+			sortSamples([]*samples{&a, &b}) // after addAll: the chunks are shared
 			if all.len() != n {
 				t.Fatalf("n %d: len %d", n, all.len())
 			}
@@ -68,7 +66,7 @@ func TestSamplesAddAfterShare(t *testing.T) {
 	}
 	all.addAll(&a)
 	all.add(100)
-	if got := a.chunks[0][:cap(a.chunks[0])][10]; got == 100 {
+	if got := a.cur[:cap(a.cur)][10]; got == 100 {
 		t.Fatal("an add to the sharing group wrote into the shared chunk")
 	}
 	if all.len() != 11 || a.len() != 10 {
