@@ -116,7 +116,7 @@ func (s *sim) start(n *simNode, g scheduler.Grant) error {
 	} else {
 		s.readyCPU--
 	}
-	s.push(event{at: t.end, kind: evDone, task: t})
+	s.push(t.end, evDone, t)
 	return nil
 }
 
