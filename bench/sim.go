@@ -186,8 +186,11 @@ type simVideo struct {
 
 // simTask is a leased task, in sim.running at index idx until it ends.
 type simTask struct {
-	grant   scheduler.Grant
-	v       *simVideo
+	grant scheduler.Grant
+	v     *simVideo
+	// class is v.class, read when the task ends without a visit to v, which
+	// most tasks' ends do not otherwise make.
+	class   int
 	idx     int
 	node    *simNode
 	gpus    int

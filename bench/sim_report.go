@@ -233,7 +233,7 @@ func (r *recorder) busy(t *simTask, horizon time.Duration) {
 	}
 	ms := (end - t.started).Milliseconds()
 	r.gpuBusyMS += ms * int64(t.gpus)
-	r.classes[t.v.class].gpuMS += ms * int64(t.gpus)
+	r.classes[t.class].gpuMS += ms * int64(t.gpus)
 	r.cpuBusyMS += ms * int64(t.cpu)
 	r.tl.busy(t.started, end, t.gpus, t.cpu)
 }
