@@ -170,8 +170,12 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
-	i := int(q*float64(len(sorted))+0.5) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
+	return sorted[nearestRank(len(sorted), q)]
+}
+
+// nearestRank is the index of the q-quantile in n > 0 sorted values.
+func nearestRank(n int, q float64) int {
+	return min(max(int(q*float64(n)+0.5)-1, 0), n-1)
 }
 
 // createOnce sends one create; code is "" on 201, else the error code (or status).

@@ -124,14 +124,18 @@ const (
 	evUp      // a node is back
 )
 
+// event is 24 bytes: the queue moves each event a few times (sim_queue.go),
+// so the rare node events carry their node in a simTask record instead of
+// widening every event.
 type event struct {
-	at    time.Duration // since the start
-	seq   uint64        // ties: first scheduled first
-	kind  eventKind
-	epoch uint32   // evFail, evRestart, evUp: node.epoch when scheduled
-	task  *simTask // evDone: the task that ends
-	node  *simNode // evFail, evRestart, evUp
+	at  time.Duration // since the start
+	seq uint64        // the push's number << 8 | the kind: ties pop first pushed first
+	// task is, for evDone, the task that ends; for evFail, evRestart and
+	// evUp, a record of the node and its epoch when the event was pushed.
+	task *simTask
 }
+
+func (e event) kind() eventKind { return eventKind(e.seq) }
 
 type simNode struct {
 	id      string
@@ -182,8 +186,11 @@ type simVideo struct {
 
 // simTask is a leased task, in sim.running at index idx until it ends.
 type simTask struct {
-	grant   scheduler.Grant
-	v       *simVideo
+	grant scheduler.Grant
+	v     *simVideo
+	// class is v.class, read when the task ends without a visit to v, which
+	// most tasks' ends do not otherwise make.
+	class   int
 	idx     int
 	node    *simNode
 	gpus    int
@@ -191,6 +198,8 @@ type simTask struct {
 	started time.Duration
 	end     time.Duration
 	lost    bool // its node went down: its evDone is void
+	// epoch is, in a node event's record, node.epoch when it was pushed.
+	epoch uint32
 }
 
 // sim is one run's mutable state.
@@ -305,7 +314,7 @@ func simulateOnce(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 			return SimReport{}, fmt.Errorf("%w: more than %d events; shorten hours or lower the rate", ErrSimTooLarge, maxSimEvents)
 		}
 		var err error
-		switch e.kind {
+		switch e.kind() {
 		case evArrival:
 			err = s.arrive()
 		case evDone:
@@ -343,8 +352,14 @@ func (s *sim) at(d time.Duration) time.Time {
 	return s.atT
 }
 
-func (s *sim) push(e event) {
+func (s *sim) push(at time.Duration, kind eventKind, t *simTask) {
 	s.seq++
-	e.seq = s.seq
-	s.events.push(e)
+	s.events.push(event{at: at, seq: s.seq<<8 | uint64(kind), task: t})
+}
+
+// pushNode queues a node event for n as it is now.
+func (s *sim) pushNode(at time.Duration, kind eventKind, n *simNode) {
+	t := s.newTask()
+	t.node, t.epoch = n, n.epoch
+	s.push(at, kind, t)
 }

@@ -119,7 +119,7 @@ func (s *sim) queueArrival() error {
 		s.batch = b
 	}
 	s.next, s.batch = s.batch[0], s.batch[1:]
-	s.push(event{at: s.next.at, kind: evArrival})
+	s.push(s.next.at, evArrival, nil)
 	return nil
 }
 

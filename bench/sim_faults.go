@@ -198,23 +198,24 @@ func (s *sim) expDur(mean time.Duration) time.Duration {
 func (s *sim) scheduleFaults(n *simNode) {
 	f := s.gfaults[n.group]
 	if f.mtbf > 0 {
-		s.push(event{at: s.now + s.expDur(f.mtbf), kind: evFail, node: n, epoch: n.epoch})
+		s.pushNode(s.now+s.expDur(f.mtbf), evFail, n)
 	}
 	if f.restartEvery > 0 {
-		s.push(event{at: s.now + s.expDur(f.restartEvery), kind: evRestart, node: n, epoch: n.epoch})
+		s.pushNode(s.now+s.expDur(f.restartEvery), evRestart, n)
 	}
 }
 
 // down takes n out: the scheduler forgets it and requeues its tasks, the
 // simulator drops them, and n comes back after a repair or restart time.
 func (s *sim) down(e event) error {
-	n := e.node
-	if n.down || e.epoch != n.epoch {
+	n, epoch := e.task.node, e.task.epoch
+	s.freeTask(e.task)
+	if n.down || epoch != n.epoch {
 		return nil
 	}
 	f := s.gfaults[n.group]
 	back := f.repair
-	if e.kind == evRestart {
+	if e.kind() == evRestart {
 		back = f.restartTime
 		s.flt.restarts++
 	} else {
@@ -253,14 +254,15 @@ func (s *sim) down(e event) error {
 	if err := s.readied(gpu); err != nil {
 		return err
 	}
-	s.push(event{at: s.now + s.expDur(back), kind: evUp, node: n, epoch: n.epoch})
+	s.pushNode(s.now+s.expDur(back), evUp, n)
 	return s.placeAll()
 }
 
 // up registers n again, cold, and offers it work.
 func (s *sim) up(e event) error {
-	n := e.node
-	if !n.down || e.epoch != n.epoch {
+	n, epoch := e.task.node, e.task.epoch
+	s.freeTask(e.task)
+	if !n.down || epoch != n.epoch {
 		return nil
 	}
 	n.down = false

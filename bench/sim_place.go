@@ -88,7 +88,7 @@ func (s *sim) start(n *simNode, g scheduler.Grant) error {
 	}
 	sec := s.serviceSeconds(s.taskSeconds(n, v, g.Kind))
 	t := s.newTask()
-	*t = simTask{grant: g, v: v, idx: len(s.running), node: n, gpus: g.GPUs, cpu: g.CPUSlots, started: s.now, end: s.now + load + secondsDur(sec)}
+	*t = simTask{grant: g, v: v, class: v.class, idx: len(s.running), node: n, gpus: g.GPUs, cpu: g.CPUSlots, started: s.now, end: s.now + load + secondsDur(sec)}
 	n.freeGPU -= t.gpus
 	n.freeCPU -= t.cpu
 	s.running = append(s.running, t)
@@ -116,7 +116,7 @@ func (s *sim) start(n *simNode, g scheduler.Grant) error {
 	} else {
 		s.readyCPU--
 	}
-	s.push(event{at: t.end, kind: evDone, task: t})
+	s.push(t.end, evDone, t)
 	return nil
 }
 

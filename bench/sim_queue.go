@@ -21,10 +21,14 @@ import (
 type eventQueue struct {
 	last time.Duration // time of the last popped event (all pending are at or after it)
 	// b[0] holds the events at last, in seq order from head on; b[i] for
-	// i >= 1 those whose time first differs from last in bit i-1.
-	b    [65][]event
+	// i >= 1 those whose time first differs from last in bit i-1 (times
+	// are not negative: bit 63 never differs).
+	b    [64][]event
 	head int
 	n    int
+	// full has bit i set when b[i] (i >= 1) may hold events: refill finds
+	// the lowest without a walk over the empty buckets.
+	full uint64
 }
 
 func (q *eventQueue) len() int { return q.n }
@@ -35,6 +39,7 @@ func (q *eventQueue) push(e event) {
 	}
 	i := bits.Len64(uint64(e.at ^ q.last))
 	q.b[i] = append(q.b[i], e)
+	q.full |= 1 << i
 	q.n++
 }
 
@@ -54,20 +59,20 @@ func (q *eventQueue) pop() event {
 // their earliest time, which becomes last; those at it land in b[0].
 func (q *eventQueue) refill() {
 	q.b[0], q.head = q.b[0][:0], 0
-	i := 1
-	for len(q.b[i]) == 0 {
-		i++
-	}
+	i := bits.TrailingZeros64(q.full &^ 1)
 	src := q.b[i]
 	m := src[0].at
 	for _, e := range src[1:] {
 		m = min(m, e.at)
 	}
 	q.last = m
+	full := q.full &^ (1 << i)
 	for _, e := range src {
 		j := bits.Len64(uint64(e.at ^ m)) // < i: e.at and m agree above bit i-1
 		q.b[j] = append(q.b[j], e)
+		full |= 1 << j
 	}
+	q.full = full
 	clear(src)
 	q.b[i] = src[:0]
 	// Pushes that came through higher buckets arrive out of seq order.

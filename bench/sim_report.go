@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"slices"
 	"time"
 
 	"github.com/vidfarm/vidfarm/scheduler"
@@ -87,58 +86,35 @@ type Percentiles struct {
 	Max   float64 `json:"max"`
 }
 
-// sample collects durations.
-type sample []time.Duration
-
-// summary sorts s in place and summarises it.
-func (s sample) summary() Percentiles {
-	if len(s) == 0 {
-		return Percentiles{}
-	}
-	slices.Sort(s)
-	var sum time.Duration
-	for _, d := range s {
-		sum += d
-	}
-	return Percentiles{
-		Count: len(s),
-		Mean:  sum.Seconds() / float64(len(s)),
-		P50:   percentile(s, 0.50).Seconds(),
-		P95:   percentile(s, 0.95).Seconds(),
-		P99:   percentile(s, 0.99).Seconds(),
-		Max:   s[len(s)-1].Seconds(),
-	}
-}
-
 type groupRec struct {
-	name                      string
-	slos                      []SLO
-	pending                   []int // per SLO: misses still pending at the end
-	submitted, completed      int
-	wait, gpuWait, turnaround sample
+	name                 string
+	slos                 []SLO
+	pending              []int // per SLO: misses still pending at the end
+	submitted, completed int
+	// wait, gpuWait and turnaround share the chunks of the group's cells
+	// (recorder.cells), from the report on.
+	wait, gpuWait, turnaround samples
 	// For classes: busy GPU-milliseconds, completed videos and rendered
 	// seconds over the whole run.
 	gpuMS, completedAll, renderedS int64
 }
 
-func (g *groupRec) of(metric string) sample {
-	switch metric {
-	case MetricWait:
-		return g.wait
-	case MetricGPUWait:
-		return g.gpuWait
-	}
-	return g.turnaround
-}
-
-// stats summarises the group; it sorts its samples.
+// stats summarises the group; its samples' chunks must be sorted
+// (sortSamples).
 func (g *groupRec) stats() GroupStats {
 	st := GroupStats{
 		Name: g.name, Submitted: g.submitted, Completed: g.completed,
 		Wait: g.wait.summary(), GPUWait: g.gpuWait.summary(), Turnaround: g.turnaround.summary(),
 	}
 	for i, o := range g.slos {
-		st.SLOs = append(st.SLOs, attainment(o, g.of(o.Metric), g.pending[i]))
+		sorted := &g.turnaround
+		switch o.Metric {
+		case MetricWait:
+			sorted = &g.wait
+		case MetricGPUWait:
+			sorted = &g.gpuWait
+		}
+		st.SLOs = append(st.SLOs, attainment(o, sorted, g.pending[i]))
 	}
 	st.gpuSeconds = float64(g.gpuMS) / 1000
 	st.completedAll = int(g.completedAll)
@@ -162,7 +138,13 @@ type recorder struct {
 	renderedSeconds      int64
 	gpuBusyMS, cpuBusyMS int64 // GPU-milliseconds and slot-milliseconds
 	tl                   timeline
+	// cells are the samples of the videos of one mode (0 manual, 1 auto)
+	// and one account class: each is recorded once, where the groups it
+	// counts in would each have kept a copy.
+	cells [2][]cellRec
 }
+
+type cellRec struct{ wait, gpuWait, turnaround samples }
 
 func newGroupRec(name string, slos []SLO) groupRec {
 	return groupRec{name: name, slos: slos, pending: make([]int, len(slos))}
@@ -181,6 +163,9 @@ func newRecorder(wl Workload, horizon time.Duration) *recorder {
 		}
 		r.classes = append(r.classes, newGroupRec(c.Name, slos))
 	}
+	for m := range r.cells {
+		r.cells[m] = make([]cellRec, len(wl.Accounts))
+	}
 	return r
 }
 
@@ -189,6 +174,14 @@ func (r *recorder) mode(v *simVideo) *groupRec {
 		return &r.manual
 	}
 	return &r.auto
+}
+
+func (r *recorder) cell(v *simVideo) *cellRec {
+	m := 1
+	if v.mode == scheduler.ModeManual {
+		m = 0
+	}
+	return &r.cells[m][v.class]
 }
 
 func (r *recorder) submitted(v *simVideo) {
@@ -204,8 +197,7 @@ func (r *recorder) firstLease(v *simVideo, wait time.Duration) {
 	if !v.counted {
 		return
 	}
-	r.mode(v).wait = append(r.mode(v).wait, wait)
-	r.classes[v.class].wait = append(r.classes[v.class].wait, wait)
+	r.cell(v).wait.add(wait)
 }
 
 func (r *recorder) gpuLease(v *simVideo, now, wait time.Duration) {
@@ -213,8 +205,7 @@ func (r *recorder) gpuLease(v *simVideo, now, wait time.Duration) {
 	if !v.counted {
 		return
 	}
-	r.mode(v).gpuWait = append(r.mode(v).gpuWait, wait)
-	r.classes[v.class].gpuWait = append(r.classes[v.class].gpuWait, wait)
+	r.cell(v).gpuWait.add(wait)
 }
 
 func (r *recorder) completed(v *simVideo, now, turnaround time.Duration) {
@@ -226,12 +217,9 @@ func (r *recorder) completed(v *simVideo, now, turnaround time.Duration) {
 	if !v.counted {
 		return
 	}
-	m := r.mode(v)
-	m.completed++
-	m.turnaround = append(m.turnaround, turnaround)
-	c := &r.classes[v.class]
-	c.completed++
-	c.turnaround = append(c.turnaround, turnaround)
+	r.mode(v).completed++
+	r.classes[v.class].completed++
+	r.cell(v).turnaround.add(turnaround)
 }
 
 // queued notes the ready GPU tasks after an event at now.
@@ -245,7 +233,7 @@ func (r *recorder) busy(t *simTask, horizon time.Duration) {
 	}
 	ms := (end - t.started).Milliseconds()
 	r.gpuBusyMS += ms * int64(t.gpus)
-	r.classes[t.v.class].gpuMS += ms * int64(t.gpus)
+	r.classes[t.class].gpuMS += ms * int64(t.gpus)
 	r.cpuBusyMS += ms * int64(t.cpu)
 	r.tl.busy(t.started, end, t.gpus, t.cpu)
 }
@@ -265,13 +253,21 @@ func (s *sim) report() SimReport {
 		r.classes[v.class].addPending(v, s.horizon)
 		overall.addPending(v, s.horizon)
 	}
-	for _, m := range []*groupRec{&r.manual, &r.auto} {
-		overall.submitted += m.submitted
-		overall.completed += m.completed
-		overall.wait = append(overall.wait, m.wait...)
-		overall.gpuWait = append(overall.gpuWait, m.gpuWait...)
-		overall.turnaround = append(overall.turnaround, m.turnaround...)
+	var cells []*samples
+	for m, mg := range []*groupRec{&r.manual, &r.auto} {
+		overall.submitted += mg.submitted
+		overall.completed += mg.completed
+		for c := range r.cells[m] {
+			cell := &r.cells[m][c]
+			cells = append(cells, &cell.wait, &cell.gpuWait, &cell.turnaround)
+			for _, g := range []*groupRec{mg, &r.classes[c], &overall} {
+				g.wait.addAll(&cell.wait)
+				g.gpuWait.addAll(&cell.gpuWait)
+				g.turnaround.addAll(&cell.turnaround)
+			}
+		}
 	}
+	sortSamples(cells)
 	rep := SimReport{
 		Farm: s.fleet.Name, Hours: s.cfg.Hours, Seed: s.cfg.Seed, Nodes: len(s.nodes),
 		Submitted: r.submittedAll, Completed: r.completedAll, InFlight: r.submittedAll - r.completedAll,

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -62,12 +61,11 @@ type SLOResult struct {
 	Met bool `json:"met"`
 }
 
-// attainment measures sorted (the group's samples for o.Metric, sorted)
-// against o, with pending more misses.
-func attainment(o SLO, sorted sample, pending int) SLOResult {
-	lim := secondsDur(o.Seconds)
-	within, _ := slices.BinarySearch(sorted, lim+1)
-	r := SLOResult{SLO: o, Count: len(sorted) + pending, Attained: 1}
+// attainment measures sorted (the group's samples for o.Metric, their
+// chunks sorted) against o, with pending more misses.
+func attainment(o SLO, sorted *samples, pending int) SLOResult {
+	within := sorted.atMost(secondsDur(o.Seconds))
+	r := SLOResult{SLO: o, Count: sorted.len() + pending, Attained: 1}
 	if o.Target == 0 {
 		r.Target = defaultSLOTarget
 	}

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -272,4 +273,56 @@ func TestVideoStages(t *testing.T) {
 	stage("man", StageRendering, 0, 0)
 	complete(render)
 	stage("man", StageFinalizing, 0, 0)
+}
+
+// TestAddScenesListsApart: the three lists that grow by the scenes are
+// carved from one block (PreparedScenes.room); filling each to its
+// capacity must leave the other two as they were.
+func TestAddScenesListsApart(t *testing.T) {
+	for _, n := range []int{0, 1, 3, 40} {
+		s := newState(t, Config{})
+		must(t, s.UpsertNode(gpuNode("n1", 2, 48, "wan"), at(0)))
+		must(t, s.Submit(AutoGraph(VideoInfo{ID: "v1", AccountID: "a"}), at(0)))
+		plan := mustPlace(t, s, "n1", at(1))
+		_, err := s.Complete(plan.Ref(), at(2))
+		must(t, err)
+		must(t, s.AddScenes("v1", n, gpuReq("wan", 1, 40), at(2)))
+		v := s.videos["v1"]
+		lists := []*[]*task{&v.tasks, &v.plan.after, &v.gate.deps}
+		scenes := v.tasks[3:]
+		tts := v.tasks[1]
+		wantLists := [][]*task{
+			append([]*task{v.plan, tts, v.gate}, scenes...),
+			append([]*task{tts}, scenes...),
+			append([]*task{tts}, scenes...),
+		}
+		if len(scenes) != n || tts.name != NameTTS || v.gate.name != NameComposite {
+			t.Fatalf("n %d: tasks %d, second %s, gate %s", n, len(v.tasks), tts.name, v.gate.name)
+		}
+		for i, l := range lists {
+			if !slices.Equal(*l, wantLists[i]) {
+				t.Fatalf("n %d: list %d holds the wrong tasks", n, i)
+			}
+		}
+		for i, sc := range scenes {
+			if sc.name != sceneName(i+1) {
+				t.Fatalf("n %d: scene %d is %s", n, i, sc.name)
+			}
+		}
+		var before [][]*task
+		for _, l := range lists {
+			before = append(before, slices.Clone(*l))
+		}
+		for i, l := range lists {
+			full := *l
+			for len(full) < cap(full) {
+				full = append(full, nil)
+			}
+			for j, o := range lists {
+				if j != i && !slices.Equal(*o, before[j]) {
+					t.Fatalf("n %d: filling list %d changed list %d", n, i, j)
+				}
+			}
+		}
+	}
 }

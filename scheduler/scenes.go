@@ -28,7 +28,17 @@ type PreparedScenes struct {
 	req     Requirements
 	tasks   []task // nil once added
 	added   bool
+	// room is made here, off the driving goroutine, for the three lists
+	// that grow by the scenes (the video's tasks, the plan's dependents,
+	// the composite's deps), sized for an AutoGraph video; a video whose
+	// lists are longer grows them as before.
+	room []*task
 }
+
+// autoRoom is what an AutoGraph video's three lists hold before its
+// scenes: three tasks, plan's one dependent (tts), composite's one dep
+// (tts).
+const autoRoom = 3 + 1 + 1
 
 // PrepareScenes checks and builds the n scene tasks of video videoID
 // without touching any State (see PrepareSubmit); req must not change
@@ -43,6 +53,9 @@ func PrepareScenes(videoID string, n int, req Requirements) (*PreparedScenes, er
 		}
 	}
 	ps := &PreparedScenes{videoID: videoID, req: req, tasks: make([]task, n)}
+	if n > 0 {
+		ps.room = make([]*task, 0, autoRoom+3*n)
+	}
 	ids := taskIDs(videoID, n, func(i int) string { return sceneName(i + 1) })
 	links := make([]*task, 2*n) // each scene's one dep and one dependent
 	for i := range ps.tasks {
@@ -59,6 +72,21 @@ func PrepareScenes(videoID string, n int, req Requirements) (*PreparedScenes, er
 		t.deps, t.after, links = links[0:0:1], links[1:1:2], links[2:]
 	}
 	return ps, nil
+}
+
+// grow returns list with room for n more, carved from ps.room when it
+// has the room.
+func (ps *PreparedScenes) grow(list []*task, n int) []*task {
+	if cap(list)-len(list) >= n {
+		return list
+	}
+	need := len(list) + n
+	if need > cap(ps.room)-len(ps.room) {
+		return slices.Grow(list, n)
+	}
+	out := append(ps.room[len(ps.room):len(ps.room):len(ps.room)+need], list...)
+	ps.room = ps.room[:len(ps.room)+need]
+	return out
 }
 
 // sceneTarget returns the video scenes are added to, if it awaits them.
@@ -95,9 +123,10 @@ func (s *State) AddPreparedScenes(ps *PreparedScenes, now time.Time) error {
 	n := len(ps.tasks)
 	at := ms(now)
 	v.sceneBase = len(v.tasks)
-	v.tasks = slices.Grow(v.tasks, n)
-	v.plan.after = slices.Grow(v.plan.after, n)
-	v.gate.deps = slices.Grow(v.gate.deps, n)
+	v.tasks = ps.grow(v.tasks, n)
+	v.plan.after = ps.grow(v.plan.after, n)
+	v.gate.deps = ps.grow(v.gate.deps, n)
+	ps.room = nil
 	var cls *class
 	if n > 0 {
 		cls = s.classFor(ps.req)

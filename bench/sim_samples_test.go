@@ -1,0 +1,85 @@
+package bench
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestSamplesAgainstSortedSlice checks the chunked samples' summary, ranks
+// and counts against one sorted slice, across chunk boundaries, with ties
+// and with the overall group's shared chunks.
+func TestSamplesAgainstSortedSlice(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{1, 2, 255, 256, 257, 5000, 3*maxSampleChunk + 17} {
+		for _, spread := range []int{1, 3, 1_000_000} {
+			var a, b, all samples
+			var ref []time.Duration
+			for i := range n {
+				d := time.Duration(r.IntN(spread))
+				if i%3 == 0 {
+					b.add(d)
+				} else {
+					a.add(d)
+				}
+				ref = append(ref, d)
+			}
+			slices.Sort(ref)
+			all.addAll(&a)
+			all.addAll(&b)
+			sortSamples([]*samples{&a, &b}) // after addAll: the chunks are shared
+			if all.len() != n {
+				t.Fatalf("n %d: len %d", n, all.len())
+			}
+			var sum time.Duration
+			for _, d := range ref {
+				sum += d
+			}
+			want := Percentiles{Count: n, Mean: sum.Seconds() / float64(n),
+				P50: percentile(ref, 0.50).Seconds(), P95: percentile(ref, 0.95).Seconds(),
+				P99: percentile(ref, 0.99).Seconds(), Max: ref[n-1].Seconds()}
+			if got := all.summary(); got != want {
+				t.Fatalf("n %d spread %d: summary %+v, want %+v", n, spread, got, want)
+			}
+			for _, i := range []int{0, n / 7, n / 2, n - 1} {
+				if got := all.nth(i); got != ref[i] {
+					t.Fatalf("n %d spread %d: nth(%d) = %v, want %v", n, spread, i, got, ref[i])
+				}
+			}
+			for _, x := range []time.Duration{-1, 0, 1, time.Duration(spread / 2), time.Duration(spread)} {
+				want, _ := slices.BinarySearch(ref, x+1)
+				if got := all.atMost(x); got != want {
+					t.Fatalf("n %d spread %d: atMost(%v) = %d, want %d", n, spread, x, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestSamplesAddAfterShare: adding to a group whose chunks another shares
+// does not change the other's durations.
+func TestSamplesAddAfterShare(t *testing.T) {
+	var a, all samples
+	for i := range 10 {
+		a.add(time.Duration(i))
+	}
+	all.addAll(&a)
+	all.add(100)
+	if got := a.cur[:cap(a.cur)][10]; got == 100 {
+		t.Fatal("an add to the sharing group wrote into the shared chunk")
+	}
+	if all.len() != 11 || a.len() != 10 {
+		t.Fatalf("len %d and %d, want 11 and 10", all.len(), a.len())
+	}
+}
+
+func TestSamplesEmpty(t *testing.T) {
+	var s samples
+	if got := s.summary(); got != (Percentiles{}) {
+		t.Fatalf("summary of none = %+v", got)
+	}
+	if got := s.atMost(5); got != 0 {
+		t.Fatalf("atMost = %d", got)
+	}
+}
