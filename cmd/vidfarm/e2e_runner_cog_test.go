@@ -75,7 +75,7 @@ runners:
 
 	cog.SetHealth("SETUP_FAILED")
 	eventually(t, 30*time.Second, "the agent to withdraw the model", func() bool {
-		return len(findLogs(ag.proc, "advertised models updated")) >= 1
+		return len(findLogs(ag.proc, "advertised capacity updated in place")) >= 1
 	})
 	if n := len(findLogs(ag.proc, "registered")); n != 1 {
 		t.Errorf("the agent registered %d times; a runner's change should update its models in place", n)

@@ -188,7 +188,7 @@ func TestE2EComfyUIServerDies(t *testing.T) {
 	comfyA.Close()
 	eventually(t, 30*time.Second, "agent A withdrew the model", func() bool {
 		return len(findLogs(a.proc, "runner is not healthy: its models are withdrawn until it is")) > 0 &&
-			len(findLogs(a.proc, "advertised models updated")) > 0
+			len(findLogs(a.proc, "advertised capacity updated in place")) > 0
 	})
 	b := f.startAgent("agent-b", "--runners", comfyRunnersFile(t, f.dir, "comfy-b", comfyB.URL()))
 	f.waitStatus(id, "completed", 60*time.Second)
