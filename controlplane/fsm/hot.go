@@ -336,15 +336,7 @@ func loadSchedRecords(tx *bbolt.Tx) ([]scheduler.VideoRecord, error) {
 // rekeySched moves the task graphs of a file older than v5, keyed by video
 // id, to their keys by sequence number (schedKey).
 func rekeySched(tx *bbolt.Tx) error {
-	var recs []scheduler.VideoRecord
-	err := tx.Bucket([]byte(bucketHotSched)).ForEach(func(k, b []byte) error {
-		var r scheduler.VideoRecord
-		if err := msgpack.Unmarshal(b, &r); err != nil {
-			return fmt.Errorf("decode task graph of %s: %w", k, err)
-		}
-		recs = append(recs, r)
-		return nil
-	})
+	recs, err := loadSchedRecords(tx) // in the old keys' order: by video id
 	if err != nil {
 		return err
 	}
