@@ -44,7 +44,7 @@ func leaseDur(ms int64) time.Duration { return time.Duration(ms) * time.Millisec
 func (s *state) applyRegisterNode(c *RegisterNode) (Node, error) {
 	spec := c.Node
 	spec.ID = c.NodeID
-	spec.Tools = s.nodeTools(spec, normalizeVoices(c.Voices))
+	spec.Tools = s.nodeTools(spec.Tools, normalizeVoices(c.Voices))
 	maint := s.inherited(c.NodeID, c.Name)
 	// The new node first: a spec the scheduler refuses leaves the old one in place.
 	if err := s.sched.UpsertNode(spec, timeOf(c.Now)); err != nil {

@@ -22,16 +22,25 @@ type SetNodeModels struct {
 func (SetNodeModels) Type() MessageType { return SetNodeModelsType }
 
 func (s *state) applySetNodeModels(c *SetNodeModels) (Nothing, error) {
-	info, ok := s.sched.Node(c.NodeID)
+	return Nothing{}, s.setOffer(c.NodeID, c.Now, func(spec *scheduler.Node) {
+		spec.Models, spec.WarmModels = c.Models, c.WarmModels
+	})
+}
+
+// setOffer changes in place what registered node id offers the scheduler
+// (change edits its spec), as a word from the node: its GPUs, leases,
+// drain and cordon stay.
+func (s *state) setOffer(id string, now int64, change func(*scheduler.Node)) error {
+	info, ok := s.sched.Node(id)
 	if !ok {
-		return Nothing{}, fmt.Errorf("node %s: %w", c.NodeID, scheduler.ErrUnknownNode)
+		return fmt.Errorf("node %s: %w", id, scheduler.ErrUnknownNode)
 	}
 	spec := info.Node
-	spec.Models, spec.WarmModels = c.Models, c.WarmModels
-	if err := s.sched.UpsertNode(spec, timeOf(c.Now)); err != nil {
-		return Nothing{}, fmt.Errorf("node %s: %w", c.NodeID, err)
+	change(&spec)
+	if err := s.sched.UpsertNode(spec, timeOf(now)); err != nil {
+		return fmt.Errorf("node %s: %w", id, err)
 	}
-	return Nothing{}, nil
+	return nil
 }
 
 // SetNodeCapacity replaces, in place like SetNodeModels, everything a
@@ -52,17 +61,16 @@ type SetNodeCapacity struct {
 func (SetNodeCapacity) Type() MessageType { return SetNodeCapacityType }
 
 func (s *state) applySetNodeCapacity(c *SetNodeCapacity) (Nothing, error) {
-	info, ok := s.sched.Node(c.NodeID)
 	n := s.nodes[c.NodeID]
-	if !ok || n == nil {
+	if n == nil {
 		return Nothing{}, fmt.Errorf("node %s: %w", c.NodeID, scheduler.ErrUnknownNode)
 	}
 	voices := normalizeVoices(c.Voices)
-	spec := info.Node
-	spec.Models, spec.WarmModels = c.Models, c.WarmModels
-	spec.Tools = s.nodeTools(scheduler.Node{Tools: c.Tools}, voices)
-	if err := s.sched.UpsertNode(spec, timeOf(c.Now)); err != nil {
-		return Nothing{}, fmt.Errorf("node %s: %w", c.NodeID, err)
+	err := s.setOffer(c.NodeID, c.Now, func(spec *scheduler.Node) {
+		spec.Models, spec.WarmModels, spec.Tools = c.Models, c.WarmModels, s.nodeTools(c.Tools, voices)
+	})
+	if err != nil {
+		return Nothing{}, err
 	}
 	// Added before the old are removed, as at registration: a voice the
 	// node keeps stays in the catalogue throughout.

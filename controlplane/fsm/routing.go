@@ -83,13 +83,12 @@ func withVoiceTools(tools []string, voices []Voice) []string {
 	return out
 }
 
-// nodeTools is what a node registering with spec and voices offers the
-// scheduler.
-func (s *state) nodeTools(spec scheduler.Node, voices []Voice) []string {
+// nodeTools is what a node with tools and voices offers the scheduler.
+func (s *state) nodeTools(tools []string, voices []Voice) []string {
 	if !s.routing {
-		return spec.Tools
+		return tools
 	}
-	return withVoiceTools(spec.Tools, voices)
+	return withVoiceTools(tools, voices)
 }
 
 // voiceReq returns req requiring voice id instead of the engine, when
@@ -116,6 +115,7 @@ func (s *state) voiceReq(req scheduler.Requirements, id string, keep ...string) 
 // a configured planner that fails is not replaced by the template writer on
 // the node either); a video made while none is registered is planned and
 // composited anywhere, as before.
+
 // runnerReq returns req requiring tool, when routing is on and some
 // registered node has it.
 func (s *state) runnerReq(req scheduler.Requirements, tool string) scheduler.Requirements {
