@@ -144,15 +144,13 @@ func (s *State) UpsertNode(spec Node, now time.Time) error {
 	n, ok := s.nodes[spec.ID]
 	if ok {
 		s.countCapable(n, -1)
-		s.countTools(n.spec.Tools, -1)
 	} else {
 		n = &node{}
 		s.nodes[spec.ID] = n
 	}
+	s.setTools(n, spec.Tools)
 	n.spec = spec
-	s.countTools(spec.Tools, 1)
 	n.models = setOf(spec.Models)
-	n.tools = setOf(spec.Tools)
 	n.warm = setOf(spec.WarmModels)
 	n.gpus = make([]gpuSlot, len(spec.GPUs))
 	for i, g := range spec.GPUs {
@@ -197,12 +195,8 @@ func (s *State) SetTools(nodeID string, tools []string) error {
 	if err != nil {
 		return err
 	}
-	tools = sortedSet(tools)
 	s.countCapable(n, -1)
-	s.countTools(n.spec.Tools, -1)
-	n.spec.Tools = tools
-	n.tools = setOf(tools)
-	s.countTools(tools, 1)
+	s.setTools(n, sortedSet(tools))
 	s.fillCapList(n)
 	s.countCapable(n, +1)
 	return nil
@@ -234,6 +228,14 @@ func (s *State) RemoveNode(nodeID string, now time.Time) ([]Lease, error) {
 	s.countTools(n.spec.Tools, -1)
 	delete(s.nodes, nodeID)
 	return out, nil
+}
+
+// setTools gives n tools (sorted, without duplicates), keeping the count of
+// nodes per tool (NodesWithTool) in step.
+func (s *State) setTools(n *node, tools []string) {
+	s.countTools(n.spec.Tools, -1)
+	n.spec.Tools, n.tools = tools, setOf(tools)
+	s.countTools(tools, 1)
 }
 
 // countTools adds d to the count of each of a node's tools.
