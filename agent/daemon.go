@@ -91,11 +91,9 @@ type agent struct {
 	hbEvery  time.Duration
 	draining bool
 	held     map[string]*task // leases held, by task id
-	// registered are the models of the last registration,
-	// registeredVoices the ids of its voices and registeredTools its tools.
-	registered       []string
-	registeredVoices []string
-	registeredTools  []string
+	// registered is the capacity the control plane was last told, by a
+	// registration or an update in place.
+	registered wire.Capacity
 	// leaseGate is closed while workers may lease; a capacity change
 	// replaces it until it has registered again.
 	leaseGate chan struct{}
@@ -308,8 +306,7 @@ func (a *agent) registerLoop(ctx context.Context) error {
 				every = a.cfg.HeartbeatInterval
 			}
 			a.mu.Lock()
-			a.cred, a.gen, a.hbEvery, a.registered = resp.Credential, a.gen+1, every, capacity.Models
-			a.registeredVoices, a.registeredTools = voiceIDs(capacity.Voices), capacity.Tools
+			a.cred, a.gen, a.hbEvery, a.registered = resp.Credential, a.gen+1, every, capacity
 			a.mu.Unlock()
 			a.log.Info("registered", "node_id", resp.NodeID, "name", a.cfg.Name, "gpus", len(a.capacity.GPUs),
 				"virtual", a.capacity.Virtual, "cpu_slots", a.capacity.CPUSlots, "models", len(capacity.Models),

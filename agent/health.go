@@ -195,7 +195,7 @@ func (a *agent) reregisterCapacity(ctx context.Context) error {
 func (a *agent) updateModels(ctx context.Context) bool {
 	return a.updateInPlace(ctx, "models", func(ctx context.Context, cred string, c wire.Capacity) error {
 		return a.cp.put(ctx, "/agent/v1/models", cred, wire.ModelsUpdate{Models: c.Models, WarmModels: c.WarmModels})
-	}, func(c wire.Capacity) { a.registered = c.Models })
+	}, func(c wire.Capacity) { a.registered.Models, a.registered.WarmModels = c.Models, c.WarmModels })
 }
 
 // updateCapacity tells the control plane the advertised models, tools and
@@ -205,9 +205,7 @@ func (a *agent) updateCapacity(ctx context.Context) bool {
 	return a.updateInPlace(ctx, "capacity", func(ctx context.Context, cred string, c wire.Capacity) error {
 		return a.cp.put(ctx, "/agent/v1/capacity", cred,
 			wire.CapacityUpdate{Models: c.Models, WarmModels: c.WarmModels, Tools: c.Tools, Voices: c.Voices})
-	}, func(c wire.Capacity) {
-		a.registered, a.registeredVoices, a.registeredTools = c.Models, voiceIDs(c.Voices), c.Tools
-	})
+	}, func(c wire.Capacity) { a.registered = c })
 }
 
 // updateInPlace sends the advertised capacity (send picks what its route
@@ -244,16 +242,8 @@ func (a *agent) capacitySame() (models, rest bool) {
 	c := a.advertised()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return slices.Equal(c.Models, a.registered),
-		slices.Equal(voiceIDs(c.Voices), a.registeredVoices) && slices.Equal(c.Tools, a.registeredTools)
-}
-
-func voiceIDs(vs []wire.Voice) []string {
-	ids := make([]string, len(vs))
-	for i, v := range vs {
-		ids[i] = v.ID
-	}
-	return ids
+	return slices.Equal(c.Models, a.registered.Models),
+		slices.Equal(c.Voices, a.registered.Voices) && slices.Equal(c.Tools, a.registered.Tools)
 }
 
 // pauseLeasing makes workers wait before their next lease request.
