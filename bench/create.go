@@ -85,10 +85,7 @@ func RunCreate(ctx context.Context, cfg CreateConfig) (CreateReport, error) {
 	if client == nil {
 		client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency, MaxConnsPerHost: cfg.Concurrency}}
 	}
-	urls := make([]string, len(cfg.BaseURLs))
-	for i, u := range cfg.BaseURLs {
-		urls[i] = strings.TrimRight(u, "/") + "/v1/videos"
-	}
+	urls := endpointURLs(cfg.BaseURLs, "/v1/videos")
 	return ClosedLoop(ctx, cfg.Concurrency, cfg.Duration, cfg.Progress, func(ctx context.Context, w int) (string, error) {
 		return createOnce(ctx, client, urls[w%len(urls)], cfg.APIKeys[w%len(cfg.APIKeys)], body)
 	}), nil

@@ -35,3 +35,14 @@ func ParseEndpoints(list string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// endpointURLs is path on each of bases (a trailing slash of a base
+// dropped, for a config built by hand rather than by ParseEndpoints): the
+// URL a closed loop's worker w uses is the (w mod len)th.
+func endpointURLs(bases []string, path string) []string {
+	urls := make([]string, len(bases))
+	for i, b := range bases {
+		urls[i] = strings.TrimRight(b, "/") + path
+	}
+	return urls
+}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -36,10 +35,7 @@ func RunEtcdPut(ctx context.Context, cfg EtcdConfig) (CreateReport, error) {
 		return CreateReport{}, errors.New("bench: need an endpoint, concurrency ≥ 1, a duration and a value size")
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency, MaxConnsPerHost: cfg.Concurrency}}
-	urls := make([]string, len(cfg.Endpoints))
-	for i, e := range cfg.Endpoints {
-		urls[i] = strings.TrimRight(e, "/") + "/v3/kv/put"
-	}
+	urls := endpointURLs(cfg.Endpoints, "/v3/kv/put")
 	value := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("v"), cfg.ValueBytes))
 	seq := make([]int, cfg.Concurrency)
 	return ClosedLoop(ctx, cfg.Concurrency, cfg.Duration, cfg.Progress, func(ctx context.Context, w int) (string, error) {

@@ -61,8 +61,9 @@ func (s *samples) len() int {
 	return n
 }
 
-// addAll adds o's durations to s by sharing its chunks, capacity clipped
-// so that an add to s never writes into them.
+// addAll adds o's durations to s by sharing its chunks. add writes only to
+// s.cur, never to a shared chunk; the capacity clip keeps it so should
+// anything ever append to one of s.full's chunks.
 func (s *samples) addAll(o *samples) {
 	for _, c := range o.chunks() {
 		s.full = append(s.full, c[:len(c):len(c)])

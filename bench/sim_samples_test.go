@@ -57,23 +57,6 @@ func TestSamplesAgainstSortedSlice(t *testing.T) {
 	}
 }
 
-// TestSamplesAddAfterShare: adding to a group whose chunks another shares
-// does not change the other's durations.
-func TestSamplesAddAfterShare(t *testing.T) {
-	var a, all samples
-	for i := range 10 {
-		a.add(time.Duration(i))
-	}
-	all.addAll(&a)
-	all.add(100)
-	if got := a.cur[:cap(a.cur)][10]; got == 100 {
-		t.Fatal("an add to the sharing group wrote into the shared chunk")
-	}
-	if all.len() != 11 || a.len() != 10 {
-		t.Fatalf("len %d and %d, want 11 and 10", all.len(), a.len())
-	}
-}
-
 func TestSamplesEmpty(t *testing.T) {
 	var s samples
 	if got := s.summary(); got != (Percentiles{}) {
