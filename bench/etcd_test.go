@@ -5,69 +5,18 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/vidfarm/vidfarm/bench/internal/etcdtest"
 )
-
-// startEtcd runs a real single-member etcd on loopback ports in a temporary
-// directory; without the binary the test skips, or fails where
-// VIDFARM_REQUIRE_TOOLS is set (make test).
-func startEtcd(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("etcd")
-	if err != nil {
-		if os.Getenv("VIDFARM_REQUIRE_TOOLS") != "" {
-			t.Fatal("etcd is not installed and VIDFARM_REQUIRE_TOOLS is set (scripts/deps.sh installs etcd-server)")
-		}
-		t.Skip("etcd is not installed")
-	}
-	client, peer := freeAddr(t), freeAddr(t)
-	cmd := exec.Command(bin, "--name", "bench", "--data-dir", t.TempDir(),
-		"--listen-client-urls", "http://"+client, "--advertise-client-urls", "http://"+client,
-		"--listen-peer-urls", "http://"+peer, "--initial-advertise-peer-urls", "http://"+peer,
-		"--initial-cluster", "bench=http://"+peer, "--log-level", "error")
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	url := "http://" + client
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get(url + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return url
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("etcd did not answer /health: %v\n%s", err, logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // TestRunEtcdPut puts against a real etcd and checks that etcd holds exactly
 // as many keys as the report says were written.
 func TestRunEtcdPut(t *testing.T) {
-	url := startEtcd(t)
+	url := etcdtest.Start(t)
 	rep, err := RunEtcdPut(context.Background(), EtcdConfig{Endpoints: []string{url}, Concurrency: 4, Duration: time.Second, ValueBytes: 1024})
 	if err != nil {
 		t.Fatal(err)
