@@ -47,6 +47,25 @@ type CreateReport struct {
 }
 
 // String formats the report as a small table.
+// Write prints the report to w, as JSON or as the table String makes: what
+// every closed-loop command prints (vidfarm bench create and etcd,
+// bench/etcdgrpc), so that their -json outputs stay alike.
+func (r CreateReport) Write(w io.Writer, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(r)
+	}
+	_, err := io.WriteString(w, r.String())
+	return err
+}
+
+// PutProgress prints a put loop's progress on one line of w, rewritten as
+// it goes: what vidfarm bench etcd and bench/etcdgrpc show.
+func PutProgress(w io.Writer, d time.Duration) func(done int64, elapsed time.Duration) {
+	return func(done int64, el time.Duration) {
+		fmt.Fprintf(w, "\r  %5.1fs / %s  %8d puts  %6.0f/s", el.Seconds(), d, done, float64(done)/el.Seconds())
+	}
+}
+
 func (r CreateReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "clients      %d\n", r.Concurrency)

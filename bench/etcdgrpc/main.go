@@ -11,7 +11,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -72,15 +71,9 @@ func run() error {
 	}
 	cancel()
 	fmt.Fprintf(os.Stderr, "etcdgrpc: %d clients putting %d bytes for %s against %s\n", *concurrency, *valueBytes, *duration, strings.Join(endpoints, ","))
-	rep := putLoop(ctx, clients, *concurrency, *duration, *valueBytes, func(done int64, el time.Duration) {
-		fmt.Fprintf(os.Stderr, "\r  %5.1fs / %s  %8d puts  %6.0f/s", el.Seconds(), *duration, done, float64(done)/el.Seconds())
-	})
+	rep := putLoop(ctx, clients, *concurrency, *duration, *valueBytes, bench.PutProgress(os.Stderr, *duration))
 	fmt.Fprintln(os.Stderr)
-	if *asJSON {
-		return json.NewEncoder(os.Stdout).Encode(rep)
-	}
-	fmt.Print(rep.String())
-	return nil
+	return rep.Write(os.Stdout, *asJSON)
 }
 
 // putLoop is the measured closed loop: every put a new key under bench/,

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -100,9 +99,7 @@ func runBenchEtcd(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	fmt.Fprintf(os.Stderr, "bench etcd: %d clients putting %d bytes for %s against %s\n", cfg.Concurrency, cfg.ValueBytes, cfg.Duration, strings.Join(cfg.Endpoints, ","))
-	cfg.Progress = func(done int64, el time.Duration) {
-		fmt.Fprintf(os.Stderr, "\r  %5.1fs / %s  %8d puts  %6.0f/s", el.Seconds(), cfg.Duration, done, float64(done)/el.Seconds())
-	}
+	cfg.Progress = bench.PutProgress(os.Stderr, cfg.Duration)
 	rep, err := bench.RunEtcdPut(ctx, cfg)
 	fmt.Fprintln(os.Stderr)
 	if err != nil {
@@ -112,10 +109,4 @@ func runBenchEtcd(args []string) error {
 }
 
 // printReport prints a closed-loop report as JSON or as a table.
-func printReport(rep bench.CreateReport, asJSON bool) error {
-	if asJSON {
-		return json.NewEncoder(os.Stdout).Encode(rep)
-	}
-	fmt.Print(rep.String())
-	return nil
-}
+func printReport(rep bench.CreateReport, asJSON bool) error { return rep.Write(os.Stdout, asJSON) }
