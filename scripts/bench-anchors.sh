@@ -40,15 +40,7 @@ trap cleanup EXIT
 # The gRPC anchor is its own module (so the main one does not pull in gRPC).
 (cd bench/etcdgrpc && go build -o "$dir/etcdgrpc" .)
 
-# Wait until a URL answers 200, for up to 20 s.
-await() {
-  for _ in $(seq 200); do
-    curl -fsS "$1" >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  echo "bench-anchors: $1 did not answer" >&2
-  exit 1
-}
+. scripts/lib.sh
 
 if [ "$nodes" = 1 ]; then
   $bin server --data-dir "$dir/vidfarm" --listen 127.0.0.1:18380 --admin-listen 127.0.0.1:18381 \
@@ -121,11 +113,8 @@ COMMIT;
 SQL
 secs=${duration%s}
 
-# CPU ticks (user + system, fields 14 and 15 of /proc/PID/stat) the given
-# server processes have used; a run's difference over its operations is the
-# servers' CPU per operation (the client's is not in it), the figure that
-# bounds a CPU-bound shared machine.
-ticks() { for p in "$@"; do awk '{print $14 + $15}' "/proc/$p/stat"; done | awk '{t += $1} END {print t}'; }
+# The servers' CPU per operation (ticks, scripts/lib.sh; the client's is not
+# in it) is the figure that bounds a CPU-bound shared machine.
 hz=$(getconf CLK_TCK)
 
 ratios=()
@@ -168,7 +157,6 @@ PY
   grpcratios+=("$gr")
   pgratios+=("$pr")
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {printf "%.2f× over %d rounds", a[int((NR+1)/2)], NR}'; }
 echo "$nodes node(s): median ratio creates/s : etcd puts/s through the JSON gateway = $(median "${ratios[@]}")"
 echo "$nodes node(s): median ratio creates/s : etcd puts/s through the gRPC client = $(median "${grpcratios[@]}")"
 echo "$nodes node(s): median ratio creates/s : PostgreSQL create transactions/s = $(median "${pgratios[@]}")"

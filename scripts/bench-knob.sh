@@ -13,6 +13,7 @@
 #   BIN_A=/tmp/old BIN_B=/tmp/new scripts/bench-knob.sh '' ''
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 [ $# = 2 ] || { echo "usage: $0 SETTING_A SETTING_B (server flags, or NAME=value for its environment)" >&2; exit 2; }
 bin=./bin/vidfarm
 rounds=${ROUNDS:-3}
@@ -40,11 +41,11 @@ for r in $(seq "$rounds"); do
     env "${envs[@]}" "$server" server --data-dir "$dir/v" --listen 127.0.0.1:18680 --admin-listen 127.0.0.1:18681 \
       --raft-listen 127.0.0.1:17600 --admin-token "$token" --rate-limits=false --log-level warn "${flags[@]}" 2>"$dir/log" &
     pid=$!
-    for _ in $(seq 300); do curl -fsS http://127.0.0.1:18680/v1 >/dev/null 2>&1 && break; sleep 0.1; done
-    t0=$(awk '{print $14+$15}' "/proc/$pid/stat")
+    await http://127.0.0.1:18680/v1
+    t0=$(ticks "$pid")
     j=$("$bin" bench create --server http://127.0.0.1:18680 --admin-server http://127.0.0.1:18681 --admin-token "$token" \
       --accounts 64 --concurrency 64 --duration "$duration" --json 2>/dev/null)
-    t1=$(awk '{print $14+$15}' "/proc/$pid/stat")
+    t1=$(ticks "$pid")
     hwm=$(awk '/VmHWM/{print $2}' "/proc/$pid/status")
     kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
     line=$(python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print("%.0f %.1f %.0f %d" % (j["creates_per_second"], j["p99_ns"]/1e6, float(sys.argv[2])/float(sys.argv[3])*1e6/max(j["created"],1), int(sys.argv[4])//1024))' \
@@ -55,5 +56,5 @@ for r in $(seq "$rounds"); do
     if [ $which = A ]; then rate_a=$rate; else ratios+=("$(python3 -c "print('%.2f' % ($rate / $rate_a))")"); fi
   done
 done
-printf '%s\n' "${ratios[@]}" | sort -g | awk '{a[NR]=$1} END {printf "median ratio B:A creates/s = %.2f over %d rounds\n", a[int((NR+1)/2)], NR}'
+echo "median ratio B:A creates/s = $(median "${ratios[@]}")"
 echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
