@@ -230,7 +230,7 @@ func (s *state) takeHot(cp *checkpoint) error {
 		w := hotWrite{bucket: bucketHotSched, key: schedKey(c)}
 		// Under another number it was submitted again: this record is gone.
 		if r, ok := s.sched.VideoRecord(c.ID); ok && r.Seq == c.Seq {
-			w.val = &r
+			w.val = (*schedRecord)(&r)
 		}
 		cp.hot = append(cp.hot, w)
 	}
@@ -351,7 +351,7 @@ func rekeySched(tx *bbolt.Tx) error {
 	slices.SortFunc(recs, func(a, b scheduler.VideoRecord) int { return cmp.Compare(a.Seq, b.Seq) })
 	var enc encodeArena
 	for _, r := range recs {
-		body, err := enc.encode(&r)
+		body, err := enc.encode((*schedRecord)(&r))
 		if err != nil {
 			return fmt.Errorf("encode task graph of %s: %w", r.Video.ID, err)
 		}
