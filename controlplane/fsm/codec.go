@@ -21,25 +21,41 @@ import (
 // with every field set at random, so a field added to one of these types
 // and not here fails it.
 
-// fields writes one msgpack map: a function of fields is run twice, first
-// counting those that are not empty (the map's length comes first), then
-// writing them.
+// fields writes msgpack maps: a function of a map's fields runs twice,
+// first counting those that are not empty (the map's length comes first),
+// then writing them. One fields serves a record and the maps inside it.
 type fields struct {
-	e   *msgpack.Encoder // nil while counting
-	n   int
-	err error
+	e        *msgpack.Encoder
+	counting bool
+	n        int
+	err      error
 }
 
 // encodeMap writes the map body describes.
 func encodeMap(e *msgpack.Encoder, body func(*fields)) error {
-	c := fields{}
-	body(&c)
-	if err := e.EncodeMapLen(c.n); err != nil {
-		return err
+	f := &fields{e: e}
+	f.mapOf(body)
+	return f.err
+}
+
+// count reports how many fields body writes.
+func (f *fields) count(body func(*fields)) int {
+	counting, n := f.counting, f.n
+	f.counting, f.n = true, 0
+	body(f)
+	c := f.n
+	f.counting, f.n = counting, n
+	return c
+}
+
+func (f *fields) mapOf(body func(*fields)) {
+	n := f.count(body)
+	if f.err == nil {
+		f.err = f.e.EncodeMapLen(n)
 	}
-	w := fields{e: e}
-	body(&w)
-	return w.err
+	if f.err == nil {
+		body(f)
+	}
 }
 
 // key counts a field that is not empty, or writes its key; it reports
@@ -48,7 +64,7 @@ func (f *fields) key(name string, empty bool) bool {
 	if empty || f.err != nil {
 		return false
 	}
-	if f.e == nil {
+	if f.counting {
 		f.n++
 		return false
 	}
@@ -119,17 +135,13 @@ func (f *fields) strs(name string, v []string) {
 // object is a field holding a struct, written as a map of its own; empty
 // (and left out) when none of its fields is written.
 func (f *fields) object(name string, body func(*fields)) {
-	if f.err != nil {
-		return
-	}
-	c := fields{}
-	body(&c)
-	if f.key(name, c.n == 0) {
-		f.err = encodeMap(f.e, body)
+	if f.err == nil && f.key(name, f.count(body) == 0) {
+		f.mapOf(body)
 	}
 }
 
-// value is a field msgpack's reflection writes: what is rare or small.
+// value is a field msgpack's reflection writes: what is rare or small. v
+// is a pointer or a map, which go into an interface without a copy.
 func (f *fields) value(name string, empty bool, v any) {
 	if f.key(name, empty) {
 		f.err = f.e.Encode(v)
@@ -157,42 +169,39 @@ func (r *schedRecord) EncodeMsgpack(e *msgpack.Encoder) error {
 		f.str("FailedTask", r.FailedTask)
 		f.str("Failure", r.Failure)
 		if f.key("Tasks", len(r.Tasks) == 0) {
-			if f.err = e.EncodeArrayLen(len(r.Tasks)); f.err != nil {
+			if f.err = f.e.EncodeArrayLen(len(r.Tasks)); f.err != nil {
 				return
 			}
 			for i := range r.Tasks {
-				if f.err = encodeTaskRecord(e, &r.Tasks[i]); f.err != nil {
-					return
-				}
+				t := &r.Tasks[i]
+				f.mapOf(func(f *fields) { taskFields(f, t) })
 			}
 		}
 	})
 }
 
-func encodeTaskRecord(e *msgpack.Encoder, t *scheduler.TaskRecord) error {
-	return encodeMap(e, func(f *fields) {
-		f.str("Name", t.Name)
-		f.str("Kind", string(t.Kind))
-		f.object("Req", func(f *fields) {
-			f.num("GPUs", t.Req.GPUs)
-			f.float("GPUMemoryGB", t.Req.GPUMemoryGB)
-			f.str("Model", t.Req.Model)
-			f.num("CPUSlots", t.Req.CPUSlots)
-			f.strs("Tools", t.Req.Tools)
-		})
-		f.strs("Deps", t.Deps)
-		f.bool("AwaitsScenes", t.AwaitsScenes)
-		f.str("State", string(t.State))
-		f.num("Attempts", t.Attempts)
-		f.num("Failures", t.Failures)
-		f.strs("FailedNodes", t.FailedNodes)
-		f.float("Percent", t.Percent)
-		f.time("ReadyAt", t.ReadyAt)
-		f.value("Lease", t.Lease == nil, t.Lease)
-		f.str("DoneNode", t.DoneNode)
-		f.u64("DoneToken", t.DoneToken)
-		f.value("Retry", t.Retry == nil, t.Retry)
+func taskFields(f *fields, t *scheduler.TaskRecord) {
+	f.str("Name", t.Name)
+	f.str("Kind", string(t.Kind))
+	f.object("Req", func(f *fields) {
+		f.num("GPUs", t.Req.GPUs)
+		f.float("GPUMemoryGB", t.Req.GPUMemoryGB)
+		f.str("Model", t.Req.Model)
+		f.num("CPUSlots", t.Req.CPUSlots)
+		f.strs("Tools", t.Req.Tools)
 	})
+	f.strs("Deps", t.Deps)
+	f.bool("AwaitsScenes", t.AwaitsScenes)
+	f.str("State", string(t.State))
+	f.num("Attempts", t.Attempts)
+	f.num("Failures", t.Failures)
+	f.strs("FailedNodes", t.FailedNodes)
+	f.float("Percent", t.Percent)
+	f.time("ReadyAt", t.ReadyAt)
+	f.value("Lease", t.Lease == nil, t.Lease)
+	f.str("DoneNode", t.DoneNode)
+	f.u64("DoneToken", t.DoneToken)
+	f.value("Retry", t.Retry == nil, t.Retry)
 }
 
 var (
@@ -226,13 +235,15 @@ func (v *Video) fields(f *fields) {
 		f.str("captions_srt", o.CaptionsSRT)
 		f.str("poster", o.Poster)
 	})
-	// Pointers, which go into an interface without a copy.
-	f.value("artifacts", len(v.Artifacts) == 0, &v.Artifacts)
+	f.value("artifacts", len(v.Artifacts) == 0, v.Artifacts)
 	f.i64("created_at", v.CreatedAt)
 	f.i64("updated_at", v.UpdatedAt)
 	f.i64("started_at", v.StartedAt)
 	f.i64("finished_at", v.FinishedAt)
-	f.value("timings", len(v.Timings) == 0, &v.Timings)
+	// A slice would be copied into the interface: only when written.
+	if f.key("timings", len(v.Timings) == 0) {
+		f.err = f.e.Encode(v.Timings)
+	}
 }
 
 func (s *Spec) fields(f *fields) {
