@@ -27,6 +27,11 @@ type CreateConfig struct {
 	Duration    time.Duration
 	// Body is the POST /v1/videos body; nil means a 5 s auto video.
 	Body []byte
+	// IdempotencyKeys sends a new Idempotency-Key with every create, as a
+	// client that retries safely does: the server then keeps a record per
+	// create, keyed by the client's (random) key, which a run without keys
+	// never shows.
+	IdempotencyKeys bool
 	// Progress, when set, is called about once a second with the creates so far.
 	Progress func(done int64, elapsed time.Duration)
 	Client   *http.Client
@@ -105,8 +110,16 @@ func RunCreate(ctx context.Context, cfg CreateConfig) (CreateReport, error) {
 		client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency, MaxConnsPerHost: cfg.Concurrency}}
 	}
 	urls := endpointURLs(cfg.BaseURLs, "/v1/videos")
+	// Keys of this run only: a key kept from an earlier run would replay
+	// its video instead of creating one.
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	var sent atomic.Uint64
 	return ClosedLoop(ctx, cfg.Concurrency, cfg.Duration, cfg.Progress, func(ctx context.Context, w int) (string, error) {
-		return createOnce(ctx, client, urls[w%len(urls)], cfg.APIKeys[w%len(cfg.APIKeys)], body)
+		idem := ""
+		if cfg.IdempotencyKeys {
+			idem = "bench-" + run + "-" + strconv.FormatUint(sent.Add(1), 10)
+		}
+		return createOnce(ctx, client, urls[w%len(urls)], cfg.APIKeys[w%len(cfg.APIKeys)], idem, body)
 	}), nil
 }
 
@@ -194,14 +207,18 @@ func nearestRank(n int, q float64) int {
 	return min(max(int(q*float64(n)+0.5)-1, 0), n-1)
 }
 
-// createOnce sends one create; code is "" on 201, else the error code (or status).
-func createOnce(ctx context.Context, c *http.Client, url, key string, body []byte) (string, error) {
+// createOnce sends one create, with an Idempotency-Key unless idem is "";
+// code is "" on 201, else the error code (or status).
+func createOnce(ctx context.Context, c *http.Client, url, key, idem string, body []byte) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return "", err
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
+	if idem != "" {
+		req.Header.Set("Idempotency-Key", idem)
+	}
 	resp, err := c.Do(req)
 	if err != nil {
 		return "", err

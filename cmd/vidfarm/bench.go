@@ -50,6 +50,7 @@ func runBenchCreate(args []string) error {
 	concurrency := fs.Int("concurrency", 64, "concurrent clients")
 	duration := fs.Duration("duration", 10*time.Second, "how long to run")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	idem := fs.Bool("idempotency-keys", false, "send a new Idempotency-Key with every create, as a client that retries safely does (the server keeps a record per create)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -69,7 +70,7 @@ func runBenchCreate(args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "bench create: %d clients over %d accounts for %s against %s\n", *concurrency, *accounts, *duration, *server)
 	rep, err := bench.RunCreate(ctx, bench.CreateConfig{
-		BaseURLs: servers, APIKeys: keys, Concurrency: *concurrency, Duration: *duration,
+		BaseURLs: servers, APIKeys: keys, Concurrency: *concurrency, Duration: *duration, IdempotencyKeys: *idem,
 		Progress: func(done int64, el time.Duration) {
 			fmt.Fprintf(os.Stderr, "\r  %5.1fs / %s  %8d created  %6.0f/s", el.Seconds(), *duration, done, float64(done)/el.Seconds())
 		},
