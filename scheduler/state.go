@@ -46,7 +46,8 @@ type State struct {
 	leaseHeap []leaseEntry // leased tasks ordered by (deadline, token)
 	retrying  retryHeap    // tasks waiting to be retried (retry.go)
 
-	gpuIDs []string // the block gpuIDRoom carves lease GPU id slices from
+	gpuIDs      []string // the block gpuIDRoom carves lease GPU id slices from
+	spareLeases []*lease // ended leases' records, for newLease
 
 	changedVideos map[Changed]struct{} // nil unless TrackChanges (changes.go)
 }

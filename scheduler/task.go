@@ -85,13 +85,14 @@ type Task struct {
 
 // task is the mutable record behind Task. The fields every placement and
 // completion reads or writes come first, so that a task's trip through the
-// queue, the lease and its completion touches about four of its six cache
-// lines; those read by status, retries and failures come last.
+// queue, the lease and its completion touches few of its cache lines;
+// those read by status, retries and failures come last. Its lease is a
+// record of its own (State.newLease).
 type task struct {
 	v     *video
 	cls   *class     // its requirements: cls.req
 	aq    *acctQueue // queue position while ready
-	lease *lease     // &leaseRec while leased, else nil
+	lease *lease     // while leased, else nil (State.newLease)
 	sub   int64      // v.submitted, copied: part of the age key
 	seq   uint64     // v.seq, copied: part of the age key
 	idx   int        // position in v.tasks: part of the age key
@@ -105,7 +106,6 @@ type task struct {
 	percent  float64
 	lIdx     int // index in State.leaseHeap
 	nIdx     int // index in node.leased
-	leaseRec lease
 	id       string
 	kind     Kind
 	after    []*task // dependents
