@@ -127,9 +127,10 @@ func checkInvariants(s *State) error {
 		}
 	}
 	ready := 0
-	for p, l := range s.levels {
-		if !slices.Contains(s.prios, p) || l.ready == 0 {
-			return fmt.Errorf("level %d: listed=%v ready=%d", p, slices.Contains(s.prios, p), l.ready)
+	for i, l := range s.levels {
+		p := l.prio
+		if l.ready == 0 || (i > 0 && s.levels[i-1].prio <= p) {
+			return fmt.Errorf("level %d (%d of %d): ready=%d, out of order or empty", p, i, len(s.levels), l.ready)
 		}
 		lr := 0
 		for ci, b := range l.buckets {
@@ -185,9 +186,6 @@ func checkInvariants(s *State) error {
 	}
 	if ready != s.ready {
 		return fmt.Errorf("state counts %d ready tasks, levels hold %d", s.ready, ready)
-	}
-	if len(s.prios) != len(s.levels) || !slices.IsSortedFunc(s.prios, func(a, b int) int { return b - a }) {
-		return fmt.Errorf("prios %v do not match levels", s.prios)
 	}
 	readyTasks := 0
 	ntasks := 0

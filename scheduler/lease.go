@@ -77,10 +77,13 @@ func (s *State) grant(t *task, n *node, now, dur int64) {
 	s.unready(t)
 	s.served(t.v.acct)
 	s.nextToken++
-	l := &t.leaseRec // a task holds one lease at a time: no allocation per grant
+	l := s.newLease()
 	*l = lease{node: n, token: s.nextToken, gpus: l.gpus[:0], granted: now, deadline: now + dur}
-	if t.cls.req.GPUs > 0 && cap(l.gpus) == 0 {
-		l.gpus = s.gpuIDRoom(t.cls.req.GPUs)
+	switch need := t.cls.req.GPUs; {
+	case need == 0:
+		l.gpus = nil // a CPU task's lease holds no GPU ids, not an empty list
+	case need > cap(l.gpus):
+		l.gpus = s.gpuIDRoom(need)
 	}
 	l.gpus = n.takeGPUs(t, l.gpus)
 	n.usedCPU += t.cls.req.CPUSlots
@@ -94,6 +97,29 @@ func (s *State) grant(t *task, n *node, now, dur int64) {
 	if t.v.state == VideoQueued {
 		t.v.state = VideoProcessing
 	}
+}
+
+// newLease returns a lease record to fill, the one last given back if any:
+// records kept for reuse are the ones the state wrote last, in the cache of
+// the goroutine that drives it, where a record in each task (made with the
+// task, maybe on another goroutine: PrepareSubmit) was a cache miss on
+// every grant. There are as many as leases were ever held at once.
+func (s *State) newLease() *lease {
+	n := len(s.spareLeases)
+	if n == 0 {
+		return new(lease)
+	}
+	l := s.spareLeases[n-1]
+	s.spareLeases[n-1] = nil
+	s.spareLeases = s.spareLeases[:n-1]
+	return l
+}
+
+// spareLease keeps l, whose lease ended, for newLease; its GPU id slice
+// keeps its room.
+func (s *State) spareLease(l *lease) {
+	*l = lease{gpus: l.gpus[:0]}
+	s.spareLeases = append(s.spareLeases, l)
 }
 
 // gpuIDRoom returns an empty slice with room for n GPU ids, carved from a
@@ -133,6 +159,7 @@ func (s *State) releaseLease(t *task) {
 	n.leased = n.leased[:last]
 	s.removeLease(t)
 	t.lease = nil
+	s.spareLease(l)
 	t.nIdx = -1
 	t.v.acct.finished()
 }

@@ -68,8 +68,8 @@ func (s *State) place(nodeID string, now time.Time, dur time.Duration) (*task, e
 	}
 	free := n.view()
 	if !free.empty() {
-		for _, p := range s.prios {
-			if c, ok := s.pick(n, free, s.levels[p], at); ok {
+		for _, l := range s.levels {
+			if c, ok := s.pick(n, free, l, at); ok {
 				s.grant(c.t, n, at, d)
 				return c.t, nil
 			}

@@ -105,21 +105,26 @@ func (b *bucket) retop() {
 
 // levelFor returns the level of priority p, creating it if needed.
 func (s *State) levelFor(p int) *level {
-	if l, ok := s.levels[p]; ok {
-		return l
+	i, found := s.levelIndex(p)
+	if found {
+		return s.levels[i]
 	}
 	l := s.newLevel(p)
-	s.levels[p] = l
-	i, _ := slices.BinarySearchFunc(s.prios, p, func(a, b int) int { return cmp.Compare(b, a) })
-	s.prios = slices.Insert(s.prios, i, p)
+	s.levels = slices.Insert(s.levels, i, l)
 	return l
 }
 
+// levelIndex finds priority p's place in s.levels (highest first).
+func (s *State) levelIndex(p int) (int, bool) {
+	if len(s.levels) > 0 && s.levels[0].prio == p { // most tasks: one level
+		return 0, true
+	}
+	return slices.BinarySearchFunc(s.levels, p, func(l *level, p int) int { return cmp.Compare(p, l.prio) })
+}
+
 func (s *State) dropLevel(l *level) {
-	delete(s.levels, l.prio)
-	i, found := slices.BinarySearchFunc(s.prios, l.prio, func(a, b int) int { return cmp.Compare(b, a) })
-	if found {
-		s.prios = slices.Delete(s.prios, i, i+1)
+	if i, found := s.levelIndex(l.prio); found {
+		s.levels = slices.Delete(s.levels, i, i+1)
 	}
 	s.spareLevel(l)
 }

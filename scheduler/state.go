@@ -34,9 +34,11 @@ type State struct {
 	classes    []*class
 	classByKey map[classKey]*class
 
-	levels map[int]*level
-	prios  []int // priorities of non-empty levels, highest first
-	ready  int   // ready tasks: the levels' ready counts summed
+	// levels are the non-empty levels, highest priority first: a slice,
+	// not a map by priority, as there are a handful and every placement
+	// walks them and every task made ready finds its own (levelFor).
+	levels []*level
+	ready  int // ready tasks: the levels' ready counts summed
 
 	spareLevels []*level     // see spare.go
 	spareQueues []*acctQueue // see spare.go
@@ -44,7 +46,8 @@ type State struct {
 	leaseHeap []leaseEntry // leased tasks ordered by (deadline, token)
 	retrying  retryHeap    // tasks waiting to be retried (retry.go)
 
-	gpuIDs []string // the block gpuIDRoom carves lease GPU id slices from
+	gpuIDs      []string // the block gpuIDRoom carves lease GPU id slices from
+	spareLeases []*lease // ended leases' records, for newLease
 
 	changedVideos map[Changed]struct{} // nil unless TrackChanges (changes.go)
 }
@@ -62,7 +65,6 @@ func New(cfg Config) (*State, error) {
 		accounts:   make(map[string]*account),
 		toolNodes:  make(map[string]int),
 		classByKey: make(map[classKey]*class),
-		levels:     make(map[int]*level),
 	}, nil
 }
 

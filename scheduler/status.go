@@ -150,11 +150,11 @@ func (v *video) percent() int {
 func (s *State) position(t *task) int {
 	aq := t.aq
 	pos := 1
-	for _, p := range s.prios {
-		if p <= aq.lvl.prio {
+	for _, l := range s.levels {
+		if l.prio <= aq.lvl.prio {
 			break
 		}
-		if b := s.levels[p].bucket(t.cls.idx); b != nil {
+		if b := l.bucket(t.cls.idx); b != nil {
 			pos += b.tasks
 		}
 	}

@@ -83,47 +83,45 @@ type Task struct {
 	RetryAt     *time.Time   `json:"retry_at,omitempty"`     // while retrying: when it is ready again
 }
 
-// task is the mutable record behind Task.
+// task is the mutable record behind Task. The fields every placement and
+// completion reads or writes come first, so that a task's trip through the
+// queue, the lease and its completion touches few of its cache lines;
+// those read by status, retries and failures come last. Its lease is a
+// record of its own (State.newLease).
 type task struct {
-	id    string
-	name  string
 	v     *video
-	idx   int    // position in v.tasks: part of the age key
-	sub   int64  // v.submitted, copied: part of the age key
-	seq   uint64 // v.seq, copied: part of the age key
-	kind  Kind
-	cls   *class // its requirements: cls.req
-	deps  []*task
-	after []*task // dependents
+	cls   *class     // its requirements: cls.req
+	aq    *acctQueue // queue position while ready
+	lease *lease     // while leased, else nil (State.newLease)
+	sub   int64      // v.submitted, copied: part of the age key
+	seq   uint64     // v.seq, copied: part of the age key
+	idx   int        // position in v.tasks: part of the age key
 	// pending counts unfinished deps, plus one while the task waits for
 	// AddScenes (the composite of an auto video).
-	pending      int
+	pending  int
+	state    TaskState
+	readyAt  int64 // unix ms it last became ready
+	attempts int
+	failures int
+	percent  float64
+	lIdx     int // index in State.leaseHeap
+	nIdx     int // index in node.leased
+	id       string
+	kind     Kind
+	after    []*task // dependents
+	// last completion, so a retried Complete by the same holder is a no-op
+	doneNode  string
+	doneToken uint64
+
+	name         string
+	deps         []*task
 	awaitsScenes bool
 	weight       float64
-
-	state       TaskState
-	attempts    int
-	failures    int
-	failedNodes []string
-	percent     float64
-	readyAt     int64 // unix ms it last became ready
+	failedNodes  []string
 	// retryAt and lastFailure: while TaskRetrying, when it is ready again
 	// and why its last attempt failed.
 	retryAt     int64
 	lastFailure string
-
-	// queue position while ready
-	aq *acctQueue
-
-	// lease while leased
-	lease    *lease // &leaseRec while leased, else nil
-	leaseRec lease
-	lIdx     int // index in State.leaseHeap
-	nIdx     int // index in node.leased
-
-	// last completion, so a retried Complete by the same holder is a no-op
-	doneNode  string
-	doneToken uint64
 }
 
 // older reports whether a is ahead of b in age order: older video first,
