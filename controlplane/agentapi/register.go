@@ -147,13 +147,8 @@ func (s *server) setModels(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, e)
 		return
 	}
-	if _, err := apply(s, r, &fsm.SetNodeModels{NodeID: n.ID, Models: req.Models, WarmModels: req.WarmModels, Now: s.cfg.Now().UnixNano()}); err != nil {
-		apierr.Write(w, r, s.fromApply(r, err))
-		return
-	}
-	s.notify.Notify()
-	s.log.Info("node models updated", "node_id", n.ID, "name", n.Name, "models", len(req.Models), "warm_models", len(req.WarmModels))
-	w.WriteHeader(http.StatusNoContent)
+	s.applyOffer(w, r, &fsm.SetNodeModels{NodeID: n.ID, Models: req.Models, WarmModels: req.WarmModels, Now: s.cfg.Now().UnixNano()},
+		"node models updated", "node_id", n.ID, "name", n.Name, "models", len(req.Models), "warm_models", len(req.WarmModels))
 }
 
 // setCapacity is PUT /agent/v1/capacity: the node offers other models,
@@ -173,14 +168,21 @@ func (s *server) setCapacity(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, invalid("voices: "+err.Error()).With("field", "voices"))
 		return
 	}
-	if _, err := apply(s, r, &fsm.SetNodeCapacity{NodeID: n.ID, Models: req.Models, WarmModels: req.WarmModels,
-		Tools: req.Tools, Voices: fsmVoices(req.Voices), Now: s.cfg.Now().UnixNano()}); err != nil {
+	s.applyOffer(w, r, &fsm.SetNodeCapacity{NodeID: n.ID, Models: req.Models, WarmModels: req.WarmModels,
+		Tools: req.Tools, Voices: fsmVoices(req.Voices), Now: s.cfg.Now().UnixNano()},
+		"node capacity updated", "node_id", n.ID, "name", n.Name, "models", len(req.Models),
+		"warm_models", len(req.WarmModels), "tools", len(req.Tools), "voices", len(req.Voices))
+}
+
+// applyOffer applies a node's changed offer, wakes the lease requests
+// waiting for work it may now serve, logs msg and answers 204.
+func (s *server) applyOffer(w http.ResponseWriter, r *http.Request, cmd fsm.Typed[fsm.Nothing], msg string, attrs ...any) {
+	if _, err := apply(s, r, cmd); err != nil {
 		apierr.Write(w, r, s.fromApply(r, err))
 		return
 	}
 	s.notify.Notify()
-	s.log.Info("node capacity updated", "node_id", n.ID, "name", n.Name, "models", len(req.Models),
-		"warm_models", len(req.WarmModels), "tools", len(req.Tools), "voices", len(req.Voices))
+	s.log.Info(msg, attrs...)
 	w.WriteHeader(http.StatusNoContent)
 }
 
