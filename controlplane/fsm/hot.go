@@ -258,10 +258,14 @@ func putHotRecords(tx *bbolt.Tx, writes []hotWrite) (int64, error) {
 	var n int64
 	var enc encodeArena
 	var index indexOps
-	for _, w := range writes {
-		b := tx.Bucket([]byte(w.bucket))
-		if orderedBuckets[w.bucket] {
-			b.FillPercent = fillOrdered
+	var b *bbolt.Bucket
+	for i, w := range writes {
+		// Sorted by bucket: each is looked up once.
+		if i == 0 || w.bucket != writes[i-1].bucket {
+			b = tx.Bucket([]byte(w.bucket))
+			if orderedBuckets[w.bucket] {
+				b.FillPercent = fillOrdered
+			}
 		}
 		if w.index != nil {
 			if err := w.index.update(&index, w.key, b.Get(w.key), w.val); err != nil {
