@@ -51,7 +51,6 @@ type CreateReport struct {
 	Max         time.Duration    `json:"max_ns"`
 }
 
-// String formats the report as a small table.
 // Write prints the report to w, as JSON or as the table String makes: what
 // every closed-loop command prints (vidfarm bench create and etcd,
 // bench/etcdgrpc), so that their -json outputs stay alike.
@@ -71,6 +70,7 @@ func PutProgress(w io.Writer, d time.Duration) func(done int64, elapsed time.Dur
 	}
 }
 
+// String formats the report as a small table.
 func (r CreateReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "clients      %d\n", r.Concurrency)

@@ -1,4 +1,5 @@
-# Helpers the benchmark scripts share; source it: . "$(dirname "$0")/lib.sh"
+# Helpers the benchmark scripts share; a script sources it from the
+# repository root, after cd-ing there: . scripts/lib.sh
 
 # await waits until a URL answers 200, for up to 20 s, and stops the script
 # if it never does.
