@@ -71,3 +71,6 @@ func (s *State) changed(v *video) {
 		s.changedVideos[Changed{v.id, v.seq}] = struct{}{}
 	}
 }
+
+// ChangedCount is how many videos changed since the last TakeChanged.
+func (s *State) ChangedCount() int { return len(s.changedVideos) }

@@ -37,7 +37,14 @@ type FSM struct {
 	// ckMu orders checkpoint writes and restores of the store file.
 	ckMu sync.Mutex
 	path string
+	// Applies stage changed records for the next checkpoint (stage.go) from
+	// stageAfter entries after the last snapshot, at snapAt; 0: never.
+	stageAfter uint64
+	snapAt     uint64
 }
+
+// DefaultStageAfter is half of Raft's default snapshot threshold (raftnode).
+const DefaultStageAfter = 4096
 
 var (
 	_ raft.FSM         = (*FSM)(nil)
@@ -65,7 +72,8 @@ func Open(path string) (*FSM, error) {
 		s = newState()
 	}
 	s.attach(st)
-	return &FSM{s: s, applied: index, replayThrough: index, path: path}, nil
+	return &FSM{s: s, applied: index, replayThrough: index, path: path,
+		stageAfter: DefaultStageAfter, snapAt: index}, nil
 }
 
 // CheckpointIndex is the Raft index the state file held when opened (0 for
@@ -100,7 +108,7 @@ func (f *FSM) Reset() error {
 	}
 	f.s = newState()
 	f.s.attach(st)
-	f.applied, f.replayThrough = 0, 0
+	f.applied, f.replayThrough, f.snapAt = 0, 0, 0
 	return nil
 }
 
@@ -118,6 +126,7 @@ func (f *FSM) Close() error {
 func (f *FSM) Apply(l *raft.Log) any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	defer f.stage(1)
 	return f.applyLocked(l)
 }
 
@@ -130,7 +139,26 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	for i, l := range logs {
 		out[i] = f.applyLocked(l)
 	}
+	f.stage(len(logs))
 	return out
+}
+
+// SetStageAfter sets how many entries after a snapshot the applies start
+// copying changed records ahead of the next one (stage.go): about half of
+// Raft's snapshot threshold. 0 turns staging off.
+func (f *FSM) SetStageAfter(n uint64) {
+	f.mu.Lock()
+	f.stageAfter = n
+	f.mu.Unlock()
+}
+
+// stage copies changed records ahead of the next checkpoint, for n entries
+// just applied, once the snapshot interval is far enough along. The caller
+// holds the lock.
+func (f *FSM) stage(n int) {
+	if f.stageAfter > 0 && f.applied >= f.snapAt+f.stageAfter {
+		f.s.stage(n * stageBudget)
+	}
 }
 
 func (f *FSM) applyLocked(l *raft.Log) any {
@@ -209,6 +237,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 			return nil, fmt.Errorf("snapshot: %w", err)
 		}
 		sn.cp = cp
+		f.snapAt = f.applied
 	}
 	sn.records = f.s.records(f.s.disk != nil)
 	f.obs.snapshot("copy", start, 0)

@@ -69,10 +69,24 @@ type dirty struct {
 	// sched holds the videos whose task graph changed, as taken from the
 	// scheduler (scheduler.State.TakeChanged) at each checkpoint.
 	sched map[scheduler.Changed]uint64
+	// written is the newest generation a checkpoint wrote: one is in
+	// flight while it is not gen-1.
+	written uint64
+	// The changed records copied ahead of the next checkpoint (stage.go),
+	// none of them in videos or sched.
+	stagedVideos map[string]stagedVideo
+	stagedSched  map[scheduler.Changed]stagedSched
+	// staging is set while applies stage; backlog* list what was dirty when
+	// it began, recent the videos touched since the last apply.
+	staging       bool
+	backlogVideos []string
+	backlogSched  []scheduler.Changed
+	recent        []string
 }
 
 func newDirty() dirty {
-	return dirty{gen: 1, videos: map[string]uint64{}, sched: map[scheduler.Changed]uint64{}}
+	return dirty{gen: 1, videos: map[string]uint64{}, sched: map[scheduler.Changed]uint64{},
+		stagedVideos: map[string]stagedVideo{}, stagedSched: map[scheduler.Changed]stagedSched{}}
 }
 
 func (d dirty) tracking() bool { return d.videos != nil }
@@ -120,9 +134,12 @@ func (s *state) tables() []anyTable {
 // clean drops the entries a checkpoint of generation gen wrote and that did
 // not change since.
 func (s *state) clean(gen uint64) {
-	d := s.dirty
+	d := &s.dirty
 	maps.DeleteFunc(d.videos, func(_ string, g uint64) bool { return g <= gen })
 	maps.DeleteFunc(d.sched, func(_ scheduler.Changed, g uint64) bool { return g <= gen })
+	maps.DeleteFunc(d.stagedVideos, func(_ string, v stagedVideo) bool { return v.gen <= gen })
+	maps.DeleteFunc(d.stagedSched, func(_ scheduler.Changed, w stagedSched) bool { return w.gen <= gen })
+	d.written = max(d.written, gen)
 	for _, t := range s.tables() {
 		t.clean(gen)
 	}
@@ -146,6 +163,10 @@ func (s *state) attach(st *store) {
 func (s *state) touch(v *Video) {
 	if s.dirty.tracking() {
 		s.dirty.videos[v.ID] = s.dirty.gen
+		delete(s.dirty.stagedVideos, v.ID) // copied before this change
+		if s.dirty.staging {
+			s.dirty.recent = append(s.dirty.recent, v.ID)
+		}
 	}
 }
 
@@ -185,40 +206,32 @@ type hotWrite struct {
 // cp.gen; the finished videos among them go to cp.videos, for the disk tier.
 // The caller holds the lock.
 func (s *state) takeHot(cp *checkpoint) error {
+	d := &s.dirty
 	for _, c := range s.sched.TakeChanged() {
-		s.dirty.sched[c] = s.dirty.gen
+		d.sched[c] = d.gen
+		delete(d.stagedSched, c) // copied before this change
 	}
-	cp.gen = s.dirty.gen
-	s.dirty.gen++
+	cp.gen = d.gen
+	d.gen++
+	d.stopStaging()
 	// This runs under the lock, on the apply path (Raft's FSM.Snapshot):
 	// growing the slice record by record was a tenth of it.
-	n := len(s.dirty.videos) + len(s.dirty.sched)
+	n := len(d.videos) + len(d.sched) + d.staged()
 	for _, t := range s.tables() {
 		n += t.dirtyLen()
 	}
 	cp.hot = slices.Grow(cp.hot, n)
 	leftovers := maps.Clone(s.diskLeftovers)
-	for id := range s.dirty.videos {
+	for id := range d.videos {
 		v, ok := s.videos[id]
 		if !ok { // cannot happen: a dirty video stays in memory (dropWritten)
 			return fmt.Errorf("video %s changed but is not in memory", id)
 		}
-		seq := s.seqOf[id]
-		if !finished(v) {
-			c := v.Clone()
-			cp.hot = append(cp.hot, hotWrite{bucket: bucketHotVideos, key: hotVideoKey(v.AccountID, seq), val: &c})
-			continue
-		}
-		// It may have been hot at the last checkpoint.
-		cp.hot = append(cp.hot, hotWrite{bucket: bucketHotVideos, key: hotVideoKey(v.AccountID, seq)})
-		_, listed := s.listedOnDisk[id]
 		c := v.Clone()
-		cp.videos = append(cp.videos, diskVideo{v: &c, seq: seq, listed: listed, orig: v})
-		if v.leftovers() {
-			leftovers[id] = struct{}{}
-		} else {
-			delete(leftovers, id)
-		}
+		s.takeVideo(cp, leftovers, stagedVideo{c: &c, orig: v, seq: s.seqOf[id]})
+	}
+	for _, sv := range d.stagedVideos {
+		s.takeVideo(cp, leftovers, sv)
 	}
 	// In creation order: the lists grow at their ends, bbolt's cheapest write.
 	slices.SortFunc(cp.videos, func(a, b diskVideo) int { return cmp.Compare(a.seq, b.seq) })
@@ -226,15 +239,33 @@ func (s *state) takeHot(cp *checkpoint) error {
 	for _, t := range s.tables() {
 		t.takeWrites(cp)
 	}
-	for c := range s.dirty.sched {
-		w := hotWrite{bucket: bucketHotSched, key: schedKey(c)}
-		// Under another number it was submitted again: this record is gone.
-		if r, ok := s.sched.VideoRecord(c.ID); ok && r.Seq == c.Seq {
-			w.val = (*schedRecord)(&r)
-		}
-		cp.hot = append(cp.hot, w)
+	for c := range d.sched {
+		cp.hot = append(cp.hot, s.schedWrite(c))
+	}
+	for _, w := range d.stagedSched {
+		cp.hot = append(cp.hot, w.w)
 	}
 	return nil
+}
+
+// takeVideo adds a changed video's writes to cp: an unfinished one to the
+// hot records, a finished one to the disk tier (and out of the hot
+// records, where it may have been at the last checkpoint).
+func (s *state) takeVideo(cp *checkpoint, leftovers map[string]struct{}, sv stagedVideo) {
+	v := sv.c
+	key := hotVideoKey(v.AccountID, sv.seq)
+	if !finished(v) {
+		cp.hot = append(cp.hot, hotWrite{bucket: bucketHotVideos, key: key, val: v})
+		return
+	}
+	cp.hot = append(cp.hot, hotWrite{bucket: bucketHotVideos, key: key})
+	_, listed := s.listedOnDisk[v.ID]
+	cp.videos = append(cp.videos, diskVideo{v: v, seq: sv.seq, listed: listed, orig: sv.orig})
+	if v.leftovers() {
+		leftovers[v.ID] = struct{}{}
+	} else {
+		delete(leftovers, v.ID)
+	}
 }
 
 // orderedBuckets are those whose new keys come after the old ones

@@ -206,7 +206,7 @@ func benchStore(b *testing.B) (*fsm.FSM, func(fsm.Command)) {
 }
 
 // checkpoint writes f's checkpoint, streaming the snapshot nowhere.
-func checkpoint(b *testing.B, f *fsm.FSM) {
+func checkpoint(b testing.TB, f *fsm.FSM) {
 	snap, err := f.Snapshot()
 	if err != nil {
 		b.Fatal(err)

@@ -269,7 +269,8 @@ func (s *state) dropWritten(cp *checkpoint) {
 		id := d.v.ID
 		gone[id] = true
 		accounts[d.v.AccountID] = true
-		if _, again := s.dirty.videos[id]; !again && s.videos[id] == d.orig {
+		_, again := s.dirty.videos[id]
+		if _, staged := s.dirty.stagedVideos[id]; !again && !staged && s.videos[id] == d.orig {
 			delete(s.videos, id)
 			delete(s.seqOf, id)
 			delete(s.listedOnDisk, id)
@@ -379,6 +380,10 @@ type TierStats struct {
 	// (table.go), deletions not yet written included: with a file, those
 	// changed since the last checkpoint and the pending deliveries.
 	TableMemory map[string]int
+	// Changed counts the videos and task graphs changed since the last
+	// checkpoint that the next one must still copy; Staged those already
+	// copied for it (stage.go).
+	Changed, Staged int
 }
 
 // TierStats counts the videos in each tier, for metrics and tests.
@@ -392,6 +397,10 @@ func (f *FSM) TierStats() TierStats {
 	}}
 	for _, c := range f.s.diskCounts {
 		ts.VideosOnDisk += c[""]
+	}
+	if d := f.s.dirty; d.tracking() {
+		ts.Changed = len(d.videos) + len(d.sched) + f.s.sched.ChangedCount()
+		ts.Staged = d.staged()
 	}
 	if f.s.disk != nil {
 		_ = f.s.disk.db.View(func(tx *bbolt.Tx) error {

@@ -20,6 +20,7 @@ type stateCollector struct {
 	tiers  *prometheus.Desc
 	file   *prometheus.Desc
 	tables *prometheus.Desc
+	ahead  *prometheus.Desc
 }
 
 func newStateCollector(f *fsm.FSM, n *raftnode.Node) *stateCollector {
@@ -31,6 +32,7 @@ func newStateCollector(f *fsm.FSM, n *raftnode.Node) *stateCollector {
 		leader: prometheus.NewDesc("vidfarm_raft_leader", "1 when this node is the Raft leader.", nil, nil),
 		tiers:  prometheus.NewDesc("vidfarm_state_videos", "Videos held by tier: memory (unfinished, and finished since the last checkpoint) or disk (the state file).", []string{"tier"}, nil),
 		file:   prometheus.NewDesc("vidfarm_state_file_bytes", "Size of the state file (state.db).", nil, nil),
+		ahead:  prometheus.NewDesc("vidfarm_checkpoint_pending_records", "Videos and task graphs changed since the last checkpoint: still to copy when Raft takes the next snapshot (changed), or copied ahead by the applies (staged).", []string{"state"}, nil),
 		tables: prometheus.NewDesc("vidfarm_state_records_in_memory", "Table records (idempotency records, webhook events and deliveries, the event log, …) held in memory (changed since the last checkpoint, and pending deliveries); the rest is served from the state file.", []string{"kind"}, nil),
 	}
 }
@@ -43,6 +45,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.tiers
 	ch <- c.file
 	ch <- c.tables
+	ch <- c.ahead
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -71,4 +74,6 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for kind, n := range ts.TableMemory {
 		ch <- prometheus.MustNewConstMetric(c.tables, prometheus.GaugeValue, float64(n), kind)
 	}
+	ch <- prometheus.MustNewConstMetric(c.ahead, prometheus.GaugeValue, float64(ts.Changed), "changed")
+	ch <- prometheus.MustNewConstMetric(c.ahead, prometheus.GaugeValue, float64(ts.Staged), "staged")
 }

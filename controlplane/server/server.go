@@ -304,6 +304,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	var s *Server
 	reg := prometheus.NewRegistry()
 	f.SetObserver(fsmObserver(reg))
+	if cfg.RaftSnapshotThreshold > 0 {
+		// Staging starts halfway through a snapshot interval (fsm/stage.go).
+		f.SetStageAfter(max(cfg.RaftSnapshotThreshold/2, 1))
+	}
 	secrets, err := secretsKey(cfg)
 	if err != nil {
 		f.Close()

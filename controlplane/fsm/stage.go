@@ -1,0 +1,148 @@
+package fsm
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/vidfarm/vidfarm/scheduler"
+)
+
+// Staging. Raft takes a snapshot on the goroutine that applies entries, so
+// everything FSM.Snapshot copies stops every write until it is done. Under
+// create load that was the changed videos and task graphs of a whole
+// checkpoint interval (about ten thousand of each): 80–130 ms without an
+// apply, every two seconds, which set the slowest creates.
+//
+// So the copies are made ahead, a few at a time on the apply path: once an
+// interval is half over (stageAfter entries since the last snapshot), each
+// apply copies up to stageBudget changed records per entry it applied into
+// the staged sets, and takes them out of the dirty sets. A record changed
+// again is taken back out of the staged set (touch, or TakeChanged for the
+// task graphs), so the next checkpoint copies it afresh; the others it
+// takes as staged. Staged entries keep the generation they were staged in
+// and are dropped with the dirty ones once a checkpoint of that generation
+// is written (clean): a checkpoint that fails, or a snapshot Raft never
+// persists, leaves them to the next.
+//
+// Nothing is staged while a checkpoint is in flight (taken, not yet
+// written): the dirty sets then still hold what it writes, which staging
+// would copy a second time.
+
+// stageBudget is how many records an apply stages per entry it applied: a
+// create changes two (its video and its task graph), so the staging
+// catches up with the creates of the interval's first half in its second.
+const stageBudget = 4
+
+// stagedVideo is a video copied ahead of a checkpoint.
+type stagedVideo struct {
+	c    *Video // the copy
+	orig *Video // the video in memory when copied (dropWritten)
+	seq  uint64
+	gen  uint64
+}
+
+// stagedSched is a task graph's write, copied ahead of a checkpoint.
+type stagedSched struct {
+	w   hotWrite
+	gen uint64
+}
+
+// stageAllowed reports whether records may be staged now: the state tracks
+// changes and no checkpoint is in flight.
+func (d *dirty) stageAllowed() bool { return d.tracking() && d.written+1 == d.gen }
+
+// stage copies changed videos and task graphs into the staged sets: every
+// one that changed since the last call, and up to budget of those that
+// changed before staging began. The caller holds the lock.
+//
+// Neither the dirty maps nor the scheduler's are walked a few entries at a
+// time: a map emptied by deletes is walked in time of its size, not of
+// what is left, and that was a quarter of the staging. The keys dirty when
+// staging begins are listed once (the backlog); later changes come from the
+// scheduler's set and from touch (recent).
+func (s *state) stage(budget int) {
+	d := &s.dirty
+	if !d.stageAllowed() {
+		return
+	}
+	if !d.staging {
+		d.staging = true
+		// The task graphs changed so far join the backlog too.
+		for _, c := range s.sched.TakeChanged() {
+			d.sched[c] = d.gen
+			delete(d.stagedSched, c)
+		}
+		d.backlogVideos = slices.AppendSeq(d.backlogVideos[:0], maps.Keys(d.videos))
+		d.backlogSched = slices.AppendSeq(d.backlogSched[:0], maps.Keys(d.sched))
+	}
+	for _, c := range s.sched.TakeChanged() {
+		s.stageSched(c)
+	}
+	for _, id := range d.recent {
+		s.stageVideo(id)
+	}
+	d.recent = d.recent[:0]
+	for budget > 0 && len(d.backlogSched) > 0 {
+		last := len(d.backlogSched) - 1
+		if _, ok := d.sched[d.backlogSched[last]]; ok {
+			s.stageSched(d.backlogSched[last])
+			budget--
+		}
+		d.backlogSched = d.backlogSched[:last]
+	}
+	for budget > 0 && len(d.backlogVideos) > 0 {
+		last := len(d.backlogVideos) - 1
+		if s.stageVideo(d.backlogVideos[last]) {
+			budget--
+		}
+		d.backlogVideos[last] = ""
+		d.backlogVideos = d.backlogVideos[:last]
+	}
+}
+
+// stageSched stages c's task graph.
+func (s *state) stageSched(c scheduler.Changed) {
+	d := &s.dirty
+	d.stagedSched[c] = stagedSched{w: s.schedWrite(c), gen: d.gen}
+	delete(d.sched, c)
+}
+
+// stageVideo stages the video id if it is dirty, and reports whether it was.
+func (s *state) stageVideo(id string) bool {
+	d := &s.dirty
+	if _, ok := d.videos[id]; !ok {
+		return false // staged already, or listed twice
+	}
+	v, ok := s.videos[id]
+	if !ok {
+		return false // takeHot reports it
+	}
+	c := v.Clone()
+	d.stagedVideos[id] = stagedVideo{c: &c, orig: v, seq: s.seqOf[id], gen: d.gen}
+	delete(d.videos, id)
+	return true
+}
+
+// stopStaging ends the staging of an interval: a checkpoint takes the rest.
+func (d *dirty) stopStaging() {
+	d.staging = false
+	clear(d.recent)
+	d.recent = d.recent[:0]
+	clear(d.backlogVideos)
+	d.backlogVideos = d.backlogVideos[:0]
+	d.backlogSched = d.backlogSched[:0]
+}
+
+// staged reports how many records are staged, for the checkpoint's
+// preallocation and tests.
+func (d *dirty) staged() int { return len(d.stagedVideos) + len(d.stagedSched) }
+
+// schedWrite is the checkpoint's write of c's task graph: its record, or a
+// delete when the video is gone or was submitted again under another number.
+func (s *state) schedWrite(c scheduler.Changed) hotWrite {
+	w := hotWrite{bucket: bucketHotSched, key: schedKey(c)}
+	if r, ok := s.sched.VideoRecord(c.ID); ok && r.Seq == c.Seq {
+		w.val = (*schedRecord)(&r)
+	}
+	return w
+}
