@@ -95,24 +95,28 @@ func (d dirty) tracking() bool { return d.videos != nil }
 // state does.
 func (s *state) newTables() {
 	gen := func() (uint64, bool) { return s.dirty.gen, s.dirty.tracking() }
-	s.idem = newTable[Idempotency](bucketHotIdem, gen)
+	staging := func() bool { return s.dirty.staging }
+	s.idem = newTable[Idempotency](bucketHotIdem, gen, staging)
 	s.idem.at = func(r *Idempotency) (int64, bool) { return r.CreatedAt, true }
-	s.events = newTable[Event](bucketHotEvents, gen)
+	s.events = newTable[Event](bucketHotEvents, gen, staging)
 	s.events.at = func(e *Event) (int64, bool) { return e.Created, true }
-	s.deliveries = newTable[Delivery](bucketHotDeliveries, gen)
+	s.deliveries = newTable[Delivery](bucketHotDeliveries, gen, staging)
 	s.deliveries.at = func(d *Delivery) (int64, bool) { return d.FinishedAt, d.State != DeliveryPending }
 	// The deliverer scans the pending ones at every round.
 	s.deliveries.hot = func(d *Delivery) bool { return d.State == DeliveryPending }
 	s.deliveries.copy = func(d *Delivery) *Delivery { c := d.clone(); return &c }
 	s.deliveries.group = func(d *Delivery) ([]string, int64) { return []string{d.WebhookID}, d.CreatedAt }
-	s.debits = newTable[Debit](bucketHotDebits, gen)
+	s.debits = newTable[Debit](bucketHotDebits, gen, staging)
 	s.debits.at = func(d *Debit) (int64, bool) { return d.CreatedAt, true }
-	s.appLedger = newTable[LedgerEntry](bucketAppLedger, gen)
-	s.appEvents = newTable[VideoEvent](bucketAppEvents, gen)
-	s.eventLog = newTable[LoggedEvent](bucketEventLog, gen)
+	s.appLedger = newTable[LedgerEntry](bucketAppLedger, gen, staging)
+	s.appEvents = newTable[VideoEvent](bucketAppEvents, gen, staging)
+	s.eventLog = newTable[LoggedEvent](bucketEventLog, gen, staging)
 	s.eventLog.at = func(e *LoggedEvent) (int64, bool) { return e.Event.Created, true }
 	s.eventLog.group = func(e *LoggedEvent) ([]string, int64) {
 		return []string{e.Event.AccountID, typeGroup(e.Event.Type, e.Event.AccountID)}, int64(e.Seq)
+	}
+	for _, t := range s.tables() {
+		t.index()
 	}
 }
 
@@ -121,6 +125,9 @@ type anyTable interface {
 	clean(gen uint64)
 	takeWrites(cp *checkpoint)
 	dirtyLen() int
+	stagedLen() int
+	index()
+	stage(gen uint64, begin bool, budget int) int
 	load(tx *bbolt.Tx, extra storeExtra) error
 	buildIndexes(tx *bbolt.Tx) error
 	attach(st *store)
@@ -227,8 +234,7 @@ func (s *state) takeHot(cp *checkpoint) error {
 		if !ok { // cannot happen: a dirty video stays in memory (dropWritten)
 			return fmt.Errorf("video %s changed but is not in memory", id)
 		}
-		c := v.Clone()
-		s.takeVideo(cp, leftovers, stagedVideo{c: &c, orig: v, seq: s.seqOf[id]})
+		s.takeVideo(cp, leftovers, newStagedVideo(v, s.seqOf[id], d.gen))
 	}
 	for _, sv := range d.stagedVideos {
 		s.takeVideo(cp, leftovers, sv)
@@ -253,12 +259,11 @@ func (s *state) takeHot(cp *checkpoint) error {
 // records, where it may have been at the last checkpoint).
 func (s *state) takeVideo(cp *checkpoint, leftovers map[string]struct{}, sv stagedVideo) {
 	v := sv.c
-	key := hotVideoKey(v.AccountID, sv.seq)
-	if !finished(v) {
-		cp.hot = append(cp.hot, hotWrite{bucket: bucketHotVideos, key: key, val: v})
+	if !sv.done {
+		cp.hot = append(cp.hot, hotWrite{bucket: bucketHotVideos, key: sv.key, val: v})
 		return
 	}
-	cp.hot = append(cp.hot, hotWrite{bucket: bucketHotVideos, key: key})
+	cp.hot = append(cp.hot, hotWrite{bucket: bucketHotVideos, key: sv.key})
 	_, listed := s.listedOnDisk[v.ID]
 	cp.videos = append(cp.videos, diskVideo{v: v, seq: sv.seq, listed: listed, orig: sv.orig})
 	if v.leftovers() {

@@ -39,6 +39,16 @@ type stagedVideo struct {
 	orig *Video // the video in memory when copied (dropWritten)
 	seq  uint64
 	gen  uint64
+	// key is its key in bucketHotVideos, made ahead too: reading the copy
+	// for it was most of what the snapshot still spent on staged videos.
+	key  []byte
+	done bool // finished: it goes to the disk tier
+}
+
+// newStagedVideo copies v, whose sequence number is seq.
+func newStagedVideo(v *Video, seq, gen uint64) stagedVideo {
+	c := v.Clone()
+	return stagedVideo{c: &c, orig: v, seq: seq, gen: gen, key: hotVideoKey(v.AccountID, seq), done: finished(v)}
 }
 
 // stagedSched is a task graph's write, copied ahead of a checkpoint.
@@ -65,7 +75,8 @@ func (s *state) stage(budget int) {
 	if !d.stageAllowed() {
 		return
 	}
-	if !d.staging {
+	begin := !d.staging
+	if begin {
 		d.staging = true
 		// The task graphs changed so far join the backlog too.
 		for _, c := range s.sched.TakeChanged() {
@@ -98,6 +109,9 @@ func (s *state) stage(budget int) {
 		d.backlogVideos[last] = ""
 		d.backlogVideos = d.backlogVideos[:last]
 	}
+	for _, t := range s.tables() {
+		budget = t.stage(d.gen, begin, budget)
+	}
 }
 
 // stageSched stages c's task graph.
@@ -117,8 +131,7 @@ func (s *state) stageVideo(id string) bool {
 	if !ok {
 		return false // takeHot reports it
 	}
-	c := v.Clone()
-	d.stagedVideos[id] = stagedVideo{c: &c, orig: v, seq: s.seqOf[id], gen: d.gen}
+	d.stagedVideos[id] = newStagedVideo(v, s.seqOf[id], d.gen)
 	delete(d.videos, id)
 	return true
 }
@@ -133,8 +146,8 @@ func (d *dirty) stopStaging() {
 	d.backlogSched = d.backlogSched[:0]
 }
 
-// staged reports how many records are staged, for the checkpoint's
-// preallocation and tests.
+// staged reports how many videos and task graphs are staged, for the
+// checkpoint's preallocation and tests.
 func (d *dirty) staged() int { return len(d.stagedVideos) + len(d.stagedSched) }
 
 // schedWrite is the checkpoint's write of c's task graph: its record, or a

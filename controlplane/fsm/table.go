@@ -54,10 +54,28 @@ type table[V any] struct {
 	// copy returns a copy that nothing changes later; nil for records that
 	// are replaced, never changed in place.
 	copy func(*V) *V
+	// ix keeps the index buckets in step with a write (nil: no index); set
+	// by index once at, hot and group are.
+	ix *indexer
+	// The writes staged ahead of the next checkpoint (table_stage.go), none
+	// of them in dirty; staging reports whether the applies stage now,
+	// and backlog and recent are what they stage from.
+	staged  map[string]stagedRow
+	staging func() bool
+	backlog []string
+	recent  []string
 }
 
-func newTable[V any](bucket string, gen func() (uint64, bool)) *table[V] {
-	return &table[V]{bucket: bucket, mem: map[string]*V{}, dirty: map[string]uint64{}, gen: gen}
+func newTable[V any](bucket string, gen func() (uint64, bool), staging func() bool) *table[V] {
+	return &table[V]{bucket: bucket, mem: map[string]*V{}, dirty: map[string]uint64{}, gen: gen,
+		staged: map[string]stagedRow{}, staging: staging}
+}
+
+// index makes the table's indexer, once its at, hot and group are set.
+func (t *table[V]) index() {
+	if t.indexed() {
+		t.ix = t.indexer()
+	}
 }
 
 func (t *table[V]) timeBucket() []byte  { return []byte(t.bucket + "_by_time") }
@@ -70,6 +88,10 @@ func (t *table[V]) indexed() bool { return t.at != nil || t.hot != nil || t.grou
 func (t *table[V]) mark(k string) {
 	if g, ok := t.gen(); ok {
 		t.dirty[k] = g
+		delete(t.staged, k) // copied before this change
+		if t.staging() {
+			t.recent = append(t.recent, k)
+		}
 	}
 }
 
@@ -345,22 +367,15 @@ type tableRecords struct {
 // takeWrites copies the changed records for a checkpoint; the caller holds
 // the lock.
 func (t *table[V]) takeWrites(cp *checkpoint) {
-	var ix *indexer
-	if t.indexed() {
-		ix = t.indexer()
-	}
 	for k := range t.dirty {
-		w := hotWrite{bucket: t.bucket, key: []byte(k)}
-		if v := t.mem[k]; v != nil {
-			if t.copy != nil {
-				v = t.copy(v)
-			}
-			w.val = v
-		}
-		w.index = ix
-		cp.hot = append(cp.hot, w)
+		cp.hot = append(cp.hot, t.write(k))
 		cp.written = append(cp.written, t.evicter(k))
 	}
+	for k, r := range t.staged {
+		cp.hot = append(cp.hot, r.w)
+		cp.written = append(cp.written, t.evicter(k))
+	}
+	t.stopStaging()
 	if cp.extra.Tables == nil {
 		cp.extra.Tables = map[string]int{}
 	}
@@ -374,16 +389,23 @@ func (t *table[V]) evicter(k string) func() {
 		if _, again := t.dirty[k]; again {
 			return
 		}
+		if _, again := t.staged[k]; again {
+			return
+		}
 		if v := t.mem[k]; v == nil || t.hot == nil || !t.hot(v) {
 			delete(t.mem, k)
 		}
 	}
 }
 
-func (t *table[V]) dirtyLen() int { return len(t.dirty) }
+func (t *table[V]) dirtyLen() int { return len(t.dirty) + len(t.staged) }
+
+// stagedLen is how many of dirtyLen are staged.
+func (t *table[V]) stagedLen() int { return len(t.staged) }
 
 func (t *table[V]) clean(gen uint64) {
 	maps.DeleteFunc(t.dirty, func(_ string, g uint64) bool { return g <= gen })
+	maps.DeleteFunc(t.staged, func(_ string, r stagedRow) bool { return r.gen <= gen })
 }
 
 // load prepares the table of a state loaded from tx: the hot records in

@@ -380,9 +380,9 @@ type TierStats struct {
 	// (table.go), deletions not yet written included: with a file, those
 	// changed since the last checkpoint and the pending deliveries.
 	TableMemory map[string]int
-	// Changed counts the videos and task graphs changed since the last
-	// checkpoint that the next one must still copy; Staged those already
-	// copied for it (stage.go).
+	// Changed counts the records (videos, task graphs, table records)
+	// changed since the last checkpoint that the next one must still copy;
+	// Staged those already copied for it (stage.go).
 	Changed, Staged int
 }
 
@@ -401,6 +401,10 @@ func (f *FSM) TierStats() TierStats {
 	if d := f.s.dirty; d.tracking() {
 		ts.Changed = len(d.videos) + len(d.sched) + f.s.sched.ChangedCount()
 		ts.Staged = d.staged()
+		for _, t := range f.s.tables() {
+			ts.Changed += t.dirtyLen() - t.stagedLen()
+			ts.Staged += t.stagedLen()
+		}
 	}
 	if f.s.disk != nil {
 		_ = f.s.disk.db.View(func(tx *bbolt.Tx) error {
