@@ -13,10 +13,11 @@ import (
 // checkpoint interval (about ten thousand of each): 80–130 ms without an
 // apply, every two seconds, which set the slowest creates.
 //
-// So the copies are made ahead, a few at a time on the apply path: once an
-// interval is half over (stageAfter entries since the last snapshot), each
-// apply copies up to stageBudget changed records per entry it applied into
-// the staged sets, and takes them out of the dirty sets. A record changed
+// So the copies are made ahead, on the apply path: once an interval is half
+// over (stageAfter entries since the last snapshot), each apply copies into
+// the staged sets every record changed since the previous apply, and up to
+// stageBudget per entry it applied of the backlog (what had changed before
+// staging began), and takes them out of the dirty sets. A record changed
 // again is taken back out of the staged set (touch, or TakeChanged for the
 // task graphs), so the next checkpoint copies it afresh; the others it
 // takes as staged. Staged entries keep the generation they were staged in
@@ -28,9 +29,10 @@ import (
 // written): the dirty sets then still hold what it writes, which staging
 // would copy a second time.
 
-// stageBudget is how many records an apply stages per entry it applied: a
-// create changes two (its video and its task graph), so the staging
-// catches up with the creates of the interval's first half in its second.
+// stageBudget is how many records of the backlog an apply stages per entry
+// it applied: a create changes three (its video, its task graph, its event
+// in the log), so the backlog of the interval's first half is staged within
+// the first three eighths of its second half.
 const stageBudget = 4
 
 // stagedVideo is a video copied ahead of a checkpoint.
