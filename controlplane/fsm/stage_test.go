@@ -1,6 +1,7 @@
 package fsm_test
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -77,4 +78,48 @@ func TestStagingCopiesAhead(t *testing.T) {
 	stats("before the staging point", atLeast(38), zero)
 	creates(20)
 	stats("past the staging point again", zero, some)
+}
+
+// Two snapshots of one index, written in the opposite order: the second
+// write finds the finished video the first let go of, and must leave it
+// on disk (it listed it as held in memory, and a backup then panicked).
+func TestCheckpointsOfOneIndexOutOfOrder(t *testing.T) {
+	f, err := fsm.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var index uint64
+	apply := func(c fsm.Command) {
+		t.Helper()
+		data, err := fsm.Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		index++
+		if res, ok := f.Apply(&raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: data}).(*fsm.Result); !ok || res.Err != nil {
+			t.Fatalf("apply %s: %+v", c.Type(), res)
+		}
+	}
+	apply(&fsm.CreateAccount{AccountID: "a", Name: "a", Plan: fsm.PlanMax, Credits: 1 << 40, KeyID: "k", KeyHash: keyHash("k"), KeyHint: "k", Now: t0})
+	apply(&fsm.CreateVideo{VideoID: "vid_1", AccountID: "a", Spec: manualSpec("p"), Price: 1, Now: t0})
+	apply(&fsm.FailVideo{VideoID: "vid_1", Reason: "operator", Now: t0})
+	older, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkpoint(t, f) // the newer, of the same index
+	if err := older.Persist(discardSink{}); err != nil {
+		t.Fatal(err)
+	}
+	if ts := f.TierStats(); ts.VideosOnDisk != 1 || ts.VideosInMemory != 0 {
+		t.Fatalf("after both checkpoints: %d videos on disk, %d in memory", ts.VideosOnDisk, ts.VideosInMemory)
+	}
+	var backup bytes.Buffer
+	if err := f.WriteBackup(&backup); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := f.Video("a", "vid_1"); !ok || v.Status != fsm.StatusFailed {
+		t.Fatalf("vid_1: %+v, found %v", v, ok)
+	}
 }

@@ -270,11 +270,16 @@ func (s *state) dropWritten(cp *checkpoint) {
 		gone[id] = true
 		accounts[d.v.AccountID] = true
 		_, again := s.dirty.videos[id]
-		if _, staged := s.dirty.stagedVideos[id]; !again && !staged && s.videos[id] == d.orig {
+		_, staged := s.dirty.stagedVideos[id]
+		switch cur, inMem := s.videos[id]; {
+		case !inMem:
+			// Another checkpoint of the same index, taken after cp and
+			// written before it, wrote the video and let it go already.
+		case !again && !staged && cur == d.orig:
 			delete(s.videos, id)
 			delete(s.seqOf, id)
 			delete(s.listedOnDisk, id)
-		} else {
+		default:
 			s.listedOnDisk[id] = struct{}{}
 		}
 	}
