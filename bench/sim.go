@@ -139,6 +139,7 @@ func (e event) kind() eventKind { return eventKind(e.seq) }
 
 type simNode struct {
 	id      string
+	ref     scheduler.NodeRef
 	group   int
 	speed   float64
 	gpus    int
@@ -221,6 +222,8 @@ type sim struct {
 	spare   []*simTask // ended, for reuse (newTask)
 	// arrivals are the source's batches (sim_source.go); batch is the one
 	// being read and next the arrival whose event is queued.
+	// accts are the accounts' scheduler handles by class and index.
+	accts    [][]scheduler.AccountRef
 	arrivals <-chan []arrival
 	srcErr   <-chan error
 	batch    []arrival
@@ -286,6 +289,7 @@ func simulateOnce(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 		gpuGen:  1,
 		cpuGen:  1,
 	}
+	s.accts = make([][]scheduler.AccountRef, len(wl.Accounts))
 	s.rec = newRecorder(wl, s.horizon)
 	if err := s.addNodes(); err != nil {
 		return SimReport{}, err

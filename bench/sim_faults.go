@@ -272,6 +272,9 @@ func (s *sim) up(e event) error {
 	if err := s.st.UpsertNode(spec, s.at(s.now)); err != nil {
 		return fmt.Errorf("bench: node %s back: %w", n.id, err)
 	}
+	if err := s.nodeRef(n); err != nil { // registered again: a new record
+		return err
+	}
 	n.gpuNo, n.cpuNo = 0, 0
 	s.scheduleFaults(n)
 	if err := s.readied(0); err != nil {

@@ -65,30 +65,35 @@ func (s *sim) placeAll() error {
 // it gets.
 func (s *sim) placeOn(n *simNode) error {
 	for s.worth(n) {
-		g, err := s.st.PlaceGrant(n.id, s.at(s.now), simLease)
+		// The grant is written straight into the task's record.
+		t := s.newTask()
+		err := s.st.PlaceGrant(n.ref, s.at(s.now), simLease, &t.grant)
 		if errors.Is(err, scheduler.ErrNoWork) {
+			s.spare = append(s.spare, t) // untouched: still zero
 			n.gpuNo, n.cpuNo = s.gpuGen, s.cpuGen
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("bench: place on %s: %w", n.id, err)
 		}
-		if err := s.start(n, g); err != nil {
+		if err := s.start(n, t); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *sim) start(n *simNode, g scheduler.Grant) error {
+// start runs the task just granted into t.grant on n.
+func (s *sim) start(n *simNode, t *simTask) error {
+	g := &t.grant
 	v := s.videos.get(videoNumber(g.VideoID))
 	load, err := s.warmUp(n, g.Model, g.GPUs)
 	if err != nil {
 		return err
 	}
 	sec := s.serviceSeconds(s.taskSeconds(n, v, g.Kind))
-	t := s.newTask()
-	*t = simTask{grant: g, v: v, class: v.class, idx: len(s.running), node: n, gpus: g.GPUs, cpu: g.CPUSlots, started: s.now, end: s.now + load + secondsDur(sec)}
+	t.v, t.class, t.idx, t.node, t.gpus, t.cpu = v, v.class, len(s.running), n, g.GPUs, g.CPUSlots
+	t.started, t.end = s.now, s.now+load+secondsDur(sec)
 	n.freeGPU -= t.gpus
 	n.freeCPU -= t.cpu
 	s.running = append(s.running, t)
@@ -158,7 +163,7 @@ func (s *sim) complete(t *simTask) error {
 		s.freeTask(t)
 		return nil
 	}
-	g := t.grant
+	g := &t.grant
 	s.dropRunning(t)
 	defer s.freeTask(t)
 	n := t.node
