@@ -18,8 +18,9 @@ func (s *State) Submit(g Graph, now time.Time) error {
 // Prepared is a video's graph, checked and built into the scheduler's
 // records, waiting for SubmitPrepared to enter it into a State.
 type Prepared struct {
-	g Graph
-	v *video // nil once submitted
+	g      Graph
+	v      *video   // nil once submitted
+	hashes []uint64 // reqHash of each task's requirements
 }
 
 // PrepareSubmit checks g and builds its records without touching any
@@ -68,7 +69,11 @@ func PrepareSubmit(g Graph) (*Prepared, error) {
 			v.plan = t
 		}
 	}
-	return &Prepared{g: g, v: v}, nil
+	hashes := make([]uint64, len(g.Tasks))
+	for i := range g.Tasks {
+		hashes[i] = reqHash(&g.Tasks[i].Req)
+	}
+	return &Prepared{g: g, v: v, hashes: hashes}, nil
 }
 
 // SubmitPrepared adds a prepared video to s as of now, as Submit would
@@ -119,7 +124,7 @@ func (s *State) SubmitPreparedFor(p *Prepared, acct AccountRef, now time.Time) e
 	}
 	for i, t := range v.tasks {
 		t.sub, t.seq = at, v.seq
-		t.cls = s.classFor(p.g.Tasks[i].Req)
+		t.cls = s.classHashed(&p.g.Tasks[i].Req, p.hashes[i])
 	}
 	s.ntasks += len(v.tasks)
 	s.videos[v.id] = v
