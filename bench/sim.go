@@ -217,7 +217,10 @@ type sim struct {
 	warmup  time.Duration
 	nodes   []*simNode
 	byID    map[string]*simNode
-	videos  videoTable // unfinished, by number (videoNumber)
+	// videos are the unfinished ones by number, which is also the
+	// scheduler's Grant.VideoSeq: both number the videos from 1 in
+	// arrival order, the order of submission.
+	videos  videoTable
 	running []*simTask // in no particular order (see simTask.idx)
 	spare   []*simTask // ended, for reuse (newTask)
 	// arrivals are the source's batches (sim_source.go); batch is the one

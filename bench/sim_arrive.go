@@ -68,16 +68,6 @@ func pickWeighted(r *rand.Rand, w []float64) int {
 	return len(w) - 1
 }
 
-// videoNumber is the number in a simulated video's id ("v" and the
-// number): the simulator's own map is keyed by it, which hashes faster.
-func videoNumber(id string) uint64 {
-	var n uint64
-	for _, c := range []byte(id[1:]) {
-		n = n*10 + uint64(c-'0')
-	}
-	return n
-}
-
 // serviceSeconds applies the exponential option to a mean service time.
 func (s *sim) serviceSeconds(mean float64) float64 {
 	if s.wl.ExponentialService {

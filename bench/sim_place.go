@@ -86,7 +86,7 @@ func (s *sim) placeOn(n *simNode) error {
 // start runs the task just granted into t.grant on n.
 func (s *sim) start(n *simNode, t *simTask) error {
 	g := &t.grant
-	v := s.videos.get(videoNumber(g.VideoID))
+	v := s.videos.get(g.VideoSeq)
 	load, err := s.warmUp(n, g.Model, g.GPUs)
 	if err != nil {
 		return err
@@ -191,7 +191,7 @@ func (s *sim) complete(t *simTask) error {
 	}
 	if out.VideoCompleted {
 		s.rec.completed(v, s.now, s.now-v.submitted)
-		s.videos.drop(videoNumber(g.VideoID))
+		s.videos.drop(g.VideoSeq)
 		if err := s.st.Forget(g.VideoID); err != nil {
 			return fmt.Errorf("bench: forget %s: %w", g.VideoID, err)
 		}

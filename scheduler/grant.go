@@ -17,6 +17,10 @@ type Grant struct {
 	GPUs     int    // Requirements.GPUs
 	CPUSlots int    // Requirements.CPUSlots
 	Model    string // Requirements.Model
+	// VideoSeq numbers the task's video in the order of submission to
+	// the State, from 1 (a restored State keeps the numbers): a driver
+	// that submits in its own order finds its record of the video by it.
+	VideoSeq uint64
 
 	t     *task
 	state *State
@@ -68,7 +72,8 @@ func (s *State) PlaceGrant(node NodeRef, now time.Time, dur time.Duration, g *Gr
 		VideoID: t.v.id,
 		Kind:    t.kind,
 		GPUs:    r.GPUs, CPUSlots: r.CPUSlots, Model: r.Model,
-		t: t, state: s,
+		VideoSeq: t.v.seq,
+		t:        t, state: s,
 	}
 	return nil
 }

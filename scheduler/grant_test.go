@@ -36,7 +36,8 @@ func TestPlaceGrantMatchesPlace(t *testing.T) {
 				}
 				continue
 			}
-			want := Grant{Ref: l.Ref(), VideoID: l.VideoID, Kind: l.Kind, GPUs: l.Req.GPUs, CPUSlots: l.Req.CPUSlots, Model: l.Req.Model}
+			seq := map[string]uint64{"v1": 1, "v2": 2, "v3": 3}[l.VideoID] // submission order
+			want := Grant{Ref: l.Ref(), VideoID: l.VideoID, Kind: l.Kind, GPUs: l.Req.GPUs, CPUSlots: l.Req.CPUSlots, Model: l.Req.Model, VideoSeq: seq}
 			got := g
 			got.t, got.state = nil, nil
 			if got != want {
