@@ -139,6 +139,7 @@ func (e event) kind() eventKind { return eventKind(e.seq) }
 
 type simNode struct {
 	id      string
+	idx     int // in sim.nodes
 	ref     scheduler.NodeRef
 	group   int
 	speed   float64
@@ -216,7 +217,10 @@ type sim struct {
 	horizon time.Duration
 	warmup  time.Duration
 	nodes   []*simNode
-	byID    map[string]*simNode
+	// gpuRoom and cpuRoom are bit sets of the nodes (by index) with a free
+	// GPU and with a free CPU slot (placeAll).
+	gpuRoom, cpuRoom []uint64
+	byID             map[string]*simNode
 	// videos are the unfinished ones by number, which is also the
 	// scheduler's Grant.VideoSeq: both number the videos from 1 in
 	// arrival order, the order of submission.

@@ -35,7 +35,12 @@ func (s *sim) addNodes() error {
 			if err := s.nodeRef(sn); err != nil {
 				return err
 			}
+			sn.idx = len(s.nodes)
 			s.nodes = append(s.nodes, sn)
+			if sn.idx>>6 == len(s.gpuRoom) {
+				s.gpuRoom, s.cpuRoom = append(s.gpuRoom, 0), append(s.cpuRoom, 0)
+			}
+			s.roomChanged(sn)
 			s.byID[sn.id] = sn
 		}
 	}

@@ -251,6 +251,7 @@ func (s *sim) down(e event) error {
 	s.flt.requeued += lost
 	n.warm = n.warm[:0]
 	n.freeGPU, n.freeCPU = n.gpus, n.cpu
+	s.roomChanged(n)
 	if err := s.readied(gpu); err != nil {
 		return err
 	}

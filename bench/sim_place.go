@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 
 	"github.com/vidfarm/vidfarm/scheduler"
 )
@@ -48,17 +49,59 @@ func (s *sim) worth(n *simNode) bool {
 		(n.freeCPU > 0 && s.readyCPU > 0 && n.cpuNo != s.cpuGen))
 }
 
-// placeAll offers work to every node that could take some.
+// placeAll offers work to every node that could take some, in the
+// nodes' order. Only nodes with room for a ready kind are visited: a
+// busy farm has most nodes' GPUs taken, and asking each of them whether it
+// is worth asking cost more than the rest of placing an arrival. Placing
+// on one node changes no other node's room, so the room sets are read as
+// the walk goes.
 func (s *sim) placeAll() error {
-	for _, n := range s.nodes {
-		if s.readyGPU == 0 && s.readyCPU == 0 {
+	for i := 0; s.readyGPU > 0 || s.readyCPU > 0; i++ {
+		if i = s.nextRoom(i); i < 0 {
 			return nil
 		}
-		if err := s.placeOn(n); err != nil {
+		if err := s.placeOn(s.nodes[i]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// nextRoom is the index of the first node from i on with free GPUs while
+// GPU tasks are ready or free CPU slots while CPU tasks are; -1 if none.
+func (s *sim) nextRoom(i int) int {
+	for w := i >> 6; w < len(s.gpuRoom); w++ {
+		var room uint64
+		if s.readyGPU > 0 {
+			room |= s.gpuRoom[w]
+		}
+		if s.readyCPU > 0 {
+			room |= s.cpuRoom[w]
+		}
+		if w == i>>6 {
+			room &= ^uint64(0) << (i & 63)
+		}
+		if room != 0 {
+			return w<<6 + bits.TrailingZeros64(room)
+		}
+	}
+	return -1
+}
+
+// roomChanged brings n's bits in the room sets up to date after its free
+// GPUs or CPU slots changed.
+func (s *sim) roomChanged(n *simNode) {
+	w, b := n.idx>>6, uint64(1)<<(n.idx&63)
+	if n.freeGPU > 0 {
+		s.gpuRoom[w] |= b
+	} else {
+		s.gpuRoom[w] &^= b
+	}
+	if n.freeCPU > 0 {
+		s.cpuRoom[w] |= b
+	} else {
+		s.cpuRoom[w] &^= b
+	}
 }
 
 // placeOn calls Place for n until it answers ErrNoWork, starting each task
@@ -96,6 +139,7 @@ func (s *sim) start(n *simNode, t *simTask) error {
 	t.started, t.end = s.now, s.now+load+secondsDur(sec)
 	n.freeGPU -= t.gpus
 	n.freeCPU -= t.cpu
+	s.roomChanged(n)
 	s.running = append(s.running, t)
 	if !v.leased {
 		v.leased = true
@@ -169,6 +213,7 @@ func (s *sim) complete(t *simTask) error {
 	n := t.node
 	n.freeGPU += t.gpus
 	n.freeCPU += t.cpu
+	s.roomChanged(n)
 	n.gpuNo, n.cpuNo = 0, 0
 	s.rec.busy(t, s.horizon)
 	out, err := s.st.CompleteGrant(g, s.at(s.now))
