@@ -302,7 +302,7 @@ func simulateOnce(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 		return SimReport{}, err
 	}
 	s.setupFaults()
-	arrivals, errc, stop := make(chan []arrival, 8), make(chan error, 1), make(chan struct{})
+	arrivals, errc, stop := make(chan []arrival, arrivalBatches), make(chan error, 1), make(chan struct{})
 	defer close(stop)
 	go newSource(wl, cfg).run(arrivals, errc, stop)
 	s.arrivals, s.srcErr = arrivals, errc
