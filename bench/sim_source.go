@@ -29,10 +29,11 @@ type arrival struct {
 }
 
 // arrivalBatch is how many arrivals the source hands over at a time, and
-// arrivalBatches how many batches it may be ahead. The records it makes
-// are read once more when entered: about 600 arrivals ahead (a few MB)
-// they are still in the shared cache then, where 4,600 ahead (512 × 9)
-// they were not, which cost the simulating goroutine a tenth of its time.
+// arrivalBatches how many batches may wait. The records the source makes
+// are read again when the simulating goroutine enters them: about 600
+// arrivals ahead (a few MB) they are still in the shared cache then;
+// 4,000 and more ahead (512 × 8 waiting, as before) they were not, which
+// cost the simulating goroutine a tenth of its time.
 const (
 	arrivalBatch   = 128
 	arrivalBatches = 4
