@@ -139,6 +139,8 @@ func (e event) kind() eventKind { return eventKind(e.seq) }
 
 type simNode struct {
 	id      string
+	idx     int // in sim.nodes
+	ref     scheduler.NodeRef
 	group   int
 	speed   float64
 	gpus    int
@@ -215,12 +217,20 @@ type sim struct {
 	horizon time.Duration
 	warmup  time.Duration
 	nodes   []*simNode
-	byID    map[string]*simNode
-	videos  videoTable // unfinished, by number (videoNumber)
+	// gpuRoom and cpuRoom are bit sets of the nodes (by index) with a free
+	// GPU and with a free CPU slot (placeAll).
+	gpuRoom, cpuRoom []uint64
+	byID             map[string]*simNode
+	// videos are the unfinished ones by number, which is also the
+	// scheduler's Grant.VideoSeq: both number the videos from 1 in
+	// arrival order, the order of submission.
+	videos  videoTable
 	running []*simTask // in no particular order (see simTask.idx)
 	spare   []*simTask // ended, for reuse (newTask)
 	// arrivals are the source's batches (sim_source.go); batch is the one
 	// being read and next the arrival whose event is queued.
+	// accts are the accounts' scheduler handles by class and index.
+	accts    [][]scheduler.AccountRef
 	arrivals <-chan []arrival
 	srcErr   <-chan error
 	batch    []arrival
@@ -286,12 +296,13 @@ func simulateOnce(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 		gpuGen:  1,
 		cpuGen:  1,
 	}
+	s.accts = make([][]scheduler.AccountRef, len(wl.Accounts))
 	s.rec = newRecorder(wl, s.horizon)
 	if err := s.addNodes(); err != nil {
 		return SimReport{}, err
 	}
 	s.setupFaults()
-	arrivals, errc, stop := make(chan []arrival, 8), make(chan error, 1), make(chan struct{})
+	arrivals, errc, stop := make(chan []arrival, arrivalBatches), make(chan error, 1), make(chan struct{})
 	defer close(stop)
 	go newSource(wl, cfg).run(arrivals, errc, stop)
 	s.arrivals, s.srcErr = arrivals, errc

@@ -32,10 +32,29 @@ func (s *sim) addNodes() error {
 			}
 			sn := &simNode{id: n.ID, group: gi, speed: speed, gpus: g.GPUsPerNode, cpu: g.CPUSlots, freeGPU: g.GPUsPerNode, freeCPU: g.CPUSlots, spec: n,
 				scale: scales}
+			if err := s.nodeRef(sn); err != nil {
+				return err
+			}
+			sn.idx = len(s.nodes)
 			s.nodes = append(s.nodes, sn)
+			if sn.idx>>6 == len(s.gpuRoom) {
+				s.gpuRoom, s.cpuRoom = append(s.gpuRoom, 0), append(s.cpuRoom, 0)
+			}
+			s.roomChanged(sn)
 			s.byID[sn.id] = sn
 		}
 	}
+	return nil
+}
+
+// nodeRef takes n's scheduler handle, which spares PlaceGrant a lookup by
+// id.
+func (s *sim) nodeRef(n *simNode) error {
+	r, err := s.st.NodeRef(n.id)
+	if err != nil {
+		return fmt.Errorf("bench: node %s: %w", n.id, err)
+	}
+	n.ref = r
 	return nil
 }
 
@@ -52,16 +71,6 @@ func pickWeighted(r *rand.Rand, w []float64) int {
 		u -= x
 	}
 	return len(w) - 1
-}
-
-// videoNumber is the number in a simulated video's id ("v" and the
-// number): the simulator's own map is keyed by it, which hashes faster.
-func videoNumber(id string) uint64 {
-	var n uint64
-	for _, c := range []byte(id[1:]) {
-		n = n*10 + uint64(c-'0')
-	}
-	return n
 }
 
 // serviceSeconds applies the exponential option to a mean service time.
@@ -123,13 +132,28 @@ func (s *sim) queueArrival() error {
 	return nil
 }
 
+// accountRef is the scheduler's handle on a's account, taken on its first
+// video: the simulator's table by class and index spares the scheduler a
+// lookup by id per video.
+func (s *sim) accountRef(a arrival) scheduler.AccountRef {
+	refs := s.accts[a.v.class]
+	if refs == nil {
+		refs = make([]scheduler.AccountRef, s.wl.Accounts[a.v.class].Count)
+		s.accts[a.v.class] = refs
+	}
+	if refs[a.acct] == (scheduler.AccountRef{}) {
+		refs[a.acct] = s.st.AccountRef(a.prepared.AccountID())
+	}
+	return refs[a.acct]
+}
+
 // arrive submits the video whose arrival event is due and offers it.
 func (s *sim) arrive() error {
 	a := s.next
 	if err := s.queueArrival(); err != nil {
 		return err
 	}
-	if err := s.st.SubmitPrepared(a.prepared, s.at(s.now)); err != nil {
+	if err := s.st.SubmitPreparedFor(a.prepared, s.accountRef(a), s.at(s.now)); err != nil {
 		return fmt.Errorf("bench: submit v%d: %w", a.num, err)
 	}
 	gpuReady := 0

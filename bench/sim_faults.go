@@ -251,6 +251,7 @@ func (s *sim) down(e event) error {
 	s.flt.requeued += lost
 	n.warm = n.warm[:0]
 	n.freeGPU, n.freeCPU = n.gpus, n.cpu
+	s.roomChanged(n)
 	if err := s.readied(gpu); err != nil {
 		return err
 	}
@@ -271,6 +272,9 @@ func (s *sim) up(e event) error {
 	spec.WarmModels = nil
 	if err := s.st.UpsertNode(spec, s.at(s.now)); err != nil {
 		return fmt.Errorf("bench: node %s back: %w", n.id, err)
+	}
+	if err := s.nodeRef(n); err != nil { // registered again: a new record
+		return err
 	}
 	n.gpuNo, n.cpuNo = 0, 0
 	s.scheduleFaults(n)

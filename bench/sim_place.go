@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 
 	"github.com/vidfarm/vidfarm/scheduler"
 )
@@ -48,49 +49,97 @@ func (s *sim) worth(n *simNode) bool {
 		(n.freeCPU > 0 && s.readyCPU > 0 && n.cpuNo != s.cpuGen))
 }
 
-// placeAll offers work to every node that could take some.
+// placeAll offers work to every node that could take some, in the
+// nodes' order. Only nodes with room for a ready kind are visited: a
+// busy farm has most nodes' GPUs taken, and asking each of them whether it
+// is worth asking cost more than the rest of placing an arrival. Placing
+// on one node changes no other node's room, so the room sets are read as
+// the walk goes.
 func (s *sim) placeAll() error {
-	for _, n := range s.nodes {
-		if s.readyGPU == 0 && s.readyCPU == 0 {
+	for i := 0; s.readyGPU > 0 || s.readyCPU > 0; i++ {
+		if i = s.nextRoom(i); i < 0 {
 			return nil
 		}
-		if err := s.placeOn(n); err != nil {
+		if err := s.placeOn(s.nodes[i]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// nextRoom is the index of the first node from i on with free GPUs while
+// GPU tasks are ready or free CPU slots while CPU tasks are; -1 if none.
+func (s *sim) nextRoom(i int) int {
+	for w := i >> 6; w < len(s.gpuRoom); w++ {
+		var room uint64
+		if s.readyGPU > 0 {
+			room |= s.gpuRoom[w]
+		}
+		if s.readyCPU > 0 {
+			room |= s.cpuRoom[w]
+		}
+		if w == i>>6 {
+			room &= ^uint64(0) << (i & 63)
+		}
+		if room != 0 {
+			return w<<6 + bits.TrailingZeros64(room)
+		}
+	}
+	return -1
+}
+
+// roomChanged brings n's bits in the room sets up to date after its free
+// GPUs or CPU slots changed.
+func (s *sim) roomChanged(n *simNode) {
+	w, b := n.idx>>6, uint64(1)<<(n.idx&63)
+	if n.freeGPU > 0 {
+		s.gpuRoom[w] |= b
+	} else {
+		s.gpuRoom[w] &^= b
+	}
+	if n.freeCPU > 0 {
+		s.cpuRoom[w] |= b
+	} else {
+		s.cpuRoom[w] &^= b
+	}
 }
 
 // placeOn calls Place for n until it answers ErrNoWork, starting each task
 // it gets.
 func (s *sim) placeOn(n *simNode) error {
 	for s.worth(n) {
-		g, err := s.st.PlaceGrant(n.id, s.at(s.now), simLease)
+		// The grant is written straight into the task's record.
+		t := s.newTask()
+		err := s.st.PlaceGrant(n.ref, s.at(s.now), simLease, &t.grant)
 		if errors.Is(err, scheduler.ErrNoWork) {
+			s.spare = append(s.spare, t) // untouched: still zero
 			n.gpuNo, n.cpuNo = s.gpuGen, s.cpuGen
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("bench: place on %s: %w", n.id, err)
 		}
-		if err := s.start(n, g); err != nil {
+		if err := s.start(n, t); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *sim) start(n *simNode, g scheduler.Grant) error {
-	v := s.videos.get(videoNumber(g.VideoID))
+// start runs the task just granted into t.grant on n.
+func (s *sim) start(n *simNode, t *simTask) error {
+	g := &t.grant
+	v := s.videos.get(g.VideoSeq)
 	load, err := s.warmUp(n, g.Model, g.GPUs)
 	if err != nil {
 		return err
 	}
 	sec := s.serviceSeconds(s.taskSeconds(n, v, g.Kind))
-	t := s.newTask()
-	*t = simTask{grant: g, v: v, class: v.class, idx: len(s.running), node: n, gpus: g.GPUs, cpu: g.CPUSlots, started: s.now, end: s.now + load + secondsDur(sec)}
+	t.v, t.class, t.idx, t.node, t.gpus, t.cpu = v, v.class, len(s.running), n, g.GPUs, g.CPUSlots
+	t.started, t.end = s.now, s.now+load+secondsDur(sec)
 	n.freeGPU -= t.gpus
 	n.freeCPU -= t.cpu
+	s.roomChanged(n)
 	s.running = append(s.running, t)
 	if !v.leased {
 		v.leased = true
@@ -158,12 +207,13 @@ func (s *sim) complete(t *simTask) error {
 		s.freeTask(t)
 		return nil
 	}
-	g := t.grant
+	g := &t.grant
 	s.dropRunning(t)
 	defer s.freeTask(t)
 	n := t.node
 	n.freeGPU += t.gpus
 	n.freeCPU += t.cpu
+	s.roomChanged(n)
 	n.gpuNo, n.cpuNo = 0, 0
 	s.rec.busy(t, s.horizon)
 	out, err := s.st.CompleteGrant(g, s.at(s.now))
@@ -186,7 +236,7 @@ func (s *sim) complete(t *simTask) error {
 	}
 	if out.VideoCompleted {
 		s.rec.completed(v, s.now, s.now-v.submitted)
-		s.videos.drop(videoNumber(g.VideoID))
+		s.videos.drop(g.VideoSeq)
 		if err := s.st.Forget(g.VideoID); err != nil {
 			return fmt.Errorf("bench: forget %s: %w", g.VideoID, err)
 		}

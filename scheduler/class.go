@@ -14,6 +14,8 @@ type class struct {
 	idx int
 	key string // Requirements.key, for people and tests
 	req Requirements
+	// hash is reqHash(&req) once the class is in State.classMemo.
+	hash uint64
 	// capable counts live (not down, not draining) nodes whose hardware
 	// could run this class when idle.
 	capable int

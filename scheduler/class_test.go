@@ -69,3 +69,32 @@ func TestRecentKeepsTheLatest(t *testing.T) {
 		}
 	}
 }
+
+// TestClassHashedMatchesClassFor: the memo finds the class classFor
+// would, for normalized requirements and for unsorted tools, and keeps
+// classes apart that differ in one field.
+func TestClassHashedMatchesClassFor(t *testing.T) {
+	reqs := []Requirements{
+		{GPUs: 1, GPUMemoryGB: 8, Model: "m"},
+		{GPUs: 1, GPUMemoryGB: 8, Model: "n"},
+		{GPUs: 2, GPUMemoryGB: 8, Model: "m"},
+		{GPUs: 1, GPUMemoryGB: 16, Model: "m"},
+		{CPUSlots: 1, Tools: []string{"ffmpeg"}},
+		{CPUSlots: 1, Tools: []string{"espeak-ng", "ffmpeg"}},
+		{CPUSlots: 1, Tools: []string{"ffmpeg", "espeak-ng"}}, // unsorted
+		{CPUSlots: 2, Tools: []string{"ffmpeg"}},
+	}
+	s := newState(t, Config{})
+	for round := range 3 {
+		for i := range reqs {
+			r := reqs[i]
+			got := s.classHashed(&r, reqHash(&r))
+			if want := s.classFor(r); got != want {
+				t.Fatalf("round %d: %+v: class %s, classFor says %s", round, r, got.key, want.key)
+			}
+		}
+	}
+	if len(s.classes) != len(reqs)-1 {
+		t.Fatalf("%d classes, want %d", len(s.classes), len(reqs)-1)
+	}
+}

@@ -42,8 +42,10 @@
 // PrepareSubmit and PrepareScenes build a video's or its scenes' records
 // without a State (on any goroutine); SubmitPrepared and AddPreparedScenes
 // enter them. PlaceGrant and CompleteGrant are Place and Complete without
-// the copies a Lease makes. The simulator in bench uses them; the results
-// are the same as through Submit, AddScenes, Place and Complete.
+// the copies a Lease makes; NodeRef and AccountRef name a node (for
+// PlaceGrant) and an account (SubmitPreparedFor) without a lookup by id.
+// The simulator in bench uses them; the results are the same as through
+// Submit, AddScenes, Place and Complete.
 //
 // # Status
 //

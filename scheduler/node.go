@@ -75,6 +75,9 @@ type node struct {
 	// cordoned is the operator's mark (maintenance.go), apart from the
 	// agent's own Draining so that a heartbeat never lifts it.
 	cordoned bool
+	// removed is set by RemoveNode: a NodeRef to this record is stale (a
+	// node registering again under the id gets a new record).
+	removed bool
 }
 
 func (n *node) live() bool { return !n.down && !n.spec.Draining && !n.cordoned }
@@ -227,6 +230,7 @@ func (s *State) RemoveNode(nodeID string, now time.Time) ([]Lease, error) {
 	s.countCapable(n, -1)
 	s.countTools(n.spec.Tools, -1)
 	delete(s.nodes, nodeID)
+	n.removed = true
 	return out, nil
 }
 

@@ -57,7 +57,12 @@ func (s *State) place(nodeID string, now time.Time, dur time.Duration) (*task, e
 	if err != nil {
 		return nil, err
 	}
-	at := ms(now)
+	return s.placeOn(n, ms(now), d)
+}
+
+// placeOn is place once the lease's length is checked and the node found.
+func (s *State) placeOn(n *node, at, d int64) (*task, error) {
+	nodeID := n.spec.ID
 	s.touch(n, at)
 	s.release(at)
 	if n.spec.Draining {

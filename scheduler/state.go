@@ -33,6 +33,7 @@ type State struct {
 
 	classes    []*class
 	classByKey map[classKey]*class
+	classMemo  [classMemoSize]*class // by requirements' hash (classmemo.go)
 
 	// levels are the non-empty levels, highest priority first: a slice,
 	// not a map by priority, as there are a handful and every placement

@@ -29,7 +29,7 @@ func TestStatusBatchAnswersAlike(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 4 {
-		if _, err := s.PlaceGrant("n1", t0, time.Minute); err != nil {
+		if _, err := placeGrant(s, "n1", t0, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -18,8 +18,9 @@ func (s *State) Submit(g Graph, now time.Time) error {
 // Prepared is a video's graph, checked and built into the scheduler's
 // records, waiting for SubmitPrepared to enter it into a State.
 type Prepared struct {
-	g Graph
-	v *video // nil once submitted
+	g      Graph
+	v      *video   // nil once submitted
+	hashes []uint64 // reqHash of each task's requirements
 }
 
 // PrepareSubmit checks g and builds its records without touching any
@@ -68,12 +69,40 @@ func PrepareSubmit(g Graph) (*Prepared, error) {
 			v.plan = t
 		}
 	}
-	return &Prepared{g: g, v: v}, nil
+	hashes := make([]uint64, len(g.Tasks))
+	for i := range g.Tasks {
+		hashes[i] = reqHash(&g.Tasks[i].Req)
+	}
+	return &Prepared{g: g, v: v, hashes: hashes}, nil
 }
 
 // SubmitPrepared adds a prepared video to s as of now, as Submit would
 // have added its graph. A Prepared is entered once, into one State.
 func (s *State) SubmitPrepared(p *Prepared, now time.Time) error {
+	return s.SubmitPreparedFor(p, AccountRef{}, now)
+}
+
+// AccountID is the prepared video's account.
+func (p *Prepared) AccountID() string { return p.g.Video.AccountID }
+
+// AccountRef names an account for SubmitPreparedFor without a lookup by id
+// on every submission. Accounts are never dropped, so it stays good for
+// the State that made it.
+type AccountRef struct {
+	a     *account
+	state *State
+}
+
+// AccountRef returns the handle of account id, registering the account
+// as its first submission would.
+func (s *State) AccountRef(id string) AccountRef {
+	return AccountRef{a: s.accountFor(id), state: s}
+}
+
+// SubmitPreparedFor is SubmitPrepared with the video's account named by
+// acct; a zero AccountRef, one of another State or of another account is
+// looked up by the video's account id instead.
+func (s *State) SubmitPreparedFor(p *Prepared, acct AccountRef, now time.Time) error {
 	if p == nil || p.v == nil {
 		return fmt.Errorf("%w: the prepared video was already submitted", ErrInvalid)
 	}
@@ -88,10 +117,14 @@ func (s *State) SubmitPrepared(p *Prepared, now time.Time) error {
 	at := ms(now)
 	s.videoSeq++
 	v.seq, v.submitted = s.videoSeq, at
-	v.acct = s.accountFor(p.g.Video.AccountID)
+	if a := acct.a; acct.state == s && a.id == p.g.Video.AccountID {
+		v.acct = a
+	} else {
+		v.acct = s.accountFor(p.g.Video.AccountID)
+	}
 	for i, t := range v.tasks {
 		t.sub, t.seq = at, v.seq
-		t.cls = s.classFor(p.g.Tasks[i].Req)
+		t.cls = s.classHashed(&p.g.Tasks[i].Req, p.hashes[i])
 	}
 	s.ntasks += len(v.tasks)
 	s.videos[v.id] = v

@@ -37,8 +37,20 @@ func TestSubmitPreparedMatchesSubmit(t *testing.T) {
 	}
 	wg.Wait()
 	b := newState(t, Config{})
+	other := newState(t, Config{})
 	for i, p := range prepared {
-		must(t, b.SubmitPrepared(p, at(i)))
+		// Through every kind of account handle: none, the right one, one
+		// of another account, one of another State.
+		switch i % 4 {
+		case 0:
+			must(t, b.SubmitPrepared(p, at(i)))
+		case 1:
+			must(t, b.SubmitPreparedFor(p, b.AccountRef(graphs[i].Video.AccountID), at(i)))
+		case 2:
+			must(t, b.SubmitPreparedFor(p, b.AccountRef("a0"), at(i)))
+		case 3:
+			must(t, b.SubmitPreparedFor(p, other.AccountRef(graphs[i].Video.AccountID), at(i)))
+		}
 	}
 	if !reflect.DeepEqual(a.Snapshot(), b.Snapshot()) {
 		t.Fatal("prepared submissions left a different state")
