@@ -3,6 +3,8 @@ package fsm
 import (
 	"fmt"
 	"io"
+
+	"go.etcd.io/bbolt"
 )
 
 // BackupInfo describes a backup stream that was read back.
@@ -16,12 +18,26 @@ type BackupInfo struct {
 // a Raft snapshot holds, CRC trailer included, so a backup can be checked before
 // it is restored and restored through Raft like any snapshot.
 func (f *FSM) WriteBackup(w io.Writer) error {
-	f.mu.RLock()
-	records := f.s.records(false)
-	disk := f.s.disk
-	if disk == nil {
-		f.mu.RUnlock()
+	records, tx, err := f.backupView()
+	if err != nil {
+		return err
+	}
+	if tx == nil {
 		return writeSnapshot(w, records, nil)
+	}
+	defer tx.Rollback()
+	return writeSnapshot(w, records, tx)
+}
+
+// backupView copies the hot state and, with a state file, begins the read
+// transaction the rest is read from, under the read lock: the deferred
+// unlock lets a panic here go without leaving every later write waiting.
+func (f *FSM) backupView() ([]record, *bbolt.Tx, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	records := f.s.records(false)
+	if f.s.disk == nil {
+		return records, nil, nil
 	}
 	// The read transaction begins under the lock, so it and the copy show
 	// the same state: a checkpoint commit waits for nothing, but a video it
@@ -46,13 +62,11 @@ func (f *FSM) WriteBackup(w io.Writer) error {
 			records[i].v = av
 		}
 	}
-	tx, err := disk.db.Begin(false)
-	f.mu.RUnlock()
+	tx, err := f.s.disk.db.Begin(false)
 	if err != nil {
-		return fmt.Errorf("backup: read state store: %w", err)
+		return nil, nil, fmt.Errorf("backup: read state store: %w", err)
 	}
-	defer tx.Rollback()
-	return writeSnapshot(w, records, tx)
+	return records, tx, nil
 }
 
 // CheckBackup reads a backup stream to its end without applying it, and says

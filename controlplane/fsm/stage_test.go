@@ -11,33 +11,40 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 )
 
-// Past the staging point the applies copy each changed video and task
-// graph ahead of the snapshot, so that the snapshot (which stops every
-// write) finds nothing left to copy; while a checkpoint is in flight they
-// copy nothing, and a checkpoint's write drops what it took.
-func TestStagingCopiesAhead(t *testing.T) {
+// raftApplier opens an FSM with a state file and returns it, a function
+// that applies a command as the next Raft log entry (failing the test on an
+// error), and the index of the last entry applied.
+func raftApplier(t *testing.T) (*fsm.FSM, func(fsm.Command), *uint64) {
 	f, err := fsm.Open(filepath.Join(t.TempDir(), "state.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	f.SetStageAfter(20)
-	var index uint64
-	apply := func(c fsm.Command) {
+	t.Cleanup(func() { f.Close() })
+	index := new(uint64)
+	return f, func(c fsm.Command) {
 		t.Helper()
 		data, err := fsm.Encode(c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		index++
-		res, ok := f.Apply(&raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: data}).(*fsm.Result)
+		*index++
+		res, ok := f.Apply(&raft.Log{Index: *index, Term: 1, Type: raft.LogCommand, Data: data}).(*fsm.Result)
 		if !ok || res.Err != nil {
-			t.Fatalf("apply %s at %d: %+v", c.Type(), index, res)
+			t.Fatalf("apply %s at %d: %+v", c.Type(), *index, res)
 		}
-	}
+	}, index
+}
+
+// Past the staging point the applies copy each changed video and task
+// graph ahead of the snapshot, so that the snapshot (which stops every
+// write) finds nothing left to copy; while a checkpoint is in flight they
+// copy nothing, and a checkpoint's write drops what it took.
+func TestStagingCopiesAhead(t *testing.T) {
+	f, apply, index := raftApplier(t)
+	f.SetStageAfter(20)
 	creates := func(n int) {
 		for range n {
-			apply(&fsm.CreateVideo{VideoID: fmt.Sprintf("vid_%d", index), AccountID: "a", Spec: manualSpec("p"), Price: 1, Now: t0 + int64(index)})
+			apply(&fsm.CreateVideo{VideoID: fmt.Sprintf("vid_%d", *index), AccountID: "a", Spec: manualSpec("p"), Price: 1, Now: t0 + int64(*index)})
 		}
 	}
 	stats := func(when string, changed, staged func(int) bool) {
@@ -84,23 +91,7 @@ func TestStagingCopiesAhead(t *testing.T) {
 // write finds the finished video the first let go of, and must leave it
 // on disk (it listed it as held in memory, and a backup then panicked).
 func TestCheckpointsOfOneIndexOutOfOrder(t *testing.T) {
-	f, err := fsm.Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var index uint64
-	apply := func(c fsm.Command) {
-		t.Helper()
-		data, err := fsm.Encode(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		index++
-		if res, ok := f.Apply(&raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: data}).(*fsm.Result); !ok || res.Err != nil {
-			t.Fatalf("apply %s: %+v", c.Type(), res)
-		}
-	}
+	f, apply, _ := raftApplier(t)
 	apply(&fsm.CreateAccount{AccountID: "a", Name: "a", Plan: fsm.PlanMax, Credits: 1 << 40, KeyID: "k", KeyHash: keyHash("k"), KeyHint: "k", Now: t0})
 	apply(&fsm.CreateVideo{VideoID: "vid_1", AccountID: "a", Spec: manualSpec("p"), Price: 1, Now: t0})
 	apply(&fsm.FailVideo{VideoID: "vid_1", Reason: "operator", Now: t0})
