@@ -214,10 +214,7 @@ type hotWrite struct {
 // The caller holds the lock.
 func (s *state) takeHot(cp *checkpoint) error {
 	d := &s.dirty
-	for _, c := range s.sched.TakeChanged() {
-		d.sched[c] = d.gen
-		delete(d.stagedSched, c) // copied before this change
-	}
+	s.takeSchedChanges()
 	cp.gen = d.gen
 	d.gen++
 	d.stopStaging()

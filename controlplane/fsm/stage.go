@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"maps"
+	"math"
 	"slices"
 
 	"github.com/vidfarm/vidfarm/scheduler"
@@ -80,39 +81,53 @@ func (s *state) stage(budget int) {
 	begin := !d.staging
 	if begin {
 		d.staging = true
-		// The task graphs changed so far join the backlog too.
-		for _, c := range s.sched.TakeChanged() {
-			d.sched[c] = d.gen
-			delete(d.stagedSched, c)
-		}
+		s.takeSchedChanges() // the task graphs changed so far join the backlog too
 		d.backlogVideos = slices.AppendSeq(d.backlogVideos[:0], maps.Keys(d.videos))
 		d.backlogSched = slices.AppendSeq(d.backlogSched[:0], maps.Keys(d.sched))
 	}
 	for _, c := range s.sched.TakeChanged() {
 		s.stageSched(c)
 	}
-	for _, id := range d.recent {
-		s.stageVideo(id)
-	}
-	d.recent = d.recent[:0]
-	for budget > 0 && len(d.backlogSched) > 0 {
-		last := len(d.backlogSched) - 1
-		if _, ok := d.sched[d.backlogSched[last]]; ok {
-			s.stageSched(d.backlogSched[last])
-			budget--
+	stageFrom(&d.recent, math.MaxInt, s.stageVideo)
+	budget = stageFrom(&d.backlogSched, budget, func(c scheduler.Changed) bool {
+		if _, ok := d.sched[c]; !ok {
+			return false // staged already
 		}
-		d.backlogSched = d.backlogSched[:last]
-	}
-	for budget > 0 && len(d.backlogVideos) > 0 {
-		last := len(d.backlogVideos) - 1
-		if s.stageVideo(d.backlogVideos[last]) {
-			budget--
-		}
-		d.backlogVideos[last] = ""
-		d.backlogVideos = d.backlogVideos[:last]
-	}
+		s.stageSched(c)
+		return true
+	})
+	budget = stageFrom(&d.backlogVideos, budget, s.stageVideo)
 	for _, t := range s.tables() {
 		budget = t.stage(d.gen, begin, budget)
+	}
+}
+
+// stageFrom stages keys from the end of *list through one until budget of
+// them were staged (one reports whether it staged its key: a key no longer
+// dirty is dropped without counting), and returns what is left of budget.
+// Taken keys are cleared, so the list holds no strings it no longer needs.
+func stageFrom[K comparable](list *[]K, budget int, one func(K) bool) int {
+	l := *list
+	for budget > 0 && len(l) > 0 {
+		last := len(l) - 1
+		if one(l[last]) {
+			budget--
+		}
+		var zero K
+		l[last] = zero
+		l = l[:last]
+	}
+	*list = l
+	return budget
+}
+
+// takeSchedChanges marks dirty the task graphs the scheduler says changed
+// since it was last asked, dropping their staged copies.
+func (s *state) takeSchedChanges() {
+	d := &s.dirty
+	for _, c := range s.sched.TakeChanged() {
+		d.sched[c] = d.gen
+		delete(d.stagedSched, c) // copied before this change
 	}
 }
 

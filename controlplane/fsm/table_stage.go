@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"maps"
+	"math"
 	"slices"
 )
 
@@ -24,20 +25,9 @@ func (t *table[V]) stage(gen uint64, begin bool, budget int) int {
 	if begin {
 		t.backlog = slices.AppendSeq(t.backlog[:0], maps.Keys(t.dirty))
 	}
-	for _, k := range t.recent {
-		t.stageRow(k, gen)
-	}
-	clear(t.recent)
-	t.recent = t.recent[:0]
-	for budget > 0 && len(t.backlog) > 0 {
-		last := len(t.backlog) - 1
-		if t.stageRow(t.backlog[last], gen) {
-			budget--
-		}
-		t.backlog[last] = ""
-		t.backlog = t.backlog[:last]
-	}
-	return budget
+	one := func(k string) bool { return t.stageRow(k, gen) }
+	stageFrom(&t.recent, math.MaxInt, one)
+	return stageFrom(&t.backlog, budget, one)
 }
 
 // stageRow stages k if it is dirty, and reports whether it was.
