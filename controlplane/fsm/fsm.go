@@ -43,7 +43,9 @@ type FSM struct {
 	snapAt     uint64
 }
 
-// DefaultStageAfter is half of Raft's default snapshot threshold (raftnode).
+// DefaultStageAfter is where an FSM opened by Open stages from: half of
+// raftnode.DefaultSnapshotThreshold (this package cannot import raftnode,
+// which imports it; the server sets it from the threshold it runs with).
 const DefaultStageAfter = 4096
 
 var (

@@ -33,6 +33,10 @@ var ErrNotLeader = errors.New("not the raft leader")
 // ErrTimeout means a proposal did not commit within its deadline; it may still commit.
 var ErrTimeout = errors.New("raft apply timed out")
 
+// DefaultSnapshotThreshold is how many new log entries trigger a snapshot
+// unless Config says otherwise.
+const DefaultSnapshotThreshold = 8192
+
 // Config says where the node keeps its data and how it talks to peers.
 type Config struct {
 	DataDir  string
@@ -44,8 +48,8 @@ type Config struct {
 	// NoSync skips fsync on the log store. Only for tests of things other than
 	// durability; servers always sync.
 	NoSync bool
-	// SnapshotThreshold is how many new log entries trigger a snapshot (default 8192);
-	// TrailingLogs how many entries stay after compaction (default 10240).
+	// SnapshotThreshold is how many new log entries trigger a snapshot
+	// (default DefaultSnapshotThreshold); TrailingLogs how many entries stay after compaction (default 10240).
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
 	// SnapshotInterval is how often Raft checks the threshold (default 1 s,
@@ -148,7 +152,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	// Batching: concurrent proposals queue up and are written with one fsync.
 	rc.BatchApplyCh = true
 	rc.MaxAppendEntries = 512
-	rc.SnapshotThreshold = orDefault(cfg.SnapshotThreshold, 8192)
+	rc.SnapshotThreshold = orDefault(cfg.SnapshotThreshold, DefaultSnapshotThreshold)
 	rc.TrailingLogs = orDefault(cfg.TrailingLogs, 10240)
 	rc.SnapshotInterval = cmp.Or(cfg.SnapshotInterval, time.Second)
 	rc.Logger = hclog.New(&hclog.LoggerOptions{

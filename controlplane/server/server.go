@@ -5,6 +5,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -304,10 +305,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	var s *Server
 	reg := prometheus.NewRegistry()
 	f.SetObserver(fsmObserver(reg))
-	if cfg.RaftSnapshotThreshold > 0 {
-		// Staging starts halfway through a snapshot interval (fsm/stage.go).
-		f.SetStageAfter(max(cfg.RaftSnapshotThreshold/2, 1))
-	}
+	// Staging starts halfway through a snapshot interval (fsm/stage.go).
+	f.SetStageAfter(max(cmp.Or(cfg.RaftSnapshotThreshold, raftnode.DefaultSnapshotThreshold)/2, 1))
 	secrets, err := secretsKey(cfg)
 	if err != nil {
 		f.Close()
