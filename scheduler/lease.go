@@ -57,7 +57,7 @@ func (t *task) leaseInfo() Lease {
 		Token:     l.token,
 		Kind:      t.kind,
 		Req:       t.cls.req.clone(),
-		GPUIDs:    slices.Clone(l.gpus),
+		GPUIDs:    l.gpuIDs(),
 		Attempt:   t.attempts,
 		GrantedAt: fromMS(l.granted),
 		Deadline:  fromMS(l.deadline),
@@ -79,10 +79,7 @@ func (s *State) grant(t *task, n *node, now, dur int64) {
 	s.nextToken++
 	l := s.newLease()
 	*l = lease{node: n, token: s.nextToken, gpus: l.gpus[:0], granted: now, deadline: now + dur}
-	switch need := t.cls.req.GPUs; {
-	case need == 0:
-		l.gpus = nil // a CPU task's lease holds no GPU ids, not an empty list
-	case need > cap(l.gpus):
+	if need := t.cls.req.GPUs; need > cap(l.gpus) {
 		l.gpus = s.gpuIDRoom(need)
 	}
 	l.gpus = n.takeGPUs(t, l.gpus)
@@ -97,6 +94,15 @@ func (s *State) grant(t *task, n *node, now, dur int64) {
 	if t.v.state == VideoQueued {
 		t.v.state = VideoProcessing
 	}
+}
+
+// gpuIDs copies the lease's GPU ids for a record: nil for a CPU task's
+// lease, whose reused record may keep an empty slice's room.
+func (l *lease) gpuIDs() []string {
+	if len(l.gpus) == 0 {
+		return nil
+	}
+	return slices.Clone(l.gpus)
 }
 
 // newLease returns a lease record to fill, the one last given back if any:

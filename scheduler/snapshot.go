@@ -158,7 +158,7 @@ func (v *video) record() VideoRecord {
 			tr.Lease = &LeaseRecord{
 				NodeID:    l.node.spec.ID,
 				Token:     l.token,
-				GPUIDs:    slices.Clone(l.gpus),
+				GPUIDs:    l.gpuIDs(),
 				GrantedAt: fromMS(l.granted),
 				Deadline:  fromMS(l.deadline),
 			}
