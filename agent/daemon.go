@@ -444,11 +444,16 @@ func (a *agent) heartbeat(ctx context.Context) {
 		if t == nil || sent[id] != t.asg.Token {
 			continue
 		}
-		if t.isFinished() { // its report may just have ended the lease
-			t.log.Debug("lease is stale (heartbeat) while its report is under way")
-		} else {
-			t.log.Warn("lease is stale (heartbeat): stopping the task and discarding its result")
+		if t.isFinished() {
+			// Its own report may have ended the lease while the heartbeat
+			// was on its way; cancelling the report now would call a
+			// completion the control plane took "refused". The report gets
+			// the control plane's own answer (409 stale_lease if the lease
+			// really went), so let it finish.
+			t.log.Debug("lease is stale (heartbeat) while its report is under way: the report's answer decides")
+			continue
 		}
+		t.log.Warn("lease is stale (heartbeat): stopping the task and discarding its result")
 		t.cancel(errStaleLease)
 	}
 }

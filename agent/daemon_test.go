@@ -301,6 +301,57 @@ func TestStaleLeaseCancelsTask(t *testing.T) {
 	}
 }
 
+// TestStaleHeartbeatLeavesATakenCompleteAlone: the control plane takes a
+// complete report, and a heartbeat crossing it names the lease stale (the
+// report ended it). The agent must not cancel its report then: the
+// completion counts, and the agent says so (CI once saw it call such a
+// completion refused).
+func TestStaleHeartbeatLeavesATakenCompleteAlone(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	f.AfterComplete = func(string) {
+		f.mu.Lock()
+		n := len(f.heartbeats)
+		f.mu.Unlock()
+		// Two heartbeats after the lease went: the second was sent after
+		// the first's answer (stale) reached the agent.
+		// A handler goroutine may not call t.Fatal: give up quietly, and
+		// the log check below fails instead.
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			f.mu.Lock()
+			crossed := len(f.heartbeats) >= n+2
+			f.mu.Unlock()
+			if crossed {
+				return
+			}
+		}
+	}
+	cfg := testConfig(t, f)
+	gate := filepath.Join(t.TempDir(), "open")
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Runners = map[string][]string{"wan-2.2-a14b": gateRunner(gate)}
+	r := startAgent(t, cfg)
+	a := assignment("vid_crossed", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: "wan-2.2-a14b",
+		Prompt: "p", Resolution: "720p", AspectRatio: "16:9", DurationSeconds: 4})
+	f.enqueue(a)
+	waitFor(t, "the agent to settle the task", func() bool {
+		logs := r.logs.String()
+		return strings.Contains(logs, "task completed") || strings.Contains(logs, "result discarded")
+	})
+	if _, ok := f.complete(a.TaskID); !ok {
+		t.Fatal("the fake did not take the complete report")
+	}
+	logs := r.logs.String()
+	if !strings.Contains(logs, "lease is stale (heartbeat) while its report is under way") {
+		t.Error("no heartbeat named the lease stale while the report was under way; the test proves nothing")
+	}
+	if strings.Contains(logs, "result discarded") || !strings.Contains(logs, "task completed") {
+		t.Errorf("a completion the control plane took was called refused:\n%s", logs)
+	}
+}
+
 func TestFailingRunnerReportsFail(t *testing.T) {
 	t.Parallel()
 	f := newFakeCP(t)

@@ -29,6 +29,8 @@
 // heartbeat_seconds (Config.HeartbeatInterval overrides); a lease the answer
 // calls stale, or that a progress or report call answers 409 stale_lease to,
 // cancels its task, whose result is discarded: no complete or fail is sent.
+// A task whose report is already under way is left to that report's answer:
+// the report itself may be what ended the lease.
 // A 401 on any call means the control plane forgot the node: the agent
 // registers again and drops its running tasks, whose leases went with the
 // old credential.

@@ -36,6 +36,10 @@ type fakeCP struct {
 	// agent sends a models-only change to /models and registers again for
 	// the rest.
 	NoCapacityRoute bool
+	// AfterComplete, when set, runs once a complete report is taken and
+	// before it is answered: the lease is already gone, so a heartbeat in
+	// the meantime names it stale, as the real control plane's may.
+	AfterComplete func(id string)
 
 	srv   *httptest.Server
 	token string
@@ -283,30 +287,41 @@ func (f *fakeCP) report(w http.ResponseWriter, r *http.Request, _ string) {
 		apiErr(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
 	}
+	if !f.takeReport(w, id, what, body.CompleteRequest, body.Percent, body.Reason) {
+		return
+	}
+	if what == "complete" && f.AfterComplete != nil {
+		f.AfterComplete(id)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// takeReport records a report, or answers why it is refused and says so.
+func (f *fakeCP) takeReport(w http.ResponseWriter, id, what string, c wire.CompleteRequest, percent float64, reason string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	h, ok := f.held[id]
-	if !ok || h.Token != body.Token {
+	if !ok || h.Token != c.Token {
 		f.refused = append(f.refused, what+" "+id)
 		apiErr(w, http.StatusConflict, wire.CodeStaleLease, "this node no longer holds that lease")
-		return
+		return false
 	}
 	switch what {
 	case "progress":
-		f.progress = append(f.progress, wire.ProgressRequest{Token: body.Token, Percent: body.Percent})
+		f.progress = append(f.progress, wire.ProgressRequest{Token: c.Token, Percent: percent})
 	case "complete":
 		delete(f.held, id)
-		f.completes[id] = body.CompleteRequest
+		f.completes[id] = c
 		f.notifyEnded(id)
 	case "fail":
 		delete(f.held, id)
-		f.fails[id] = wire.FailRequest{Token: body.Token, Reason: body.Reason}
+		f.fails[id] = wire.FailRequest{Token: c.Token, Reason: reason}
 		f.notifyEnded(id)
 	default:
 		apiErr(w, http.StatusNotFound, "not_found", "no such report")
-		return
+		return false
 	}
-	w.WriteHeader(http.StatusNoContent)
+	return true
 }
 
 func (f *fakeCP) deregister(w http.ResponseWriter, r *http.Request, node string) {
