@@ -33,6 +33,7 @@ type AccountPage struct {
 func (f *FSM) Accounts(flt AccountFilter) AccountPage {
 	q := strings.ToLower(strings.TrimSpace(flt.Query))
 	f.mu.RLock()
+	defer f.mu.RUnlock()
 	var ids []string
 	for id, a := range f.s.accounts {
 		if q == "" || strings.Contains(strings.ToLower(id), q) || strings.Contains(strings.ToLower(a.Name), q) {
@@ -52,7 +53,6 @@ func (f *FSM) Accounts(flt AccountFilter) AccountPage {
 		}
 		page.Accounts = append(page.Accounts, *f.s.accounts[id])
 	}
-	f.mu.RUnlock()
 	return page
 }
 
@@ -116,14 +116,17 @@ func (f *FSM) RecentCharges(account string, since int64, limit int) (charges []V
 // limit, and how many there are. Endpoints are few (5 an account) and in
 // memory: one pass.
 func (f *FSM) TroubledWebhooks(limit int) ([]Webhook, int) {
-	f.mu.RLock()
-	var out []Webhook
-	for _, w := range f.s.webhooks {
-		if w.Disabled() || w.FailingSince != 0 {
-			out = append(out, w.clone())
+	out := func() []Webhook {
+		f.mu.RLock()
+		defer f.mu.RUnlock()
+		var out []Webhook
+		for _, w := range f.s.webhooks {
+			if w.Disabled() || w.FailingSince != 0 {
+				out = append(out, w.clone())
+			}
 		}
-	}
-	f.mu.RUnlock()
+		return out
+	}()
 	latest := func(w Webhook) int64 { return max(w.LastFailedAt, w.DisabledAt) }
 	slices.SortFunc(out, func(a, b Webhook) int {
 		return cmp.Or(cmp.Compare(latest(b), latest(a)), strings.Compare(a.ID, b.ID))

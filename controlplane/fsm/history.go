@@ -22,33 +22,20 @@ type HistoryVideo struct {
 // consistent view: a video created during the walk may or may not be in it.
 func (f *FSM) EachCreatedSince(since int64, visit func(HistoryVideo)) {
 	type acct struct{ id, plan string }
-	f.mu.RLock()
-	accts := make([]acct, 0, len(f.s.accounts))
-	for id, a := range f.s.accounts {
-		accts = append(accts, acct{id, a.Plan})
-	}
-	f.mu.RUnlock()
+	accts := func() []acct {
+		f.mu.RLock()
+		defer f.mu.RUnlock()
+		accts := make([]acct, 0, len(f.s.accounts))
+		for id, a := range f.s.accounts {
+			accts = append(accts, acct{id, a.Plan})
+		}
+		return accts
+	}()
 	page := make([]HistoryVideo, 0, historyPage)
 	for _, a := range accts {
 		var bound uint64
 		for more := true; more; {
-			page, more = page[:0], false
-			f.mu.RLock()
-			f.s.eachVideo(a.id, "", true, bound, func(v *Video, seq uint64) bool {
-				if v.CreatedAt < since {
-					return false
-				}
-				if len(page) == historyPage {
-					more = true
-					return false
-				}
-				bound = seq
-				h := HistoryVideo{Video: *v, Plan: a.plan, Priority: priority(a.plan)}
-				h.Timings = slices.Clone(v.Timings)
-				page = append(page, h)
-				return true
-			})
-			f.mu.RUnlock()
+			page, bound, more = f.createdPage(page[:0], a.id, a.plan, since, bound)
 			for _, v := range page {
 				if v.Status != StatusPreview {
 					visit(v)
@@ -56,4 +43,30 @@ func (f *FSM) EachCreatedSince(since int64, visit func(HistoryVideo)) {
 			}
 		}
 	}
+}
+
+// createdPage appends to page up to historyPage of the account's videos
+// created at or after since, newest first below bound (0: from the newest),
+// under the read lock; it returns the page, the bound to go on from and
+// whether there are more. The unlock is deferred: a read of the state file
+// that panics must not leave every later apply waiting on the lock.
+func (f *FSM) createdPage(page []HistoryVideo, account, plan string, since int64, bound uint64) ([]HistoryVideo, uint64, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	more := false
+	f.s.eachVideo(account, "", true, bound, func(v *Video, seq uint64) bool {
+		if v.CreatedAt < since {
+			return false
+		}
+		if len(page) == historyPage {
+			more = true
+			return false
+		}
+		bound = seq
+		h := HistoryVideo{Video: *v, Plan: plan, Priority: priority(plan)}
+		h.Timings = slices.Clone(v.Timings)
+		page = append(page, h)
+		return true
+	})
+	return page, bound, more
 }
