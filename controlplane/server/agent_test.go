@@ -63,9 +63,15 @@ func (h *harness) registerNode(name string) string {
 	return reg.Credential
 }
 
+// leaseTask leases the next task, polling again after an empty poll (204)
+// for up to a minute, as an agent does: on a busy machine the work may
+// become ready after one poll's wait.
 func (h *harness) leaseTask(cred string, wait int) wire.Assignment {
 	h.t.Helper()
 	r := h.agentCall("POST", fmt.Sprintf("/agent/v1/lease?wait=%d", wait), cred, nil)
+	for deadline := time.Now().Add(time.Minute); r.Status == http.StatusNoContent && time.Now().Before(deadline); {
+		r = h.agentCall("POST", fmt.Sprintf("/agent/v1/lease?wait=%d", wait), cred, nil)
+	}
 	if r.Status != http.StatusOK {
 		h.t.Fatalf("lease: %d %s", r.Status, r.Body)
 	}
