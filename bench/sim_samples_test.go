@@ -66,3 +66,37 @@ func TestSamplesEmpty(t *testing.T) {
 		t.Fatalf("atMost = %d", got)
 	}
 }
+
+// TestSharedChunksStayTheirOwners: after addAll, adding to either side
+// never writes into the other's samples. The group's adds start a chunk of
+// its own (the shared ones are clipped to their length), and the cell's
+// adds go past the length the group saw.
+func TestSharedChunksStayTheirOwners(t *testing.T) {
+	var cell, group samples
+	for i := range 10 {
+		cell.add(time.Duration(i))
+	}
+	group.addAll(&cell)
+	for i := range 5 {
+		group.add(time.Duration(100 + i))
+		cell.add(time.Duration(200 + i))
+	}
+	wantCell := []time.Duration{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 200, 201, 202, 203, 204}
+	wantGroup := []time.Duration{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 100, 101, 102, 103, 104}
+	for _, c := range []struct {
+		name string
+		s    *samples
+		want []time.Duration
+	}{{"cell", &cell, wantCell}, {"group", &group, wantGroup}} {
+		if got := slices.Concat(c.s.chunks()...); !slices.Equal(got, c.want) {
+			t.Errorf("%s holds %v, want %v", c.name, got, c.want)
+		}
+	}
+	// Even an append to a shared chunk itself (nothing does one today)
+	// leaves the cell's samples alone: the clip makes it copy.
+	shared := group.full[0]
+	_ = append(shared, 999)
+	if got := slices.Concat(cell.chunks()...); !slices.Equal(got, wantCell) {
+		t.Errorf("an append to the group's shared chunk changed the cell: %v", got)
+	}
+}
