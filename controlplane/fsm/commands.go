@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -106,15 +107,24 @@ func (ExpireIdempotency) Type() MessageType { return ExpireIdempotencyType }
 
 // Encode turns a command into a log entry: its type byte, then its msgpack payload.
 func Encode(c Command) ([]byte, error) {
-	payload, err := msgpack.Marshal(c)
+	// The same bytes as the type and msgpack.Marshal(c), written into one
+	// buffer sized for a typical command: Marshal's buffer grew from empty
+	// by doubling and was then copied, about a tenth of what a create
+	// allocated in its handler.
+	buf := bytes.NewBuffer(append(make([]byte, 0, encodeRoom), byte(c.Type())))
+	enc := msgpack.GetEncoder()
+	enc.Reset(buf)
+	err := enc.Encode(c)
+	msgpack.PutEncoder(enc)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", c.Type(), err)
 	}
-	out := make([]byte, 1+len(payload))
-	out[0] = byte(c.Type())
-	copy(out[1:], payload)
-	return out, nil
+	return buf.Bytes(), nil
 }
+
+// encodeRoom is the buffer Encode starts with: a create's command is
+// a few hundred bytes.
+const encodeRoom = 512
 
 // Decode reads a log entry back into its command.
 func Decode(entry []byte) (Command, error) {

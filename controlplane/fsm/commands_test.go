@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/scheduler"
@@ -89,6 +90,11 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 			}
 			if entry[0] != tc.b {
 				t.Fatalf("entry starts with %d, want %d", entry[0], tc.b)
+			}
+			// The log format is the type byte and msgpack's own encoding
+			// of the payload, which older binaries read.
+			if payload, err := msgpack.Marshal(tc.cmd); err != nil || string(entry[1:]) != string(payload) {
+				t.Fatalf("the entry's payload is not msgpack.Marshal's (%v)", err)
 			}
 			got, err := fsm.Decode(entry)
 			if err != nil {
