@@ -227,10 +227,10 @@ type sim struct {
 	videos  videoTable
 	running []*simTask // in no particular order (see simTask.idx)
 	spare   []*simTask // ended, for reuse (newTask)
+	// accts are the accounts' scheduler handles by class and index.
+	accts [][]scheduler.AccountRef
 	// arrivals are the source's batches (sim_source.go); batch is the one
 	// being read and next the arrival whose event is queued.
-	// accts are the accounts' scheduler handles by class and index.
-	accts    [][]scheduler.AccountRef
 	arrivals <-chan []arrival
 	srcErr   <-chan error
 	batch    []arrival

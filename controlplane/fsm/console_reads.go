@@ -116,17 +116,14 @@ func (f *FSM) RecentCharges(account string, since int64, limit int) (charges []V
 // limit, and how many there are. Endpoints are few (5 an account) and in
 // memory: one pass.
 func (f *FSM) TroubledWebhooks(limit int) ([]Webhook, int) {
-	out := func() []Webhook {
-		f.mu.RLock()
-		defer f.mu.RUnlock()
-		var out []Webhook
-		for _, w := range f.s.webhooks {
-			if w.Disabled() || w.FailingSince != 0 {
-				out = append(out, w.clone())
-			}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var out []Webhook
+	for _, w := range f.s.webhooks {
+		if w.Disabled() || w.FailingSince != 0 {
+			out = append(out, w.clone())
 		}
-		return out
-	}()
+	}
 	latest := func(w Webhook) int64 { return max(w.LastFailedAt, w.DisabledAt) }
 	slices.SortFunc(out, func(a, b Webhook) int {
 		return cmp.Or(cmp.Compare(latest(b), latest(a)), strings.Compare(a.ID, b.ID))

@@ -222,7 +222,7 @@ func (s *state) takeHot(cp *checkpoint) error {
 	// growing the slice record by record was a tenth of it.
 	n := len(d.videos) + len(d.sched) + d.staged()
 	for _, t := range s.tables() {
-		n += t.dirtyLen()
+		n += t.dirtyLen() + t.stagedLen()
 	}
 	cp.hot = slices.Grow(cp.hot, n)
 	leftovers := maps.Clone(s.diskLeftovers)

@@ -398,9 +398,9 @@ func (t *table[V]) evicter(k string) func() {
 	}
 }
 
-func (t *table[V]) dirtyLen() int { return len(t.dirty) + len(t.staged) }
-
-// stagedLen is how many of dirtyLen are staged.
+// dirtyLen is how many records changed since the last checkpoint are not
+// staged yet, and stagedLen how many are: the next checkpoint writes both.
+func (t *table[V]) dirtyLen() int  { return len(t.dirty) }
 func (t *table[V]) stagedLen() int { return len(t.staged) }
 
 func (t *table[V]) clean(gen uint64) {

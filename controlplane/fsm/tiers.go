@@ -407,7 +407,7 @@ func (f *FSM) TierStats() TierStats {
 		ts.Changed = len(d.videos) + len(d.sched) + f.s.sched.ChangedCount()
 		ts.Staged = d.staged()
 		for _, t := range f.s.tables() {
-			ts.Changed += t.dirtyLen() - t.stagedLen()
+			ts.Changed += t.dirtyLen()
 			ts.Staged += t.stagedLen()
 		}
 	}
