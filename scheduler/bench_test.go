@@ -185,3 +185,21 @@ func BenchmarkVideoStatusDeepQueue(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkVideoRecord measures the record the control plane stages for
+// every video a command changes (and so for every create).
+func BenchmarkVideoRecord(b *testing.B) {
+	s := newState(b, DefaultConfig())
+	submitManual(b, s, "vm", "a", 0, gpuReq("m", 1, 24), t0)
+	must(b, s.Submit(AutoGraph(VideoInfo{ID: "va", AccountID: "a"}), t0))
+	for _, id := range []string{"vm", "va"} {
+		b.Run(id, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if r, ok := s.VideoRecord(id); !ok || len(r.Tasks) < 2 {
+					b.Fatalf("record %+v, %v", r, ok)
+				}
+			}
+		})
+	}
+}

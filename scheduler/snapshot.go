@@ -133,6 +133,16 @@ func (v *video) record() VideoRecord {
 		FailedTask:  v.failedTask,
 		Failure:     v.failure,
 	}
+	// Sized once: this runs for every video a command changes (the
+	// checkpoint's staging), and growing the lists cost twice the room.
+	if len(v.tasks) > 0 {
+		r.Tasks = make([]TaskRecord, 0, len(v.tasks))
+	}
+	ndeps := 0
+	for _, t := range v.tasks {
+		ndeps += len(t.deps)
+	}
+	deps := make([]string, 0, ndeps)
 	for _, t := range v.tasks {
 		tr := TaskRecord{
 			Name:         t.name,
@@ -148,8 +158,12 @@ func (v *video) record() VideoRecord {
 			DoneNode:     t.doneNode,
 			DoneToken:    t.doneToken,
 		}
-		for _, d := range t.deps {
-			tr.Deps = append(tr.Deps, d.name)
+		if len(t.deps) > 0 {
+			from := len(deps)
+			for _, d := range t.deps {
+				deps = append(deps, d.name)
+			}
+			tr.Deps = deps[from:len(deps):len(deps)] // capped: an append by the reader copies
 		}
 		if t.state == TaskRetrying {
 			tr.Retry = &RetryRecord{At: fromMS(t.retryAt), LastFailure: t.lastFailure}
