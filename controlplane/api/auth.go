@@ -18,12 +18,17 @@ type principal struct {
 type principalKey struct{}
 
 func principalOf(r *http.Request) principal {
+	if hold, ok := r.Context().Value(holderKey{}).(*principalHolder); ok {
+		return hold.p
+	}
 	p, _ := r.Context().Value(principalKey{}).(principal)
 	return p
 }
 
 // principalHolder lets the logging middleware, which runs outside authenticate,
-// learn which account a request belonged to.
+// learn which account a request belonged to. Where it exists it is also where
+// the handlers find the principal: authenticate fills it instead of copying
+// the request once more for a context value.
 type principalHolder struct{ p principal }
 
 type holderKey struct{}
@@ -67,7 +72,8 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		p := principal{AccountID: k.AccountID, KeyID: k.ID}
-		if hold, ok := r.Context().Value(holderKey{}).(*principalHolder); ok {
+		hold, held := r.Context().Value(holderKey{}).(*principalHolder)
+		if held {
 			hold.p = p
 		}
 		ctx := r.Context()
@@ -77,6 +83,10 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 		}
 		if e := a.lim.check(ctx, a.lim.perAccount, "per account, all keys", k.AccountID); e != nil {
 			apierr.Write(w, r, e)
+			return
+		}
+		if held {
+			next.ServeHTTP(w, r)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, principalKey{}, p)))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -28,9 +29,13 @@ func (a *API) observe(next http.Handler) http.Handler {
 		}
 		d := time.Since(start)
 		a.metrics.observe(r.Method, route, sw.Status, d)
-		a.log.Info("request", "request_id", apierr.RequestID(r.Context()), "method", r.Method,
-			"route", route, "status", sw.Status, "duration_ms", float64(d.Microseconds())/1000,
-			"account_id", hold.p.AccountID)
+		// Typed attributes: the line is built only when the level logs it,
+		// and no value is boxed for a level that does not.
+		a.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("request_id", apierr.RequestID(r.Context())), slog.String("method", r.Method),
+			slog.String("route", route), slog.Int("status", sw.Status),
+			slog.Float64("duration_ms", float64(d.Microseconds())/1000),
+			slog.String("account_id", hold.p.AccountID))
 	})
 }
 

@@ -132,6 +132,20 @@ func (f *fields) strs(name string, v []string) {
 	}
 }
 
+// always counts or writes the key of a field written even when zero, as
+// msgpack writes a field whose tag is not omitempty.
+func (f *fields) always(name string) bool {
+	if f.err != nil {
+		return false
+	}
+	if f.counting {
+		f.n++
+		return false
+	}
+	f.err = f.e.EncodeString(name)
+	return f.err == nil
+}
+
 // object is a field holding a struct, written as a map of its own; empty
 // (and left out) when none of its fields is written.
 func (f *fields) object(name string, body func(*fields)) {
@@ -252,6 +266,32 @@ func (s *Spec) fields(f *fields) {
 	f.str("name", s.Name)
 	f.str("folder", s.FolderID)
 	f.num("duration", s.DurationSeconds)
+	s.optional(f)
+}
+
+// logFields writes s as msgpack.Marshal does, for a command in the Raft
+// log: the fields its tags do not mark omitempty even when zero.
+func (s *Spec) logFields(f *fields) {
+	if f.always("mode") {
+		f.err = f.e.EncodeString(s.Mode)
+	}
+	if f.always("prompt") {
+		f.err = f.e.EncodeString(s.Prompt)
+	}
+	if f.always("name") {
+		f.err = f.e.EncodeString(s.Name)
+	}
+	if f.always("folder") {
+		f.err = f.e.EncodeString(s.FolderID)
+	}
+	if f.always("duration") {
+		f.err = f.e.EncodeInt(int64(s.DurationSeconds))
+	}
+	s.optional(f)
+}
+
+// optional writes the fields of s its tags mark omitempty.
+func (s *Spec) optional(f *fields) {
 	f.str("avatar", s.AvatarID)
 	f.str("voice", s.VoiceID)
 	f.str("brand_kit", s.BrandKitID)
@@ -298,4 +338,34 @@ func (ev *Event) fields(f *fields) {
 	f.u64("queue_position", ev.QueuePosition)
 	f.str("wait_reason", ev.WaitReason)
 	f.str("wait_message", ev.WaitMessage)
+}
+
+var _ msgpack.CustomEncoder = (*CreateVideo)(nil)
+
+// EncodeMsgpack writes a create's command byte for byte as msgpack.Marshal's
+// reflection does without SetOmitEmpty (the Raft log's format is unchanged:
+// TestLogCodecMatchesReflection). Reflection boxed every omitempty field of
+// the spec to test it for zero: 14 of a create's allocations.
+func (c *CreateVideo) EncodeMsgpack(e *msgpack.Encoder) error {
+	return encodeMap(e, func(f *fields) {
+		if f.always("video") {
+			f.err = f.e.EncodeString(c.VideoID)
+		}
+		if f.always("account") {
+			f.err = f.e.EncodeString(c.AccountID)
+		}
+		if f.always("spec") {
+			f.mapOf(c.Spec.logFields)
+		}
+		if f.always("price") {
+			f.err = f.e.EncodeInt64(c.Price)
+		}
+		f.str("idem_key", c.IdempotencyKey)
+		if f.always("body_hash") {
+			f.err = f.e.EncodeBytes(c.BodyHash[:])
+		}
+		if f.always("now") {
+			f.err = f.e.EncodeInt64(c.Now)
+		}
+	})
 }
