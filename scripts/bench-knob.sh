@@ -3,7 +3,9 @@
 # one-node server per run, 64 clients creating in a closed loop for DURATION
 # (vidfarm bench create), the two settings alternating A B for ROUNDS rounds.
 # Prints each run's rate, p99, the server's CPU per create (user + system from
-# /proc/PID/stat) and peak resident memory (VmHWM), then the median ratio B:A.
+# /proc/PID/stat), what the server allocated per create (bytes and objects,
+# from the Go runtime's counters on /metrics: what the collector then has to
+# chase) and peak resident memory (VmHWM), then the median ratio B:A.
 #
 # A setting is server flags, or environment assignments for the server:
 #   scripts/bench-knob.sh 'GOGC=100' 'GOGC=200'
@@ -27,6 +29,10 @@ pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
 echo "bench-knob: A = $bin_a $1, B = $bin_b $2; $rounds rounds of $duration, 64 clients, load $(cut -d' ' -f1-3 /proc/loadavg)"
+# gometric TOKEN NAME: a counter of the server's Go runtime from /metrics.
+gometric() {
+  curl -fsS -H "Authorization: Bearer $1" http://127.0.0.1:18681/metrics | awk -v k="$2" '$1 == k {printf "%.0f", $2}'
+}
 ratios=()
 for r in $(seq "$rounds"); do
   rate_a=
@@ -42,17 +48,17 @@ for r in $(seq "$rounds"); do
       --raft-listen 127.0.0.1:17600 --admin-token "$token" --rate-limits=false --log-level warn "${flags[@]}" 2>"$dir/log" &
     pid=$!
     await http://127.0.0.1:18680/v1
-    t0=$(ticks "$pid")
+    t0=$(ticks "$pid") b0=$(gometric "$token" go_memstats_alloc_bytes_total) m0=$(gometric "$token" go_memstats_mallocs_total)
     j=$("$bin" bench create --server http://127.0.0.1:18680 --admin-server http://127.0.0.1:18681 --admin-token "$token" \
       --accounts 64 --concurrency 64 --duration "$duration" --json 2>/dev/null)
-    t1=$(ticks "$pid")
+    t1=$(ticks "$pid") b1=$(gometric "$token" go_memstats_alloc_bytes_total) m1=$(gometric "$token" go_memstats_mallocs_total)
     hwm=$(awk '/VmHWM/{print $2}' "/proc/$pid/status")
     kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
-    line=$(python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print("%.0f %.1f %.0f %d" % (j["creates_per_second"], j["p99_ns"]/1e6, float(sys.argv[2])/float(sys.argv[3])*1e6/max(j["created"],1), int(sys.argv[4])//1024))' \
-      "$j" $((t1 - t0)) "$hz" "$hwm")
-    read -r rate p99 cpu rss <<<"$line"
-    printf 'round %d %s (%s): %6s creates/s  p99 %6s ms  server CPU %4s µs each  peak RSS %5s MB  load %s\n' \
-      "$r" "$which" "$setting" "$rate" "$p99" "$cpu" "$rss" "$(cut -d' ' -f1 /proc/loadavg)"
+    line=$(python3 -c 'import json,sys; j=json.loads(sys.argv[1]); n=max(j["created"],1); print("%.0f %.1f %.0f %d %.1f %.0f" % (j["creates_per_second"], j["p99_ns"]/1e6, float(sys.argv[2])/float(sys.argv[3])*1e6/n, int(sys.argv[4])//1024, (float(sys.argv[6])-float(sys.argv[5]))/n/1024, (float(sys.argv[8])-float(sys.argv[7]))/n))' \
+      "$j" $((t1 - t0)) "$hz" "$hwm" "$b0" "$b1" "$m0" "$m1")
+    read -r rate p99 cpu rss akb aobj <<<"$line"
+    printf 'round %d %s (%s): %6s creates/s  p99 %6s ms  server CPU %4s µs, %5s KB in %4s allocations each  peak RSS %5s MB  load %s\n' \
+      "$r" "$which" "$setting" "$rate" "$p99" "$cpu" "$akb" "$aobj" "$rss" "$(cut -d' ' -f1 /proc/loadavg)"
     if [ $which = A ]; then rate_a=$rate; else ratios+=("$(python3 -c "print('%.2f' % ($rate / $rate_a))")"); fi
   done
 done

@@ -245,7 +245,10 @@ func (s *state) emitVideoEvent(v *Video, now int64) {
 func (s *state) emit(ev Event) {
 	s.logEvent(ev)
 	if subs := s.subscribers(ev.AccountID, ev.Type); len(subs) > 0 {
-		s.queueEvent(&ev, subs) // the callers checked the id is new
+		// A copy of its own: taking ev's address would move every emitted
+		// event to the heap, subscribed to or not.
+		e := ev
+		s.queueEvent(&e, subs) // the callers checked the id is new
 	}
 }
 
