@@ -61,15 +61,7 @@ func (f *fields) mapOf(body func(*fields)) {
 // key counts a field that is not empty, or writes its key; it reports
 // whether the caller writes the value.
 func (f *fields) key(name string, empty bool) bool {
-	if empty || f.err != nil {
-		return false
-	}
-	if f.counting {
-		f.n++
-		return false
-	}
-	f.err = f.e.EncodeString(name)
-	return f.err == nil
+	return !empty && f.always(name)
 }
 
 func (f *fields) str(name, v string) {
