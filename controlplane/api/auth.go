@@ -15,23 +15,31 @@ type principal struct {
 	KeyID     string
 }
 
-type principalKey struct{}
-
+// principalOf is the request's principal; zero before authenticate.
 func principalOf(r *http.Request) principal {
 	if hold, ok := r.Context().Value(holderKey{}).(*principalHolder); ok {
 		return hold.p
 	}
-	p, _ := r.Context().Value(principalKey{}).(principal)
-	return p
+	return principal{}
 }
 
-// principalHolder lets the logging middleware, which runs outside authenticate,
-// learn which account a request belonged to. Where it exists it is also where
-// the handlers find the principal: authenticate fills it instead of copying
-// the request once more for a context value.
+// principalHolder is where authenticate puts the principal and the
+// handlers find it. observe, which runs outside authenticate, makes it, so
+// that its request log line can name the account too; authenticate fills
+// it in place rather than copying the request for a context value.
 type principalHolder struct{ p principal }
 
 type holderKey struct{}
+
+// withHolder returns r carrying a holder, and the holder: r's own if it
+// has one.
+func withHolder(r *http.Request) (*http.Request, *principalHolder) {
+	if hold, ok := r.Context().Value(holderKey{}).(*principalHolder); ok {
+		return r, hold
+	}
+	hold := &principalHolder{}
+	return r.WithContext(context.WithValue(r.Context(), holderKey{}, hold)), hold
+}
 
 // apiKey takes the key from "Authorization: Bearer" or "X-API-Key".
 func apiKey(r *http.Request) string {
@@ -71,11 +79,8 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 			apierr.Write(w, r, unauthorized(apierr.CodeAPIKeyRevoked, "this API key was revoked; create a new one in the app"))
 			return
 		}
-		p := principal{AccountID: k.AccountID, KeyID: k.ID}
-		hold, held := r.Context().Value(holderKey{}).(*principalHolder)
-		if held {
-			hold.p = p
-		}
+		r, hold := withHolder(r)
+		hold.p = principal{AccountID: k.AccountID, KeyID: k.ID}
 		ctx := r.Context()
 		if e := a.lim.checkKey(ctx, a.lim.perKey, "per API key", k.ID, k.AccountID); e != nil {
 			apierr.Write(w, r, e)
@@ -85,10 +90,6 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 			apierr.Write(w, r, e)
 			return
 		}
-		if held {
-			next.ServeHTTP(w, r)
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, principalKey{}, p)))
+		next.ServeHTTP(w, r)
 	})
 }

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -20,8 +19,7 @@ func (a *API) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &apierr.StatusWriter{ResponseWriter: w}
-		hold := &principalHolder{}
-		r = r.WithContext(context.WithValue(r.Context(), holderKey{}, hold))
+		r, hold := withHolder(r)
 		next.ServeHTTP(sw, r)
 		route := chi.RouteContext(r.Context()).RoutePattern()
 		if route == "" {
