@@ -27,8 +27,19 @@ import (
 type fields struct {
 	e        *msgpack.Encoder
 	counting bool
-	n        int
-	err      error
+	// keep writes zero fields too, as msgpack.Marshal writes a field whose
+	// tag is not omitempty (the Raft log's commands; see keepZeros).
+	keep bool
+	n    int
+	err  error
+}
+
+// keepZeros sets whether zero fields are written from here on and returns
+// the setting it replaced, for the caller to put back.
+func (f *fields) keepZeros(keep bool) bool {
+	was := f.keep
+	f.keep = keep
+	return was
 }
 
 // encodeMap writes the map body describes.
@@ -58,10 +69,23 @@ func (f *fields) mapOf(body func(*fields)) {
 	}
 }
 
-// key counts a field that is not empty, or writes its key; it reports
-// whether the caller writes the value.
+// key counts a field that is not empty (or any, while zeros are kept), or
+// writes its key; it reports whether the caller writes the value.
 func (f *fields) key(name string, empty bool) bool {
-	return !empty && f.always(name)
+	return (!empty || f.keep) && f.putKey(name) // small enough to inline
+}
+
+// putKey counts a field, or writes its key.
+func (f *fields) putKey(name string) bool {
+	if f.err != nil {
+		return false
+	}
+	if f.counting {
+		f.n++
+		return false
+	}
+	f.err = f.e.EncodeString(name)
+	return f.err == nil
 }
 
 func (f *fields) str(name, v string) {
@@ -124,24 +148,17 @@ func (f *fields) strs(name string, v []string) {
 	}
 }
 
-// always counts or writes the key of a field written even when zero, as
-// msgpack writes a field whose tag is not omitempty.
-func (f *fields) always(name string) bool {
-	if f.err != nil {
-		return false
+func (f *fields) bytes(name string, v []byte) {
+	if f.key(name, len(v) == 0) {
+		f.err = f.e.EncodeBytes(v)
 	}
-	if f.counting {
-		f.n++
-		return false
-	}
-	f.err = f.e.EncodeString(name)
-	return f.err == nil
 }
 
 // object is a field holding a struct, written as a map of its own; empty
 // (and left out) when none of its fields is written.
 func (f *fields) object(name string, body func(*fields)) {
-	if f.err == nil && f.key(name, f.count(body) == 0) {
+	// While zeros are kept the map is written empty or not: no count.
+	if f.err == nil && f.key(name, !f.keep && f.count(body) == 0) {
 		f.mapOf(body)
 	}
 }
@@ -264,26 +281,15 @@ func (s *Spec) fields(f *fields) {
 // logFields writes s as msgpack.Marshal does, for a command in the Raft
 // log: the fields its tags do not mark omitempty even when zero.
 func (s *Spec) logFields(f *fields) {
-	if f.always("mode") {
-		f.err = f.e.EncodeString(s.Mode)
-	}
-	if f.always("prompt") {
-		f.err = f.e.EncodeString(s.Prompt)
-	}
-	if f.always("name") {
-		f.err = f.e.EncodeString(s.Name)
-	}
-	if f.always("folder") {
-		f.err = f.e.EncodeString(s.FolderID)
-	}
-	if f.always("duration") {
-		f.err = f.e.EncodeInt(int64(s.DurationSeconds))
-	}
-	s.optional(f)
+	was := f.keepZeros(true)
+	s.fields(f) // its omitempty ones are left to optional, below
+	f.keepZeros(was)
 }
 
-// optional writes the fields of s its tags mark omitempty.
+// optional writes the fields of s its tags mark omitempty, zero or not
+// left out whatever the caller keeps.
 func (s *Spec) optional(f *fields) {
+	was := f.keepZeros(false)
 	f.str("avatar", s.AvatarID)
 	f.str("voice", s.VoiceID)
 	f.str("brand_kit", s.BrandKitID)
@@ -306,6 +312,7 @@ func (s *Spec) optional(f *fields) {
 	f.value("cfg_scale", s.CfgScale == nil, s.CfgScale)
 	f.value("camera_fixed", s.CameraFixed == nil, s.CameraFixed)
 	f.value("auto_fix", s.AutoFix == nil, s.AutoFix)
+	f.keepZeros(was)
 }
 
 // EncodeMsgpack writes the event as msgpack would, leaving out zero fields.
@@ -340,24 +347,15 @@ var _ msgpack.CustomEncoder = (*CreateVideo)(nil)
 // the spec to test it for zero: 14 of a create's allocations.
 func (c *CreateVideo) EncodeMsgpack(e *msgpack.Encoder) error {
 	return encodeMap(e, func(f *fields) {
-		if f.always("video") {
-			f.err = f.e.EncodeString(c.VideoID)
-		}
-		if f.always("account") {
-			f.err = f.e.EncodeString(c.AccountID)
-		}
-		if f.always("spec") {
-			f.mapOf(c.Spec.logFields)
-		}
-		if f.always("price") {
-			f.err = f.e.EncodeInt64(c.Price)
-		}
-		f.str("idem_key", c.IdempotencyKey)
-		if f.always("body_hash") {
-			f.err = f.e.EncodeBytes(c.BodyHash[:])
-		}
-		if f.always("now") {
-			f.err = f.e.EncodeInt64(c.Now)
-		}
+		f.keepZeros(true)
+		f.str("video", c.VideoID)
+		f.str("account", c.AccountID)
+		f.object("spec", c.Spec.logFields)
+		f.i64("price", c.Price)
+		f.keepZeros(false)
+		f.str("idem_key", c.IdempotencyKey) // the one omitempty field
+		f.keepZeros(true)
+		f.bytes("body_hash", c.BodyHash[:])
+		f.i64("now", c.Now)
 	})
 }
