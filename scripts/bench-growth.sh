@@ -21,22 +21,13 @@ dir=$(mktemp -d)
 pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
-envs=(); flags=()
-case $setting in
-  --*) read -ra flags <<<"$setting" ;;
-  *) read -ra envs <<<"$setting" ;;
-esac
 token=growth-$RANDOM$RANDOM
-env "${envs[@]}" "$bin" server --data-dir "$dir/v" --listen 127.0.0.1:18680 --admin-listen 127.0.0.1:18681 \
-  --raft-listen 127.0.0.1:17600 --admin-token "$token" --rate-limits=false --log-level warn "${flags[@]}" 2>"$dir/log" &
-pid=$!
-await http://127.0.0.1:18680/v1
+start_node "$bin" "$setting" "$dir/v" "$token"
 echo "bench-growth: $bin $setting; $runs runs of $duration against one server, 64 clients, load $(cut -d' ' -f1-3 /proc/loadavg)"
 total=0
 for r in $(seq "$runs"); do
   t0=$(ticks "$pid")
-  j=$("$bin" bench create --server http://127.0.0.1:18680 --admin-server http://127.0.0.1:18681 --admin-token "$token" \
-    --accounts 64 --concurrency 64 --duration "$duration" --json 2>/dev/null)
+  j=$(create_load "$bin" "$token" "$duration")
   t1=$(ticks "$pid")
   anon=$(awk '/RssAnon/{print int($2/1024)}' "/proc/$pid/status")
   read -r rate p99 cpu n <<<"$(python3 -c 'import json,sys; j=json.loads(sys.argv[1]); n=max(j["created"],1); print("%.0f %.1f %.0f %d" % (j["creates_per_second"], j["p99_ns"]/1e6, float(sys.argv[2])/float(sys.argv[3])*1e6/n, j["created"]))' "$j" $((t1 - t0)) "$hz")"

@@ -29,28 +29,15 @@ pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
 echo "bench-knob: A = $bin_a $1, B = $bin_b $2; $rounds rounds of $duration, 64 clients, load $(cut -d' ' -f1-3 /proc/loadavg)"
-# gometric TOKEN NAME: a counter of the server's Go runtime from /metrics.
-gometric() {
-  curl -fsS -H "Authorization: Bearer $1" http://127.0.0.1:18681/metrics | awk -v k="$2" '$1 == k {printf "%.0f", $2}'
-}
 ratios=()
 for r in $(seq "$rounds"); do
   rate_a=
   for which in A B; do
     setting=$1 server=$bin_a; [ $which = B ] && setting=$2 server=$bin_b
-    envs=(); flags=()
-    case $setting in
-      --*) read -ra flags <<<"$setting" ;;
-      *) read -ra envs <<<"$setting" ;;
-    esac
     rm -rf "$dir/v"; token=knob-$RANDOM$RANDOM
-    env "${envs[@]}" "$server" server --data-dir "$dir/v" --listen 127.0.0.1:18680 --admin-listen 127.0.0.1:18681 \
-      --raft-listen 127.0.0.1:17600 --admin-token "$token" --rate-limits=false --log-level warn "${flags[@]}" 2>"$dir/log" &
-    pid=$!
-    await http://127.0.0.1:18680/v1
+    start_node "$server" "$setting" "$dir/v" "$token"
     t0=$(ticks "$pid") b0=$(gometric "$token" go_memstats_alloc_bytes_total) m0=$(gometric "$token" go_memstats_mallocs_total)
-    j=$("$bin" bench create --server http://127.0.0.1:18680 --admin-server http://127.0.0.1:18681 --admin-token "$token" \
-      --accounts 64 --concurrency 64 --duration "$duration" --json 2>/dev/null)
+    j=$(create_load "$bin" "$token" "$duration")
     t1=$(ticks "$pid") b1=$(gometric "$token" go_memstats_alloc_bytes_total) m1=$(gometric "$token" go_memstats_mallocs_total)
     hwm=$(awk '/VmHWM/{print $2}' "/proc/$pid/status")
     kill "$pid"; wait "$pid" 2>/dev/null || true; pid=

@@ -20,3 +20,32 @@ ticks() { for p in "$@"; do awk '{print $14 + $15}' "/proc/$p/stat"; done | awk 
 
 # median prints the median of its arguments (ratios) and how many there were.
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {printf "%.2f× over %d rounds", a[int((NR+1)/2)], NR}'; }
+
+# The one-node server bench-knob.sh and bench-growth.sh start, on fixed
+# loopback ports. start_node BIN SETTING DATADIR TOKEN starts it (SETTING:
+# server flags, or NAME=value assignments for its environment), waits until
+# it answers and leaves its process id in $pid; its log is DATADIR.log.
+start_node() {
+  local envs=() flags=()
+  case $2 in
+    --*) read -ra flags <<<"$2" ;;
+    *) read -ra envs <<<"$2" ;;
+  esac
+  env "${envs[@]}" "$1" server --data-dir "$3" --listen 127.0.0.1:18680 --admin-listen 127.0.0.1:18681 \
+    --raft-listen 127.0.0.1:17600 --admin-token "$4" --rate-limits=false --log-level warn "${flags[@]}" 2>"$3.log" &
+  pid=$!
+  await http://127.0.0.1:18680/v1
+}
+
+# create_load BIN TOKEN DURATION: 64 clients creating in a closed loop
+# against start_node's server; prints vidfarm bench create's JSON report.
+create_load() {
+  "$1" bench create --server http://127.0.0.1:18680 --admin-server http://127.0.0.1:18681 --admin-token "$2" \
+    --accounts 64 --concurrency 64 --duration "$3" --json 2>/dev/null
+}
+
+# gometric TOKEN NAME: a counter of start_node's server's Go runtime, from
+# its /metrics.
+gometric() {
+  curl -fsS -H "Authorization: Bearer $1" http://127.0.0.1:18681/metrics | awk -v k="$2" '$1 == k {printf "%.0f", $2}'
+}
