@@ -3,6 +3,7 @@ package agent
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/vidfarm/vidfarm/pipeline"
 )
 
 // ErrNVMLInit means libnvidia-ml.so.1 was found but NVML failed to initialise
@@ -102,17 +106,21 @@ type Tool struct {
 	Name  string `json:"name"`
 	Found bool   `json:"found"`
 	Path  string `json:"path,omitempty"` // absolute path when found
+	// Problem says why a tool found on PATH cannot serve the pipeline (an
+	// FFmpeg without a filter it uses). Such a tool is not advertised: the
+	// node would lease tasks only to fail each of them.
+	Problem string `json:"problem,omitempty"`
 }
 
-// InstalledTools returns the names of the tools found on PATH, in the order of
-// Capacity.Tools: what the node advertises to the scheduler.
-func (c Capacity) InstalledTools() []string { return c.tools(true) }
+// usable reports whether the node can advertise t.
+func (t Tool) usable() bool { return t.Found && t.Problem == "" }
 
-// tools lists the names of the tools whose Found is found.
-func (c Capacity) tools(found bool) []string {
+// InstalledTools returns the names of the usable tools found on PATH, in the
+// order of Capacity.Tools: what the node advertises to the scheduler.
+func (c Capacity) InstalledTools() []string {
 	var out []string
 	for _, t := range c.Tools {
-		if t.Found == found {
+		if t.usable() {
 			out = append(out, t.Name)
 		}
 	}
@@ -126,6 +134,9 @@ type host struct {
 	numCPU   func() int
 	meminfo  func() ([]byte, error) // the contents of /proc/meminfo
 	lookPath func(file string) (string, error)
+	// checkTool asks a tool found at path whether it has what the pipeline
+	// uses; nil or a nil error: it has.
+	checkTool func(name, path string) error
 }
 
 var systemHost = host{
@@ -133,7 +144,19 @@ var systemHost = host{
 	numCPU:   runtime.NumCPU,
 	meminfo:  func() ([]byte, error) { return os.ReadFile("/proc/meminfo") },
 	lookPath: exec.LookPath,
+	checkTool: func(name, path string) error {
+		if name != "ffmpeg" {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), toolCheckTimeout)
+		defer cancel()
+		return (&pipeline.Tools{FFmpeg: path}).CheckFFmpeg(ctx)
+	},
 }
+
+// toolCheckTimeout bounds the start-up check of a tool: a wedged binary must
+// not keep the agent from starting.
+const toolCheckTimeout = 30 * time.Second
 
 // discoverHost fills everything in a Capacity but the NVIDIA part, and returns
 // what it could not read.
@@ -163,6 +186,11 @@ func discoverHost(h host) (Capacity, []error) {
 		switch {
 		case err == nil:
 			t.Found, t.Path = true, path
+			if h.checkTool != nil {
+				if err := h.checkTool(name, path); err != nil {
+					t.Problem = err.Error()
+				}
+			}
 		case errors.Is(err, exec.ErrNotFound):
 			// not installed: Found stays false
 		default:

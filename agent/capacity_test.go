@@ -3,11 +3,14 @@ package agent
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"reflect"
 	"runtime"
 	"testing"
+
+	"github.com/vidfarm/vidfarm/pipeline"
 )
 
 const testMeminfo = `MemTotal:       65536000 kB
@@ -81,6 +84,20 @@ func TestDiscoverHost(t *testing.T) {
 			want:         func(c *Capacity) { c.MemoryTotalMB, c.MemoryAvailableMB = 0, 0 },
 			wantWarnings: []string{"host memory: file does not exist"},
 			wantErr:      os.ErrNotExist,
+		},
+		{
+			name: "ffmpeg too old for the pipeline",
+			change: func(h *host) {
+				h.checkTool = func(name, path string) error {
+					if name == "ffmpeg" && path == "/usr/bin/ffmpeg" {
+						return fmt.Errorf("%w: ffmpeg lacks filters gradients", pipeline.ErrToolUnfit)
+					}
+					return nil
+				}
+			},
+			want: func(c *Capacity) {
+				c.Tools[0].Problem = "pipeline: tool lacks features the pipeline uses: ffmpeg lacks filters gradients"
+			},
 		},
 		{
 			name: "tool found only in the working directory",
@@ -158,5 +175,18 @@ func TestInstalledTools(t *testing.T) {
 	}
 	if got := (Capacity{}).InstalledTools(); got != nil {
 		t.Errorf("InstalledTools() of an empty capacity = %v, want nil", got)
+	}
+}
+
+// TestInstalledToolsLeavesOutUnusable: a tool found on PATH but unfit for the
+// pipeline is not advertised, so the node is offered no task that needs it.
+func TestInstalledToolsLeavesOutUnusable(t *testing.T) {
+	c := cpuNode("")
+	if got, want := c.InstalledTools(), []string{"ffmpeg", "ffprobe"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("InstalledTools = %v, want %v", got, want)
+	}
+	c.Tools[0].Problem = "lacks filters gradients"
+	if got, want := c.InstalledTools(), []string{"ffprobe"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("with an unfit ffmpeg InstalledTools = %v, want %v", got, want)
 	}
 }

@@ -162,7 +162,16 @@ func newAgent(ctx context.Context, cfg Config) (*agent, error) {
 		log.Info("external runner", "runner", s.Name, "runner_kind", s.Kind, "at", s.describe(), "models", s.Models,
 			"concurrency", s.Concurrency, "from", s.Where)
 	}
-	if missing := c.tools(false); len(missing) > 0 {
+	var missing []string
+	for _, t := range c.Tools {
+		switch {
+		case !t.Found:
+			missing = append(missing, t.Name)
+		case t.Problem != "":
+			log.Warn("tool unusable: tasks that need it are not offered to this node", "tool", t.Name, "path", t.Path, "problem", t.Problem)
+		}
+	}
+	if len(missing) > 0 {
 		log.Warn("tools missing: tasks that need them are not offered to this node", "missing", missing)
 	}
 	if err := prepareWorkDir(cfg.WorkDir); err != nil {

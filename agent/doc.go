@@ -128,7 +128,10 @@
 // Shutdown. It reports per GPU: index, name, UUID, total and free memory (MiB,
 // like nvidia-smi), utilisation, MIG mode and the MIG instances; per host: the
 // driver and CUDA driver versions, hostname, CPU cores, RAM, and which of the
-// tools the pipeline drives (ffmpeg, ffprobe, espeak-ng) are on PATH.
+// tools the pipeline drives (ffmpeg, ffprobe, espeak-ng) are on PATH; an
+// ffmpeg that lacks a filter or encoder the pipeline uses
+// (pipeline.Tools.CheckFFmpeg) is found but carries a Problem and is not
+// advertised.
 //
 // Discovery always returns a usable Capacity. Its error lists what could not
 // be read; each part wraps the nvml.Return behind it, so errors.Is(err,

@@ -47,9 +47,12 @@ func FormatCapacity(c Capacity) string {
 	}
 	tools := make([]string, 0, len(c.Tools))
 	for _, t := range c.Tools {
-		if t.Found {
+		switch {
+		case t.Found && t.Problem != "":
+			tools = append(tools, t.Name+" (unusable: "+t.Problem+")")
+		case t.Found:
 			tools = append(tools, t.Name+" ("+t.Path+")")
-		} else {
+		default:
 			tools = append(tools, t.Name+" (missing)")
 		}
 	}

@@ -69,6 +69,20 @@ warnings:
 `,
 		},
 		{
+			name: "an FFmpeg that lacks a filter",
+			c: func() Capacity {
+				c := cpuNode("")
+				c.Tools[0].Problem = "ffmpeg lacks filters gradients"
+				return c
+			}(),
+			want: `host           gpu-node-1
+cpu cores      16
+memory         64000 MiB total, 32000 MiB available
+nvidia driver  none
+tools          ffmpeg (unusable: ffmpeg lacks filters gradients), ffprobe (/usr/bin/ffprobe), espeak-ng (missing)
+`,
+		},
+		{
 			name: "nothing known",
 			c:    Capacity{},
 			want: `host           -
