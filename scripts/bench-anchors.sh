@@ -13,10 +13,13 @@
 # cluster (static --initial-cluster), all on loopback; the 64 clients are
 # spread over the three members' endpoints on both sides (client i talks to
 # member i mod 3; a follower forwards to the leader on both). PostgreSQL is
-# the one local server in both modes.
+# the one local server in both modes; PG=none leaves it out (a machine without
+# PostgreSQL, such as a lent GPU machine). ETCDGRPC=FILE uses a gRPC client
+# built elsewhere (a machine without the module proxy); BIN=FILE another
+# vidfarm binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=./bin/vidfarm
+bin=${BIN:-./bin/vidfarm}
 rounds=${ROUNDS:-3}
 duration=${DURATION:-20s}
 nodes=${NODES:-1}
@@ -38,9 +41,25 @@ cleanup() {
 trap cleanup EXIT
 
 # The gRPC anchor is its own module (so the main one does not pull in gRPC).
-(cd bench/etcdgrpc && go build -o "$dir/etcdgrpc" .)
+if [ -n "${ETCDGRPC:-}" ]; then
+  cp "$ETCDGRPC" "$dir/etcdgrpc"
+else
+  (cd bench/etcdgrpc && go build -o "$dir/etcdgrpc" .)
+fi
 
 . scripts/lib.sh
+
+# etcd refuses puts past its backend quota (2 GB by default): a 16-core
+# machine writes that in two rounds of 15 s, and every later put fails with
+# "database space exceeded". 8 GB is etcd's documented maximum.
+quota=$((8 * 1024 * 1024 * 1024))
+# run LABEL CMD...: a client's JSON, or the script stops saying which failed.
+run() {
+  local label=$1 out
+  shift
+  out=$("$@" 2>"$dir/client.err") || { echo "bench-anchors: round $r: $label failed: $(tail -3 "$dir/client.err")" >&2; exit 1; }
+  printf '%s' "$out"
+}
 
 if [ "$nodes" = 1 ]; then
   $bin server --data-dir "$dir/vidfarm" --listen 127.0.0.1:18380 --admin-listen 127.0.0.1:18381 \
@@ -49,7 +68,7 @@ if [ "$nodes" = 1 ]; then
   etcd --name anchor --data-dir "$dir/etcd" --listen-client-urls http://127.0.0.1:18379 \
     --advertise-client-urls http://127.0.0.1:18379 --listen-peer-urls http://127.0.0.1:18378 \
     --initial-advertise-peer-urls http://127.0.0.1:18378 --initial-cluster anchor=http://127.0.0.1:18378 \
-    --log-level error >"$dir/etcd.log" 2>&1 &
+    --quota-backend-bytes "$quota" --log-level error >"$dir/etcd.log" 2>&1 &
   pids+=($!) epids+=($!)
   await http://127.0.0.1:18380/v1
   await http://127.0.0.1:18379/health
@@ -80,7 +99,7 @@ else
     etcd --name "e$i" --data-dir "$dir/e$i" --listen-client-urls "http://127.0.0.1:1837$i" \
       --advertise-client-urls "http://127.0.0.1:1837$i" --listen-peer-urls "http://127.0.0.1:1836$i" \
       --initial-advertise-peer-urls "http://127.0.0.1:1836$i" --initial-cluster "$initial" \
-      --initial-cluster-state new --initial-cluster-token "anchors-$token" --log-level error >"$dir/e$i.log" 2>&1 &
+      --initial-cluster-state new --initial-cluster-token "anchors-$token" --quota-backend-bytes "$quota" --log-level error >"$dir/e$i.log" 2>&1 &
     pids+=($!) epids+=($!)
   done
   for i in 1 2 3; do await "http://127.0.0.1:1837$i/health"; done
@@ -90,6 +109,7 @@ else
 fi
 echo "etcd $(etcd --version | head -1 | awk '{print $3}'), $(nproc) cores; $nodes node(s) each; $rounds rounds of $duration each, 64 clients; load $(cut -d' ' -f1-3 /proc/loadavg)"
 
+if [ "$pg" != none ]; then
 psql -q "${pgargs[@]}" <<SQL
 SET client_min_messages = warning;
 CREATE SCHEMA $schema;
@@ -111,6 +131,7 @@ INSERT INTO $schema.videos VALUES (md5(random()::text || clock_timestamp()::text
 INSERT INTO $schema.ledger (account_id, kind, amount, video_id, created_at) VALUES (:aid, 'charge', -3, 'v', now());
 COMMIT;
 SQL
+fi
 secs=${duration%s}
 
 # The servers' CPU per operation (ticks, scripts/lib.sh; the client's is not
@@ -122,18 +143,19 @@ grpcratios=()
 pgratios=()
 for r in $(seq "$rounds"); do
   t0=$(ticks "${vpids[@]}")
-  v=$($bin bench create --server "$servers" --admin-server "$admin" --admin-token "$token" \
-    --accounts 64 --concurrency 64 --duration "$duration" --json 2>/dev/null)
+  v=$(run vidfarm $bin bench create --server "$servers" --admin-server "$admin" --admin-token "$token" \
+    --accounts 64 --concurrency 64 --duration "$duration" --json)
   t1=$(ticks "${vpids[@]}") t2=$(ticks "${epids[@]}")
-  e=$($bin bench etcd --endpoint "$endpoints" --concurrency 64 --duration "$duration" --json 2>/dev/null)
+  e=$(run "etcd JSON" $bin bench etcd --endpoint "$endpoints" --concurrency 64 --duration "$duration" --json)
   t3=$(ticks "${epids[@]}")
-  g=$("$dir/etcdgrpc" --endpoint "$endpoints" --concurrency 64 --duration "$duration" --json 2>/dev/null)
+  g=$(run "etcd gRPC" "$dir/etcdgrpc" --endpoint "$endpoints" --concurrency 64 --duration "$duration" --json)
   t4=$(ticks "${epids[@]}")
-  tps=$(pgbench -n -c 64 -j 2 -T "$secs" -f "$dir/create.sql" "${pgargs[@]}" 2>/dev/null | awk '/^tps/ {print $3; exit}')
+  tps=0
+  [ "$pg" = none ] || tps=$(pgbench -n -c 64 -j 2 -T "$secs" -f "$dir/create.sql" "${pgargs[@]}" 2>/dev/null | awk '/^tps/ {print $3; exit}')
   line=$(python3 - "$v" "$e" "$g" "$tps" "$((t1 - t0))" "$((t3 - t2))" "$((t4 - t3))" "$hz" <<'PY'
 import json, sys
 v, e, g = (json.loads(a) for a in sys.argv[1:4])
-tps = float(sys.argv[4])
+tps = float(sys.argv[4]) or float("nan")  # PG=none
 hz = float(sys.argv[8])
 cpu = lambda ticks, r: float(ticks) / hz * 1e6 / max(r["created"], 1)  # server µs per operation
 rate = lambda r: r["creates_per_second"]
@@ -159,5 +181,5 @@ PY
 done
 echo "$nodes node(s): median ratio creates/s : etcd puts/s through the JSON gateway = $(median "${ratios[@]}")"
 echo "$nodes node(s): median ratio creates/s : etcd puts/s through the gRPC client = $(median "${grpcratios[@]}")"
-echo "$nodes node(s): median ratio creates/s : PostgreSQL create transactions/s = $(median "${pgratios[@]}")"
+[ "$pg" = none ] || echo "$nodes node(s): median ratio creates/s : PostgreSQL create transactions/s = $(median "${pgratios[@]}")"
 echo "load average $(cut -d' ' -f1-3 /proc/loadavg)"
