@@ -5,7 +5,9 @@
 # Prints each run's rate, p99, the server's CPU per create (user + system from
 # /proc/PID/stat), what the server allocated per create (bytes and objects,
 # from the Go runtime's counters on /metrics: what the collector then has to
-# chase) and peak resident memory (VmHWM), then the median ratio B:A.
+# chase), the mean apply of a create on the FSM's goroutine (the serial stage
+# that bounds a many-core machine) and peak resident memory (VmHWM), then the
+# median ratio B:A.
 #
 # A setting is server flags, or environment assignments for the server:
 #   scripts/bench-knob.sh 'GOGC=100' 'GOGC=200'
@@ -39,13 +41,13 @@ for r in $(seq "$rounds"); do
     t0=$(ticks "$pid") b0=$(gometric "$token" go_memstats_alloc_bytes_total) m0=$(gometric "$token" go_memstats_mallocs_total)
     j=$(create_load "$bin" "$token" "$duration")
     t1=$(ticks "$pid") b1=$(gometric "$token" go_memstats_alloc_bytes_total) m1=$(gometric "$token" go_memstats_mallocs_total)
-    hwm=$(awk '/VmHWM/{print $2}' "/proc/$pid/status")
+    hwm=$(awk '/VmHWM/{print $2}' "/proc/$pid/status") apply=$(applymean "$token" create_video)
     kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
     line=$(python3 -c 'import json,sys; j=json.loads(sys.argv[1]); n=max(j["created"],1); print("%.0f %.1f %.0f %d %.1f %.0f" % (j["creates_per_second"], j["p99_ns"]/1e6, float(sys.argv[2])/float(sys.argv[3])*1e6/n, int(sys.argv[4])//1024, (float(sys.argv[6])-float(sys.argv[5]))/n/1024, (float(sys.argv[8])-float(sys.argv[7]))/n))' \
       "$j" $((t1 - t0)) "$hz" "$hwm" "$b0" "$b1" "$m0" "$m1")
     read -r rate p99 cpu rss akb aobj <<<"$line"
-    printf 'round %d %s (%s): %6s creates/s  p99 %6s ms  server CPU %4s µs, %5s KB in %4s allocations each  peak RSS %5s MB  load %s\n' \
-      "$r" "$which" "$setting" "$rate" "$p99" "$cpu" "$akb" "$aobj" "$rss" "$(cut -d' ' -f1 /proc/loadavg)"
+    printf 'round %d %s (%s): %6s creates/s  p99 %6s ms  server CPU %4s µs, %5s KB in %4s allocations each  apply %5s µs  peak RSS %5s MB  load %s\n' \
+      "$r" "$which" "$setting" "$rate" "$p99" "$cpu" "$akb" "$aobj" "$apply" "$rss" "$(cut -d' ' -f1 /proc/loadavg)"
     if [ $which = A ]; then rate_a=$rate; else ratios+=("$(python3 -c "print('%.2f' % ($rate / $rate_a))")"); fi
   done
 done

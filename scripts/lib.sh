@@ -49,3 +49,13 @@ create_load() {
 gometric() {
   curl -fsS -H "Authorization: Bearer $1" http://127.0.0.1:18681/metrics | awk -v k="$2" '$1 == k {printf "%.0f", $2}'
 }
+
+# applymean TOKEN TYPE: the mean time, in µs, that start_node's server spent
+# applying its commands of TYPE (e.g. create_video), from the FSM's apply
+# histogram: the serial stage every create waits for.
+applymean() {
+  curl -fsS -H "Authorization: Bearer $1" http://127.0.0.1:18681/metrics | awk -v t="type=\"$2\"" '
+    index($1, "vidfarm_fsm_apply_seconds_sum{") == 1 && index($1, t) { s = $2 }
+    index($1, "vidfarm_fsm_apply_seconds_count{") == 1 && index($1, t) { n = $2 }
+    END { if (n > 0) printf "%.1f", s / n * 1e6; else printf "-" }'
+}
