@@ -237,3 +237,73 @@ func fill(r *rand.Rand, v reflect.Value, depth int) {
 		}
 	}
 }
+
+// TestLogCodecDecodesAsReflection holds CreateVideo's hand-written decoder
+// to what msgpack's reflection reads from the same bytes: random commands
+// as the log holds them, and maps the encoder never writes (unknown keys,
+// nils, other integer widths, a repeated key, a nil spec), so a field added
+// to CreateVideo or Spec and not to the decoder fails it, as does any
+// difference in how a value is read.
+func TestLogCodecDecodesAsReflection(t *testing.T) {
+	check := func(name string, b []byte) {
+		t.Helper()
+		var got CreateVideo
+		gotErr := msgpack.Unmarshal(b, &got)
+		var want plainCreate
+		wantErr := msgpack.Unmarshal(b, &want)
+		if (gotErr != nil) != (wantErr != nil) {
+			t.Fatalf("%s: decoder error %v, reflection's %v", name, gotErr, wantErr)
+		}
+		if gotErr == nil && !reflect.DeepEqual(got, CreateVideo(want)) {
+			t.Fatalf("%s: decoder read\n%+v\nreflection reads\n%+v", name, got, CreateVideo(want))
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range 3000 {
+		var c CreateVideo
+		if i > 0 {
+			fill(r, reflect.ValueOf(&c).Elem(), 0)
+		}
+		b, err := msgpack.Marshal(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("value %d", i), b)
+		if i < 200 { // cut short: both must fail
+			check(fmt.Sprintf("value %d cut", i), b[:r.IntN(len(b))])
+		}
+	}
+	odd := map[string]any{
+		"future_field": []any{1, "x", map[string]any{"a": nil}},
+		"video":        "vid_1",
+		"account":      nil,
+		"price":        int8(-3),
+		"now":          uint16(65000),
+		"body_hash":    []byte{1, 2, 3},
+		"spec": map[string]any{
+			"mode": nil, "prompt": "p", "duration": uint8(200), "negative_prompt": nil, "seed": int32(-7),
+			"cfg_scale": float32(0.5), "assets": []string{"a", "b"}, "image_urls": nil, "unknown": true,
+		},
+	}
+	for name, v := range map[string]any{
+		"odd":       odd,
+		"nil spec":  map[string]any{"video": "v", "spec": nil},
+		"nil":       nil,
+		"long hash": map[string]any{"body_hash": make([]byte, 33)},
+	} {
+		b, err := msgpack.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(name, b)
+	}
+	// A repeated key: the last one counts.
+	var buf bytes.Buffer
+	e := msgpack.NewEncoder(&buf)
+	for _, err := range []error{e.EncodeMapLen(2), e.EncodeString("video"), e.EncodeString("a"), e.EncodeString("video"), e.EncodeString("b")} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("repeated key", buf.Bytes())
+}

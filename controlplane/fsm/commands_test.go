@@ -256,4 +256,17 @@ func BenchmarkEncodeCreate(b *testing.B) {
 			copy(out[1:], p)
 		}
 	})
+	// What every replica does with the entry, on the FSM's goroutine.
+	entry, err := fsm.Encode(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := fsm.Decode(entry); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
