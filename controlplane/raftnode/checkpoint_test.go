@@ -18,7 +18,7 @@ import (
 // leader's state file. The new node restores it into its own state file,
 // finished videos on disk, and ends with the leader's state, byte for byte.
 func TestFollowerCatchesUpFromCheckpoint(t *testing.T) {
-	small := func(c *raftnode.Config) { c.TrailingLogs = 1 }
+	small := func(c *raftnode.Config) { c.TrailingLogs, c.WALSegmentSize = 1, 512 }
 	dir1 := t.TempDir()
 	n1 := open(t, dir1, small)
 	defer closeNode(t, n1)

@@ -1,6 +1,6 @@
 // Package raftnode runs the Raft node that replicates the control plane's FSM:
-// hashicorp/raft over TCP, raft-boltdb (bbolt) as log and stable store, and a file
-// snapshot store, all under one data directory. It bootstraps a single-node cluster
+// hashicorp/raft over TCP, raft-wal as its log (logstore.go), raft-boltdb (bbolt) as
+// its stable store, and a file snapshot store, all under one data directory. It bootstraps a single-node cluster
 // when the directory is new, which is the embedded default, and offers one Apply
 // helper that proposes a command, waits for it and unwraps the FSM's answer.
 package raftnode
@@ -45,9 +45,15 @@ type Config struct {
 	// Advertise is the address peers dial; defaults to RaftAddr's bound address.
 	Advertise string
 	Logger    *slog.Logger
-	// NoSync skips fsync on the log store. Only for tests of things other than
-	// durability; servers always sync.
+	// NoSync skips fsync on the stable store (raft.db); the log, raft-wal,
+	// always syncs. Only for tests of things other than durability; servers
+	// always sync.
 	NoSync bool
+	// WALSegmentSize is the size of the log's segment files (0: 16 MiB).
+	// Tests make it small so that compaction deletes whole segments: raft-wal
+	// still answers an entry truncated away while its segment is kept, so a
+	// follower far behind gets the log instead of a snapshot until then.
+	WALSegmentSize int
 	// SnapshotThreshold is how many new log entries trigger a snapshot
 	// (default DefaultSnapshotThreshold); TrailingLogs how many entries stay after compaction (default 10240).
 	SnapshotThreshold uint64
@@ -114,7 +120,8 @@ type Node struct {
 	FSM       *fsm.FSM
 	cfg       Config
 	log       *slog.Logger
-	store     *raftboltdb.BoltStore
+	store     *raftboltdb.BoltStore // the stable store: term and vote
+	wal       *walLog               // the log
 	transport *raft.NetworkTransport
 	tls       *tlsStream // nil: plain TCP
 	snaps     *checkpointSnapshots
@@ -163,15 +170,13 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	// second node started on the same directory says why it cannot start.
 	boltOpts := *bbolt.DefaultOptions
 	boltOpts.Timeout = storeLockTimeout
-	// Mapped once, large enough for the log's trailing entries, so that an
-	// append never waits for the file to be mapped again (fsm.storeMmapSize).
-	boltOpts.InitialMmapSize = 1 << 30
-	// The free list as a map, rebuilt at open rather than written with every
-	// append, as etcd keeps its backend: bbolt's default array was merged
-	// into a new slice at each commit (3% of all the server allocated under
-	// create load) and written out with it. The log holds only the entries
-	// after the last snapshot and its trailing ones, so the scan at open
-	// stays short.
+	// raft.db held the log before raft-wal did, and still does in a data
+	// directory from before until openLog has moved it: these settings are
+	// the ones it was kept with. Mapped once, large enough for the log's
+	// trailing entries (fsm.storeMmapSize). The free list as a map, rebuilt
+	// at open rather than written with every commit, as etcd keeps its
+	// backend: bbolt's default array was merged into a new slice at each
+	// commit and written out with it.
 	boltOpts.FreelistType = bbolt.FreelistMapType
 	boltOpts.NoFreelistSync = true
 	dbPath := filepath.Join(cfg.DataDir, "raft.db")
@@ -182,47 +187,57 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open raft log store: %w", err)
 	}
-	logs, err := raft.NewLogCache(1024, store)
+	wlog, err := openLog(cfg.DataDir, cmp.Or(cfg.WALSegmentSize, walSegmentSize), store, cfg.Logger, rc.Logger)
 	if err != nil {
 		store.Close()
+		return nil, err
+	}
+	// closeStores closes both stores on a failed start.
+	closeStores := func() {
+		wlog.Close()
+		store.Close()
+	}
+	logs, err := raft.NewLogCache(1024, wlog)
+	if err != nil {
+		closeStores()
 		return nil, fmt.Errorf("log cache: %w", err)
 	}
 	files, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, rc.Logger)
 	if err != nil {
-		store.Close()
+		closeStores()
 		return nil, fmt.Errorf("open snapshot store: %w", err)
 	}
 	snaps := newCheckpointSnapshots(files, f, cfg.DataDir, cfg.Logger)
 	var adv net.Addr
 	if cfg.Advertise != "" {
 		if adv, err = net.ResolveTCPAddr("tcp", cfg.Advertise); err != nil {
-			store.Close()
+			closeStores()
 			return nil, fmt.Errorf("resolve advertise address %q: %w", cfg.Advertise, err)
 		}
 	}
 	transport, stream, err := openTransport(cfg, adv, rc.Logger)
 	if err != nil {
-		store.Close()
+		closeStores()
 		return nil, fmt.Errorf("raft transport on %s: %w", cfg.RaftAddr, err)
 	}
 	existing, err := raft.HasExistingState(logs, store, snaps)
 	if err != nil {
 		transport.Close()
-		store.Close()
+		closeStores()
 		return nil, fmt.Errorf("inspect raft state: %w", err)
 	}
 	if err := resumeFrom(rc, f, existing, snaps, cfg.Logger); err != nil {
 		transport.Close()
-		store.Close()
+		closeStores()
 		return nil, err
 	}
 	r, err := raft.NewRaft(rc, f, logs, store, snaps, transport)
 	if err != nil {
 		transport.Close()
-		store.Close()
+		closeStores()
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
-	n := &Node{Raft: r, FSM: f, cfg: cfg, log: cfg.Logger, store: store, transport: transport, tls: stream, snaps: snaps, existing: existing}
+	n := &Node{Raft: r, FSM: f, cfg: cfg, log: cfg.Logger, store: store, wal: wlog, transport: transport, tls: stream, snaps: snaps, existing: existing}
 	if !existing && !cfg.Join {
 		boot := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: transport.LocalAddr()}}}
 		if err := r.BootstrapCluster(boot).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
@@ -379,6 +394,9 @@ func (n *Node) Close() error {
 		err = cerr
 	}
 	if cerr := n.FSM.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := n.wal.Close(); err == nil {
 		err = cerr
 	}
 	if cerr := n.store.Close(); err == nil {

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/controlplane/raftnode"
 	"github.com/vidfarm/vidfarm/scheduler"
@@ -122,7 +120,7 @@ func TestBootstrapLeadAndApply(t *testing.T) {
 	if a, _ := n.FSM.Account("acct"); a.Credits != 6 {
 		t.Fatalf("balance %d", a.Credits)
 	}
-	for _, p := range []string{"raft.db", "snapshots"} {
+	for _, p := range []string{"raft.db", "wal", "snapshots"} {
 		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
 			t.Fatalf("data dir lacks %s: %v", p, err)
 		}
@@ -284,7 +282,7 @@ func TestReopenReplaysTheLog(t *testing.T) {
 func TestReopenRestoresSnapshotThenReplays(t *testing.T) {
 	dir := t.TempDir()
 	// Keep almost no log behind a snapshot, so reopening must read the snapshot.
-	small := func(c *raftnode.Config) { c.TrailingLogs = 1 }
+	small := func(c *raftnode.Config) { c.TrailingLogs, c.WALSegmentSize = 1, 512 }
 	n := open(t, dir, small)
 	apply(t, n, account("a", 100))
 	apply(t, n, account("b", 5))
@@ -316,12 +314,7 @@ func TestReopenRestoresSnapshotThenReplays(t *testing.T) {
 	closeNode(t, n)
 
 	// The log was compacted behind the snapshot: the first entries are gone.
-	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	firstIndex, err := store.FirstIndex()
-	store.Close()
+	firstIndex, err := walFirstIndex(t, dir)
 	if err != nil || firstIndex <= 1 || firstIndex > snapIndex {
 		t.Fatalf("log starts at %d (err %v) with a snapshot at %d: not compacted", firstIndex, err, snapIndex)
 	}
@@ -444,4 +437,12 @@ func TestWaitLeaderMeansCaughtUp(t *testing.T) {
 	if a, ok := n.FSM.Account("a"); !ok || a.Credits != grants {
 		t.Fatalf("right after WaitLeader the FSM holds %d credits (found %v), want %d", a.Credits, ok, grants)
 	}
+}
+
+// walFirstIndex reads the first index of the log in the closed node's data
+// directory dir.
+func walFirstIndex(t *testing.T, dir string) (uint64, error) {
+	w, closeWAL := openTestWAL(t, dir)
+	defer closeWAL()
+	return w.FirstIndex()
 }

@@ -1,0 +1,167 @@
+package raftnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/go-hclog"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/migrate"
+)
+
+// The Raft log lives in raft-wal (<data-dir>/raft/wal), the log store
+// Consul moved to: segment files appended to and fsynced once per batch,
+// with no B-tree pages to copy on write and no msgpack handle built for
+// every entry, which raft-boltdb did on the leader's one loop that every
+// proposal waits for. Under 64-client create load it cut the server's CPU
+// per create by 7-14% (docs/benchmarks.md). The stable store (term and
+// vote, written at elections) stays in raft.db, whose file lock keeps a
+// second node off the data directory.
+//
+// A data directory from before keeps its log in raft.db. openLog copies it
+// into a new WAL beside, renames that into place only once it is whole, and
+// then empties raft.db's log; a crash at any step leaves either the old log
+// or the whole new one.
+
+// walDir is the WAL's directory under the Raft data directory.
+const walDir = "wal"
+
+// walSegmentSize is the default size of a WAL segment file, preallocated when it
+// is created. raft-wal's default is 64 MiB; a quarter of it keeps the
+// disk a node takes small (every test node allocates one) while an entry
+// of a few hundred bytes still fills a segment only every tens of
+// thousands of entries.
+const walSegmentSize = 16 << 20
+
+// migrateBatchBytes is how much log data one append of the copy carries.
+const migrateBatchBytes = 4 << 20
+
+// walLog is a WAL with the metadata store it was opened with: raft-wal
+// v0.4.0's Close leaves that store's bbolt file open, and locked, so a
+// node closed and opened again in one process (a restart in the tests, the
+// copy renamed into place) would wait for the lock forever.
+type walLog struct {
+	*wal.WAL
+	meta *metadb.BoltMetaDB
+}
+
+// Close closes the WAL, then its metadata store.
+func (w *walLog) Close() error {
+	err := w.WAL.Close()
+	if cerr := w.meta.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func openWAL(dir string, segmentSize int, hlog hclog.Logger) (*walLog, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, err
+	}
+	meta := &metadb.BoltMetaDB{}
+	w, err := wal.Open(dir, wal.WithMetaStore(meta), wal.WithSegmentSize(segmentSize), wal.WithLogger(hlog.Named("wal")))
+	if err != nil {
+		meta.Close()
+		return nil, err
+	}
+	return &walLog{WAL: w, meta: meta}, nil
+}
+
+// openLog opens the node's Raft log, first moving a log that raft.db still
+// holds into it.
+func openLog(dataDir string, segmentSize int, old *raftboltdb.BoltStore, log *slog.Logger, hlog hclog.Logger) (*walLog, error) {
+	dir := filepath.Join(dataDir, walDir)
+	_, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := moveLog(dataDir, segmentSize, old, log, hlog); err != nil {
+			return nil, fmt.Errorf("move the Raft log from raft.db to %s: %w", dir, err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("raft log: %w", err)
+	}
+	w, err := openWAL(dir, segmentSize, hlog)
+	if err != nil {
+		return nil, fmt.Errorf("open raft log %s: %w", dir, err)
+	}
+	// The copy is in place: what raft.db still holds of the log is stale
+	// (a crash came between the rename and this, or this is the first
+	// start after the copy).
+	first, err := old.FirstIndex()
+	if err == nil && first > 0 {
+		var last uint64
+		if last, err = old.LastIndex(); err == nil {
+			err = old.DeleteRange(first, last)
+		}
+	}
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("empty raft.db's old log: %w", err)
+	}
+	return w, nil
+}
+
+// moveLog writes raft.db's log (none on a new node) into a new WAL and
+// renames the WAL into place once it is whole.
+func moveLog(dataDir string, segmentSize int, old *raftboltdb.BoltStore, log *slog.Logger, hlog hclog.Logger) error {
+	tmp := filepath.Join(dataDir, walDir+".tmp")
+	if err := os.RemoveAll(tmp); err != nil { // an earlier copy cut short
+		return err
+	}
+	w, err := openWAL(tmp, segmentSize, hlog)
+	if err != nil {
+		return err
+	}
+	first, err := old.FirstIndex()
+	if err != nil {
+		w.Close()
+		return err
+	}
+	last, err := old.LastIndex()
+	if err != nil {
+		w.Close()
+		return err
+	}
+	if first > 0 {
+		log.Info("moving the Raft log from raft.db to raft-wal", "entries", last-first+1, "first", first, "last", last)
+		progress := make(chan string, 64)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for p := range progress {
+				log.Info("moving the Raft log", "progress", p)
+			}
+		}()
+		err = migrate.CopyLogs(context.Background(), w, old, migrateBatchBytes, progress) // closes progress
+		<-done
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dataDir, walDir)); err != nil {
+		return err
+	}
+	return syncDir(dataDir)
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

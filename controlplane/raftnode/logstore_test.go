@@ -1,0 +1,147 @@
+package raftnode_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/migrate"
+
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
+)
+
+// TestOldLogMovesToWAL opens a data directory laid out as before raft-wal,
+// the log in raft.db, with the leftovers of a copy cut short beside it: the
+// node starts with the same log, entry for entry, and the same state,
+// raft.db's log is emptied and the leftovers are gone. Then a crash between
+// the copy's rename and the emptying: raft.db holds the log again beside the
+// WAL, and the next start empties it without copying.
+func TestOldLogMovesToWAL(t *testing.T) {
+	dir := t.TempDir()
+	n := open(t, dir)
+	apply(t, n, account("a", 100))
+	apply(t, n, video("v1", "a", 7, "idem-1"))
+	apply(t, n, video("v2", "a", 3, ""))
+	apply(t, n, &fsm.FailVideo{VideoID: "v2", Reason: "x", Now: t0})
+	accounts, videos, keys := []string{"a"}, []string{"v1", "v2"}, []string{"a-key"}
+	before := read(t, n, accounts, videos, keys)
+	closeNode(t, n)
+
+	old := walEntries(t, dir)
+	if len(old) < 5 {
+		t.Fatalf("the log holds %d entries", len(old))
+	}
+	toBolt(t, dir)
+	if err := os.RemoveAll(filepath.Join(dir, "wal")); err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(dir, "wal.tmp")
+	if err := os.MkdirAll(cut, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cut, "00000000000000000001-0000000000000001.wal"), []byte("half"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	reopen := func(newAccount string) {
+		t.Helper()
+		n := open(t, dir)
+		barrier(t, n)
+		if after := read(t, n, accounts, videos, keys); !equalState(before, after) {
+			t.Fatalf("state after the move\n%+v\nwant\n%+v", after, before)
+		}
+		apply(t, n, account(newAccount, 1)) // and it goes on
+		before = read(t, n, accounts, videos, keys)
+		closeNode(t, n)
+		if got := walEntries(t, dir); !reflect.DeepEqual(got[:len(old)], old) {
+			t.Fatalf("the WAL's log differs from raft.db's: %d entries against %d", len(got), len(old))
+		}
+		if first, last := boltRange(t, dir); first != 0 || last != 0 {
+			t.Fatalf("raft.db still holds the log [%d, %d]", first, last)
+		}
+		if _, err := os.Stat(cut); !os.IsNotExist(err) {
+			t.Fatalf("the cut copy is still there: %v", err)
+		}
+	}
+	reopen("b")
+
+	old = walEntries(t, dir)
+	toBolt(t, dir) // as if the last start crashed after the rename
+	reopen("c")
+}
+
+// walEntries reads every entry of the closed node's WAL.
+func walEntries(t *testing.T, dir string) []raft.Log {
+	t.Helper()
+	w, closeWAL := openTestWAL(t, dir)
+	defer closeWAL()
+	first, err := w.FirstIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := w.LastIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []raft.Log
+	for i := first; i <= last && first > 0; i++ {
+		var l raft.Log
+		if err := w.GetLog(i, &l); err != nil {
+			t.Fatal(err)
+		}
+		l.AppendedAt = l.AppendedAt.UTC()
+		out = append(out, l)
+	}
+	return out
+}
+
+// toBolt copies the closed node's WAL into raft.db, as the log was kept
+// before raft-wal.
+func toBolt(t *testing.T, dir string) {
+	t.Helper()
+	w, closeWAL := openTestWAL(t, dir)
+	defer closeWAL()
+	b, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := migrate.CopyLogs(context.Background(), b, w, 1<<20, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func boltRange(t *testing.T, dir string) (uint64, uint64) {
+	t.Helper()
+	b, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	first, err := b.FirstIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := b.LastIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return first, last
+}
+
+func openTestWAL(t *testing.T, dir string) (*wal.WAL, func()) {
+	t.Helper()
+	meta := &metadb.BoltMetaDB{}
+	w, err := wal.Open(filepath.Join(dir, "wal"), wal.WithMetaStore(meta))
+	if err != nil {
+		meta.Close()
+		t.Fatal(err)
+	}
+	return w, func() { w.Close(); meta.Close() } // raft-wal's Close leaves meta open
+}
