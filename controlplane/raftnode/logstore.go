@@ -93,12 +93,9 @@ func openLog(dataDir string, segmentSize int, old *raftboltdb.BoltStore, log *sl
 	// The copy is in place: what raft.db still holds of the log is stale
 	// (a crash came between the rename and this, or this is the first
 	// start after the copy).
-	first, err := old.FirstIndex()
+	first, last, err := logRange(old)
 	if err == nil && first > 0 {
-		var last uint64
-		if last, err = old.LastIndex(); err == nil {
-			err = old.DeleteRange(first, last)
-		}
+		err = old.DeleteRange(first, last)
 	}
 	if err != nil {
 		w.Close()
@@ -118,17 +115,8 @@ func moveLog(dataDir string, segmentSize int, old *raftboltdb.BoltStore, log *sl
 	if err != nil {
 		return err
 	}
-	first, err := old.FirstIndex()
-	if err != nil {
-		w.Close()
-		return err
-	}
-	last, err := old.LastIndex()
-	if err != nil {
-		w.Close()
-		return err
-	}
-	if first > 0 {
+	first, last, err := logRange(old)
+	if err == nil && first > 0 {
 		log.Info("moving the Raft log from raft.db to raft-wal", "entries", last-first+1, "first", first, "last", last)
 		progress := make(chan string, 64)
 		done := make(chan struct{})
@@ -151,6 +139,15 @@ func moveLog(dataDir string, segmentSize int, old *raftboltdb.BoltStore, log *sl
 		return err
 	}
 	return syncDir(dataDir)
+}
+
+// logRange is the first and last index of raft.db's log; 0, 0 when it
+// holds none.
+func logRange(old *raftboltdb.BoltStore) (first, last uint64, err error) {
+	if first, err = old.FirstIndex(); err == nil {
+		last, err = old.LastIndex()
+	}
+	return first, last, err
 }
 
 // syncDir makes a rename in dir durable.

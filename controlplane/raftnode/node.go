@@ -1,8 +1,9 @@
 // Package raftnode runs the Raft node that replicates the control plane's FSM:
-// hashicorp/raft over TCP, raft-wal as its log (logstore.go), raft-boltdb (bbolt) as
-// its stable store, and a file snapshot store, all under one data directory. It bootstraps a single-node cluster
-// when the directory is new, which is the embedded default, and offers one Apply
-// helper that proposes a command, waits for it and unwraps the FSM's answer.
+// hashicorp/raft over TCP, raft-wal as its log (logstore.go), raft-boltdb (bbolt)
+// as its stable store, and a file snapshot store, all under one data directory. It
+// bootstraps a single-node cluster when the directory is new, which is the embedded
+// default, and offers one Apply helper that proposes a command, waits for it and
+// unwraps the FSM's answer.
 package raftnode
 
 import (
@@ -170,13 +171,9 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	// second node started on the same directory says why it cannot start.
 	boltOpts := *bbolt.DefaultOptions
 	boltOpts.Timeout = storeLockTimeout
-	// raft.db held the log before raft-wal did, and still does in a data
-	// directory from before until openLog has moved it: these settings are
-	// the ones it was kept with. Mapped once, large enough for the log's
-	// trailing entries (fsm.storeMmapSize). The free list as a map, rebuilt
-	// at open rather than written with every commit, as etcd keeps its
-	// backend: bbolt's default array was merged into a new slice at each
-	// commit and written out with it.
+	// raft.db now holds the term and the vote, and an older data directory's
+	// log until openLog has moved it. Its free list is a map rebuilt at open
+	// rather than written with every commit, as it was when it held the log.
 	boltOpts.FreelistType = bbolt.FreelistMapType
 	boltOpts.NoFreelistSync = true
 	dbPath := filepath.Join(cfg.DataDir, "raft.db")
