@@ -9,6 +9,8 @@
 #   go test -ldflags '-s -w' -c -o .gpu/agent.test ./agent
 #   BIN=.gpu/vidfarm AGENT_TEST=.gpu/agent.test OUT=/tmp/gpu scripts/gpu-check.sh
 # Everything printed is also kept in $OUT.
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
 OUT=${OUT:-/tmp/vidfarm-gpu-check}; mkdir -p "$OUT"
 B=${BIN:-bin/vidfarm}
 AGENT_TEST=${AGENT_TEST:-.gpu/agent.test}
@@ -22,13 +24,13 @@ $B agent --print-capacity --json > "$OUT/capacity.json"; echo "json rc=$?"
 echo "== NVML tests"; "$AGENT_TEST" -test.run 'TestDiscoverSystem|TestGPUTelemetrySystem' -test.v -test.count=1 2>&1 | tee "$OUT/tests.txt"
 echo "== server + agent"
 D=$(mktemp -d); adm=http://127.0.0.1:18681; pub=http://127.0.0.1:18680
-$B server --data-dir $D/cp --listen 127.0.0.1:18680 --admin-listen 127.0.0.1:18681 --raft-listen 127.0.0.1:17600 \
-  --agent-listen 127.0.0.1:18682 --agent-token agenttok --admin-token admtok --log-level warn 2>$D/server.log &
-for _ in $(seq 300); do curl -fsS $pub/v1 >/dev/null 2>&1 && break; sleep 0.1; done
+start_node "$B" "--agent-listen 127.0.0.1:18682 --agent-token agenttok" "$D/cp" admtok # sets $pid
 $B agent --server http://127.0.0.1:18682 --token agenttok --work-dir $D/work --metrics-listen 127.0.0.1:9102 --log-level info 2>$D/agent.log &
+apid=$!
 api() { curl -fsS -H "Authorization: Bearer admtok" -H 'Content-Type: application/json' "$@"; }
-for _ in $(seq 200); do $B admin --server $adm --admin-token admtok node list 2>/dev/null | grep -q active && break; sleep 0.1; done
-echo "registered after polling; waiting two heartbeats for telemetry"; sleep 11
+# A heartbeat with NVML's readings (every 5 s) stamps telemetry_at; a node of
+# virtual GPUs sends none, so the wait gives up after 15 s.
+for _ in $(seq 150); do $B admin --server $adm --admin-token admtok node list --json 2>/dev/null | grep -q telemetry_at && break; sleep 0.1; done
 read -r acct key < <(api -X POST "$adm/admin/v1/accounts" -d '{"name":"gpu","plan":"max","credits":100000}' |
   python3 -c 'import json,sys; a=json.load(sys.stdin); print(a["account_id"], a["api_key"])')
 if command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null; then
@@ -48,6 +50,6 @@ $B admin --server $adm --admin-token admtok node list | tee "$OUT/nodes.txt"
 $B admin --server $adm --admin-token admtok node list --json > "$OUT/nodes.json"
 curl -fsS 127.0.0.1:9102/metrics | grep -i 'gpu' | tee "$OUT/agent-metrics.txt"
 api $adm/metrics | grep -i 'gpu' | head -40 > "$OUT/cp-gpu-metrics.txt"
-tail -30 $D/agent.log; tail -10 $D/server.log
-kill %1 %2 2>/dev/null; wait %1 %2 2>/dev/null
+tail -30 $D/agent.log; tail -10 $D/cp.log
+kill "$pid" "$apid" 2>/dev/null; wait "$pid" "$apid" 2>/dev/null
 exit 0
