@@ -34,10 +34,13 @@ func TestCheckFFmpeg(t *testing.T) {
 	if !errors.Is(err, ErrToolUnfit) {
 		t.Fatalf("CheckFFmpeg without gradients = %v, want ErrToolUnfit", err)
 	}
-	for _, want := range []string{"filters gradients, xfade", "encoders libx264", "version", "4.4 or newer"} {
+	for _, want := range []string{"filters gradients, xfade", "encoders libx264", "(version ", "4.4 or newer"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
+	}
+	if strings.Contains(err.Error(), "version unknown") {
+		t.Errorf("error %q does not name the version ffmpeg -version gives", err)
 	}
 
 	err = (&Tools{FFmpeg: "vidfarm-no-such-ffmpeg"}).CheckFFmpeg(ctx)
