@@ -203,3 +203,41 @@ func BenchmarkVideoRecord(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTakeChanged measures what the control plane's staging pays on
+// every apply batch once a checkpoint interval's backlog (thousands of
+// videos changed before staging began) was taken: the take of the few
+// videos the batch changed. It must not cost the size of that backlog.
+func BenchmarkTakeChanged(b *testing.B) {
+	for _, backlog := range []int{0, 16_384} {
+		b.Run(fmt.Sprintf("backlog=%d", backlog), func(b *testing.B) {
+			s := newState(b, DefaultConfig())
+			s.TrackChanges()
+			req := gpuReq("m", 1, 24)
+			for i := range backlog {
+				submitManual(b, s, fmt.Sprintf("b%07d", i), "bulk", 0, req, t0)
+			}
+			if got := len(s.TakeChanged()); got != backlog {
+				b.Fatalf("backlog took %d, want %d", got, backlog)
+			}
+			const batch = 32
+			ids := make([]string, batch)
+			for i := range ids {
+				ids[i] = fmt.Sprintf("n%07d", i)
+				submitManual(b, s, ids[i], "new", 0, req, t0)
+			}
+			s.TakeChanged()
+			b.ReportAllocs()
+			for b.Loop() {
+				// What a batch's commands do to the set (the commands
+				// themselves are not what is measured), then the take.
+				for _, id := range ids {
+					s.changed(s.videos[id])
+				}
+				if got := len(s.TakeChanged()); got != batch {
+					b.Fatalf("took %d, want %d", got, batch)
+				}
+			}
+		})
+	}
+}

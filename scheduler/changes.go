@@ -45,9 +45,20 @@ func (s *State) TakeChanged() []Changed {
 		return nil
 	}
 	out := slices.Collect(maps.Keys(s.changedVideos))
-	clear(s.changedVideos)
+	if len(out) > takeKeepsMap {
+		// A map does not shrink: cleared, one that held a checkpoint
+		// interval's backlog is still walked whole by every later take
+		// (20 µs a take at 16,384 against 2.5 µs; BenchmarkTakeChanged).
+		s.changedVideos = map[Changed]struct{}{}
+	} else {
+		clear(s.changedVideos)
+	}
 	return out
 }
+
+// takeKeepsMap is the most videos a take may return and still keep its map:
+// walking a map of this size costs what a take of it does anyway.
+const takeKeepsMap = 256
 
 // VideoRecord returns the snapshot record of one video, as Snapshot would
 // write it, and false if the video is not (or no longer) in the state.
