@@ -41,6 +41,8 @@ type FSM struct {
 	// stageAfter entries after the last snapshot, at snapAt; 0: never.
 	stageAfter uint64
 	snapAt     uint64
+	// ahead holds the commands this node's proposers decoded (predecode.go).
+	ahead aheadMap
 }
 
 // DefaultStageAfter is where an FSM opened by Open stages from: half of
@@ -179,7 +181,7 @@ func (f *FSM) applyLocked(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
-	cmd, err := Decode(l.Data)
+	cmd, err := f.decode(l.Data)
 	if err != nil {
 		// A log entry this binary cannot read means replicas would diverge.
 		panic(fmt.Sprintf("fsm: log index %d: %v", l.Index, err))

@@ -44,8 +44,29 @@ func viaLog(t *testing.T, f *fsm.FSM, c fsm.Command) (any, error) {
 	return res.Value, res.Err
 }
 
-// appliers are the two ways every rule is checked.
-var appliers = []applier{{"ApplyCommand", viaCommand}, {"RaftLog", viaLog}}
+// viaLeader applies the way Raft does on the node that proposed the entry:
+// Predecode, then Apply of a log entry holding the very same bytes.
+func viaLeader(t *testing.T, f *fsm.FSM, c fsm.Command) (any, error) {
+	t.Helper()
+	data, err := fsm.Encode(c)
+	if err != nil {
+		t.Fatalf("encode %s: %v", c.Type(), err)
+	}
+	forget, err := f.Predecode(data)
+	if err != nil {
+		t.Fatalf("predecode %s: %v", c.Type(), err)
+	}
+	defer forget()
+	out := f.Apply(&raft.Log{Index: f.AppliedIndex() + 1, Term: 1, Type: raft.LogCommand, Data: data})
+	res, ok := out.(*fsm.Result)
+	if !ok {
+		t.Fatalf("Apply(%s) returned %T, want *fsm.Result", c.Type(), out)
+	}
+	return res.Value, res.Err
+}
+
+// appliers are the ways every rule is checked.
+var appliers = []applier{{"ApplyCommand", viaCommand}, {"RaftLog", viaLog}, {"LeaderLog", viaLeader}}
 
 // world is an FSM with a few accounts, applied through one applier.
 type world struct {

@@ -324,6 +324,13 @@ func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Decoded here, in parallel with other proposals, rather than on the
+	// FSM's one goroutine (fsm/predecode.go).
+	forget, err := n.FSM.Predecode(data)
+	if err != nil {
+		return nil, fmt.Errorf("apply %s: %w", cmd.Type(), err)
+	}
+	defer forget()
 	// A caller that already gave up gets nothing proposed on its behalf; raft would
 	// read a timeout of zero or less as "wait forever".
 	if err := ctx.Err(); err != nil {
