@@ -26,6 +26,7 @@ lint:
 ## make test: installs what is missing, then every test with -race.
 test: deps lint
 	VIDFARM_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout 19m ./...
+	cd bench/tracewait && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 ## make bench: the long benchmarks; figures go in docs/benchmarks.md.
 bench: build
