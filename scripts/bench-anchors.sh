@@ -77,22 +77,9 @@ if [ "$nodes" = 1 ]; then
   endpoints=http://127.0.0.1:18379
 else
   # vidfarm: as scripts/bench.sh's three-node run (docs/cluster.md), fsync on.
-  for i in 1 2 3; do
-    join=()
-    [ "$i" -gt 1 ] && join=(--join http://127.0.0.1:18491)
-    $bin server --node-id "n$i" --data-dir "$dir/n$i" --listen "127.0.0.1:1848$i" --admin-listen "127.0.0.1:1849$i" \
-      --agent-listen "127.0.0.1:1847$i" --raft-listen "127.0.0.1:1740$i" --admin-token "$token" --agent-token "$token" \
-      --blob-secret 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff --rate-limits=false \
-      --log-level warn "${join[@]}" 2>"$dir/n$i.log" &
-    pids+=($!) vpids+=($!)
-    await "http://127.0.0.1:1848$i/v1"
-  done
-  for _ in $(seq 200); do
-    [ "$(curl -fsS -H "Authorization: Bearer $token" http://127.0.0.1:18491/admin/v1/cluster/members | grep -o '"suffrage":"Voter"' | wc -l)" = 3 ] && break
-    sleep 0.1
-  done
-  [ "$(curl -fsS -H "Authorization: Bearer $token" http://127.0.0.1:18491/admin/v1/cluster/members | grep -o '"suffrage":"Voter"' | wc -l)" = 3 ] ||
-    { echo "bench-anchors: the vidfarm cluster did not reach three voters" >&2; exit 1; }
+  n=${#pids[@]}
+  start_cluster "$bin" "$dir" "$token"
+  vpids+=("${pids[@]:n}")
   # etcd: three members, static bootstrap.
   initial=e1=http://127.0.0.1:18361,e2=http://127.0.0.1:18362,e3=http://127.0.0.1:18363
   for i in 1 2 3; do
@@ -103,8 +90,6 @@ else
     pids+=($!) epids+=($!)
   done
   for i in 1 2 3; do await "http://127.0.0.1:1837$i/health"; done
-  servers=http://127.0.0.1:18481,http://127.0.0.1:18482,http://127.0.0.1:18483
-  admin=http://127.0.0.1:18491
   endpoints=http://127.0.0.1:18371,http://127.0.0.1:18372,http://127.0.0.1:18373
 fi
 echo "etcd $(etcd --version | head -1 | awk '{print $3}'), $(nproc) cores; $nodes node(s) each; $rounds rounds of $duration each, 64 clients; load $(cut -d' ' -f1-3 /proc/loadavg)"

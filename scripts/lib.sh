@@ -59,3 +59,32 @@ applymean() {
     index($1, "vidfarm_fsm_apply_seconds_count{") == 1 && index($1, t) { n = $2 }
     END { if (n > 0) printf "%.1f", s / n * 1e6; else printf "-" }'
 }
+
+# start_cluster BIN DIR TOKEN starts the three-node cluster bench-anchors.sh
+# and profile-create.sh run (docs/cluster.md), fsync on, on fixed loopback
+# ports: n1 bootstraps and leads, n2 and n3 join. It waits until all three
+# are voters, appends the processes to the array pids, and leaves the public
+# endpoints in $servers, the leader's admin endpoint in $admin and the three
+# admin endpoints in the array admins. The logs are DIR/nI.log.
+start_cluster() {
+  local i join n
+  for i in 1 2 3; do
+    join=()
+    [ "$i" -gt 1 ] && join=(--join http://127.0.0.1:18491)
+    "$1" server --node-id "n$i" --data-dir "$2/n$i" --listen "127.0.0.1:1848$i" --admin-listen "127.0.0.1:1849$i" \
+      --agent-listen "127.0.0.1:1847$i" --raft-listen "127.0.0.1:1740$i" --admin-token "$3" --agent-token "$3" \
+      --blob-secret 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff --rate-limits=false \
+      --log-level warn "${join[@]}" 2>"$2/n$i.log" &
+    pids+=($!)
+    await "http://127.0.0.1:1848$i/v1"
+  done
+  for _ in $(seq 200); do
+    n=$(curl -fsS -H "Authorization: Bearer $3" http://127.0.0.1:18491/admin/v1/cluster/members | grep -o '"suffrage":"Voter"' | wc -l)
+    [ "$n" = 3 ] && break
+    sleep 0.1
+  done
+  [ "$n" = 3 ] || { echo "$(basename "$0"): the vidfarm cluster did not reach three voters" >&2; exit 1; }
+  servers=http://127.0.0.1:18481,http://127.0.0.1:18482,http://127.0.0.1:18483
+  admin=http://127.0.0.1:18491
+  admins=(http://127.0.0.1:18491 http://127.0.0.1:18492 http://127.0.0.1:18493)
+}

@@ -1,52 +1,76 @@
 #!/usr/bin/env bash
-# Where a one-node server spends its time under create load: starts the
-# server scripts/lib.sh's start_node starts, drives it with 64 clients for
-# DURATION (default 30s) and, from the 10th second, takes a CPU profile of
-# PROFILE seconds (default 15) and then a 3-s execution trace from the admin
-# listener's /debug/pprof. Writes cpu.pprof, trace.out, load.json and
-# summary.txt to OUT (default a temporary directory, printed), then prints the
-# summary: creates/s, how busy the FSM's apply goroutine (runFSM) and Raft's
-# leader loop were (their CPU over the profile's seconds; the leader loop's
-# fsync waits are not CPU, see the trace), the top functions, and from the
-# trace where the time of the handlers and the serial goroutines went
-# (bench/tracewait). BIN is the binary (default bin/vidfarm).
+# Where a server spends its time under create load: starts one node
+# (scripts/lib.sh's start_node; NODES=3: start_cluster's three, the clients
+# spread over them), drives it with 64 clients for DURATION (default 30s)
+# and, from the 10th second, takes a CPU profile of PROFILE seconds (default
+# 15) of the node (of the leader and of one follower at once, with NODES=3),
+# then a 3-s execution trace of the node (the leader) from the admin
+# listener's /debug/pprof. Writes NAME-cpu.pprof (NAME: node, or leader and
+# follower), NAME-trace.out, load.json and summary.txt to OUT (default a
+# temporary directory, printed), then prints the summary: creates/s, how
+# busy the FSM's apply goroutine (runFSM) and Raft's leader loop were (their
+# CPU over the profile's seconds; the leader loop's fsync waits are not CPU,
+# see the trace), the top functions, and from the trace where the time of
+# the handlers and the serial goroutines went (bench/tracewait). BIN is the
+# binary (default bin/vidfarm). A machine without Go (a lent GPU machine)
+# keeps the files, to be read where Go is.
 #   OUT=/tmp/prof scripts/profile-create.sh
-#   go tool pprof -focus=runFSM /tmp/prof/cpu.pprof   # then read further
+#   NODES=3 OUT=/tmp/prof3 scripts/profile-create.sh
+#   go tool pprof -focus=runFSM /tmp/prof/node-cpu.pprof   # then read further
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 bin=${BIN:-bin/vidfarm}
 duration=${DURATION:-30s}
 profile=${PROFILE:-15}
+nodes=${NODES:-1}
+[ "$nodes" = 1 ] || [ "$nodes" = 3 ] || { echo "profile-create: NODES must be 1 or 3, not $nodes" >&2; exit 2; }
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 dir=$(mktemp -d)
 token=prof-$RANDOM$RANDOM
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"' EXIT
-start_node "$bin" '' "$dir/data" "$token"
-create_load "$bin" "$token" "$duration" >"$out/load.json" &
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
+if [ "$nodes" = 1 ]; then
+  start_node "$bin" '' "$dir/data" "$token"
+  pids+=("$pid")
+  names=(node) targets=(http://127.0.0.1:18681)
+  create_load "$bin" "$token" "$duration" >"$out/load.json" &
+else
+  start_cluster "$bin" "$dir" "$token"
+  names=(leader follower) targets=("${admins[0]}" "${admins[1]}")
+  "$bin" bench create --server "$servers" --admin-server "$admin" --admin-token "$token" \
+    --accounts 64 --concurrency 64 --duration "$duration" --json >"$out/load.json" 2>/dev/null &
+fi
 load=$!
 sleep 10 # the profile is of the steady state, not the first accounts and the warm-up
-get() { curl -fsS -H "Authorization: Bearer $token" -o "$out/$1" "http://127.0.0.1:18681/debug/pprof/$2"; }
-get cpu.pprof "profile?seconds=$profile"
-get trace.out "trace?seconds=3"
+get() { curl -fsS -H "Authorization: Bearer $token" -o "$out/$1" "$2/debug/pprof/$3"; }
+profs=() # the profiles are taken at once, over the same seconds
+for i in "${!names[@]}"; do
+  get "${names[i]}-cpu.pprof" "${targets[i]}" "profile?seconds=$profile" &
+  profs+=($!)
+done
+wait "${profs[@]}"
+get "${names[0]}-trace.out" "${targets[0]}" "trace?seconds=3"
 wait $load
 {
-  echo "$(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "$(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $nodes node(s)"
   python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("%.0f creates/s, p99 %.1f ms, failed %d" % (r["creates_per_second"], r["p99_ns"]/1e6, sum(r["failures"].values())))' "$out/load.json"
-  # A machine lent without Go (the GPU machine) keeps the files for reading
-  # elsewhere; pprof reads the symbols from the profile itself.
   if command -v go >/dev/null; then
-    go tool pprof -top -nodecount=1 "$out/cpu.pprof" 2>/dev/null | grep '^Duration' || true
-    # Each serial goroutine's busy share: its samples over the profile's seconds.
-    go tool pprof -top -cum -nodecount=2000 "$out/cpu.pprof" 2>/dev/null |
-      awk -v secs="$profile" '$NF ~ /raft\.\(\*Raft\)\.(runFSM|leaderLoop)$/ {
-        v = $4; ms = sub(/ms$/, "", v) ? v / 1000 : (sub(/s$/, "", v) ? v : 0)
-        printf "%s: %.2f s of CPU, busy %.0f%% of the profile\n", $NF, ms, ms / secs * 100 }'
-    go tool pprof -top -nodecount=40 "$out/cpu.pprof" 2>/dev/null | tail -n +6
+    for name in "${names[@]}"; do
+      echo
+      echo "== $name: $(go tool pprof -top -nodecount=1 "$out/$name-cpu.pprof" 2>/dev/null | grep '^Duration' || true)"
+      # Each serial goroutine's busy share: its samples over the profile's seconds.
+      go tool pprof -top -cum -nodecount=3000 "$out/$name-cpu.pprof" 2>/dev/null |
+        awk -v secs="$profile" '$NF ~ /raft\.\(\*Raft\)\.(runFSM|leaderLoop|runFollower)$/ {
+          v = $4; ms = sub(/ms$/, "", v) ? v / 1000 : (sub(/s$/, "", v) ? v : 0)
+          printf "%s: %.2f s of CPU, busy %.0f%% of the profile\n", $NF, ms, ms / secs * 100 }'
+      go tool pprof -top -nodecount=30 "$out/$name-cpu.pprof" 2>/dev/null | tail -n +6
+    done
     echo
-    (cd bench/tracewait && go run . "$out/trace.out")
+    echo "== ${names[0]}'s trace"
+    (cd bench/tracewait && go run . "$out/${names[0]}-trace.out")
   fi
 } | tee "$out/summary.txt"
 echo "profile-create: files in $out"
