@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
@@ -20,7 +21,7 @@ import (
 // with no B-tree pages to copy on write and no msgpack handle built for
 // every entry, which raft-boltdb did on the leader's one loop that every
 // proposal waits for. Under 64-client create load it cut the server's CPU
-// per create by 7-14% (docs/benchmarks.md). The stable store (term and
+// per create by 2-12% in four alternated pairs (docs/benchmarks.md). The stable store (term and
 // vote, written at elections) stays in raft.db, whose file lock keeps a
 // second node off the data directory.
 //
@@ -141,11 +142,11 @@ func moveLog(dataDir string, segmentSize int, old *raftboltdb.BoltStore, log *sl
 	return syncDir(dataDir)
 }
 
-// logRange is the first and last index of raft.db's log; 0, 0 when it
-// holds none.
-func logRange(old *raftboltdb.BoltStore) (first, last uint64, err error) {
-	if first, err = old.FirstIndex(); err == nil {
-		last, err = old.LastIndex()
+// logRange is the first and last index of a log store's log (raft.db's, or
+// the WAL's); 0, 0 when it holds none.
+func logRange(s raft.LogStore) (first, last uint64, err error) {
+	if first, err = s.FirstIndex(); err == nil {
+		last, err = s.LastIndex()
 	}
 	return first, last, err
 }

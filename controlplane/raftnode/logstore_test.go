@@ -9,11 +9,10 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	wal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/migrate"
 
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/raftnode"
 )
 
 // TestOldLogMovesToWAL opens a data directory laid out as before raft-wal,
@@ -79,13 +78,9 @@ func TestOldLogMovesToWAL(t *testing.T) {
 // walEntries reads every entry of the closed node's WAL.
 func walEntries(t *testing.T, dir string) []raft.Log {
 	t.Helper()
-	w, closeWAL := openTestWAL(t, dir)
-	defer closeWAL()
-	first, err := w.FirstIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	last, err := w.LastIndex()
+	w := openTestWAL(t, dir)
+	defer w.Close()
+	first, last, err := raftnode.LogRange(w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,8 +100,8 @@ func walEntries(t *testing.T, dir string) []raft.Log {
 // before raft-wal.
 func toBolt(t *testing.T, dir string) {
 	t.Helper()
-	w, closeWAL := openTestWAL(t, dir)
-	defer closeWAL()
+	w := openTestWAL(t, dir)
+	defer w.Close()
 	b, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
 	if err != nil {
 		t.Fatal(err)
@@ -124,24 +119,22 @@ func boltRange(t *testing.T, dir string) (uint64, uint64) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	first, err := b.FirstIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	last, err := b.LastIndex()
+	first, last, err := raftnode.LogRange(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return first, last
 }
 
-func openTestWAL(t *testing.T, dir string) (*wal.WAL, func()) {
+// openTestWAL opens the closed node's WAL as the node does.
+func openTestWAL(t *testing.T, dir string) interface {
+	raft.LogStore
+	Close() error
+} {
 	t.Helper()
-	meta := &metadb.BoltMetaDB{}
-	w, err := wal.Open(filepath.Join(dir, "wal"), wal.WithMetaStore(meta))
+	w, err := raftnode.OpenWAL(dir)
 	if err != nil {
-		meta.Close()
 		t.Fatal(err)
 	}
-	return w, func() { w.Close(); meta.Close() } // raft-wal's Close leaves meta open
+	return w
 }

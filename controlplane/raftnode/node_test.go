@@ -442,7 +442,7 @@ func TestWaitLeaderMeansCaughtUp(t *testing.T) {
 // walFirstIndex reads the first index of the log in the closed node's data
 // directory dir.
 func walFirstIndex(t *testing.T, dir string) (uint64, error) {
-	w, closeWAL := openTestWAL(t, dir)
-	defer closeWAL()
+	w := openTestWAL(t, dir)
+	defer w.Close()
 	return w.FirstIndex()
 }
