@@ -30,20 +30,26 @@ func encodeOrFail(t *testing.T, c Command) []byte {
 	return data
 }
 
+// predecodeHolding predecodes data, then holds held for it instead of what
+// it decoded: an apply that takes the held command applies held, which
+// shows it did not decode (a real proposer never swaps).
+func predecodeHolding(t *testing.T, f *FSM, data []byte, held Command) (forget func()) {
+	t.Helper()
+	forget, err := f.Predecode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ahead.m.Store(&data[0], decodedAhead{n: len(data), cmd: held})
+	return forget
+}
+
 // The apply takes the command decoded ahead for its very entry, once; an
 // entry that is another slice with the same bytes (read back from the log,
 // or a follower's) is decoded, and forget drops what was never taken.
 func TestPredecodedCommandIsTakenByItsEntryOnly(t *testing.T) {
 	f := New()
 	data := encodeOrFail(t, &CreateAccount{AccountID: "acc_entry", Plan: "pro", Now: 1})
-	forget, err := f.Predecode(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// What is held is what the apply uses: swap in another command for the
-	// same entry, and that one is applied. (A real proposer never does this;
-	// it shows the apply did not decode.)
-	f.ahead.m.Store(&data[0], decodedAhead{n: len(data), cmd: &CreateAccount{AccountID: "acc_held", Plan: "pro", Now: 1}})
+	forget := predecodeHolding(t, f, data, &CreateAccount{AccountID: "acc_held", Plan: "pro", Now: 1})
 	applyEntry(t, f, data)
 	if _, ok := f.Account("acc_held"); !ok {
 		t.Fatal("the apply decoded its entry instead of taking the command held for it")
@@ -55,11 +61,7 @@ func TestPredecodedCommandIsTakenByItsEntryOnly(t *testing.T) {
 
 	// Another slice with the same bytes is decoded, and leaves the held one.
 	data2 := encodeOrFail(t, &CreateAccount{AccountID: "acc_copy", Plan: "pro", Now: 2})
-	forget2, err := f.Predecode(data2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.ahead.m.Store(&data2[0], decodedAhead{n: len(data2), cmd: &CreateAccount{AccountID: "acc_wrong", Plan: "pro", Now: 2}})
+	forget2 := predecodeHolding(t, f, data2, &CreateAccount{AccountID: "acc_wrong", Plan: "pro", Now: 2})
 	applyEntry(t, f, bytes.Clone(data2))
 	if _, ok := f.Account("acc_copy"); !ok {
 		t.Fatal("a copy of the entry was not decoded")
