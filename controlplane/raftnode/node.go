@@ -324,13 +324,6 @@ func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Decoded here, in parallel with other proposals, rather than on the
-	// FSM's one goroutine (fsm/predecode.go).
-	forget, err := n.FSM.Predecode(data)
-	if err != nil {
-		return nil, fmt.Errorf("apply %s: %w", cmd.Type(), err)
-	}
-	defer forget()
 	// A caller that already gave up gets nothing proposed on its behalf; raft would
 	// read a timeout of zero or less as "wait forever".
 	if err := ctx.Err(); err != nil {
@@ -342,6 +335,13 @@ func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (any, error) {
 			return nil, fmt.Errorf("apply %s: %w", cmd.Type(), context.DeadlineExceeded)
 		}
 	}
+	// Decoded here, in parallel with other proposals, rather than on the
+	// FSM's one goroutine (fsm/predecode.go).
+	forget, err := n.FSM.Predecode(data)
+	if err != nil {
+		return nil, fmt.Errorf("apply %s: %w", cmd.Type(), err)
+	}
+	defer forget()
 	fut := n.Raft.Apply(data, timeout)
 	if err := fut.Error(); err != nil {
 		switch {
