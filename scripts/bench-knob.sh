@@ -6,8 +6,9 @@
 # /proc/PID/stat), what the server allocated per create (bytes and objects,
 # from the Go runtime's counters on /metrics: what the collector then has to
 # chase), the mean apply of a create on the FSM's goroutine (the serial stage
-# that bounds a many-core machine) and peak resident memory (VmHWM), then the
-# median ratio B:A.
+# that bounds a many-core machine), peak resident memory (VmHWM), the pages
+# the checkpoints wrote to the state file and the file's size per create
+# (its write amplification and growth), then the median ratio B:A.
 #
 # A setting is server flags, or environment assignments for the server:
 #   scripts/bench-knob.sh 'GOGC=100' 'GOGC=200'
@@ -42,12 +43,16 @@ for r in $(seq "$rounds"); do
     j=$(create_load "$bin" "$token" "$duration")
     t1=$(ticks "$pid") b1=$(gometric "$token" go_memstats_alloc_bytes_total) m1=$(gometric "$token" go_memstats_mallocs_total)
     hwm=$(awk '/VmHWM/{print $2}' "/proc/$pid/status") apply=$(applymean "$token" create_video)
+    # Pages the checkpoints wrote (a binary without the series prints -) and
+    # the state file's size, per create.
+    pages=$(gometric "$token" vidfarm_state_file_pages_written_total)
     kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
-    line=$(python3 -c 'import json,sys; j=json.loads(sys.argv[1]); n=max(j["created"],1); print("%.0f %.1f %.0f %d %.1f %.0f" % (j["creates_per_second"], j["p99_ns"]/1e6, float(sys.argv[2])/float(sys.argv[3])*1e6/n, int(sys.argv[4])//1024, (float(sys.argv[6])-float(sys.argv[5]))/n/1024, (float(sys.argv[8])-float(sys.argv[7]))/n))' \
-      "$j" $((t1 - t0)) "$hz" "$hwm" "$b0" "$b1" "$m0" "$m1")
-    read -r rate p99 cpu rss akb aobj <<<"$line"
-    printf 'round %d %s (%s): %6s creates/s  p99 %6s ms  server CPU %4s µs, %5s KB in %4s allocations each  apply %5s µs  peak RSS %5s MB  load %s\n' \
-      "$r" "$which" "$setting" "$rate" "$p99" "$cpu" "$akb" "$aobj" "$apply" "$rss" "$(cut -d' ' -f1 /proc/loadavg)"
+    file=$(stat -c %s "$dir/v/state.db" 2>/dev/null || echo 0)
+    line=$(python3 -c 'import json,sys; j=json.loads(sys.argv[1]); n=max(j["created"],1); print("%.0f %.1f %.0f %d %.1f %.0f %s %.0f" % (j["creates_per_second"], j["p99_ns"]/1e6, float(sys.argv[2])/float(sys.argv[3])*1e6/n, int(sys.argv[4])//1024, (float(sys.argv[6])-float(sys.argv[5]))/n/1024, (float(sys.argv[8])-float(sys.argv[7]))/n, "%.2f" % (float(sys.argv[9])/n) if sys.argv[9] else "-", float(sys.argv[10])/n))' \
+      "$j" $((t1 - t0)) "$hz" "$hwm" "$b0" "$b1" "$m0" "$m1" "$pages" "$file")
+    read -r rate p99 cpu rss akb aobj ppc fpc <<<"$line"
+    printf 'round %d %s (%s): %6s creates/s  p99 %6s ms  server CPU %4s µs, %5s KB in %4s allocations each  apply %5s µs  peak RSS %5s MB  pages written %4s, file %5s B each  load %s\n' \
+      "$r" "$which" "$setting" "$rate" "$p99" "$cpu" "$akb" "$aobj" "$apply" "$rss" "$ppc" "$fpc" "$(cut -d' ' -f1 /proc/loadavg)"
     if [ $which = A ]; then rate_a=$rate; else ratios+=("$(python3 -c "print('%.2f' % ($rate / $rate_a))")"); fi
   done
 done

@@ -66,6 +66,14 @@ func (f *FSM) EventLogOn() bool {
 	return f.s.evlog.on
 }
 
+// EventIDsSequenced reports whether new created and processing events get
+// ids in log order (SequenceEventIDs).
+func (f *FSM) EventIDsSequenced() bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.evlog.sequenced
+}
+
 // EventLogTrimDue reports whether the log holds an event created before
 // before, which a TrimEventLog would forget.
 func (f *FSM) EventLogTrimDue(before int64) bool {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -251,5 +252,92 @@ func TestEventLogOrderIsApplyOrder(t *testing.T) {
 		}
 		cursor = p.eventLog("a", nil, 10)[i+1].ID
 		p.same(when)
+	}
+}
+
+// TestSequencedEventIDs: once SequenceEventIDs is applied, new created and
+// processing events get ids that sort in log order, so the log's bucket is
+// appended to; the events logged before keep their ids, a final event keeps
+// its webhook id, cursors work across the switch, and the switch survives a
+// checkpoint and a restart.
+func TestSequencedEventIDs(t *testing.T) {
+	p := newPair(t)
+	now := t0
+	p.apply(&fsm.CreateAccount{AccountID: "a", Name: "a", Plan: fsm.PlanPro, Credits: 1000, KeyID: "k", KeyHash: keyHash("k"), KeyHint: "k", Now: now})
+	p.apply(&fsm.RegisterNode{NodeID: "node_1", Name: "n1", CredHash: [32]byte{1}, Node: farmNode(), Now: now})
+	p.refuse(&fsm.SequenceEventIDs{Now: now}, fsm.ErrInvalidCommand) // the switch is kept with the log's state
+	p.apply(&fsm.StartEventLog{Now: now})
+	create := func(v string) {
+		t.Helper()
+		now += int64(time.Second)
+		p.apply(&fsm.CreateVideo{VideoID: v, AccountID: "a", Spec: manualSpec("p"), Price: 1, Now: now})
+	}
+	for i := range 3 {
+		create(fmt.Sprintf("vid_hashed_%d", i))
+	}
+	hashed := loggedOf(p.eventLog("a", nil, 100))
+	if p.mem.EventIDsSequenced() || p.disk.EventIDsSequenced() {
+		t.Fatal("ids sequenced before SequenceEventIDs")
+	}
+	if on := p.apply(&fsm.SequenceEventIDs{Now: now}).(bool); !on || !p.mem.EventIDsSequenced() || !p.disk.EventIDsSequenced() {
+		t.Fatalf("SequenceEventIDs answered %v on ids not sequenced yet", on)
+	}
+	if on := p.apply(&fsm.SequenceEventIDs{Now: now}).(bool); on {
+		t.Fatal("SequenceEventIDs answered true on ids already sequenced")
+	}
+	// More than 32 events, so the ids' last sequence characters wrap.
+	leased := 0
+	for i := range 40 {
+		create(fmt.Sprintf("vid_seq_%02d", i))
+		if i%7 == 0 && p.apply(&fsm.LeaseTask{NodeID: "node_1", LeaseMS: 60_000, Now: now}).(fsm.LeaseResult).Found {
+			leased++ // a processing event
+		}
+	}
+	if leased == 0 {
+		t.Fatal("no task was leased: the test logs no processing event")
+	}
+	p.apply(&fsm.FailVideo{VideoID: "vid_seq_39", Reason: "operator", Now: now})
+	p.same("checkpoint")
+
+	sequenced := func(when string, all []logEntry) []logEntry {
+		t.Helper()
+		if got := all[:len(hashed)]; !reflect.DeepEqual(got, hashed) {
+			t.Fatalf("%s: the events before the switch are listed as %v, want %v", when, got, hashed)
+		}
+		var ids []logEntry
+		for _, e := range all[len(hashed):] {
+			if e.typ != fsm.EventVideoCreated && e.typ != fsm.EventVideoProcessing {
+				if e.id != fsm.EventID(e.video) {
+					t.Fatalf("%s: final event %+v, want its webhook id %s", when, e, fsm.EventID(e.video))
+				}
+				continue
+			}
+			if len(e.id) != len(hashed[0].id) || !strings.HasPrefix(e.id, "evt_") {
+				t.Fatalf("%s: event id %q is not shaped as the hashed ones (%q)", when, e.id, hashed[0].id)
+			}
+			if len(ids) > 0 && e.id <= ids[len(ids)-1].id {
+				t.Fatalf("%s: event %+v comes after %+v in the log, but its id does not sort after", when, e, ids[len(ids)-1])
+			}
+			ids = append(ids, e)
+		}
+		return ids
+	}
+	all := loggedOf(p.eventLog("a", nil, 3))
+	if ids := sequenced("from the file", all); len(ids) != 40+leased {
+		t.Fatalf("%d sequenced events, want 40 created and %d processing: %v", len(ids), leased, all)
+	}
+
+	if err := p.disk.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p.open()
+	if !p.disk.EventIDsSequenced() {
+		t.Fatal("the switch was lost in a restart")
+	}
+	create("vid_after_restart")
+	p.same("restart")
+	after := loggedOf(p.eventLog("a", nil, 7))
+	if ids := sequenced("after a restart", after); ids[len(ids)-1].video != "vid_after_restart" {
+		t.Fatalf("the last sequenced event is %+v", ids[len(ids)-1])
 	}
 }

@@ -304,12 +304,16 @@ func (sn *snapshot) Release() {}
 func (f *FSM) checkpoint(sn *snapshot) (int64, error) {
 	f.ckMu.Lock()
 	defer f.ckMu.Unlock()
+	// Checkpoints are the file's only writer while the node runs (ckMu).
+	pages := sn.s.disk.pagesWritten()
 	size, err := writeCheckpoint(sn.s.disk, sn.cp, sn.records)
+	pages = sn.s.disk.pagesWritten() - pages
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err != nil {
 		return 0, err // what it would have written stays dirty
 	}
+	sn.obs.written(pages)
 	if f.s == sn.s { // not replaced by a restore meanwhile
 		f.s.dropWritten(sn.cp)
 	}

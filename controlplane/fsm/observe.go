@@ -21,6 +21,11 @@ type Observer struct {
 	// lock, the part that holds up applies) or "persist" (streaming to the
 	// sink while applies go on, with the bytes written).
 	Snapshot func(phase string, d time.Duration, bytes int64)
+	// Written is called after each checkpoint with the pages its
+	// transaction wrote to the state file: every page it changed, written
+	// whole, and the free list. Records that land all over a bucket cost a
+	// page each; records appended share them.
+	Written func(pages int64)
 }
 
 // SetObserver installs o; call it before the node starts.
@@ -39,6 +44,12 @@ func (o Observer) applied(t MessageType, since time.Time) {
 func (o Observer) snapshot(phase string, since time.Time, bytes int64) {
 	if o.Snapshot != nil {
 		o.Snapshot(phase, time.Since(since), bytes)
+	}
+}
+
+func (o Observer) written(pages int64) {
+	if o.Written != nil {
+		o.Written(pages)
 	}
 }
 

@@ -126,6 +126,13 @@ type store struct {
 	path string
 }
 
+// pagesWritten is how many pages the file's write transactions have
+// written since it was opened.
+func (st *store) pagesWritten() int64 {
+	stats := st.db.Stats()
+	return stats.TxStats.GetPageCount()
+}
+
 func openStore(path string) (*store, error) {
 	opts := *bbolt.DefaultOptions
 	// A second node on the same data directory says why it cannot start.

@@ -42,11 +42,13 @@ func (h *harness) events(key string, q url.Values) eventPage {
 	return p
 }
 
-// startedLog waits for the leader to switch the event log on, as it does
-// once every member understands the command.
+// startedLog waits for the leader to switch the event log on, and then its
+// ids to sequence order, as it does once every member understands the
+// commands.
 func startedLog(t *testing.T, h *harness) {
 	t.Helper()
 	eventually(t, h.srv.Node.FSM.EventLogOn, "the leader to start the event log")
+	eventually(t, h.srv.Node.FSM.EventIDsSequenced, "the leader to sequence the event log's ids")
 }
 
 // TestEventLogAPI goes through GET /v1/events on a real node: what each
@@ -98,6 +100,10 @@ func TestEventLogAPI(t *testing.T) {
 	}
 	if all.Data[1].ID != fsm.EventID(failed) {
 		t.Fatalf("failure event %s, want %s", all.Data[1].ID, fsm.EventID(failed))
+	}
+	// Created events, whose ids the log derives, sort in log order.
+	if a, b, c := all.Data[0].ID, all.Data[2].ID, all.Data[4].ID; a >= b || b >= c {
+		t.Fatalf("created events' ids %s, %s, %s do not sort in log order", a, b, c)
 	}
 
 	// Pages, oldest first, and the type filter (one, several, repeated).

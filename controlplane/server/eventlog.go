@@ -20,6 +20,17 @@ func (s *Server) startEventLog(ctx context.Context, level fsm.MessageType) {
 		"event log started: every account's events are recorded from now on")
 }
 
+// sequenceEventIDs gives new created and processing events ids in log
+// order (fsm.SequenceEventIDs) once the event log is on and every member
+// understands the command; until then they keep ids hashed from their
+// video's.
+func (s *Server) sequenceEventIDs(ctx context.Context, level fsm.MessageType) {
+	f := s.Node.FSM
+	s.switchOn(ctx, level, &fsm.SequenceEventIDs{Now: time.Now().UnixNano()},
+		func() bool { return !f.EventLogOn() || f.EventIDsSequenced() },
+		"event ids sequenced: new video.created and video.processing events get ids in log order")
+}
+
 // startRouting switches routing by voice and stage runner on
 // (fsm/routing.go) once every member understands StartRouting; until then
 // tts tasks go to any node with espeak-ng, and plans and composites

@@ -28,7 +28,11 @@ func fsmObserver(reg prometheus.Registerer) fsm.Observer {
 		Name: "vidfarm_fsm_snapshot_bytes",
 		Help: "Bytes the last snapshot wrote: the whole state without a state file; with one, the checkpoint's hot state and newly finished videos.",
 	})
-	reg.MustRegister(apply, snap, size)
+	pages := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "vidfarm_state_file_pages_written_total",
+		Help: "Pages the checkpoints wrote to the state file (4 KiB each on most machines): each changed page is written whole.",
+	})
+	reg.MustRegister(apply, snap, size, pages)
 	return fsm.Observer{
 		Applied: func(t fsm.MessageType, d time.Duration) {
 			apply.WithLabelValues(t.String()).Observe(d.Seconds())
@@ -39,5 +43,6 @@ func fsmObserver(reg prometheus.Registerer) fsm.Observer {
 				size.Set(float64(bytes))
 			}
 		},
+		Written: func(n int64) { pages.Add(float64(n)) },
 	}
 }

@@ -8,8 +8,9 @@ import (
 )
 
 // The FSM's own measurements reach /metrics: apply latency per command type
-// and, once a snapshot is taken, its two phases and its size. Where promtool
-// is installed the whole page must pass its lint.
+// and, once a snapshot is taken, its two phases, its size and the pages it
+// wrote to the state file. Where promtool is installed the whole page must
+// pass its lint.
 func TestFSMMetrics(t *testing.T) {
 	h := start(t)
 	_, key := h.account("pro", 10_000)
@@ -27,6 +28,9 @@ func TestFSMMetrics(t *testing.T) {
 		{`vidfarm_fsm_snapshot_seconds_count{phase="copy"}`, 1},
 		{`vidfarm_fsm_snapshot_seconds_count{phase="persist"}`, 1},
 		{`vidfarm_fsm_snapshot_bytes`, 100},
+		// The video, its task graph, its event, the hot stream, the index:
+		// more than one page.
+		{`vidfarm_state_file_pages_written_total`, 2},
 	} {
 		v, ok := metricSample(page, want.series)
 		if !ok {
