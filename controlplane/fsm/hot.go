@@ -291,6 +291,15 @@ func putHotRecords(tx *bbolt.Tx, writes []hotWrite) (int64, error) {
 	var n int64
 	var enc encodeArena
 	var index indexOps
+	indexed := 0
+	for _, w := range writes {
+		if w.index != nil {
+			indexed++
+		}
+	}
+	// A record has at most three entries (a time and two groups; a time, a
+	// group and the hot index): sized once, not grown from empty.
+	index.puts = make([]indexOp, 0, 3*indexed)
 	var b *bbolt.Bucket
 	for i, w := range writes {
 		// Sorted by bucket: each is looked up once.

@@ -295,3 +295,46 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 	*w += countingWriter(len(p))
 	return len(p), nil
 }
+
+// BenchmarkCheckpointEvents measures the checkpoints of a create-only load
+// with the event log on, once VIDFARM_BENCH_LOGGED events (default 100,000)
+// are in the file: each iteration applies 8192 creates (untimed, the Raft
+// snapshot interval) and writes their checkpoint, whose allocations and time
+// are the op's. pages/create is what the checkpoint wrote to the file per
+// create. "hashed" gives the created events ids hashed from their videos',
+// "sequenced" ids in log order (SequenceEventIDs).
+func BenchmarkCheckpointEvents(b *testing.B) {
+	const interval = 8192
+	for _, sequenced := range []bool{false, true} {
+		name := map[bool]string{false: "hashed", true: "sequenced"}[sequenced]
+		b.Run(name, func(b *testing.B) {
+			f, must := benchStore(b)
+			var pages int64
+			f.SetObserver(fsm.Observer{Written: func(n int64) { pages += n }})
+			must(&fsm.StartEventLog{Now: t0})
+			if sequenced {
+				must(&fsm.SequenceEventIDs{Now: t0})
+			}
+			next := 0
+			creates := func(n int) {
+				for range n {
+					must(&fsm.CreateVideo{VideoID: fmt.Sprintf("vid_%010d", next), AccountID: "a", Spec: manualSpec("p"), Price: 1, Now: t0 + int64(next)})
+					next++
+				}
+			}
+			for range envInt("VIDFARM_BENCH_LOGGED", 100_000) / interval {
+				creates(interval)
+				checkpoint(b, f)
+			}
+			pages = 0
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				creates(interval)
+				b.StartTimer()
+				checkpoint(b, f)
+			}
+			b.ReportMetric(float64(pages)/float64(b.N*interval), "pages/create")
+		})
+	}
+}

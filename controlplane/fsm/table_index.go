@@ -24,12 +24,13 @@ type indexer struct {
 }
 
 // entries are a record's index entries: its time if it is indexed by time,
-// whether it is hot, and its groups' keys without the record's key.
+// whether it is hot, and its groups with the place it takes in them.
 type entries struct {
-	at        int64
-	timed     bool
-	hot       bool
-	groupKeys [][]byte
+	at      int64
+	timed   bool
+	hot     bool
+	groups  []string
+	groupAt int64
 }
 
 func (t *table[V]) indexer() *indexer {
@@ -40,10 +41,7 @@ func (t *table[V]) indexer() *indexer {
 		}
 		e.hot = t.hot != nil && t.hot(v)
 		if t.group != nil {
-			gs, at := t.group(v)
-			for _, g := range gs {
-				e.groupKeys = append(e.groupKeys, groupKey(g, at))
-			}
+			e.groups, e.groupAt = t.group(v)
 		}
 		return e
 	}
@@ -58,17 +56,6 @@ func (t *table[V]) indexer() *indexer {
 		}}
 }
 
-// groupKey starts a record's key in its group's index: the group, a zero
-// byte and the time; the record's key follows, so a group's records sort by
-// time, then key.
-func groupKey(group string, at int64) []byte {
-	return binary.BigEndian.AppendUint64(append([]byte(group), 0), uint64(at))
-}
-
-func timeKey(at int64, key []byte) []byte {
-	return append(binary.BigEndian.AppendUint64(nil, uint64(at)), key...)
-}
-
 // indexOps are the index entries a transaction deletes and puts, applied
 // together in key order by apply: a checkpoint's records come in their own
 // key order, in which a group index's entries land all over its buckets, and
@@ -76,12 +63,29 @@ func timeKey(at int64, key []byte) []byte {
 // of a checkpoint's time under create load, when they were put one by one).
 type indexOps struct {
 	dels, puts []indexOp
+	// keys holds the entries' keys, carved from shared chunks as
+	// encodeArena does with records: bbolt keeps a key until the commit, so
+	// none is reused. Built one by one they were three allocations an entry.
+	keys []byte
 }
 
 type indexOp struct {
 	bucket, key []byte
 	// ordered: the bucket's new keys come in order (times), see fillOrdered.
 	ordered bool
+}
+
+// keysChunk is the size of a chunk of keys.
+const keysChunk = 64 << 10
+
+// key returns an empty key with room for n bytes.
+func (ops *indexOps) key(n int) []byte {
+	if cap(ops.keys)-len(ops.keys) < n {
+		ops.keys = make([]byte, 0, max(keysChunk, n))
+	}
+	start := len(ops.keys)
+	ops.keys = ops.keys[:start+n]
+	return ops.keys[start : start : start+n]
 }
 
 // update records the index entries of the record at key to replace: old is
@@ -93,22 +97,27 @@ func (ix *indexer) update(ops *indexOps, key, old []byte, val any) error {
 		if err != nil {
 			return fmt.Errorf("decode the record it replaces: %w", err)
 		}
-		ops.dels = append(ops.dels, ix.entryKeys(e, key)...)
+		ops.dels = ix.appendEntries(ops, ops.dels, e, key)
 	}
 	if val != nil {
-		ops.puts = append(ops.puts, ix.entryKeys(ix.of(val), key)...)
+		ops.puts = ix.appendEntries(ops, ops.puts, ix.of(val), key)
 	}
 	return nil
 }
 
-// entryKeys are where a record's index entries are kept.
-func (ix *indexer) entryKeys(e entries, key []byte) []indexOp {
-	var out []indexOp
+// appendEntries appends where a record's index entries are kept: in the
+// time index, time and key; in a group's, the group, a zero byte, its
+// place in the group and the key, so a group's records sort by place, then
+// key; in the hot index, the key.
+func (ix *indexer) appendEntries(ops *indexOps, out []indexOp, e entries, key []byte) []indexOp {
 	if e.timed {
-		out = append(out, indexOp{ix.time, timeKey(e.at, key), true})
+		k := binary.BigEndian.AppendUint64(ops.key(8+len(key)), uint64(e.at))
+		out = append(out, indexOp{ix.time, append(k, key...), true})
 	}
-	for _, g := range e.groupKeys {
-		out = append(out, indexOp{ix.group, append(g, key...), false})
+	for _, g := range e.groups {
+		k := append(ops.key(len(g)+1+8+len(key)), g...)
+		k = binary.BigEndian.AppendUint64(append(k, 0), uint64(e.groupAt))
+		out = append(out, indexOp{ix.group, append(k, key...), false})
 	}
 	if e.hot {
 		out = append(out, indexOp{ix.hot, key, false})
