@@ -16,10 +16,21 @@
 # Two builds against each other: BIN_A and BIN_B name the binaries (both
 # ./bin/vidfarm by default), with empty settings:
 #   BIN_A=/tmp/old BIN_B=/tmp/new scripts/bench-knob.sh '' ''
+# NODES=3 runs a fresh three-node cluster instead (scripts/lib.sh's
+# start_cluster, the clients spread over its members) and compares binaries
+# only (empty settings): CPU, allocations and pages are the three members'
+# sums, peak memory the largest member's, the apply the leader's.
+#   NODES=3 BIN_A=/tmp/old BIN_B=/tmp/new scripts/bench-knob.sh '' ''
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 [ $# = 2 ] || { echo "usage: $0 SETTING_A SETTING_B (server flags, or NAME=value for its environment)" >&2; exit 2; }
+nodes=${NODES:-1}
+case $nodes in
+  1) ;;
+  3) [ -z "$1$2" ] || { echo "$0: NODES=3 compares two binaries (BIN_A, BIN_B); its settings must be empty" >&2; exit 2; } ;;
+  *) echo "$0: NODES must be 1 or 3, not $nodes" >&2; exit 2 ;;
+esac
 bin=./bin/vidfarm
 rounds=${ROUNDS:-3}
 duration=${DURATION:-20s}
@@ -28,26 +39,37 @@ bin_a=${BIN_A:-$bin}
 bin_b=${BIN_B:-$bin}
 hz=$(getconf CLK_TCK)
 dir=$(mktemp -d)
-pid=
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$dir"; }
+pids=()
+cleanup() { [ ${#pids[@]} -gt 0 ] && kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
-echo "bench-knob: A = $bin_a $1, B = $bin_b $2; $rounds rounds of $duration, 64 clients, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bench-knob: A = $bin_a $1, B = $bin_b $2; $nodes node(s), $rounds rounds of $duration, 64 clients, load $(cut -d' ' -f1-3 /proc/loadavg)"
 ratios=()
 for r in $(seq "$rounds"); do
   rate_a=
   for which in A B; do
     setting=$1 server=$bin_a; [ $which = B ] && setting=$2 server=$bin_b
-    rm -rf "$dir/v"; token=knob-$RANDOM$RANDOM
-    start_node "$server" "$setting" "$dir/v" "$token"
-    t0=$(ticks "$pid") b0=$(gometric "$token" go_memstats_alloc_bytes_total) m0=$(gometric "$token" go_memstats_mallocs_total)
-    j=$(create_load "$bin" "$token" "$duration")
-    t1=$(ticks "$pid") b1=$(gometric "$token" go_memstats_alloc_bytes_total) m1=$(gometric "$token" go_memstats_mallocs_total)
-    hwm=$(awk '/VmHWM/{print $2}' "/proc/$pid/status") apply=$(applymean "$token" create_video)
+    rm -rf "$dir/v"; mkdir -p "$dir/v"; token=knob-$RANDOM$RANDOM
+    if [ "$nodes" = 1 ]; then
+      start_node "$server" "$setting" "$dir/v/n" "$token"
+      pids=("$pid") admins=(http://127.0.0.1:18681)
+    else
+      start_cluster "$server" "$dir/v" "$token"
+    fi
+    t0=$(ticks "${pids[@]}") b0=$(gometric "$token" go_memstats_alloc_bytes_total "${admins[@]}") m0=$(gometric "$token" go_memstats_mallocs_total "${admins[@]}")
+    if [ "$nodes" = 1 ]; then
+      j=$(create_load "$bin" "$token" "$duration")
+    else
+      j=$("$bin" bench create --server "$servers" --admin-server "$admin" --admin-token "$token" \
+        --accounts 64 --concurrency 64 --duration "$duration" --json 2>/dev/null)
+    fi
+    t1=$(ticks "${pids[@]}") b1=$(gometric "$token" go_memstats_alloc_bytes_total "${admins[@]}") m1=$(gometric "$token" go_memstats_mallocs_total "${admins[@]}")
+    hwm=$(for p in "${pids[@]}"; do awk '/VmHWM/{print $2}' "/proc/$p/status"; done | sort -n | tail -1)
+    apply=$(applymean "$token" create_video "${admins[0]}")
     # Pages the checkpoints wrote (a binary without the series prints -) and
-    # the state file's size, per create.
-    pages=$(gometric "$token" vidfarm_state_file_pages_written_total)
-    kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
-    file=$(stat -c %s "$dir/v/state.db" 2>/dev/null || echo 0)
+    # the state files' size, per create.
+    pages=$(gometric "$token" vidfarm_state_file_pages_written_total "${admins[@]}")
+    kill "${pids[@]}"; wait "${pids[@]}" 2>/dev/null || true; pids=()
+    file=$(find "$dir/v" -name state.db -printf '%s\n' | awk '{s += $1} END {print s + 0}')
     line=$(python3 -c 'import json,sys; j=json.loads(sys.argv[1]); n=max(j["created"],1); print("%.0f %.1f %.0f %d %.1f %.0f %s %.0f" % (j["creates_per_second"], j["p99_ns"]/1e6, float(sys.argv[2])/float(sys.argv[3])*1e6/n, int(sys.argv[4])//1024, (float(sys.argv[6])-float(sys.argv[5]))/n/1024, (float(sys.argv[8])-float(sys.argv[7]))/n, "%.2f" % (float(sys.argv[9])/n) if sys.argv[9] else "-", float(sys.argv[10])/n))' \
       "$j" $((t1 - t0)) "$hz" "$hwm" "$b0" "$b1" "$m0" "$m1" "$pages" "$file")
     read -r rate p99 cpu rss akb aobj ppc fpc <<<"$line"

@@ -44,17 +44,24 @@ create_load() {
     --accounts 64 --concurrency 64 --duration "$3" --json 2>/dev/null
 }
 
-# gometric TOKEN NAME: a counter of start_node's server's Go runtime, from
-# its /metrics.
+# gometric TOKEN NAME [ADMIN...]: a counter of start_node's server (or the
+# sum over the servers at the admin endpoints given), from /metrics; empty
+# when no server has it.
 gometric() {
-  curl -fsS -H "Authorization: Bearer $1" http://127.0.0.1:18681/metrics | awk -v k="$2" '$1 == k {printf "%.0f", $2}'
+  local token=$1 name=$2 url
+  shift 2
+  [ $# -gt 0 ] || set -- http://127.0.0.1:18681
+  for url in "$@"; do
+    curl -fsS -H "Authorization: Bearer $token" "$url/metrics"
+  done | awk -v k="$name" '$1 == k {s += $2; n++} END {if (n) printf "%.0f", s}'
 }
 
-# applymean TOKEN TYPE: the mean time, in µs, that start_node's server spent
-# applying its commands of TYPE (e.g. create_video), from the FSM's apply
-# histogram: the serial stage every create waits for.
+# applymean TOKEN TYPE [ADMIN]: the mean time, in µs, that start_node's
+# server (or the one at ADMIN) spent applying its commands of TYPE (e.g.
+# create_video), from the FSM's apply histogram: the serial stage every
+# create waits for.
 applymean() {
-  curl -fsS -H "Authorization: Bearer $1" http://127.0.0.1:18681/metrics | awk -v t="type=\"$2\"" '
+  curl -fsS -H "Authorization: Bearer $1" "${3:-http://127.0.0.1:18681}/metrics" | awk -v t="type=\"$2\"" '
     index($1, "vidfarm_fsm_apply_seconds_sum{") == 1 && index($1, t) { s = $2 }
     index($1, "vidfarm_fsm_apply_seconds_count{") == 1 && index($1, t) { n = $2 }
     END { if (n > 0) printf "%.1f", s / n * 1e6; else printf "-" }'
