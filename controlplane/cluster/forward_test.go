@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -94,5 +95,34 @@ func TestForwarder(t *testing.T) {
 				t.Fatalf("forwarded request lacks %s: %v", HeaderForwardedBy, seen)
 			}
 		})
+	}
+}
+
+// TestForwarderCopiesLargeAnswersThroughPooledBuffers: answers several times
+// the proxy's copy buffer arrive whole, request after request, while the
+// buffers are reused; a buffer of another size is not kept.
+func TestForwarderCopiesLargeAnswersThroughPooledBuffers(t *testing.T) {
+	body := make([]byte, 3*copyBufferSize+123)
+	for i := range body {
+		body[i] = byte(i * 7)
+	}
+	leader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(body) }))
+	defer leader.Close()
+	known := members{"L": {ID: "L", PublicURL: leader.URL, AdminURL: "http://unused", AgentURL: "http://unused"}}
+	h := NewForwarder(&fakeNode{leader: "L"}, known, Public, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil).Wrap(http.NotFoundHandler())
+	for i := range 5 {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/videos", nil))
+		if rec.Code != 200 || !bytes.Equal(rec.Body.Bytes(), body) {
+			t.Fatalf("request %d: status %d, %d bytes, want %d bytes as sent", i, rec.Code, rec.Body.Len(), len(body))
+		}
+	}
+	var pool copyBuffers
+	if b := pool.Get(); len(b) != copyBufferSize {
+		t.Fatalf("a pooled buffer of %d bytes, want %d", len(b), copyBufferSize)
+	}
+	pool.Put(make([]byte, 10)) // not kept: the next Get is still full size
+	if b := pool.Get(); len(b) != copyBufferSize {
+		t.Fatalf("after a foreign buffer was put back, a buffer of %d bytes", len(b))
 	}
 }
