@@ -24,16 +24,20 @@ func decodeObject(body []byte) (object, *apierr.Error) {
 	if len(trimmed) == 0 {
 		return nil, apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, "request body is empty; send a JSON object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	var o object
-	if err := dec.Decode(&o); err != nil || o == nil {
-		msg := "request body is not a JSON object"
-		if err != nil {
-			msg += ": " + err.Error()
+	// One object and nothing after it is what Unmarshal accepts; a body it
+	// refuses goes through a Decoder, whose errors say which of the two
+	// failed. (A Decoder for every body copied it into a buffer of its own.)
+	if err := json.Unmarshal(trimmed, &o); err != nil || o == nil {
+		o = nil
+		dec := json.NewDecoder(bytes.NewReader(trimmed))
+		if err := dec.Decode(&o); err != nil || o == nil {
+			msg := "request body is not a JSON object"
+			if err != nil {
+				msg += ": " + err.Error()
+			}
+			return nil, apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, msg)
 		}
-		return nil, apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, msg)
-	}
-	if dec.More() {
 		return nil, apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, "request body has data after the JSON object")
 	}
 	for k, v := range o {
