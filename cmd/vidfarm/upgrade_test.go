@@ -266,14 +266,14 @@ func (c *upgradeCluster) noneApplied(typ fsm.MessageType, why string) {
 }
 
 // eventLogStarted checks that, every member new, the leader switched the
-// event log, its ids in log order and routing on once, and that the log
+// event log, its sortable ids and routing on once, and that the log
 // records from then on only: a video made now is in every node's log, the
 // ones made before are not.
 func (c *upgradeCluster) eventLogStarted() {
 	c.t.Helper()
 	for _, n := range c.nodes {
 		eventually(c.t, 30*time.Second, n.id+" to start the event log", func() bool { return c.applied(n, fsm.StartEventLogType) == 1 })
-		eventually(c.t, 30*time.Second, n.id+" to sequence event ids", func() bool { return c.applied(n, fsm.SequenceEventIDsType) == 1 })
+		eventually(c.t, 30*time.Second, n.id+" to make event ids sortable", func() bool { return c.applied(n, fsm.SortableEventIDsType) == 1 })
 		eventually(c.t, 30*time.Second, n.id+" to start routing", func() bool { return c.applied(n, fsm.StartRoutingType) == 1 })
 	}
 	before := slices.Clone(c.videos)
@@ -388,7 +388,7 @@ func (c *upgradeCluster) run(plan upgradePlan) {
 			c.noneApplied(plan.gated, n.id+" runs the old build")
 			c.noneApplied(fsm.StartEventLogType, n.id+" runs the old build")
 			c.noneApplied(fsm.StartRoutingType, n.id+" runs the old build")
-			c.noneApplied(fsm.SequenceEventIDsType, n.id+" runs the old build")
+			c.noneApplied(fsm.SortableEventIDsType, n.id+" runs the old build")
 			c.stop(i)
 		}
 		c.start(i, c.new)
@@ -399,7 +399,7 @@ func (c *upgradeCluster) run(plan upgradePlan) {
 			c.noneApplied(plan.gated, "an old member remains")
 			c.noneApplied(fsm.StartEventLogType, "an old member remains")
 			c.noneApplied(fsm.StartRoutingType, "an old member remains")
-			c.noneApplied(fsm.SequenceEventIDsType, "an old member remains")
+			c.noneApplied(fsm.SortableEventIDsType, "an old member remains")
 		}
 	}
 	if !leaderUpgraded {

@@ -56,9 +56,9 @@ type LoggedEvent struct {
 type eventLog struct {
 	on  bool
 	seq uint64 // the last sequence number given
-	// sequenced: created and processing events get ids in sequence order
-	// (SequenceEventIDs).
-	sequenced bool
+	// sortable: created and processing events get ids that sort by their
+	// time (SortableEventIDs).
+	sortable bool
 }
 
 // StartEventLog switches the event log on: from this entry on, every
@@ -75,21 +75,21 @@ type TrimEventLog struct {
 	Limit  int   `msgpack:"limit"`
 }
 
-// SequenceEventIDs gives the video.created and video.processing events
-// applied from this entry on ids in the order of their sequence numbers
-// (sequencedEventID) instead of ids hashed from the video's: the log's
+// SortableEventIDs gives the video.created and video.processing events
+// applied from this entry on ids that sort by the events' time
+// (sortableEventID) instead of ids hashed from the video's: the log's
 // bucket is keyed by id, and a hashed id lands on a page of its own, so a
 // checkpoint rewrote a page of the bucket for almost every such event once
 // the bucket was large. It changes what an apply derives, so, like
 // StartEventLog, it waits for every member to understand it; events logged
 // before it keep their ids.
-type SequenceEventIDs struct {
+type SortableEventIDs struct {
 	Now int64 `msgpack:"now"`
 }
 
 func (StartEventLog) Type() MessageType    { return StartEventLogType }
 func (TrimEventLog) Type() MessageType     { return TrimEventLogType }
-func (SequenceEventIDs) Type() MessageType { return SequenceEventIDsType }
+func (SortableEventIDs) Type() MessageType { return SortableEventIDsType }
 
 // applyStartEventLog answers whether it switched the log on (false: it was).
 func (s *state) applyStartEventLog(*StartEventLog) (bool, error) {
@@ -100,17 +100,17 @@ func (s *state) applyStartEventLog(*StartEventLog) (bool, error) {
 	return true, nil
 }
 
-// applySequenceEventIDs answers whether it switched sequenced ids on
+// applySortableEventIDs answers whether it switched sortable ids on
 // (false: they were). The switch is kept with the log's state, so it needs
 // the log on.
-func (s *state) applySequenceEventIDs(*SequenceEventIDs) (bool, error) {
+func (s *state) applySortableEventIDs(*SortableEventIDs) (bool, error) {
 	if !s.evlog.on {
-		return false, fmt.Errorf("%w: sequence event ids while the event log is off", ErrInvalidCommand)
+		return false, fmt.Errorf("%w: sortable event ids while the event log is off", ErrInvalidCommand)
 	}
-	if s.evlog.sequenced {
+	if s.evlog.sortable {
 		return false, nil
 	}
-	s.evlog.sequenced = true
+	s.evlog.sortable = true
 	return true, nil
 }
 
@@ -134,55 +134,56 @@ func (s *state) logEvent(ev Event) {
 	s.evlog.seq++
 	// Every id is new: a video is created, first leaves the queue and ends
 	// once, and each of those has its own id (videoEventID: a hash of the
-	// type and the video, a sequence number, or the final event's id); so
-	// the file is not read to find out.
+	// type and the video, with the event's time ahead of half of it, or the
+	// final event's id); so the file is not read to find out.
 	s.eventLog.set(ev.ID, &LoggedEvent{Seq: s.evlog.seq, Event: ev}, false)
 }
 
 // emitVideo writes v's event of type typ (see emit).
 func (s *state) emitVideo(v *Video, typ string, now int64) {
-	s.emit(Event{ID: s.videoEventID(typ, v.ID), Type: typ, AccountID: v.AccountID, Video: v.Clone(), Created: now})
+	s.emit(Event{ID: s.videoEventID(typ, v.ID, now), Type: typ, AccountID: v.AccountID, Video: v.Clone(), Created: now})
 }
 
 // emitCreated writes the video.created event of q's video, with its place
 // in the queue then.
 func (s *state) emitCreated(q QueuedVideo, now int64) {
-	s.emit(Event{ID: s.videoEventID(EventVideoCreated, q.ID), Type: EventVideoCreated, AccountID: q.AccountID,
+	s.emit(Event{ID: s.videoEventID(EventVideoCreated, q.ID, now), Type: EventVideoCreated, AccountID: q.AccountID,
 		Video: q.Video.Clone(), Created: now, QueuePosition: q.QueuePosition, WaitReason: q.WaitReason, WaitMessage: q.WaitMessage})
 }
 
 var eventIDEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
-// sequencedEncoding is eventIDEncoding's alphabet in byte order, so that
+// sortableEncoding is eventIDEncoding's alphabet in byte order, so that
 // encoded ids sort as the bytes they encode do.
-var sequencedEncoding = base32.NewEncoding("234567abcdefghijklmnopqrstuvwxyz").WithPadding(base32.NoPadding)
+var sortableEncoding = base32.NewEncoding("234567abcdefghijklmnopqrstuvwxyz").WithPadding(base32.NoPadding)
 
 // videoEventID is the id of v's event of type typ. A video's final event
 // keeps the id its webhook deliveries always had (EventID); the others are
 // derived, so every replica makes the same: from the type and the video's
-// id, or once SequenceEventIDs is applied from the sequence number the
-// event is about to get (logEvent).
-func (s *state) videoEventID(typ, videoID string) string {
+// id, and once SortableEventIDs is applied from the event's time too (the
+// leader's, in the command).
+func (s *state) videoEventID(typ, videoID string, now int64) string {
 	if typ != EventVideoCreated && typ != EventVideoProcessing {
 		return EventID(videoID)
 	}
 	sum := sha256.Sum256([]byte(typ + "\x00" + videoID))
-	if s.evlog.on && s.evlog.sequenced {
-		return sequencedEventID(s.evlog.seq+1, sum)
+	if s.evlog.on && s.evlog.sortable {
+		return sortableEventID(now, sum)
 	}
 	return "evt_" + eventIDEncoding.EncodeToString(sum[:16])
 }
 
-// sequencedEventID is evt_ and 26 characters, as a hashed id, encoding the
-// event's sequence number (big-endian, so ids sort in log order and a
-// checkpoint appends them to the log's bucket) and half the hash of its
-// type and video. The number alone makes it unique; the hash keeps an id
-// from saying only how many events came before it.
-func sequencedEventID(seq uint64, sum [32]byte) string {
+// sortableEventID is evt_ and 26 characters, as a hashed id: the event's
+// time in nanoseconds (big-endian, so ids sort by it and a checkpoint
+// appends them to the log's bucket) and the first half of the hash of its
+// type and video, which keeps two events of one instant apart. It says no
+// more than the event's created field does; a sequence number would have
+// told a customer how many events the whole farm had logged.
+func sortableEventID(now int64, sum [32]byte) string {
 	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], seq)
+	binary.BigEndian.PutUint64(b[:8], uint64(now))
 	copy(b[8:], sum[:8])
-	return "evt_" + sequencedEncoding.EncodeToString(b[:])
+	return "evt_" + sortableEncoding.EncodeToString(b[:])
 }
 
 // typeGroup names the log's index of an account's events of one type.
@@ -195,7 +196,7 @@ func (s *state) eventLogRecords(hotOnly bool) []record {
 	if !s.evlog.on {
 		return nil
 	}
-	out := []record{{recEventLog, eventLogRecord{On: true, Seq: s.evlog.seq, Sequenced: s.evlog.sequenced}}}
+	out := []record{{recEventLog, eventLogRecord{On: true, Seq: s.evlog.seq, Sortable: s.evlog.sortable}}}
 	if !hotOnly {
 		out = append(out, record{recTable, s.eventLog.snapshot(recLoggedEvent, "")})
 	}
@@ -211,15 +212,15 @@ const (
 type eventLogRecord struct {
 	On  bool   `msgpack:"on"`
 	Seq uint64 `msgpack:"seq"`
-	// Sequenced is absent until SequenceEventIDs, so an older state
-	// encodes as before.
-	Sequenced bool `msgpack:"sequenced,omitempty"`
+	// Sortable is absent until SortableEventIDs, so an older state encodes
+	// as before.
+	Sortable bool `msgpack:"sortable,omitempty"`
 }
 
 func (s *state) restoreEventLogRecord(t recordType, body []byte) error {
 	if t == recEventLog {
 		r, err := decodeRecord[eventLogRecord](body, "event log")
-		s.evlog = eventLog{on: r.On, seq: r.Seq, sequenced: r.Sequenced}
+		s.evlog = eventLog{on: r.On, seq: r.Seq, sortable: r.Sortable}
 		return err
 	}
 	e, err := decodeRecord[LoggedEvent](body, "logged event")

@@ -8,16 +8,16 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 )
 
-// eventLogCommand switches the event log on, switches its ids to sequence
-// order, or trims it by a retention of up to two days (the generator's
-// clock jumps by up to 13 h), a few events at a time.
+// eventLogCommand switches the event log on, makes its ids sortable by
+// time, or trims it by a retention of up to two days (the generator's clock
+// jumps by up to 13 h), a few events at a time.
 func (g *cmdGen) eventLogCommand(t *rapid.T) fsm.Command {
 	if !g.logOn || rapid.IntRange(0, 9).Draw(t, "start_again") == 0 {
 		g.logOn = true
 		return &fsm.StartEventLog{Now: g.now}
 	}
-	if rapid.IntRange(0, 4).Draw(t, "sequence_ids") == 0 {
-		return &fsm.SequenceEventIDs{Now: g.now}
+	if rapid.IntRange(0, 4).Draw(t, "sortable_ids") == 0 {
+		return &fsm.SortableEventIDs{Now: g.now}
 	}
 	return &fsm.TrimEventLog{Before: g.now - rapid.Int64Range(0, 2*24*3600*1e9).Draw(t, "log_retention"),
 		Limit: rapid.IntRange(0, 5).Draw(t, "trim_limit")}
@@ -46,7 +46,7 @@ func sameEventLogs(t *rapid.T, g *cmdGen, a, b *fsm.FSM) {
 			}
 		}
 	}
-	if a.EventLogOn() != b.EventLogOn() || a.EventIDsSequenced() != b.EventIDsSequenced() {
-		t.Fatal("one FSM records events (or sequences their ids), the other does not")
+	if a.EventLogOn() != b.EventLogOn() || a.EventIDsSortable() != b.EventIDsSortable() {
+		t.Fatal("one FSM records events (or makes their ids sortable), the other does not")
 	}
 }

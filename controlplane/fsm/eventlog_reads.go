@@ -66,12 +66,12 @@ func (f *FSM) EventLogOn() bool {
 	return f.s.evlog.on
 }
 
-// EventIDsSequenced reports whether new created and processing events get
-// ids in log order (SequenceEventIDs).
-func (f *FSM) EventIDsSequenced() bool {
+// EventIDsSortable reports whether new created and processing events get
+// ids that sort by their time (SortableEventIDs).
+func (f *FSM) EventIDsSortable() bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return f.s.evlog.sequenced
+	return f.s.evlog.sortable
 }
 
 // EventLogTrimDue reports whether the log holds an event created before

@@ -255,17 +255,17 @@ func TestEventLogOrderIsApplyOrder(t *testing.T) {
 	}
 }
 
-// TestSequencedEventIDs: once SequenceEventIDs is applied, new created and
-// processing events get ids that sort in log order, so the log's bucket is
-// appended to; the events logged before keep their ids, a final event keeps
-// its webhook id, cursors work across the switch, and the switch survives a
-// checkpoint and a restart.
-func TestSequencedEventIDs(t *testing.T) {
+// TestSortableEventIDs: once SortableEventIDs is applied, new created and
+// processing events get ids that sort by their time, so the log's bucket is
+// appended to; two of one instant get two ids; the events logged before
+// keep their ids, a final event keeps its webhook id, cursors work across
+// the switch, and the switch survives a checkpoint and a restart.
+func TestSortableEventIDs(t *testing.T) {
 	p := newPair(t)
 	now := t0
 	p.apply(&fsm.CreateAccount{AccountID: "a", Name: "a", Plan: fsm.PlanPro, Credits: 1000, KeyID: "k", KeyHash: keyHash("k"), KeyHint: "k", Now: now})
 	p.apply(&fsm.RegisterNode{NodeID: "node_1", Name: "n1", CredHash: [32]byte{1}, Node: farmNode(), Now: now})
-	p.refuse(&fsm.SequenceEventIDs{Now: now}, fsm.ErrInvalidCommand) // the switch is kept with the log's state
+	p.refuse(&fsm.SortableEventIDs{Now: now}, fsm.ErrInvalidCommand) // the switch is kept with the log's state
 	p.apply(&fsm.StartEventLog{Now: now})
 	create := func(v string) {
 		t.Helper()
@@ -276,68 +276,74 @@ func TestSequencedEventIDs(t *testing.T) {
 		create(fmt.Sprintf("vid_hashed_%d", i))
 	}
 	hashed := loggedOf(p.eventLog("a", nil, 100))
-	if p.mem.EventIDsSequenced() || p.disk.EventIDsSequenced() {
-		t.Fatal("ids sequenced before SequenceEventIDs")
+	if p.mem.EventIDsSortable() || p.disk.EventIDsSortable() {
+		t.Fatal("ids sortable before SortableEventIDs")
 	}
-	if on := p.apply(&fsm.SequenceEventIDs{Now: now}).(bool); !on || !p.mem.EventIDsSequenced() || !p.disk.EventIDsSequenced() {
-		t.Fatalf("SequenceEventIDs answered %v on ids not sequenced yet", on)
+	if on := p.apply(&fsm.SortableEventIDs{Now: now}).(bool); !on || !p.mem.EventIDsSortable() || !p.disk.EventIDsSortable() {
+		t.Fatalf("SortableEventIDs answered %v on ids not sortable yet", on)
 	}
-	if on := p.apply(&fsm.SequenceEventIDs{Now: now}).(bool); on {
-		t.Fatal("SequenceEventIDs answered true on ids already sequenced")
+	if on := p.apply(&fsm.SortableEventIDs{Now: now}).(bool); on {
+		t.Fatal("SortableEventIDs answered true on ids already sortable")
 	}
-	// More than 32 events, so the ids' last sequence characters wrap.
 	leased := 0
 	for i := range 40 {
-		create(fmt.Sprintf("vid_seq_%02d", i))
-		if i%7 == 0 && p.apply(&fsm.LeaseTask{NodeID: "node_1", LeaseMS: 60_000, Now: now}).(fsm.LeaseResult).Found {
-			leased++ // a processing event
+		create(fmt.Sprintf("vid_sort_%02d", i))
+		if i%7 == 0 && p.apply(&fsm.LeaseTask{NodeID: "node_1", LeaseMS: 60_000, Now: now + int64(time.Millisecond)}).(fsm.LeaseResult).Found {
+			leased++ // a processing event, a millisecond after the create
 		}
 	}
 	if leased == 0 {
 		t.Fatal("no task was leased: the test logs no processing event")
 	}
-	p.apply(&fsm.FailVideo{VideoID: "vid_seq_39", Reason: "operator", Now: now})
+	// Two videos of one instant.
+	p.apply(&fsm.CreateVideo{VideoID: "vid_same_instant_a", AccountID: "a", Spec: manualSpec("p"), Price: 1, Now: now})
+	p.apply(&fsm.CreateVideo{VideoID: "vid_same_instant_b", AccountID: "a", Spec: manualSpec("p"), Price: 1, Now: now})
+	p.apply(&fsm.FailVideo{VideoID: "vid_sort_39", Reason: "operator", Now: now})
 	p.same("checkpoint")
 
-	sequenced := func(when string, all []logEntry) []logEntry {
+	sortable := func(when string, all []fsm.Event) []fsm.Event {
 		t.Helper()
-		if got := all[:len(hashed)]; !reflect.DeepEqual(got, hashed) {
+		if got := loggedOf(all[:len(hashed)]); !reflect.DeepEqual(got, hashed) {
 			t.Fatalf("%s: the events before the switch are listed as %v, want %v", when, got, hashed)
 		}
-		var ids []logEntry
+		var out []fsm.Event
+		seen := map[string]bool{}
 		for _, e := range all[len(hashed):] {
-			if e.typ != fsm.EventVideoCreated && e.typ != fsm.EventVideoProcessing {
-				if e.id != fsm.EventID(e.video) {
-					t.Fatalf("%s: final event %+v, want its webhook id %s", when, e, fsm.EventID(e.video))
+			if seen[e.ID] {
+				t.Fatalf("%s: two events with the id %s", when, e.ID)
+			}
+			seen[e.ID] = true
+			if e.Type != fsm.EventVideoCreated && e.Type != fsm.EventVideoProcessing {
+				if e.ID != fsm.EventID(e.Video.ID) {
+					t.Fatalf("%s: final event %s of %s, want its webhook id %s", when, e.ID, e.Video.ID, fsm.EventID(e.Video.ID))
 				}
 				continue
 			}
-			if len(e.id) != len(hashed[0].id) || !strings.HasPrefix(e.id, "evt_") {
-				t.Fatalf("%s: event id %q is not shaped as the hashed ones (%q)", when, e.id, hashed[0].id)
+			if len(e.ID) != len(hashed[0].id) || !strings.HasPrefix(e.ID, "evt_") {
+				t.Fatalf("%s: event id %q is not shaped as the hashed ones (%q)", when, e.ID, hashed[0].id)
 			}
-			if len(ids) > 0 && e.id <= ids[len(ids)-1].id {
-				t.Fatalf("%s: event %+v comes after %+v in the log, but its id does not sort after", when, e, ids[len(ids)-1])
+			if n := len(out); n > 0 && out[n-1].Created < e.Created && out[n-1].ID >= e.ID {
+				t.Fatalf("%s: event %s (at %d) is later than %s (at %d), but its id does not sort after", when, e.ID, e.Created, out[n-1].ID, out[n-1].Created)
 			}
-			ids = append(ids, e)
+			out = append(out, e)
 		}
-		return ids
+		return out
 	}
-	all := loggedOf(p.eventLog("a", nil, 3))
-	if ids := sequenced("from the file", all); len(ids) != 40+leased {
-		t.Fatalf("%d sequenced events, want 40 created and %d processing: %v", len(ids), leased, all)
+	all := p.eventLog("a", nil, 3)
+	if got := sortable("from the file", all); len(got) != 40+leased+2 {
+		t.Fatalf("%d sortable events, want 42 created and %d processing: %v", len(got), leased, loggedOf(all))
 	}
 
 	if err := p.disk.Close(); err != nil {
 		t.Fatal(err)
 	}
 	p.open()
-	if !p.disk.EventIDsSequenced() {
+	if !p.disk.EventIDsSortable() {
 		t.Fatal("the switch was lost in a restart")
 	}
 	create("vid_after_restart")
 	p.same("restart")
-	after := loggedOf(p.eventLog("a", nil, 7))
-	if ids := sequenced("after a restart", after); ids[len(ids)-1].video != "vid_after_restart" {
-		t.Fatalf("the last sequenced event is %+v", ids[len(ids)-1])
+	if got := sortable("after a restart", p.eventLog("a", nil, 7)); got[len(got)-1].Video.ID != "vid_after_restart" {
+		t.Fatalf("the last sortable event is %s of %s", got[len(got)-1].ID, got[len(got)-1].Video.ID)
 	}
 }

@@ -87,7 +87,7 @@ const (
 	SetNodeModelsType       MessageType = 65
 	StartRoutingType        MessageType = 66
 	SetNodeCapacityType     MessageType = 67
-	SequenceEventIDsType    MessageType = 68
+	SortableEventIDsType    MessageType = 68
 )
 
 // entry is one command of the registry: its name (in logs and metrics), a
@@ -191,7 +191,7 @@ var registry = [256]entry{
 	SetNodeModelsType:       command("set_node_models", (*state).applySetNodeModels),
 	StartRoutingType:        command("start_routing", (*state).applyStartRouting),
 	SetNodeCapacityType:     command("set_node_capacity", (*state).applySetNodeCapacity),
-	SequenceEventIDsType:    command("sequence_event_ids", (*state).applySequenceEventIDs),
+	SortableEventIDsType:    command("sortable_event_ids", (*state).applySortableEventIDs),
 }
 
 // What each command answers, in type order: the R of its apply function and
@@ -252,7 +252,7 @@ func (*TrimEventLog) answers(int)                        {}
 func (*SetNodeModels) answers(Nothing)                   {}
 func (*StartRouting) answers(bool)                       {}
 func (*SetNodeCapacity) answers(Nothing)                 {}
-func (*SequenceEventIDs) answers(bool)                   {}
+func (*SortableEventIDs) answers(bool)                   {}
 
 func (t MessageType) String() string {
 	if e := registry[t]; e.name != "" {

@@ -66,7 +66,7 @@ var declared = []answerType{
 	answerOf(&CordonNode{}), answerOf(&DrainNode{}), answerOf(&UncordonNode{}), answerOf(&HandBackDrained{}),
 	answerOf(&RetryDelivery{}), answerOf(&SendTestEvent{}), answerOf(&RotateWebhookSecret{}),
 	answerOf(&DisableWebhook{}), answerOf(&EnableWebhook{}), answerOf(&StartEventLog{}), answerOf(&TrimEventLog{}), answerOf(&SetNodeModels{}), answerOf(&SetNodeCapacity{}),
-	answerOf(&SequenceEventIDs{}),
+	answerOf(&SortableEventIDs{}),
 	answerOf(&StartRouting{}),
 }
 

@@ -302,18 +302,18 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 // snapshot interval) and writes their checkpoint, whose allocations and time
 // are the op's. pages/create is what the checkpoint wrote to the file per
 // create. "hashed" gives the created events ids hashed from their videos',
-// "sequenced" ids in log order (SequenceEventIDs).
+// "sortable" ids that sort by the events' time (SortableEventIDs).
 func BenchmarkCheckpointEvents(b *testing.B) {
 	const interval = 8192
-	for _, sequenced := range []bool{false, true} {
-		name := map[bool]string{false: "hashed", true: "sequenced"}[sequenced]
+	for _, sortable := range []bool{false, true} {
+		name := map[bool]string{false: "hashed", true: "sortable"}[sortable]
 		b.Run(name, func(b *testing.B) {
 			f, must := benchStore(b)
 			var pages int64
 			f.SetObserver(fsm.Observer{Written: func(n int64) { pages += n }})
 			must(&fsm.StartEventLog{Now: t0})
-			if sequenced {
-				must(&fsm.SequenceEventIDs{Now: t0})
+			if sortable {
+				must(&fsm.SortableEventIDs{Now: t0})
 			}
 			next := 0
 			creates := func(n int) {

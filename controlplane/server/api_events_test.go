@@ -43,12 +43,12 @@ func (h *harness) events(key string, q url.Values) eventPage {
 }
 
 // startedLog waits for the leader to switch the event log on, and then its
-// ids to sequence order, as it does once every member understands the
+// ids to sortable ones, as it does once every member understands the
 // commands.
 func startedLog(t *testing.T, h *harness) {
 	t.Helper()
 	eventually(t, h.srv.Node.FSM.EventLogOn, "the leader to start the event log")
-	eventually(t, h.srv.Node.FSM.EventIDsSequenced, "the leader to sequence the event log's ids")
+	eventually(t, h.srv.Node.FSM.EventIDsSortable, "the leader to make the event log's ids sortable")
 }
 
 // TestEventLogAPI goes through GET /v1/events on a real node: what each
@@ -101,9 +101,10 @@ func TestEventLogAPI(t *testing.T) {
 	if all.Data[1].ID != fsm.EventID(failed) {
 		t.Fatalf("failure event %s, want %s", all.Data[1].ID, fsm.EventID(failed))
 	}
-	// Created events, whose ids the log derives, sort in log order.
+	// Created events, whose ids the log derives from their time, sort in the
+	// order they were made.
 	if a, b, c := all.Data[0].ID, all.Data[2].ID, all.Data[4].ID; a >= b || b >= c {
-		t.Fatalf("created events' ids %s, %s, %s do not sort in log order", a, b, c)
+		t.Fatalf("created events' ids %s, %s, %s do not sort in the order they were made", a, b, c)
 	}
 
 	// Pages, oldest first, and the type filter (one, several, repeated).

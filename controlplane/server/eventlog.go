@@ -20,15 +20,15 @@ func (s *Server) startEventLog(ctx context.Context, level fsm.MessageType) {
 		"event log started: every account's events are recorded from now on")
 }
 
-// sequenceEventIDs gives new created and processing events ids in log
-// order (fsm.SequenceEventIDs) once the event log is on and every member
+// sortableEventIDs gives new created and processing events ids in log
+// order (fsm.SortableEventIDs) once the event log is on and every member
 // understands the command; until then they keep ids hashed from their
 // video's.
-func (s *Server) sequenceEventIDs(ctx context.Context, level fsm.MessageType) {
+func (s *Server) sortableEventIDs(ctx context.Context, level fsm.MessageType) {
 	f := s.Node.FSM
-	s.switchOn(ctx, level, &fsm.SequenceEventIDs{Now: time.Now().UnixNano()},
-		func() bool { return !f.EventLogOn() || f.EventIDsSequenced() },
-		"event ids sequenced: new video.created and video.processing events get ids in log order")
+	s.switchOn(ctx, level, &fsm.SortableEventIDs{Now: time.Now().UnixNano()},
+		func() bool { return !f.EventLogOn() || f.EventIDsSortable() },
+		"sortable event ids: new video.created and video.processing events get ids that sort by their time")
 }
 
 // startRouting switches routing by voice and stage runner on

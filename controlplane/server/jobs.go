@@ -90,7 +90,7 @@ func (s *Server) leaderJobs(ctx context.Context) {
 				s.handBackDrained(ctx)
 				s.stopExport(ctx)
 				s.startEventLog(ctx, level)
-				s.sequenceEventIDs(ctx, level)
+				s.sortableEventIDs(ctx, level)
 				s.startRouting(ctx, level)
 			}
 		}
