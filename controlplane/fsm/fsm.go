@@ -307,13 +307,14 @@ func (f *FSM) checkpoint(sn *snapshot) (int64, error) {
 	// Checkpoints are the file's only writer while the node runs (ckMu).
 	pages := sn.s.disk.pagesWritten()
 	size, err := writeCheckpoint(sn.s.disk, sn.cp, sn.records)
-	pages = sn.s.disk.pagesWritten() - pages
+	if err == nil {
+		sn.obs.written(sn.s.disk.pagesWritten() - pages)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err != nil {
 		return 0, err // what it would have written stays dirty
 	}
-	sn.obs.written(pages)
 	if f.s == sn.s { // not replaced by a restore meanwhile
 		f.s.dropWritten(sn.cp)
 	}
