@@ -92,6 +92,10 @@ echo "== webhooks: due batch out of 10,000 pending deliveries; verifying a signa
 go test -run '^$' -bench 'DueDeliveries|Verify' -benchmem ./controlplane/fsm/ ./controlplane/webhook/signature/ | grep -E '^Benchmark'
 
 echo
+echo "== checkpoints of a create-only load with the event log on: pages written per create, hashed against sortable event ids"
+go test -run '^$' -bench '^BenchmarkCheckpointEvents$' -benchtime 10x ./controlplane/fsm/ | grep -E '^Benchmark'
+
+echo
 echo "== GET /v1/videos from the state file: a page of 100 of an account with ${LIST_VIDEOS:-1000000} finished videos"
 VIDFARM_BENCH_VIDEOS=${LIST_VIDEOS:-1000000} go test -run '^$' -bench '^BenchmarkListVideos$' -benchtime 500x -v ./controlplane/fsm/ |
   grep -E '^Benchmark|filled'
