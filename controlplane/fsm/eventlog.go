@@ -167,7 +167,7 @@ func (s *state) videoEventID(typ, videoID string, now int64) string {
 		return EventID(videoID)
 	}
 	sum := sha256.Sum256([]byte(typ + "\x00" + videoID))
-	if s.evlog.on && s.evlog.sortable {
+	if s.evlog.sortable { // only ever set with the log on
 		return sortableEventID(now, sum)
 	}
 	return "evt_" + eventIDEncoding.EncodeToString(sum[:16])
