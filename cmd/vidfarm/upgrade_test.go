@@ -266,21 +266,23 @@ func (c *upgradeCluster) noneApplied(typ fsm.MessageType, why string) {
 }
 
 // eventLogStarted checks that, every member new, the leader switched the
-// event log, its sortable ids and routing on once, and that the log
-// records from then on only: a video made now is in every node's log, the
-// ones made before are not.
+// event log, its sortable ids, its specs by reference and routing on once,
+// and that the log records from then on only: a video made now is in every
+// node's log, with its prompt (read from the video), the ones made before
+// are not.
 func (c *upgradeCluster) eventLogStarted() {
 	c.t.Helper()
 	for _, n := range c.nodes {
 		eventually(c.t, 30*time.Second, n.id+" to start the event log", func() bool { return c.applied(n, fsm.StartEventLogType) == 1 })
 		eventually(c.t, 30*time.Second, n.id+" to make event ids sortable", func() bool { return c.applied(n, fsm.SortableEventIDsType) == 1 })
+		eventually(c.t, 30*time.Second, n.id+" to log specs by reference", func() bool { return c.applied(n, fsm.SpecsByReferenceType) == 1 })
 		eventually(c.t, 30*time.Second, n.id+" to start routing", func() bool { return c.applied(n, fsm.StartRoutingType) == 1 })
 	}
 	before := slices.Clone(c.videos)
 	c.createVideo(c.nodes[0], "after the upgrade")
 	for _, n := range c.nodes {
 		body := string(n.p.must(http.StatusOK, http.MethodGet, "/v1/events?type=video.created&limit=100", c.acct.APIKey, "").body)
-		if !strings.Contains(body, c.videos[len(c.videos)-1]) || strings.Contains(body, before[0]) {
+		if !strings.Contains(body, c.videos[len(c.videos)-1]) || !strings.Contains(body, `"after the upgrade"`) || strings.Contains(body, before[0]) {
 			c.t.Fatalf("%s's event log after the upgrade: %s", n.id, body)
 		}
 	}
@@ -389,6 +391,7 @@ func (c *upgradeCluster) run(plan upgradePlan) {
 			c.noneApplied(fsm.StartEventLogType, n.id+" runs the old build")
 			c.noneApplied(fsm.StartRoutingType, n.id+" runs the old build")
 			c.noneApplied(fsm.SortableEventIDsType, n.id+" runs the old build")
+			c.noneApplied(fsm.SpecsByReferenceType, n.id+" runs the old build")
 			c.stop(i)
 		}
 		c.start(i, c.new)
@@ -400,6 +403,7 @@ func (c *upgradeCluster) run(plan upgradePlan) {
 			c.noneApplied(fsm.StartEventLogType, "an old member remains")
 			c.noneApplied(fsm.StartRoutingType, "an old member remains")
 			c.noneApplied(fsm.SortableEventIDsType, "an old member remains")
+			c.noneApplied(fsm.SpecsByReferenceType, "an old member remains")
 		}
 	}
 	if !leaderUpgraded {

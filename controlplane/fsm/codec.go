@@ -324,6 +324,7 @@ func (l LoggedEvent) EncodeMsgpack(e *msgpack.Encoder) error {
 	return encodeMap(e, func(f *fields) {
 		f.u64("seq", l.Seq)
 		f.object("event", l.Event.fields)
+		f.bool("spec_ref", l.SpecByRef)
 	})
 }
 

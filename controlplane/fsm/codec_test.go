@@ -58,9 +58,10 @@ func TestCodecMatchesReflection(t *testing.T) {
 			plain: func(v any) any {
 				l := v.(*LoggedEvent)
 				return &struct {
-					Seq   uint64     `msgpack:"seq"`
-					Event plainEvent `msgpack:"event"`
-				}{l.Seq, plainEvent(l.Event)}
+					Seq       uint64     `msgpack:"seq"`
+					Event     plainEvent `msgpack:"event"`
+					SpecByRef bool       `msgpack:"spec_ref,omitempty"`
+				}{l.Seq, plainEvent(l.Event), l.SpecByRef}
 			},
 		},
 	}

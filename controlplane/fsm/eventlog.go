@@ -50,6 +50,11 @@ const bucketEventLog = "event_log"
 type LoggedEvent struct {
 	Seq   uint64 `msgpack:"seq"`
 	Event Event  `msgpack:"event"`
+	// SpecByRef says the event's video was logged without its spec, which
+	// is read from the video's record (loggedEvent): every event logged
+	// after SpecsByReference has it. Absent (false) before, so an older
+	// event encodes as it did.
+	SpecByRef bool `msgpack:"spec_ref,omitempty"`
 }
 
 // eventLog is the log's part of the hot state.
@@ -59,6 +64,9 @@ type eventLog struct {
 	// sortable: created and processing events get ids that sort by their
 	// time (SortableEventIDs).
 	sortable bool
+	// specRef: a video's events are logged without its spec
+	// (SpecsByReference).
+	specRef bool
 }
 
 // StartEventLog switches the event log on: from this entry on, every
@@ -87,9 +95,24 @@ type SortableEventIDs struct {
 	Now int64 `msgpack:"now"`
 }
 
+// SpecsByReference makes the log keep a video's events without the
+// video's spec from this entry on: a spec never changes once the video is
+// made, but for its duration (set from the rendered file), so a read takes
+// it from the video's record and the duration from the event. A video's
+// created, processing and final events each carried a copy of its prompt
+// and every other field of its request for the log's 30 days, a third of a
+// created event's bytes with a short prompt and most of them with a long
+// one. Like SortableEventIDs it changes what an apply writes, so it waits
+// for every member to understand it; events logged before keep their
+// copies.
+type SpecsByReference struct {
+	Now int64 `msgpack:"now"`
+}
+
 func (StartEventLog) Type() MessageType    { return StartEventLogType }
 func (TrimEventLog) Type() MessageType     { return TrimEventLogType }
 func (SortableEventIDs) Type() MessageType { return SortableEventIDsType }
+func (SpecsByReference) Type() MessageType { return SpecsByReferenceType }
 
 // applyStartEventLog answers whether it switched the log on (false: it was).
 func (s *state) applyStartEventLog(*StartEventLog) (bool, error) {
@@ -114,6 +137,20 @@ func (s *state) applySortableEventIDs(*SortableEventIDs) (bool, error) {
 	return true, nil
 }
 
+// applySpecsByReference answers whether it switched logging by reference
+// on (false: it was). Like the sortable ids, it is kept with the log's
+// state, so it needs the log on.
+func (s *state) applySpecsByReference(*SpecsByReference) (bool, error) {
+	if !s.evlog.on {
+		return false, fmt.Errorf("%w: specs by reference while the event log is off", ErrInvalidCommand)
+	}
+	if s.evlog.specRef {
+		return false, nil
+	}
+	s.evlog.specRef = true
+	return true, nil
+}
+
 // applyTrimEventLog answers how many events it forgot.
 func (s *state) applyTrimEventLog(c *TrimEventLog) (int, error) {
 	if c.Limit <= 0 {
@@ -132,11 +169,17 @@ func (s *state) logEvent(ev Event) {
 		return
 	}
 	s.evlog.seq++
+	e := &LoggedEvent{Seq: s.evlog.seq, Event: ev}
+	if s.evlog.specRef && ev.Video.ID != "" {
+		// ev is this call's copy: the webhook's event keeps the spec.
+		e.Event.Video.Spec = Spec{DurationSeconds: ev.Video.Spec.DurationSeconds}
+		e.SpecByRef = true
+	}
 	// Every id is new: a video is created, first leaves the queue and ends
 	// once, and each of those has its own id (videoEventID: a hash of the
 	// type and the video, with the event's time ahead of half of it, or the
 	// final event's id); so the file is not read to find out.
-	s.eventLog.set(ev.ID, &LoggedEvent{Seq: s.evlog.seq, Event: ev}, false)
+	s.eventLog.set(ev.ID, e, false)
 }
 
 // emitVideo writes v's event of type typ (see emit).
@@ -196,7 +239,7 @@ func (s *state) eventLogRecords(hotOnly bool) []record {
 	if !s.evlog.on {
 		return nil
 	}
-	out := []record{{recEventLog, eventLogRecord{On: true, Seq: s.evlog.seq, Sortable: s.evlog.sortable}}}
+	out := []record{{recEventLog, eventLogRecord{On: true, Seq: s.evlog.seq, Sortable: s.evlog.sortable, SpecRef: s.evlog.specRef}}}
 	if !hotOnly {
 		out = append(out, record{recTable, s.eventLog.snapshot(recLoggedEvent, "")})
 	}
@@ -215,12 +258,14 @@ type eventLogRecord struct {
 	// Sortable is absent until SortableEventIDs, so an older state encodes
 	// as before.
 	Sortable bool `msgpack:"sortable,omitempty"`
+	// SpecRef likewise until SpecsByReference.
+	SpecRef bool `msgpack:"spec_ref,omitempty"`
 }
 
 func (s *state) restoreEventLogRecord(t recordType, body []byte) error {
 	if t == recEventLog {
 		r, err := decodeRecord[eventLogRecord](body, "event log")
-		s.evlog = eventLog{on: r.On, seq: r.Seq, sortable: r.Sortable}
+		s.evlog = eventLog{on: r.On, seq: r.Seq, sortable: r.Sortable, specRef: r.SpecRef}
 		return err
 	}
 	e, err := decodeRecord[LoggedEvent](body, "logged event")

@@ -2,6 +2,7 @@ package fsm_test
 
 import (
 	"reflect"
+	"testing"
 
 	"pgregory.net/rapid"
 
@@ -9,8 +10,9 @@ import (
 )
 
 // eventLogCommand switches the event log on, makes its ids sortable by
-// time, or trims it by a retention of up to two days (the generator's clock
-// jumps by up to 13 h), a few events at a time.
+// time, logs its videos' specs by reference, or trims it by a retention of
+// up to two days (the generator's clock jumps by up to 13 h), a few events
+// at a time.
 func (g *cmdGen) eventLogCommand(t *rapid.T) fsm.Command {
 	if !g.logOn || rapid.IntRange(0, 9).Draw(t, "start_again") == 0 {
 		g.logOn = true
@@ -19,6 +21,9 @@ func (g *cmdGen) eventLogCommand(t *rapid.T) fsm.Command {
 	if rapid.IntRange(0, 4).Draw(t, "sortable_ids") == 0 {
 		return &fsm.SortableEventIDs{Now: g.now}
 	}
+	if rapid.IntRange(0, 4).Draw(t, "specs_by_reference") == 0 {
+		return &fsm.SpecsByReference{Now: g.now}
+	}
 	return &fsm.TrimEventLog{Before: g.now - rapid.Int64Range(0, 2*24*3600*1e9).Draw(t, "log_retention"),
 		Limit: rapid.IntRange(0, 5).Draw(t, "trim_limit")}
 }
@@ -26,6 +31,14 @@ func (g *cmdGen) eventLogCommand(t *rapid.T) fsm.Command {
 // sameEventLogs pages through every account's event log, two events at a
 // time, unfiltered, by each type and by two types, comparing every page.
 func sameEventLogs(t *rapid.T, g *cmdGen, a, b *fsm.FSM) {
+	sameEventPages(t, g, a, b, func(fsm.Event) {})
+	if a.EventLogOn() != b.EventLogOn() || a.EventIDsSortable() != b.EventIDsSortable() || a.EventSpecsByReference() != b.EventSpecsByReference() {
+		t.Fatal("one FSM records events (or makes their ids sortable, or logs specs by reference), the other does not")
+	}
+}
+
+// sameEventPages is sameEventLogs' paging, handing seen every event listed.
+func sameEventPages(t *rapid.T, g *cmdGen, a, b *fsm.FSM, seen func(fsm.Event)) {
 	filters := [][]string{nil, {fsm.EventVideoCompleted, fsm.EventVideoFailed}}
 	for _, typ := range fsm.LogEventTypes {
 		filters = append(filters, []string{typ})
@@ -39,6 +52,9 @@ func sameEventLogs(t *rapid.T, g *cmdGen, a, b *fsm.FSM) {
 				if !reflect.DeepEqual(answerOf(x, errx), answerOf(y, erry)) {
 					t.Fatalf("event log of %s %+v differs:\n%#v\n%#v", id, q, x, y)
 				}
+				for _, e := range x.Events {
+					seen(e)
+				}
 				if errx != nil || !x.HasMore {
 					break
 				}
@@ -46,7 +62,92 @@ func sameEventLogs(t *rapid.T, g *cmdGen, a, b *fsm.FSM) {
 			}
 		}
 	}
-	if a.EventLogOn() != b.EventLogOn() || a.EventIDsSortable() != b.EventIDsSortable() {
-		t.Fatal("one FSM records events (or makes their ids sortable), the other does not")
-	}
+}
+
+// TestSpecsByReferenceListsAsCopies runs random logs through two FSMs, one
+// of them never applying SpecsByReference, and checks that both list every
+// account's event log alike: whatever a command does to a video after its
+// events were logged, the spec read from its record is the one its events
+// would have copied. The one by reference has a state file and checkpoints,
+// so that specs are read from videos in memory and on disk.
+func TestSpecsByReferenceListsAsCopies(t *testing.T) {
+	var completed int // runs that listed a completed event by reference
+	defer func() {
+		t.Logf("runs that listed a completed video's event by reference: %d", completed)
+		if !t.Failed() && completed == 0 {
+			t.Error("no run listed a completed video's event by reference: the test misses what changes a spec")
+		}
+	}()
+	rapid.Check(t, func(rt *rapid.T) {
+		g := newCmdGen()
+		g.farm = rapid.Bool().Draw(rt, "farm")
+		byRef, copies := openStore(rt, tempStorePath(rt)), fsm.New()
+		defer byRef.Close()
+		var index uint64
+		apply := func(c fsm.Command) answer {
+			data, err := fsm.Encode(c)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			index++
+			a := logged(rt, byRef, index, data)
+			if c.Type() == fsm.SpecsByReferenceType {
+				return a
+			}
+			if b := logged(rt, copies, index, data); !reflect.DeepEqual(a, b) {
+				rt.Fatalf("%s answered differently:\n%#v\n%#v", c.Type(), a, b)
+			}
+			g.learn(copies, a)
+			return a
+		}
+		// The log is on from the start, and a node that renders anything
+		// is there; the switch comes at some step.
+		g.logOn = true
+		apply(&fsm.StartEventLog{Now: g.now})
+		apply(&fsm.RegisterNode{NodeID: "node_all", Name: "all", CredHash: keyHash("all"), Node: farmNode(), Now: g.now})
+		switchAt := rapid.IntRange(0, 50).Draw(rt, "switch_at")
+		for step := range rapid.IntRange(1, 200).Draw(rt, "n") {
+			switch {
+			case step == switchAt:
+				apply(&fsm.SpecsByReference{Now: g.now})
+			case rapid.IntRange(0, 19).Draw(rt, "checkpoint") == 0:
+				snapshotBytes(t, byRef)
+			case len(g.accounts) > 0 && rapid.IntRange(0, 5).Draw(rt, "manual") == 0:
+				// A manual video with the spec's rarer fields, which a copy
+				// clones.
+				id, acct := g.id("vid"), rapid.SampledFrom(g.accounts).Draw(rt, "manual_acct")
+				g.videos = append(g.videos, id)
+				g.videoAcct[id] = acct
+				spec := manualSpec("p" + id)
+				if rapid.Bool().Draw(rt, "rare_fields") {
+					seed, neg := rapid.Int64().Draw(rt, "seed"), "n"+id
+					spec.Seed, spec.NegativePrompt, spec.ImageURLs = &seed, &neg, []string{"https://example.com/" + id}
+				}
+				apply(&fsm.CreateVideo{VideoID: id, AccountID: acct, Spec: spec, Price: 1, Now: g.now})
+			case rapid.IntRange(0, 3).Draw(rt, "render") == 0:
+				// node_all renders what it leases, to a file whose length
+				// is not the one asked for.
+				res, ok := apply(&fsm.LeaseTask{NodeID: "node_all", LeaseMS: 60_000, Now: g.now}).V.(fsm.LeaseResult)
+				if !ok || !res.Found {
+					break
+				}
+				l := res.Lease
+				arts := map[string]string{}
+				for _, f := range []string{"video.mp4", "clip.mp4", "script.json", "voice.wav", "scene.mp4"} {
+					arts[f] = "videos/" + l.VideoID + "/" + g.tasks[l.TaskID] + "/" + f
+				}
+				apply(&fsm.CompleteTask{NodeID: l.NodeID, TaskID: l.TaskID, Token: l.Token, Artifacts: arts,
+					Scenes: rapid.IntRange(1, 2).Draw(rt, "scenes"), DurationSeconds: rapid.Float64Range(0, 20).Draw(rt, "secs"), Now: g.now})
+			default:
+				apply(g.next(rt))
+			}
+		}
+		sawCompleted := false
+		sameEventPages(rt, g, byRef, copies, func(e fsm.Event) {
+			sawCompleted = sawCompleted || (e.Type == fsm.EventVideoCompleted && byRef.EventSpecsByReference())
+		})
+		if sawCompleted {
+			completed++
+		}
+	})
 }

@@ -43,6 +43,7 @@ func (f *FSM) Events(q EventQuery) (EventPage, error) {
 		group = typeGroup(q.Types[0], q.AccountID)
 	}
 	var page EventPage
+	var err error
 	f.s.eventLog.walkGroup(group, from, false, func(_ string, e *LoggedEvent) bool {
 		if len(q.Types) > 1 && !slices.Contains(q.Types, e.Event.Type) {
 			return true
@@ -51,12 +52,37 @@ func (f *FSM) Events(q EventQuery) (EventPage, error) {
 			page.HasMore = true
 			return false
 		}
-		ev := e.Event
-		ev.Video = ev.Video.Clone()
+		var ev Event
+		if ev, err = f.s.loggedEvent(e); err != nil {
+			return false
+		}
 		page.Events = append(page.Events, ev)
 		return true
 	})
+	if err != nil {
+		return EventPage{}, err
+	}
 	return page, nil
+}
+
+// loggedEvent is e as its readers see it, a copy of their own: an event
+// logged by reference (SpecsByReference) takes its video's spec from the
+// video's record, which keeps the spec it was made with but for the
+// duration, and the duration from the event.
+func (s *state) loggedEvent(e *LoggedEvent) (Event, error) {
+	ev := e.Event
+	ev.Video = ev.Video.Clone()
+	if !e.SpecByRef {
+		return ev, nil
+	}
+	v, _, ok := s.lookupVideo(ev.Video.ID)
+	if !ok { // videos are never forgotten: a broken state, not a missing page
+		return Event{}, fmt.Errorf("event %s of video %s: %w", ev.ID, ev.Video.ID, ErrVideoNotFound)
+	}
+	d := ev.Video.Spec.DurationSeconds
+	ev.Video.Spec = v.Spec.Clone()
+	ev.Video.Spec.DurationSeconds = d
+	return ev, nil
 }
 
 // EventLogOn reports whether the event log records (StartEventLog).
@@ -64,6 +90,14 @@ func (f *FSM) EventLogOn() bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.s.evlog.on
+}
+
+// EventSpecsByReference reports whether new events are logged without
+// their video's spec (SpecsByReference).
+func (f *FSM) EventSpecsByReference() bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.evlog.specRef
 }
 
 // EventIDsSortable reports whether new created and processing events get

@@ -1,6 +1,7 @@
 package fsm_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
@@ -346,4 +347,107 @@ func TestSortableEventIDs(t *testing.T) {
 	if got := sortable("after a restart", p.eventLog("a", nil, 7)); got[len(got)-1].Video.ID != "vid_after_restart" {
 		t.Fatalf("the last sortable event is %s of %s", got[len(got)-1].ID, got[len(got)-1].Video.ID)
 	}
+}
+
+// TestSpecsByReference runs the same videos through two pairs of states,
+// one switched to SpecsByReference and one keeping a copy of the spec in
+// every event, and checks that both list the same events: created,
+// processing, completed (whose duration the rendered file changed after the
+// earlier events were logged), failed and canceled, from memory, from the
+// file after a checkpoint, and after a restart; and that the switched one's
+// snapshot holds the prompt once per video rather than once per event.
+func TestSpecsByReference(t *testing.T) {
+	prompt := "a harbour at dawn, " + strings.Repeat("gulls over the water, ", 40)
+	seed, neg := int64(7), "blur"
+	spec := manualSpec(prompt)
+	spec.Seed, spec.NegativePrompt = &seed, &neg
+	spec.ImageURLs = []string{"https://example.com/a.png"}
+	run := func(byRef bool) *pair {
+		p := newPair(t)
+		now := t0
+		p.apply(&fsm.CreateAccount{AccountID: "a", Name: "a", Plan: fsm.PlanPro, Credits: 1000, KeyID: "k", KeyHash: keyHash("k"), KeyHint: "k", Now: now})
+		p.apply(&fsm.RegisterNode{NodeID: "node_1", Name: "n1", CredHash: [32]byte{1}, Node: farmNode(), Now: now})
+		if byRef {
+			p.refuse(&fsm.SpecsByReference{Now: now}, fsm.ErrInvalidCommand) // kept with the log's state
+		}
+		p.apply(&fsm.StartEventLog{Now: now})
+		p.apply(&fsm.SortableEventIDs{Now: now})
+		create := func(v string) {
+			t.Helper()
+			now += int64(time.Second)
+			p.apply(&fsm.CreateVideo{VideoID: v, AccountID: "a", Spec: spec, Price: 1, Now: now})
+		}
+		create("vid_copied") // before the switch: its events keep their copies
+		if byRef {
+			if on := p.apply(&fsm.SpecsByReference{Now: now}).(bool); !on || !p.mem.EventSpecsByReference() || !p.disk.EventSpecsByReference() {
+				t.Fatalf("SpecsByReference answered %v on a log keeping copies", on)
+			}
+			if p.apply(&fsm.SpecsByReference{Now: now}).(bool) {
+				t.Fatal("SpecsByReference answered true on a log already by reference")
+			}
+		}
+		for _, v := range []string{"vid_done", "vid_failed", "vid_canceled", "vid_queued"} {
+			create(v)
+		}
+		// vid_copied and vid_done render; the file is 7.4 s, not 5.
+		for range 4 {
+			now += int64(time.Second)
+			res := p.apply(&fsm.LeaseTask{NodeID: "node_1", LeaseMS: 60_000, Now: now}).(fsm.LeaseResult)
+			if !res.Found {
+				t.Fatalf("no task to lease: %s", res.Why)
+			}
+			l := res.Lease
+			name := l.TaskID[strings.LastIndex(l.TaskID, "/")+1:]
+			file := map[string]string{"render": "clip.mp4", "finalize": "video.mp4"}[name]
+			p.apply(&fsm.CompleteTask{NodeID: l.NodeID, TaskID: l.TaskID, Token: l.Token, DurationSeconds: 7.4, Now: now,
+				Artifacts: map[string]string{file: "videos/" + l.VideoID + "/" + name + "/" + file}})
+		}
+		p.apply(&fsm.FailVideo{VideoID: "vid_failed", Reason: "operator", Now: now})
+		p.apply(&fsm.CancelVideo{VideoID: "vid_canceled", AccountID: "a", Now: now})
+		return p
+	}
+	byRef, copies := run(true), run(false)
+	same := func(when string) {
+		t.Helper()
+		got, want := byRef.eventLog("a", nil, 4), copies.eventLog("a", nil, 4)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: by reference the log lists\n%+v\nwith copies\n%+v", when, got, want)
+		}
+		done := 0
+		for _, e := range got {
+			if e.Video.Spec.Prompt != prompt {
+				t.Fatalf("%s: event %s %s has the prompt %q", when, e.Type, e.Video.ID, e.Video.Spec.Prompt)
+			}
+			if e.Type == fsm.EventVideoCompleted {
+				done++
+				if e.Video.Spec.DurationSeconds != 7 {
+					t.Fatalf("%s: completed event of %s: duration %d, want the file's 7", when, e.Video.ID, e.Video.Spec.DurationSeconds)
+				}
+			} else if e.Video.Spec.DurationSeconds != 5 {
+				t.Fatalf("%s: %s event of %s: duration %d, want the requested 5", when, e.Type, e.Video.ID, e.Video.Spec.DurationSeconds)
+			}
+		}
+		if done != 2 || len(got) != 5+2+2+2 { // created; processing and completed of two; failed; canceled
+			t.Fatalf("%s: %d events, %d completed: %v", when, len(got), done, loggedOf(got))
+		}
+	}
+	same("in memory")
+	byRef.same("checkpoint")
+	copies.same("checkpoint")
+	same("from the file")
+	if a, b := bytes.Count(snapshotBytes(t, byRef.disk), []byte(prompt)), bytes.Count(snapshotBytes(t, copies.disk), []byte(prompt)); a != 5+1 || b != 5+11 {
+		// Each video's record, and vid_copied's created event, logged before
+		// the switch; with copies, every event too.
+		t.Fatalf("the prompt is %d times in the snapshot by reference, %d with copies; want 6 and 16", a, b)
+	}
+	for _, p := range []*pair{byRef, copies} {
+		if err := p.disk.Close(); err != nil {
+			t.Fatal(err)
+		}
+		p.open()
+	}
+	if !byRef.disk.EventSpecsByReference() {
+		t.Fatal("the switch was lost in a restart")
+	}
+	same("after a restart")
 }

@@ -88,6 +88,7 @@ const (
 	StartRoutingType        MessageType = 66
 	SetNodeCapacityType     MessageType = 67
 	SortableEventIDsType    MessageType = 68
+	SpecsByReferenceType    MessageType = 69
 )
 
 // entry is one command of the registry: its name (in logs and metrics), a
@@ -192,6 +193,7 @@ var registry = [256]entry{
 	StartRoutingType:        command("start_routing", (*state).applyStartRouting),
 	SetNodeCapacityType:     command("set_node_capacity", (*state).applySetNodeCapacity),
 	SortableEventIDsType:    command("sortable_event_ids", (*state).applySortableEventIDs),
+	SpecsByReferenceType:    command("specs_by_reference", (*state).applySpecsByReference),
 }
 
 // What each command answers, in type order: the R of its apply function and
@@ -253,6 +255,7 @@ func (*SetNodeModels) answers(Nothing)                   {}
 func (*StartRouting) answers(bool)                       {}
 func (*SetNodeCapacity) answers(Nothing)                 {}
 func (*SortableEventIDs) answers(bool)                   {}
+func (*SpecsByReference) answers(bool)                   {}
 
 func (t MessageType) String() string {
 	if e := registry[t]; e.name != "" {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -43,12 +44,13 @@ func (h *harness) events(key string, q url.Values) eventPage {
 }
 
 // startedLog waits for the leader to switch the event log on, and then its
-// ids to sortable ones, as it does once every member understands the
-// commands.
+// ids to sortable ones and its videos' specs to references, as it does once
+// every member understands the commands.
 func startedLog(t *testing.T, h *harness) {
 	t.Helper()
 	eventually(t, h.srv.Node.FSM.EventLogOn, "the leader to start the event log")
 	eventually(t, h.srv.Node.FSM.EventIDsSortable, "the leader to make the event log's ids sortable")
+	eventually(t, h.srv.Node.FSM.EventSpecsByReference, "the leader to log videos' specs by reference")
 }
 
 // TestEventLogAPI goes through GET /v1/events on a real node: what each
@@ -96,6 +98,11 @@ func TestEventLogAPI(t *testing.T) {
 		d, ok := byID[all.Data[i].ID]
 		if !ok || d["type"] != all.Data[i].Type || d["created"] != float64(all.Data[i].Created) {
 			t.Fatalf("log event %s %s: delivered %v", all.Data[i].ID, all.Data[i].Type, d)
+		}
+		// The delivery keeps its copy of the video; the log reads the spec
+		// from the video's record (SpecsByReference): the same video.
+		if data, _ := d["data"].(map[string]any); !reflect.DeepEqual(data["video"], all.Data[i].Data.Video) {
+			t.Fatalf("log event %s %s: video %v, delivered %v", all.Data[i].ID, all.Data[i].Type, all.Data[i].Data.Video, data["video"])
 		}
 	}
 	if all.Data[1].ID != fsm.EventID(failed) {

@@ -31,6 +31,16 @@ func (s *Server) sortableEventIDs(ctx context.Context, level fsm.MessageType) {
 		"sortable event ids: new video.created and video.processing events get ids that sort by their time")
 }
 
+// specsByReference makes the log keep a video's events without its spec
+// (fsm.SpecsByReference) once the log is on and every member understands
+// the command; until then each event keeps a copy of it.
+func (s *Server) specsByReference(ctx context.Context, level fsm.MessageType) {
+	f := s.Node.FSM
+	s.switchOn(ctx, level, &fsm.SpecsByReference{Now: time.Now().UnixNano()},
+		func() bool { return !f.EventLogOn() || f.EventSpecsByReference() },
+		"event specs by reference: a video's new events are logged without its spec, which is read from the video")
+}
+
 // startRouting switches routing by voice and stage runner on
 // (fsm/routing.go) once every member understands StartRouting; until then
 // tts tasks go to any node with espeak-ng, and plans and composites

@@ -91,6 +91,7 @@ func (s *Server) leaderJobs(ctx context.Context) {
 				s.stopExport(ctx)
 				s.startEventLog(ctx, level)
 				s.sortableEventIDs(ctx, level)
+				s.specsByReference(ctx, level)
 				s.startRouting(ctx, level)
 			}
 		}
