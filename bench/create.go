@@ -96,6 +96,28 @@ func (r CreateReport) String() string {
 // DefaultCreateBody is a 5-second auto video: the cheapest create.
 var DefaultCreateBody = []byte(`{"mode":"auto","prompt":"A thirty second tour of a solar lantern for campers","duration_seconds":5}`)
 
+// MaxPromptChars is the longest prompt the API takes.
+const MaxPromptChars = 5000
+
+// CreateBody is DefaultCreateBody with a prompt of chars characters, its
+// own prompt repeated to that length (0: DefaultCreateBody itself): what a
+// state keeps per video grows with its prompt, and real ones often run to
+// hundreds of characters.
+func CreateBody(chars int) ([]byte, error) {
+	if chars == 0 {
+		return DefaultCreateBody, nil
+	}
+	if chars < 1 || chars > MaxPromptChars {
+		return nil, fmt.Errorf("prompt of %d characters: want 1 to %d", chars, MaxPromptChars)
+	}
+	const base = "A thirty second tour of a solar lantern for campers. "
+	prompt := []byte(strings.Repeat(base, chars/len(base)+1)[:chars])
+	if prompt[chars-1] == ' ' {
+		prompt[chars-1] = '.' // no trailing blank
+	}
+	return json.Marshal(map[string]any{"mode": "auto", "prompt": string(prompt), "duration_seconds": 5})
+}
+
 // RunCreate runs the benchmark until Duration passes or ctx ends.
 func RunCreate(ctx context.Context, cfg CreateConfig) (CreateReport, error) {
 	if cfg.Concurrency < 1 || len(cfg.APIKeys) == 0 || cfg.Duration <= 0 || len(cfg.BaseURLs) == 0 {

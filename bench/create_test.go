@@ -1,9 +1,12 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -66,5 +69,37 @@ func TestRunCreateCounts(t *testing.T) {
 func TestRunCreateRejectsBadConfig(t *testing.T) {
 	if _, err := RunCreate(context.Background(), CreateConfig{}); err == nil {
 		t.Fatal("empty config accepted")
+	}
+}
+
+// TestCreateBody checks the bodies --prompt-chars makes: a prompt of exactly
+// the length asked for, no blank at its end, the rest as the default body;
+// 0 is the default body and a length the API refuses is refused here.
+func TestCreateBody(t *testing.T) {
+	var def map[string]any
+	if err := json.Unmarshal(DefaultCreateBody, &def); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 52, 53, 54, 1000, MaxPromptChars} {
+		b, err := CreateBody(n)
+		if err != nil {
+			t.Fatalf("%d: %v", n, err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("%d: %s: %v", n, b, err)
+		}
+		p, _ := got["prompt"].(string)
+		if len(p) != n || strings.TrimSpace(p) != p || got["mode"] != def["mode"] || got["duration_seconds"] != def["duration_seconds"] {
+			t.Fatalf("%d characters asked, body %s", n, b)
+		}
+	}
+	if b, err := CreateBody(0); err != nil || !bytes.Equal(b, DefaultCreateBody) {
+		t.Fatalf("0: %s, %v; want the default body", b, err)
+	}
+	for _, n := range []int{-1, MaxPromptChars + 1} {
+		if _, err := CreateBody(n); err == nil {
+			t.Fatalf("%d characters: no error", n)
+		}
 	}
 }

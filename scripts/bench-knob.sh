@@ -21,6 +21,9 @@
 # only (empty settings): CPU, allocations and pages are the three members'
 # sums, peak memory the largest member's, the apply the leader's.
 #   NODES=3 BIN_A=/tmp/old BIN_B=/tmp/new scripts/bench-knob.sh '' ''
+# CREATE_FLAGS passes flags to vidfarm bench create, run by LOAD_BIN (default
+# the binary under test), e.g. creates with 1,000-character prompts:
+#   CREATE_FLAGS='--prompt-chars 1000' LOAD_BIN=bin/vidfarm BIN_A=/tmp/old scripts/bench-knob.sh '' ''
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -59,8 +62,7 @@ for r in $(seq "$rounds"); do
     if [ "$nodes" = 1 ]; then
       j=$(create_load "$bin" "$token" "$duration")
     else
-      j=$("$bin" bench create --server "$servers" --admin-server "$admin" --admin-token "$token" \
-        --accounts 64 --concurrency 64 --duration "$duration" --json 2>/dev/null)
+      j=$(create_load "$bin" "$token" "$duration" "$servers" "$admin")
     fi
     t1=$(ticks "${pids[@]}") b1=$(gometric "$token" go_memstats_alloc_bytes_total "${admins[@]}") m1=$(gometric "$token" go_memstats_mallocs_total "${admins[@]}")
     hwm=$(for p in "${pids[@]}"; do awk '/VmHWM/{print $2}' "/proc/$p/status"; done | sort -n | tail -1)

@@ -37,11 +37,16 @@ start_node() {
   await http://127.0.0.1:18680/v1
 }
 
-# create_load BIN TOKEN DURATION: 64 clients creating in a closed loop
-# against start_node's server; prints vidfarm bench create's JSON report.
+# create_load BIN TOKEN DURATION [SERVERS ADMIN]: 64 clients creating in a
+# closed loop against start_node's server (or the public URLs SERVERS,
+# comma-separated, with the admin URL ADMIN: start_cluster's); prints vidfarm bench create's JSON report. CREATE_FLAGS adds
+# flags of vidfarm bench create (--prompt-chars 1000), which LOAD_BIN (default
+# BIN) must know: an older build under test need not.
 create_load() {
-  "$1" bench create --server http://127.0.0.1:18680 --admin-server http://127.0.0.1:18681 --admin-token "$2" \
-    --accounts 64 --concurrency 64 --duration "$3" --json 2>/dev/null
+  local flags=()
+  read -ra flags <<<"${CREATE_FLAGS:-}"
+  "${LOAD_BIN:-$1}" bench create --server "${4:-http://127.0.0.1:18680}" --admin-server "${5:-http://127.0.0.1:18681}" --admin-token "$2" \
+    --accounts 64 --concurrency 64 --duration "$3" --json "${flags[@]}" 2>/dev/null
 }
 
 # gometric TOKEN NAME [ADMIN...]: a counter of start_node's server (or the

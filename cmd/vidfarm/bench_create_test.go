@@ -8,7 +8,9 @@ import (
 
 // TestBenchCreateIdempotencyKeys runs vidfarm bench create against a real
 // server, first without and then with --idempotency-keys: the server keeps
-// no idempotency record for the first run and one per video for the second.
+// no idempotency record for the first runs (one with the longest prompt,
+// --prompt-chars, which the server must take) and one per video for the
+// last.
 func TestBenchCreateIdempotencyKeys(t *testing.T) {
 	p := startServer(t, t.TempDir())
 	run := func(extra ...string) float64 {
@@ -33,6 +35,7 @@ func TestBenchCreateIdempotencyKeys(t *testing.T) {
 	}
 	const series = `vidfarm_state_records{kind="idempotency"}`
 	run()
+	run("--prompt-chars", "5000") // the longest prompt the API takes
 	if n := stateMetric(t, p, series); n != 0 {
 		t.Fatalf("%v idempotency records after a run without keys, want 0", n)
 	}
