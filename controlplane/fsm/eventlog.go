@@ -95,18 +95,38 @@ type SortableEventIDs struct {
 	Now int64 `msgpack:"now"`
 }
 
-// SpecsByReference makes the log keep a video's events without the
-// video's spec from this entry on: a spec never changes once the video is
-// made, but for its duration (set from the rendered file), so a read takes
-// it from the video's record and the duration from the event. A video's
-// created, processing and final events each carried a copy of its prompt
-// and every other field of its request for the log's 30 days, a third of a
-// created event's bytes with a short prompt and most of them with a long
-// one. Like SortableEventIDs it changes what an apply writes, so it waits
-// for every member to understand it; events logged before keep their
-// copies.
+// SpecsByReference makes the log keep a video's events, and a create's
+// idempotency record its answer, without the video's spec from this entry
+// on: a spec never changes once the video is made, but for its duration
+// (set from the rendered file), so a read (or a replay) takes it from the
+// video's record and the duration from what was kept. A video's created,
+// processing and final events each carried a copy of its prompt and every
+// other field of its request for the log's 30 days, and its idempotency
+// record one more for a day: with the benchmark's 52-character prompt a
+// third of a created event's bytes, with a long one most of them. Like
+// SortableEventIDs it changes what an apply writes, so it waits for every
+// member to understand it; it is kept with the log's state, so it needs the
+// log on. What was written before keeps its copies.
 type SpecsByReference struct {
 	Now int64 `msgpack:"now"`
+}
+
+// withoutSpec is sp as a record that refers to its video keeps it: the
+// duration alone (SpecsByReference).
+func withoutSpec(sp Spec) Spec { return Spec{DurationSeconds: sp.DurationSeconds} }
+
+// fillSpec gives v, kept without its spec, the spec of its video's record
+// with the duration v kept. Videos are never forgotten, so a missing record
+// is a broken state, not a hole to skip.
+func (s *state) fillSpec(v *Video) error {
+	rec, _, ok := s.lookupVideo(v.ID)
+	if !ok {
+		return fmt.Errorf("the spec of video %s: %w", v.ID, ErrVideoNotFound)
+	}
+	d := v.Spec.DurationSeconds
+	v.Spec = rec.Spec.Clone()
+	v.Spec.DurationSeconds = d
+	return nil
 }
 
 func (StartEventLog) Type() MessageType    { return StartEventLogType }
@@ -172,7 +192,7 @@ func (s *state) logEvent(ev Event) {
 	e := &LoggedEvent{Seq: s.evlog.seq, Event: ev}
 	if s.evlog.specRef && ev.Video.ID != "" {
 		// ev is this call's copy: the webhook's event keeps the spec.
-		e.Event.Video.Spec = Spec{DurationSeconds: ev.Video.Spec.DurationSeconds}
+		e.Event.Video.Spec = withoutSpec(ev.Video.Spec)
 		e.SpecByRef = true
 	}
 	// Every id is new: a video is created, first leaves the queue and ends

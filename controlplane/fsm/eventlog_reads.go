@@ -75,13 +75,9 @@ func (s *state) loggedEvent(e *LoggedEvent) (Event, error) {
 	if !e.SpecByRef {
 		return ev, nil
 	}
-	v, _, ok := s.lookupVideo(ev.Video.ID)
-	if !ok { // videos are never forgotten: a broken state, not a missing page
-		return Event{}, fmt.Errorf("event %s of video %s: %w", ev.ID, ev.Video.ID, ErrVideoNotFound)
+	if err := s.fillSpec(&ev.Video); err != nil {
+		return Event{}, fmt.Errorf("event %s: %w", ev.ID, err)
 	}
-	d := ev.Video.Spec.DurationSeconds
-	ev.Video.Spec = v.Spec.Clone()
-	ev.Video.Spec.DurationSeconds = d
 	return ev, nil
 }
 

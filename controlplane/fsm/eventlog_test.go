@@ -2,6 +2,7 @@ package fsm_test
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"reflect"
@@ -351,11 +352,13 @@ func TestSortableEventIDs(t *testing.T) {
 
 // TestSpecsByReference runs the same videos through two pairs of states,
 // one switched to SpecsByReference and one keeping a copy of the spec in
-// every event, and checks that both list the same events: created,
-// processing, completed (whose duration the rendered file changed after the
-// earlier events were logged), failed and canceled, from memory, from the
-// file after a checkpoint, and after a restart; and that the switched one's
-// snapshot holds the prompt once per video rather than once per event.
+// every event and idempotency record, and checks that both list the same
+// events: created, processing, completed (whose duration the rendered file
+// changed after the earlier events were logged), failed and canceled, and
+// replay the same answers to retried creates, from memory, from the file
+// after a checkpoint, and after a restart; and that the switched one's
+// snapshot holds the prompt once per video rather than once per event and
+// record.
 func TestSpecsByReference(t *testing.T) {
 	prompt := "a harbour at dawn, " + strings.Repeat("gulls over the water, ", 40)
 	seed, neg := int64(7), "blur"
@@ -375,7 +378,8 @@ func TestSpecsByReference(t *testing.T) {
 		create := func(v string) {
 			t.Helper()
 			now += int64(time.Second)
-			p.apply(&fsm.CreateVideo{VideoID: v, AccountID: "a", Spec: spec, Price: 1, Now: now})
+			p.apply(&fsm.CreateVideo{VideoID: v, AccountID: "a", Spec: spec, Price: 1, Now: now,
+				IdempotencyKey: "key-" + v, BodyHash: sha256.Sum256([]byte(v))})
 		}
 		create("vid_copied") // before the switch: its events keep their copies
 		if byRef {
@@ -407,6 +411,20 @@ func TestSpecsByReference(t *testing.T) {
 		return p
 	}
 	byRef, copies := run(true), run(false)
+	// A retried create answers what the first one did, the spec as asked
+	// (not the rendered file's duration), from memory and from the file.
+	replays := func(when string) {
+		t.Helper()
+		for _, v := range []string{"vid_copied", "vid_done", "vid_queued"} {
+			c := &fsm.CreateVideo{VideoID: "vid_retry", AccountID: "a", Spec: spec, Price: 1, Now: t0 + int64(time.Hour),
+				IdempotencyKey: "key-" + v, BodyHash: sha256.Sum256([]byte(v))}
+			got, want := byRef.apply(c).(fsm.CreateVideoResult), copies.apply(c).(fsm.CreateVideoResult)
+			if !got.Replayed || !reflect.DeepEqual(got, want) || got.Video.Spec.Prompt != prompt || got.Video.Spec.DurationSeconds != 5 {
+				t.Fatalf("%s: the retry of %s answers %+v by reference, %+v with copies", when, v, got, want)
+			}
+		}
+	}
+	replays("in memory")
 	same := func(when string) {
 		t.Helper()
 		got, want := byRef.eventLog("a", nil, 4), copies.eventLog("a", nil, 4)
@@ -435,10 +453,12 @@ func TestSpecsByReference(t *testing.T) {
 	byRef.same("checkpoint")
 	copies.same("checkpoint")
 	same("from the file")
-	if a, b := bytes.Count(snapshotBytes(t, byRef.disk), []byte(prompt)), bytes.Count(snapshotBytes(t, copies.disk), []byte(prompt)); a != 5+1 || b != 5+11 {
-		// Each video's record, and vid_copied's created event, logged before
-		// the switch; with copies, every event too.
-		t.Fatalf("the prompt is %d times in the snapshot by reference, %d with copies; want 6 and 16", a, b)
+	replays("from the file")
+	if a, b := bytes.Count(snapshotBytes(t, byRef.disk), []byte(prompt)), bytes.Count(snapshotBytes(t, copies.disk), []byte(prompt)); a != 5+2 || b != 5+11+5 {
+		// Each video's record, and vid_copied's created event and
+		// idempotency record, written before the switch; with copies, every
+		// event and idempotency record too.
+		t.Fatalf("the prompt is %d times in the snapshot by reference, %d with copies; want 7 and 21", a, b)
 	}
 	for _, p := range []*pair{byRef, copies} {
 		if err := p.disk.Close(); err != nil {
@@ -450,4 +470,5 @@ func TestSpecsByReference(t *testing.T) {
 		t.Fatal("the switch was lost in a restart")
 	}
 	same("after a restart")
+	replays("after a restart")
 }

@@ -157,6 +157,10 @@ type Idempotency struct {
 	WaitReason    string `msgpack:"wait_reason,omitempty"`
 	WaitMessage   string `msgpack:"wait_message,omitempty"`
 	CreatedAt     int64  `msgpack:"created_at"`
+	// SpecByRef says Original was kept without its spec but for the
+	// duration (SpecsByReference): a replay reads it from the video's
+	// record. Absent before, so an older record encodes as it did.
+	SpecByRef bool `msgpack:"spec_ref,omitempty"`
 }
 
 // IdempotencyTTL is how long an Idempotency-Key is remembered, in nanoseconds.

@@ -22,7 +22,13 @@ func (s *state) applyCreateVideo(c *CreateVideo) (CreateVideoResult, error) {
 			if rec.BodyHash != c.BodyHash {
 				return CreateVideoResult{}, &DuplicateRequestError{ExistingVideoID: rec.VideoID}
 			}
-			return CreateVideoResult{QueuedVideo: QueuedVideo{Video: rec.Original.Clone(), QueuePosition: rec.QueuePosition,
+			orig := rec.Original.Clone()
+			if rec.SpecByRef {
+				if err := s.fillSpec(&orig); err != nil {
+					return CreateVideoResult{}, fmt.Errorf("replay %s: %w", c.IdempotencyKey, err)
+				}
+			}
+			return CreateVideoResult{QueuedVideo: QueuedVideo{Video: orig, QueuePosition: rec.QueuePosition,
 				WaitReason: rec.WaitReason, WaitMessage: rec.WaitMessage}, Replayed: true}, nil
 		}
 	}
@@ -64,11 +70,15 @@ func (s *state) applyCreateVideo(c *CreateVideo) (CreateVideoResult, error) {
 	res := CreateVideoResult{QueuedVideo: s.queued(v)}
 	s.emitCreated(res.QueuedVideo, c.Now)
 	if c.IdempotencyKey != "" {
-		s.idem.set(idemID(c.AccountID, c.IdempotencyKey), &Idempotency{
+		rec := &Idempotency{
 			AccountID: c.AccountID, Key: c.IdempotencyKey, BodyHash: c.BodyHash, VideoID: v.ID,
 			Original: res.Video.Clone(), QueuePosition: res.QueuePosition, WaitReason: res.WaitReason,
-			WaitMessage: res.WaitMessage, CreatedAt: c.Now,
-		}, idemFound)
+			WaitMessage: res.WaitMessage, CreatedAt: c.Now, SpecByRef: s.evlog.specRef,
+		}
+		if rec.SpecByRef {
+			rec.Original.Spec = withoutSpec(rec.Original.Spec)
+		}
+		s.idem.set(idemID(c.AccountID, c.IdempotencyKey), rec, idemFound)
 	}
 	return res, nil
 }
