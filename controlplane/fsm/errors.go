@@ -50,6 +50,11 @@ var (
 	// ErrEventNotFound means the account's event log holds no event of that id
 	// (never written, another account's, or trimmed after its retention).
 	ErrEventNotFound = errors.New("event not found")
+	// ErrInconsistent is a record the state must hold and does not (a
+	// video's record, which is never forgotten, that an event or an
+	// idempotency record refers to): a broken state, answered as an internal
+	// error, never as a client's mistake.
+	ErrInconsistent = errors.New("inconsistent state")
 )
 
 // InsufficientCreditsError carries the numbers a client needs to top up.

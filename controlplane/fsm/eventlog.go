@@ -117,11 +117,12 @@ func withoutSpec(sp Spec) Spec { return Spec{DurationSeconds: sp.DurationSeconds
 
 // fillSpec gives v, kept without its spec, the spec of its video's record
 // with the duration v kept. Videos are never forgotten, so a missing record
-// is a broken state, not a hole to skip.
+// is a broken state (ErrInconsistent), not a hole to skip nor a video the
+// client got wrong.
 func (s *state) fillSpec(v *Video) error {
 	rec, _, ok := s.lookupVideo(v.ID)
 	if !ok {
-		return fmt.Errorf("the spec of video %s: %w", v.ID, ErrVideoNotFound)
+		return fmt.Errorf("the spec of video %s: no record of the video: %w", v.ID, ErrInconsistent)
 	}
 	d := v.Spec.DurationSeconds
 	v.Spec = rec.Spec.Clone()
