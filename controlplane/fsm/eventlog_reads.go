@@ -65,17 +65,12 @@ func (f *FSM) Events(q EventQuery) (EventPage, error) {
 	return page, nil
 }
 
-// loggedEvent is e as its readers see it, a copy of their own: an event
-// logged by reference (SpecsByReference) takes its video's spec from the
-// video's record, which keeps the spec it was made with but for the
-// duration, and the duration from the event.
+// loggedEvent is e as its readers see it, a copy of their own, its video
+// as the record kept it (videoOfRecord).
 func (s *state) loggedEvent(e *LoggedEvent) (Event, error) {
 	ev := e.Event
-	ev.Video = ev.Video.Clone()
-	if !e.SpecByRef {
-		return ev, nil
-	}
-	if err := s.fillSpec(&ev.Video); err != nil {
+	var err error
+	if ev.Video, err = s.videoOfRecord(ev.Video, e.SpecByRef); err != nil {
 		return Event{}, fmt.Errorf("event %s: %w", ev.ID, err)
 	}
 	return ev, nil

@@ -22,11 +22,9 @@ func (s *state) applyCreateVideo(c *CreateVideo) (CreateVideoResult, error) {
 			if rec.BodyHash != c.BodyHash {
 				return CreateVideoResult{}, &DuplicateRequestError{ExistingVideoID: rec.VideoID}
 			}
-			orig := rec.Original.Clone()
-			if rec.SpecByRef {
-				if err := s.fillSpec(&orig); err != nil {
-					return CreateVideoResult{}, fmt.Errorf("replay %s: %w", c.IdempotencyKey, err)
-				}
+			orig, err := s.videoOfRecord(rec.Original, rec.SpecByRef)
+			if err != nil {
+				return CreateVideoResult{}, fmt.Errorf("replay %s: %w", c.IdempotencyKey, err)
 			}
 			return CreateVideoResult{QueuedVideo: QueuedVideo{Video: orig, QueuePosition: rec.QueuePosition,
 				WaitReason: rec.WaitReason, WaitMessage: rec.WaitMessage}, Replayed: true}, nil
@@ -72,12 +70,9 @@ func (s *state) applyCreateVideo(c *CreateVideo) (CreateVideoResult, error) {
 	if c.IdempotencyKey != "" {
 		rec := &Idempotency{
 			AccountID: c.AccountID, Key: c.IdempotencyKey, BodyHash: c.BodyHash, VideoID: v.ID,
-			Original: res.Video.Clone(), QueuePosition: res.QueuePosition, WaitReason: res.WaitReason,
-			WaitMessage: res.WaitMessage, CreatedAt: c.Now, SpecByRef: s.evlog.specRef,
+			QueuePosition: res.QueuePosition, WaitReason: res.WaitReason, WaitMessage: res.WaitMessage, CreatedAt: c.Now,
 		}
-		if rec.SpecByRef {
-			rec.Original.Spec = withoutSpec(rec.Original.Spec)
-		}
+		rec.Original, rec.SpecByRef = s.keptVideo(res.Video.Clone())
 		s.idem.set(idemID(c.AccountID, c.IdempotencyKey), rec, idemFound)
 	}
 	return res, nil

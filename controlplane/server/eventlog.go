@@ -25,20 +25,23 @@ func (s *Server) startEventLog(ctx context.Context, level fsm.MessageType) {
 // understands the command; until then they keep ids hashed from their
 // video's.
 func (s *Server) sortableEventIDs(ctx context.Context, level fsm.MessageType) {
-	f := s.Node.FSM
-	s.switchOn(ctx, level, &fsm.SortableEventIDs{Now: time.Now().UnixNano()},
-		func() bool { return !f.EventLogOn() || f.EventIDsSortable() },
+	s.switchLogOn(ctx, level, &fsm.SortableEventIDs{Now: time.Now().UnixNano()}, s.Node.FSM.EventIDsSortable,
 		"sortable event ids: new video.created and video.processing events get ids that sort by their time")
 }
 
-// specsByReference makes the log keep a video's events without its spec
-// (fsm.SpecsByReference) once the log is on and every member understands
-// the command; until then each event keeps a copy of it.
+// specsByReference makes the log's events and the idempotency records keep
+// a video without its spec (fsm.SpecsByReference) once the log is on and
+// every member understands the command; until then each keeps a copy.
 func (s *Server) specsByReference(ctx context.Context, level fsm.MessageType) {
-	f := s.Node.FSM
-	s.switchOn(ctx, level, &fsm.SpecsByReference{Now: time.Now().UnixNano()},
-		func() bool { return !f.EventLogOn() || f.EventSpecsByReference() },
-		"event specs by reference: a video's new events are logged without its spec, which is read from the video")
+	s.switchLogOn(ctx, level, &fsm.SpecsByReference{Now: time.Now().UnixNano()}, s.Node.FSM.EventSpecsByReference,
+		"specs by reference: new events and idempotency records keep a video without its spec, which is read from the video")
+}
+
+// switchLogOn is switchOn for a switch kept with the event log's state,
+// which the FSM refuses while the log is off: it waits for the log too.
+func (s *Server) switchLogOn(ctx context.Context, level fsm.MessageType, cmd fsm.Command, on func() bool, started string) {
+	logOn := s.Node.FSM.EventLogOn
+	s.switchOn(ctx, level, cmd, func() bool { return !logOn() || on() }, started)
 }
 
 // startRouting switches routing by voice and stage runner on
