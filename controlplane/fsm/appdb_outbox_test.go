@@ -75,10 +75,7 @@ func TestAppOutboxServedFromFile(t *testing.T) {
 		t.Fatalf("after a checkpoint memory holds %v, want no outbox entry", got)
 	}
 	p.sameOutbox("from the file")
-	if err := p.disk.Close(); err != nil {
-		t.Fatal(err)
-	}
-	p.open()
+	p.restart()
 	p.sameOutbox("after a restart")
 	p.apply(&fsm.TrimExported{Through: 5})
 	if got := p.inMemory(); got["app_ledger"]+got["app_events"] == 0 {
@@ -118,10 +115,7 @@ func TestStoreUpgradesV3(t *testing.T) {
 	if got := p.inMemory(); got["app_ledger"] != 0 || got["app_events"] != 0 {
 		t.Fatalf("after the first checkpoint memory holds %v, want the outbox in its tables", got)
 	}
-	if err := p.disk.Close(); err != nil {
-		t.Fatal(err)
-	}
-	p.open()
+	p.restart()
 	p.sameOutbox("upgraded and restarted")
 	p.apply(&fsm.DebitCredits{AccountID: "a", Amount: 1, Key: "after", Now: t0 + 30})
 	p.sameOutbox("written after the upgrade")
@@ -130,10 +124,7 @@ func TestStoreUpgradesV3(t *testing.T) {
 	// scheduler drops after the upgrade leaves the file too.
 	p.apply(&fsm.FailVideo{VideoID: "vid_4", Reason: "operator", Now: t0 + 40})
 	p.same("a task graph dropped after the upgrade")
-	if err := p.disk.Close(); err != nil {
-		t.Fatal(err)
-	}
-	p.open()
+	p.restart()
 	p.same("restarted after it was dropped")
 }
 

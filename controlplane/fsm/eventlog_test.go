@@ -189,10 +189,7 @@ func TestEventLog(t *testing.T) {
 	want = append(want, created("vid_9"))
 	check("both tiers")
 	p.same("before a restart")
-	if err := p.disk.Close(); err != nil {
-		t.Fatal(err)
-	}
-	p.open()
+	p.restart()
 	if got := p.inMemory()["event_log"]; got != 0 || !p.disk.EventLogOn() {
 		t.Fatalf("after a restart %d events in memory (log on: %v), want none", got, p.disk.EventLogOn())
 	}
@@ -336,10 +333,7 @@ func TestSortableEventIDs(t *testing.T) {
 		t.Fatalf("%d sortable events, want 42 created and %d processing: %v", len(got), leased, loggedOf(all))
 	}
 
-	if err := p.disk.Close(); err != nil {
-		t.Fatal(err)
-	}
-	p.open()
+	p.restart()
 	if !p.disk.EventIDsSortable() {
 		t.Fatal("the switch was lost in a restart")
 	}
@@ -461,10 +455,7 @@ func TestSpecsByReference(t *testing.T) {
 		t.Fatalf("the prompt is %d times in the snapshot by reference, %d with copies; want 7 and 21", a, b)
 	}
 	for _, p := range []*pair{byRef, copies} {
-		if err := p.disk.Close(); err != nil {
-			t.Fatal(err)
-		}
-		p.open()
+		p.restart()
 	}
 	if !byRef.disk.EventSpecsByReference() {
 		t.Fatal("the switch was lost in a restart")

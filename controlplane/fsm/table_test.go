@@ -40,6 +40,16 @@ func (p *pair) open() {
 	}
 }
 
+// restart closes the state file and opens it again, as a node's restart
+// does.
+func (p *pair) restart() {
+	p.t.Helper()
+	if err := p.disk.Close(); err != nil {
+		p.t.Fatal(err)
+	}
+	p.open()
+}
+
 // apply applies c to both and checks they answer alike.
 func (p *pair) apply(c fsm.Command) any {
 	p.t.Helper()
@@ -155,10 +165,7 @@ func TestTablesServeFromFile(t *testing.T) {
 		t.Fatalf("due deliveries: file %d, memory %d, want %d", len(got), len(want), failed-delivered)
 	}
 	p.same("after replays")
-	if err := p.disk.Close(); err != nil {
-		t.Fatal(err)
-	}
-	p.open()
+	p.restart()
 	if got := p.inMemory(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after a restart memory holds %v, want %v", got, want)
 	}
