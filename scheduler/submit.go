@@ -35,13 +35,25 @@ func PrepareSubmit(g Graph) (*Prepared, error) {
 		return nil, fmt.Errorf("%w: priority must be within +-%d", ErrInvalid, MaxPriority)
 	}
 	v := &video{id: g.Video.ID, mode: g.Mode, prio: g.Video.Priority, state: VideoQueued}
-	v.reserve(len(g.Tasks))
+	n := len(g.Tasks)
+	v.slab = make([]task, n) // a video's tasks live and die together: one allocation
 	ndeps := 0
 	for _, ts := range g.Tasks {
 		ndeps += len(ts.Deps)
 	}
-	deps := make([]*task, ndeps) // every task's deps, carved up below
-	ids := taskIDs(v.id, len(g.Tasks), func(i int) string { return g.Tasks[i].Name })
+	// The task list, every task's deps and every task's dependents are
+	// carved from one array: a queued video's objects are what each garbage
+	// collection marks, for the whole queue (BenchmarkQueueMark). Each part
+	// is capped, so a later append (AddScenes) copies rather than overruns.
+	room := make([]*task, n+2*ndeps)
+	v.tasks = room[:0:n]
+	deps, after := room[n:n+ndeps], room[n+ndeps:]
+	var counted [16]int // dependents per task, on the stack for most graphs
+	dependents := counted[:0]
+	if n > len(counted) {
+		dependents = make([]int, 0, n)
+	}
+	ids := taskIDs(v.id, n, func(i int) string { return g.Tasks[i].Name })
 	for i, ts := range g.Tasks {
 		t := v.alloc()
 		*t = task{
@@ -56,9 +68,13 @@ func PrepareSubmit(g Graph) (*Prepared, error) {
 			nIdx:   -1,
 		}
 		v.tasks = append(v.tasks, t)
+		dependents = append(dependents, 0)
 		t.deps, deps = deps[:0:len(ts.Deps)], deps[len(ts.Deps):]
 		for _, d := range ts.Deps {
-			link(v.taskNamed(d), t) // Validate: an earlier task
+			dep := v.taskNamed(d) // Validate: an earlier task, not done
+			t.deps = append(t.deps, dep)
+			t.pending++
+			dependents[dep.idx]++
 		}
 		if ts.AwaitsScenes {
 			t.awaitsScenes = true
@@ -67,6 +83,15 @@ func PrepareSubmit(g Graph) (*Prepared, error) {
 		}
 		if ts.Kind == KindPlan {
 			v.plan = t
+		}
+	}
+	// Each task's dependents in the order link would have added them.
+	for i, t := range v.tasks {
+		t.after, after = after[:0:dependents[i]], after[dependents[i]:]
+	}
+	for _, t := range v.tasks {
+		for _, dep := range t.deps {
+			dep.after = append(dep.after, t)
 		}
 	}
 	hashes := make([]uint64, len(g.Tasks))

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -96,13 +95,6 @@ func (s *State) newTask(v *video, id, name string, kind Kind, req Requirements) 
 	v.tasks = append(v.tasks, t)
 	s.ntasks++
 	return t
-}
-
-// reserve makes room for n more tasks, allocated together: a video's
-// tasks live and die together, and a busy farm creates them by the million.
-func (v *video) reserve(n int) {
-	v.tasks = slices.Grow(v.tasks, n)
-	v.slab = make([]task, n)
 }
 
 // alloc returns a task record from the reserved room, or a new one.

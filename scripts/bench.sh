@@ -96,6 +96,10 @@ echo "== checkpoints of a create-only load with the event log on: pages written 
 go test -run '^$' -bench '^BenchmarkCheckpointEvents$' -benchtime 10x ./controlplane/fsm/ | grep -E '^Benchmark'
 
 echo
+echo "== the queue and the garbage collector: objects, bytes and collector CPU per queued video (50,000 auto videos applied from their log entries)"
+go test -run '^$' -bench '^BenchmarkQueueMark$' -benchtime 1x -count 3 ./controlplane/fsm/ | grep -E '^Benchmark'
+
+echo
 echo "== GET /v1/videos from the state file: a page of 100 of an account with ${LIST_VIDEOS:-1000000} finished videos"
 VIDFARM_BENCH_VIDEOS=${LIST_VIDEOS:-1000000} go test -run '^$' -bench '^BenchmarkListVideos$' -benchtime 500x -v ./controlplane/fsm/ |
   grep -E '^Benchmark|filled'

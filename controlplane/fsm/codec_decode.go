@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -12,24 +13,30 @@ import (
 // time there. DecodeMsgpack reads what reflection reads, as reflection
 // would (unknown keys skipped, a nil read as zero, the last of a repeated
 // key kept): TestLogCodecDecodesAsReflection holds it to that.
+//
+// Its strings share one allocation (stringArena): a queued video keeps its
+// command's strings until it finishes, and every garbage collection marks
+// each of them, for every video in the queue (BenchmarkQueueMark).
 
 var _ msgpack.CustomDecoder = (*CreateVideo)(nil)
 
 // DecodeMsgpack reads a create's command as msgpack's reflection does.
 func (c *CreateVideo) DecodeMsgpack(d *msgpack.Decoder) error {
-	var buf keyBuf
-	return buf.eachKey(d, func(key []byte) (err error) {
+	scratch := decodeScratch.Get().(*createScratch)
+	defer scratch.put()
+	buf, strs := &scratch.keys, &scratch.strs
+	err := buf.eachKey(d, func(key []byte) (err error) {
 		switch string(key) {
 		case "video":
-			c.VideoID, err = d.DecodeString()
+			err = strs.read(d, &c.VideoID)
 		case "account":
-			c.AccountID, err = d.DecodeString()
+			err = strs.read(d, &c.AccountID)
 		case "spec":
-			err = c.Spec.decodeMsgpack(d, &buf)
+			err = c.Spec.decodeMsgpack(d, buf, strs)
 		case "price":
 			c.Price, err = d.DecodeInt64()
 		case "idem_key":
-			c.IdempotencyKey, err = d.DecodeString()
+			err = strs.read(d, &c.IdempotencyKey)
 		case "body_hash":
 			err = c.readBodyHash(d)
 		case "now":
@@ -39,6 +46,11 @@ func (c *CreateVideo) DecodeMsgpack(d *msgpack.Decoder) error {
 		}
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	strs.finish()
+	return nil
 }
 
 // readBodyHash reads the hash into its array, as reflection does, rather
@@ -56,43 +68,43 @@ func (c *CreateVideo) readBodyHash(d *msgpack.Decoder) error {
 
 // decodeMsgpack reads s from a map, as reflection does; buf is the
 // caller's, for the keys.
-func (s *Spec) decodeMsgpack(d *msgpack.Decoder, buf *keyBuf) error {
+func (s *Spec) decodeMsgpack(d *msgpack.Decoder, buf *keyBuf, strs *stringArena) error {
 	return buf.eachKey(d, func(key []byte) (err error) {
 		switch string(key) {
 		case "mode":
-			s.Mode, err = d.DecodeString()
+			err = strs.read(d, &s.Mode)
 		case "prompt":
-			s.Prompt, err = d.DecodeString()
+			err = strs.read(d, &s.Prompt)
 		case "name":
-			s.Name, err = d.DecodeString()
+			err = strs.read(d, &s.Name)
 		case "folder":
-			s.FolderID, err = d.DecodeString()
+			err = strs.read(d, &s.FolderID)
 		case "duration":
 			s.DurationSeconds, err = d.DecodeInt()
 		case "avatar":
-			s.AvatarID, err = d.DecodeString()
+			err = strs.read(d, &s.AvatarID)
 		case "voice":
-			s.VoiceID, err = d.DecodeString()
+			err = strs.read(d, &s.VoiceID)
 		case "brand_kit":
-			s.BrandKitID, err = d.DecodeString()
+			err = strs.read(d, &s.BrandKitID)
 		case "style_id":
-			s.StyleID, err = d.DecodeString()
+			err = strs.read(d, &s.StyleID)
 		case "orientation":
-			s.Orientation, err = d.DecodeString()
+			err = strs.read(d, &s.Orientation)
 		case "model":
-			s.Model, err = d.DecodeString()
+			err = strs.read(d, &s.Model)
 		case "operation":
-			s.Operation, err = d.DecodeString()
+			err = strs.read(d, &s.Operation)
 		case "resolution":
-			s.Resolution, err = d.DecodeString()
+			err = strs.read(d, &s.Resolution)
 		case "aspect_ratio":
-			s.AspectRatio, err = d.DecodeString()
+			err = strs.read(d, &s.AspectRatio)
 		case "image_url":
-			s.ImageURL, err = d.DecodeString()
+			err = strs.read(d, &s.ImageURL)
 		case "first_frame_url":
-			s.FirstFrameURL, err = d.DecodeString()
+			err = strs.read(d, &s.FirstFrameURL)
 		case "last_frame_url":
-			s.LastFrameURL, err = d.DecodeString()
+			err = strs.read(d, &s.LastFrameURL)
 		// The lists and the advanced fields are rare: reflection reads
 		// them, when they are there.
 		case "assets":
@@ -120,6 +132,71 @@ func (s *Spec) decodeMsgpack(d *msgpack.Decoder, buf *keyBuf) error {
 		}
 		return err
 	})
+}
+
+// stringArena reads a command's strings into one buffer and hands them out,
+// at the end, as parts of one string: one allocation of exactly their bytes
+// instead of one per string. A string is set only by finish, so a field read
+// twice keeps the last, as reflection does.
+type stringArena struct {
+	buf     []byte
+	targets []arenaTarget
+}
+
+// createScratch is what decoding a create needs for a while, kept in a
+// pool: on the decoder's stack it would escape, an allocation per create.
+type createScratch struct {
+	keys keyBuf
+	strs stringArena
+}
+
+var decodeScratch = sync.Pool{New: func() any {
+	return &createScratch{strs: stringArena{buf: make([]byte, 0, 512), targets: make([]arenaTarget, 0, 24)}}
+}}
+
+// put returns the scratch to the pool, unless a long prompt grew it.
+func (s *createScratch) put() {
+	if cap(s.strs.buf) > 64<<10 {
+		return
+	}
+	clear(s.strs.targets) // they point into the decoded command
+	s.strs.buf, s.strs.targets = s.strs.buf[:0], s.strs.targets[:0]
+	decodeScratch.Put(s)
+}
+
+type arenaTarget struct {
+	dst      *string
+	from, to int
+}
+
+// read reads a string value (a string, or bytes; nil is "", as DecodeString
+// reads them) for *to.
+func (a *stringArena) read(d *msgpack.Decoder, to *string) error {
+	n, err := d.DecodeBytesLen()
+	if err != nil {
+		return err
+	}
+	from := len(a.buf)
+	// In pieces, so that a length no entry holds fails at the end of the
+	// entry rather than allocating what it claims.
+	for left := n; left > 0; {
+		k := min(left, 64<<10)
+		a.buf = append(a.buf, make([]byte, k)...)
+		if err := d.ReadFull(a.buf[len(a.buf)-k:]); err != nil {
+			return err
+		}
+		left -= k
+	}
+	a.targets = append(a.targets, arenaTarget{dst: to, from: from, to: len(a.buf)})
+	return nil
+}
+
+// finish sets every string read.
+func (a *stringArena) finish() {
+	all := string(a.buf)
+	for _, t := range a.targets {
+		*t.dst = all[t.from:t.to]
+	}
 }
 
 // keyBuf holds a map's key while its value is read: DecodeString would
