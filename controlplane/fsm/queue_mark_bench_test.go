@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/metrics"
 	"runtime/pprof"
 	"testing"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/internal/gcstat"
 )
 
 // BenchmarkQueueMark measures what a queue costs the garbage collector, the
@@ -32,8 +32,8 @@ func BenchmarkQueueMark(b *testing.B) {
 	spec := fsm.Spec{Mode: fsm.ModeAuto, Prompt: "A thirty second tour of a solar lantern for campers", DurationSeconds: 5}
 	var objects, bytes, markNs float64
 	for b.Loop() {
-		objs0, heap0 := heapObjects()
-		base := gcPerCycle()
+		objs0, heap0 := gcstat.Live()
+		base := gcstat.PerCycle()
 		f, _ := benchStore(b)
 		batch := make([]*raft.Log, 0, 64)
 		apply := func() {
@@ -65,9 +65,9 @@ func BenchmarkQueueMark(b *testing.B) {
 		if st := f.Stats(); st.Queued != n {
 			b.Fatalf("%+v: want %d queued", st, n)
 		}
-		objs1, heap1 := heapObjects()
+		objs1, heap1 := gcstat.Live()
 		objects, bytes = float64(objs1-objs0)/float64(n), float64(heap1-heap0)/float64(n)
-		markNs = (gcPerCycle() - base) * 1e9 / float64(n)
+		markNs = (gcstat.PerCycle() - base) * 1e9 / float64(n)
 		if path := os.Getenv("VIDFARM_BENCH_HEAPPROFILE"); path != "" {
 			writeHeapProfile(b, path)
 		}
@@ -92,31 +92,4 @@ func writeHeapProfile(b *testing.B, path string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-}
-
-// heapObjects is the live heap's objects and bytes after a full collection.
-func heapObjects() (uint64, uint64) {
-	heapAlloc() // two collections
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapObjects, m.HeapAlloc
-}
-
-// gcPerCycle is the collector's CPU, in seconds, for one full collection of
-// the heap as it is (the mean of 20).
-func gcPerCycle() float64 {
-	const cycles = 20
-	gc0 := gcCPU()
-	for range cycles {
-		runtime.GC()
-	}
-	return (gcCPU() - gc0) / cycles
-}
-
-// gcCPU is the CPU the collector has used, in seconds (an estimate the
-// runtime keeps, updated at each collection).
-func gcCPU() float64 {
-	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
-	metrics.Read(s)
-	return s[0].Value.Float64()
 }
