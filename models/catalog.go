@@ -107,6 +107,20 @@ func Get(id string) (Model, bool) {
 	return m.clone(), true
 }
 
+// GPUNeeds is what one render of model id at resolution needs from a node:
+// how many GPUs it uses at once (at least one) and the memory on each, in GB.
+// It reads the catalog in place, where Get copies the whole model: the
+// control plane asks on every manual create, on every replica. ok is false
+// when the model is unknown; hasRes when the model has no such resolution.
+func GPUNeeds(id, resolution string) (gpus, memoryGB int, ok, hasRes bool) {
+	m, ok := lookup(id)
+	if !ok {
+		return 0, 0, false, false
+	}
+	memoryGB, hasRes = m.Requirements.GPUMemoryGB[resolution]
+	return max(m.Requirements.GPUCount, 1), memoryGB, true, hasRes
+}
+
 // IDs returns the ids of every model, sorted.
 func IDs() []string {
 	ids := make([]string, len(catalog))

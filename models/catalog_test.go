@@ -515,3 +515,24 @@ func TestModelHelpers(t *testing.T) {
 		t.Error("invalid operation reported valid")
 	}
 }
+
+// TestGPUNeeds holds the in-place read to what a copy of the model says,
+// for every model and resolution, and refuses what the catalog lacks.
+func TestGPUNeeds(t *testing.T) {
+	for _, m := range All() {
+		for _, res := range m.Resolutions {
+			gpus, mem, ok, hasRes := GPUNeeds(m.ID, res)
+			want, wantRes := m.Requirements.GPUMemoryGB[res]
+			if !ok || hasRes != wantRes || mem != want || gpus != max(m.Requirements.GPUCount, 1) || gpus < 1 {
+				t.Errorf("GPUNeeds(%q, %q) = %d GPUs, %d GB, %v, %v; the model says %d GPUs, %d GB, %v",
+					m.ID, res, gpus, mem, ok, hasRes, m.Requirements.GPUCount, want, wantRes)
+			}
+		}
+		if _, _, ok, hasRes := GPUNeeds(m.ID, "9999p"); !ok || hasRes {
+			t.Errorf("GPUNeeds(%q, 9999p): known %v, resolution %v; want a known model without it", m.ID, ok, hasRes)
+		}
+	}
+	if _, _, ok, hasRes := GPUNeeds("no-such-model", "720p"); ok || hasRes {
+		t.Errorf("an unknown model: known %v, resolution %v", ok, hasRes)
+	}
+}

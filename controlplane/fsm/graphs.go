@@ -19,16 +19,15 @@ func priority(plan string) int {
 
 // modelRequirements is what rendering model at resolution needs from a node.
 func modelRequirements(model, resolution string) (scheduler.Requirements, error) {
-	m, ok := models.Get(model)
-	if !ok {
+	gpus, mem, ok, hasRes := models.GPUNeeds(model, resolution)
+	switch {
+	case !ok:
 		return scheduler.Requirements{}, fmt.Errorf("%w: unknown model %q", ErrInvalidCommand, model)
-	}
-	mem, ok := m.Requirements.GPUMemoryGB[resolution]
-	if !ok {
+	case !hasRes:
 		return scheduler.Requirements{}, fmt.Errorf("%w: %s has no resolution %q", ErrInvalidCommand, model, resolution)
 	}
 	return scheduler.Requirements{
-		GPUs: max(m.Requirements.GPUCount, 1), GPUMemoryGB: float64(mem), Model: m.ID,
+		GPUs: gpus, GPUMemoryGB: float64(mem), Model: model,
 		CPUSlots: 1, Tools: []string{"ffmpeg"},
 	}, nil
 }
