@@ -69,12 +69,8 @@ func PrepareSubmit(g Graph) (*Prepared, error) {
 		}
 		v.tasks = append(v.tasks, t)
 		dependents = append(dependents, 0)
-		t.deps, deps = deps[:0:len(ts.Deps)], deps[len(ts.Deps):]
 		for _, d := range ts.Deps {
-			dep := v.taskNamed(d) // Validate: an earlier task, not done
-			t.deps = append(t.deps, dep)
-			t.pending++
-			dependents[dep.idx]++
+			dependents[v.taskNamed(d).idx]++ // Validate: an earlier task
 		}
 		if ts.AwaitsScenes {
 			t.awaitsScenes = true
@@ -85,13 +81,14 @@ func PrepareSubmit(g Graph) (*Prepared, error) {
 			v.plan = t
 		}
 	}
-	// Each task's dependents in the order link would have added them.
+	// With each list's room carved to its size, link fills them in place.
 	for i, t := range v.tasks {
+		t.deps, deps = deps[:0:len(g.Tasks[i].Deps)], deps[len(g.Tasks[i].Deps):]
 		t.after, after = after[:0:dependents[i]], after[dependents[i]:]
 	}
-	for _, t := range v.tasks {
-		for _, dep := range t.deps {
-			dep.after = append(dep.after, t)
+	for i, t := range v.tasks {
+		for _, d := range g.Tasks[i].Deps {
+			link(v.taskNamed(d), t)
 		}
 	}
 	hashes := make([]uint64, len(g.Tasks))
