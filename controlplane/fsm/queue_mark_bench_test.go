@@ -38,8 +38,8 @@ func BenchmarkQueueMark(b *testing.B) {
 		batch := make([]*raft.Log, 0, 64)
 		apply := func() {
 			for i, r := range f.ApplyBatch(batch) {
-				if err, ok := r.(error); ok {
-					b.Fatalf("entry %d: %v", batch[i].Index, err)
+				if res, ok := r.(*fsm.Result); !ok || res.Err != nil {
+					b.Fatalf("entry %d: %+v", batch[i].Index, r)
 				}
 			}
 			batch = batch[:0]

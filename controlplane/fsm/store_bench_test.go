@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/internal/gcstat"
 )
 
 // BenchmarkListVideos lists the newest 100 videos, and 100 from deep in the
@@ -170,13 +170,10 @@ func historyHeap(b *testing.B, file, export bool, n int) float64 {
 	return float64(held) / float64(n)
 }
 
+// heapAlloc is the live heap's bytes after full collections (gcstat.Live).
 func heapAlloc() int64 {
-	// Twice: a sync.Pool (bbolt's pages) keeps what it held for one more cycle.
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return int64(m.HeapAlloc)
+	_, bytes := gcstat.Live()
+	return int64(bytes)
 }
 
 // envInt is the positive integer in environment variable name, or def.
