@@ -49,6 +49,20 @@ create_load() {
     --accounts 64 --concurrency 64 --duration "$3" --json "${flags[@]}" 2>/dev/null
 }
 
+# cum_secs PROFILE: each function of a CPU profile with its cumulative CPU
+# in seconds, "SECONDS FUNCTION" a line (go tool pprof's -cum table), for the
+# scripts that add up a server's stages (profile-create.sh, profile-etcd.sh).
+cum_secs() {
+  go tool pprof -top -cum -nodecount=3000 "$1" 2>/dev/null |
+    awk '$NF ~ /\./ { v = $4; s = sub(/ms$/, "", v) ? v / 1000 : (sub(/s$/, "", v) ? v : 0); print s, $NF }'
+}
+
+# ops_in LOAD SECONDS: the operations a load run made in SECONDS at its mean
+# rate (LOAD: the JSON report of vidfarm bench create or bench/etcdgrpc).
+ops_in() {
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["creates_per_second"] * float(sys.argv[2]))' "$1" "$2"
+}
+
 # gometric TOKEN NAME [ADMIN...]: a counter of start_node's server (or the
 # sum over the servers at the admin endpoints given), from /metrics; empty
 # when no server has it.

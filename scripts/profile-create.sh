@@ -62,25 +62,21 @@ wait $load
     for name in "${names[@]}"; do
       echo
       echo "== $name: $(go tool pprof -top -nodecount=1 "$out/$name-cpu.pprof" 2>/dev/null | grep '^Duration' || true)"
+      cum_secs "$out/$name-cpu.pprof" >"$dir/$name.cum"
       # Each serial goroutine's busy share: its samples over the profile's seconds.
-      go tool pprof -top -cum -nodecount=3000 "$out/$name-cpu.pprof" 2>/dev/null |
-        awk -v secs="$profile" '$NF ~ /raft\.\(\*Raft\)\.(runFSM|leaderLoop|runFollower)$/ {
-          v = $4; ms = sub(/ms$/, "", v) ? v / 1000 : (sub(/s$/, "", v) ? v : 0)
-          printf "%s: %.2f s of CPU, busy %.0f%% of the profile\n", $NF, ms, ms / secs * 100 }'
+      awk -v secs="$profile" '$2 ~ /raft\.\(\*Raft\)\.(runFSM|leaderLoop|runFollower)$/ {
+        printf "%s: %.2f s of CPU, busy %.0f%% of the profile\n", $2, $1, $1 / secs * 100 }' "$dir/$name.cum"
       # The stages, in µs per create, to set beside scripts/profile-etcd.sh's.
-      go tool pprof -top -cum -nodecount=3000 "$out/$name-cpu.pprof" 2>/dev/null |
-        awk -v n="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["creates_per_second"] * float(sys.argv[2]))' "$out/load.json" "$profile")" '
-          function secs(v) { return sub(/ms$/, "", v) ? v / 1000 : (sub(/s$/, "", v) ? v : 0) }
-          { s[$NF] = secs($4) }
-          END {
-            print "µs per create (each stage: its samples over the run mean rate times the profile seconds):"
-            printf "  HTTP (net/http, the API, the proxy)   %6.1f\n", s["net/http.(*conn).serve"] * 1e6 / n
-            printf "  the FSM goroutine (runFSM)           %6.1f\n", s["github.com/hashicorp/raft.(*Raft).runFSM"] * 1e6 / n
-            printf "  checkpoints (runSnapshots)           %6.1f\n", s["github.com/hashicorp/raft.(*Raft).runSnapshots"] * 1e6 / n
-            printf "  Raft (leader loop or follower)       %6.1f\n", (s["github.com/hashicorp/raft.(*Raft).leaderLoop"] + s["github.com/hashicorp/raft.(*Raft).runFollower"]) * 1e6 / n
-            printf "  collector (background marking)       %6.1f\n", s["runtime.gcBgMarkWorker"] * 1e6 / n
-            printf "  allocation (mallocgc)                %6.1f\n", s["runtime.mallocgc"] * 1e6 / n
-          }'
+      awk -v n="$(ops_in "$out/load.json" "$profile")" '{ s[$2] = $1 }
+        END {
+          print "µs per create (each stage: its samples over the run mean rate times the profile seconds):"
+          printf "  HTTP (net/http, the API, the proxy)   %6.1f\n", s["net/http.(*conn).serve"] * 1e6 / n
+          printf "  the FSM goroutine (runFSM)           %6.1f\n", s["github.com/hashicorp/raft.(*Raft).runFSM"] * 1e6 / n
+          printf "  checkpoints (runSnapshots)           %6.1f\n", s["github.com/hashicorp/raft.(*Raft).runSnapshots"] * 1e6 / n
+          printf "  Raft (leader loop or follower)       %6.1f\n", (s["github.com/hashicorp/raft.(*Raft).leaderLoop"] + s["github.com/hashicorp/raft.(*Raft).runFollower"]) * 1e6 / n
+          printf "  collector (background marking)       %6.1f\n", s["runtime.gcBgMarkWorker"] * 1e6 / n
+          printf "  allocation (mallocgc)                %6.1f\n", s["runtime.mallocgc"] * 1e6 / n
+        }' "$dir/$name.cum"
       go tool pprof -top -nodecount=30 "$out/$name-cpu.pprof" 2>/dev/null | tail -n +6
     done
     echo

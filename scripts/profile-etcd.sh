@@ -49,12 +49,9 @@ rate = r["creates_per_second"]
 print("%.0f puts/s, p99 %.1f ms; etcd's CPU %.0f µs per put over the profile" % (
     rate, r["p99_ns"] / 1e6, float(sys.argv[2]) / float(sys.argv[3]) * 1e6 / (rate * float(sys.argv[4]))))
 PY
-  rate=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["creates_per_second"])' "$out/load.json")
   echo "µs per put (each stage's samples over the run's mean rate times the profile's seconds; a stage includes what it calls):"
-  go tool pprof -top -cum -nodecount=3000 "$out/etcd-cpu.pprof" 2>/dev/null |
-    awk -v n="$(python3 -c "print($rate * $profile)")" '
-      function secs(v) { return sub(/ms$/, "", v) ? v / 1000 : (sub(/s$/, "", v) ? v : 0) }
-      { s[$NF] = secs($4) }
+  cum_secs "$out/etcd-cpu.pprof" |
+    awk -v n="$(ops_in "$out/load.json" "$profile")" '{ s[$2] = $1 }
       END {
         rpc = s["google.golang.org/grpc.(*Server).processUnaryRPC"] - s["go.etcd.io/etcd/etcdserver.(*EtcdServer).processInternalRaftRequestOnce"]
         printf "  gRPC handler, less its Raft request  %6.1f\n", rpc * 1e6 / n
