@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	_ "embed"
 	"net/http"
 	"strings"
@@ -16,10 +15,6 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/preview"
 	"github.com/vidfarm/vidfarm/models"
 )
-
-func contextWithTimeout(r *http.Request, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(r.Context(), d)
-}
 
 func (a *API) root(w http.ResponseWriter, r *http.Request) {
 	apierr.WriteJSON(w, http.StatusOK, map[string]any{
@@ -109,9 +104,7 @@ func (a *API) createFolder(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.Invalid("name", "name is required, 1 to 100 characters").With("max_length", maxFolderName))
 		return
 	}
-	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
-	defer cancel()
-	folder, err := fsm.Do(ctx, a.store, &fsm.CreateFolder{FolderID: ids.New("fld"), AccountID: principalOf(r).AccountID, Name: name, Now: a.cfg.Now().UnixNano()})
+	folder, err := fsm.Do(r.Context(), a.store, &fsm.CreateFolder{FolderID: ids.New("fld"), AccountID: principalOf(r).AccountID, Name: name, Now: a.cfg.Now().UnixNano()})
 	if err != nil {
 		apierr.Write(w, r, a.fromApply(r, err))
 		return

@@ -82,9 +82,7 @@ func (a *API) createAsset(w http.ResponseWriter, r *http.Request) {
 	now := a.cfg.Now()
 	id := ids.New("as")
 	key := "assets/" + id + uploadTypes[ct] // no account id: the key is in URLs
-	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
-	defer cancel()
-	created, err := fsm.Do(ctx, a.store, &fsm.CreateAsset{Asset: fsm.Asset{ID: id, AccountID: p.AccountID, Filename: filename,
+	created, err := fsm.Do(r.Context(), a.store, &fsm.CreateAsset{Asset: fsm.Asset{ID: id, AccountID: p.AccountID, Filename: filename,
 		ContentType: ct, Size: *size, BlobKey: key, CreatedAt: now.UnixNano()}})
 	if err != nil {
 		apierr.Write(w, r, a.fromApply(r, err))
@@ -135,9 +133,7 @@ func (a *API) completeAsset(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.Internal())
 		return
 	}
-	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
-	defer cancel()
-	ready, err := fsm.Do(ctx, a.store, &fsm.CompleteAsset{AssetID: as.ID, AccountID: p.AccountID, StoredSize: size, ContentType: ct, Now: a.cfg.Now().UnixNano()})
+	ready, err := fsm.Do(r.Context(), a.store, &fsm.CompleteAsset{AssetID: as.ID, AccountID: p.AccountID, StoredSize: size, ContentType: ct, Now: a.cfg.Now().UnixNano()})
 	if err != nil {
 		e := a.fromApply(r, err)
 		if errors.Is(err, fsm.ErrAssetUnusable) {
@@ -192,9 +188,7 @@ func (a *API) listAssets(w http.ResponseWriter, r *http.Request) {
 // deleteAsset answers DELETE /v1/assets/{id}: the record goes in one command,
 // then its bytes. An asset a brand kit or an unfinished video uses is kept.
 func (a *API) deleteAsset(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
-	defer cancel()
-	as, err := fsm.Do(ctx, a.store, &fsm.DeleteAsset{AssetID: chi.URLParam(r, "id"), AccountID: principalOf(r).AccountID})
+	as, err := fsm.Do(r.Context(), a.store, &fsm.DeleteAsset{AssetID: chi.URLParam(r, "id"), AccountID: principalOf(r).AccountID})
 	if err != nil {
 		apierr.Write(w, r, a.fromApply(r, err))
 		return

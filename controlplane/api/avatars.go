@@ -308,9 +308,7 @@ func (a *API) createAvatar(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	c.Avatar.ID, c.Avatar.AccountID, c.Now = ids.New("av"), p.AccountID, a.cfg.Now().UnixNano()
-	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
-	defer cancel()
-	av, err := fsm.Do(ctx, a.store, &c)
+	av, err := fsm.Do(r.Context(), a.store, &c)
 	if err != nil {
 		apierr.Write(w, r, a.fromApply(r, err))
 		return

@@ -84,9 +84,7 @@ func (a *API) createBrandKit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	k.ID, k.AccountID, k.CreatedAt = ids.New("br"), p.AccountID, a.cfg.Now().UnixNano()
-	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
-	defer cancel()
-	kit, err := fsm.Do(ctx, a.store, &fsm.CreateBrandKit{Kit: k})
+	kit, err := fsm.Do(r.Context(), a.store, &fsm.CreateBrandKit{Kit: k})
 	if err != nil {
 		e := a.fromApply(r, err)
 		if errors.Is(err, fsm.ErrAssetUnusable) {
@@ -188,9 +186,7 @@ func eachString(o object, field string, max int, what string, check func(i int, 
 }
 
 func (a *API) deleteBrandKit(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
-	defer cancel()
-	kit, err := fsm.Do(ctx, a.store, &fsm.DeleteBrandKit{KitID: chi.URLParam(r, "id"), AccountID: principalOf(r).AccountID})
+	kit, err := fsm.Do(r.Context(), a.store, &fsm.DeleteBrandKit{KitID: chi.URLParam(r, "id"), AccountID: principalOf(r).AccountID})
 	if errors.Is(err, fsm.ErrBrandKitNotFound) {
 		apierr.Write(w, r, apierr.NotFound("brand kit"))
 		return

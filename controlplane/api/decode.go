@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 )
@@ -108,11 +109,53 @@ func (o object) str(field string) (string, bool, *apierr.Error) {
 	if !ok {
 		return "", false, nil
 	}
+	if s, ok := plainString(raw); ok {
+		return s, true, nil
+	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return "", true, typeError(field, "a string")
 	}
 	return s, true, nil
+}
+
+// plainString reads a JSON string with nothing to unescape or replace,
+// which is most of them, without a decoder (each json.Unmarshal of a field
+// cost a decoder, a scan and a reflection walk). raw is one valid JSON value
+// (decodeObject's), so a string of it holds no control character; one with
+// an escape or invalid UTF-8 is left to json.Unmarshal.
+func plainString(raw json.RawMessage) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	in := raw[1 : len(raw)-1]
+	if bytes.IndexByte(in, '\\') >= 0 || !utf8.Valid(in) {
+		return "", false
+	}
+	return string(in), true
+}
+
+// plainInteger reads a JSON integer written as digits with an optional
+// minus sign, which fits in an int64, without a decoder.
+func plainInteger(raw []byte) (int64, bool) {
+	digits := raw
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if raw[0] == '-' {
+		n = -n
+	}
+	return n, true
 }
 
 func (o object) boolean(field string) (*bool, *apierr.Error) {
@@ -132,6 +175,9 @@ func (o object) integer(field string) (*int64, *apierr.Error) {
 	raw, ok := o[field]
 	if !ok {
 		return nil, nil
+	}
+	if i, ok := plainInteger(raw); ok {
+		return &i, nil
 	}
 	// json.Number also accepts a quoted number ("30"); a string is not an integer.
 	var n json.Number

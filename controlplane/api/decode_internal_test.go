@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -44,6 +45,55 @@ func TestDecodeObject(t *testing.T) {
 			if _, ok := o[f]; !ok {
 				t.Errorf("%q: field %s missing from %v", tc.body, f, o)
 			}
+		}
+	}
+}
+
+// plainValues are field values as decodeObject hands them over, for the
+// fast paths of str and integer to be held to encoding/json's reading.
+var plainValues = []string{
+	`""`, `"auto"`, `"a lighthouse at dusk"`, `"é ✓ 🎬"`, `"a\"b"`, `"\u00e9"`, `"a\\b"`,
+	`"\ud800"`, "\"\xff\"", "\"\xc3\"", `"\n"`, `" spaced "`,
+	`0`, `5`, `-3`, `-0`, `007`, `5.0`, `5.5`, `1e3`, `-`, `--1`, `+1`,
+	`999999999999999999`, `-999999999999999999`, `9223372036854775807`, `-9223372036854775808`,
+	`9223372036854775808`, `12345678901234567890`, `true`, `null`, `[1]`, `{"a":1}`, ` "x"`, `5 `,
+}
+
+// TestPlainValuesReadAsJSON: a value the fast paths take, they read as
+// encoding/json does; the rest they leave to it.
+func TestPlainValuesReadAsJSON(t *testing.T) {
+	for _, v := range plainValues {
+		checkPlain(t, []byte(v))
+	}
+}
+
+func FuzzPlainValues(f *testing.F) {
+	for _, v := range plainValues {
+		f.Add([]byte(v))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) { checkPlain(t, raw) })
+}
+
+func checkPlain(t *testing.T, raw []byte) {
+	t.Helper()
+	if s, ok := plainString(raw); ok {
+		var want string
+		if err := json.Unmarshal(raw, &want); err != nil {
+			if json.Valid(raw) {
+				t.Fatalf("plainString took %q, which encoding/json refuses as a string: %v", raw, err)
+			}
+		} else if s != want {
+			t.Fatalf("plainString(%q) = %q, encoding/json reads %q", raw, s, want)
+		}
+	}
+	if i, ok := plainInteger(raw); ok {
+		var want int64
+		if err := json.Unmarshal(raw, &want); err != nil {
+			if json.Valid(raw) {
+				t.Fatalf("plainInteger took %q, which encoding/json refuses as an int64: %v", raw, err)
+			}
+		} else if i != want {
+			t.Fatalf("plainInteger(%q) = %d, encoding/json reads %d", raw, i, want)
 		}
 	}
 }

@@ -107,9 +107,7 @@ func (a *API) retryWebhookDelivery(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, e)
 		return
 	}
-	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
-	defer cancel()
-	d, err := fsm.Do(ctx, a.store, &fsm.RetryDelivery{AccountID: principalOf(r).AccountID, WebhookID: chi.URLParam(r, "id"),
+	d, err := fsm.Do(r.Context(), a.store, &fsm.RetryDelivery{AccountID: principalOf(r).AccountID, WebhookID: chi.URLParam(r, "id"),
 		DeliveryID: chi.URLParam(r, "delivery_id"), Now: a.cfg.Now().UnixNano()})
 	switch {
 	case errors.Is(err, fsm.ErrWebhookNotFound):

@@ -64,8 +64,6 @@ type Config struct {
 	// SecretOverlap is how long a rotated webhook secret keeps signing beside
 	// the new one (0: DefaultSecretOverlap).
 	SecretOverlap time.Duration
-	// ApplyTimeout bounds how long a request waits for its command to commit.
-	ApplyTimeout time.Duration
 	// SpeechWait bounds how long POST /v1/voices/speech waits for its audio
 	// before answering 202 with the sample to poll; 0 means DefaultSpeechWait.
 	SpeechWait time.Duration
@@ -75,6 +73,9 @@ type Config struct {
 	// ReadBarrier, when set, is what an event stream waits for before it
 	// reads the local state: that this node has applied everything the
 	// cluster committed, and at least index (a client's Last-Event-ID).
+	// It waits at most readBarrierTimeout. Commands need no such bound
+	// here: the node bounds how long a proposal waits
+	// (raftnode.DefaultApplyTimeout), with no timer per request.
 	ReadBarrier func(ctx context.Context, index uint64) error
 	// WorkQueued, when set, is called after a video was queued for rendering, so
 	// waiting agents look for work at once (agentapi.Notifier.Notify).
@@ -119,9 +120,6 @@ func New(cfg Config) (*API, error) {
 	inputGuard.HTTPSOnly = true
 	if cfg.SecretOverlap <= 0 {
 		cfg.SecretOverlap = DefaultSecretOverlap
-	}
-	if cfg.ApplyTimeout == 0 {
-		cfg.ApplyTimeout = 10 * time.Second
 	}
 	lim, err := newLimiters(cfg.Limits)
 	if err != nil {

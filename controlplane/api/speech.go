@@ -116,9 +116,7 @@ func (a *API) createSpeech(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, e)
 		return
 	}
-	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
-	queued, err := fsm.Do(ctx, a.store, &fsm.CreateSpeech{SpeechID: ids.New("sp"), AccountID: p.AccountID, Text: text, VoiceID: voice, Now: a.cfg.Now().UnixNano()})
-	cancel()
+	queued, err := fsm.Do(r.Context(), a.store, &fsm.CreateSpeech{SpeechID: ids.New("sp"), AccountID: p.AccountID, Text: text, VoiceID: voice, Now: a.cfg.Now().UnixNano()})
 	if err != nil {
 		apierr.Write(w, r, a.fromApply(r, err))
 		return

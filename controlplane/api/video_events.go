@@ -87,6 +87,10 @@ func parseLastEventID(v string) (lastEventID, *apierr.Error) {
 	return lastEventID{index: i, sum: uint32(s), ok: true}, nil
 }
 
+// readBarrierTimeout bounds how long an event stream waits for this node to
+// catch up with the cluster before it answers 503.
+const readBarrierTimeout = 10 * time.Second
+
 func eventID(c *fsm.Change) string { return fmt.Sprintf("%d-%08x", c.Index, c.Sum) }
 
 func (a *API) videoEvents(w http.ResponseWriter, r *http.Request) {
@@ -96,7 +100,7 @@ func (a *API) videoEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if a.cfg.ReadBarrier != nil {
-		ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
+		ctx, cancel := context.WithTimeout(r.Context(), readBarrierTimeout)
 		err := a.cfg.ReadBarrier(ctx, last.index)
 		cancel()
 		if err != nil {

@@ -71,9 +71,7 @@ func (a *API) createVideo(w http.ResponseWriter, r *http.Request) {
 		}
 		defer a.inflight.release(k)
 	}
-	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
-	defer cancel()
-	res, err := fsm.Do(ctx, a.store, &fsm.CreateVideo{
+	res, err := fsm.Do(r.Context(), a.store, &fsm.CreateVideo{
 		VideoID: ids.New("vid"), AccountID: p.AccountID, Spec: spec, Price: price,
 		IdempotencyKey: idemKey, BodyHash: bodyHash, Now: now,
 	})
@@ -234,9 +232,7 @@ func videoAction[R any](a *API, w http.ResponseWriter, r *http.Request, cmd func
 		apierr.Write(w, r, e)
 		return zero, false
 	}
-	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
-	defer cancel()
-	res, err := fsm.Do(ctx, a.store, cmd(chi.URLParam(r, "id"), principalOf(r).AccountID, a.cfg.Now().UnixNano()))
+	res, err := fsm.Do(r.Context(), a.store, cmd(chi.URLParam(r, "id"), principalOf(r).AccountID, a.cfg.Now().UnixNano()))
 	if err != nil {
 		apierr.Write(w, r, a.fromApply(r, err))
 		return zero, false

@@ -67,9 +67,7 @@ func webhookAction[R any](a *API, w http.ResponseWriter, r *http.Request, cmd fu
 	if !a.webhookWrite(w, r) {
 		return zero, false
 	}
-	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
-	defer cancel()
-	res, err := fsm.Do(ctx, a.store, cmd(principalOf(r).AccountID, chi.URLParam(r, "id"), a.cfg.Now()))
+	res, err := fsm.Do(r.Context(), a.store, cmd(principalOf(r).AccountID, chi.URLParam(r, "id"), a.cfg.Now()))
 	return res, a.webhookActionError(w, r, err)
 }
 

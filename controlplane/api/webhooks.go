@@ -113,9 +113,7 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) {
 	id, secret := ids.New("whk"), ids.NewWebhookSecret()
 	cmd := &fsm.CreateWebhook{WebhookID: id, AccountID: p.AccountID, URL: u.String(), Events: events,
 		Secret: a.cfg.Secrets.Seal(secret, id), Now: a.cfg.Now().UnixNano()}
-	actx, acancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
-	defer acancel()
-	hook, err := fsm.Do(actx, a.store, cmd)
+	hook, err := fsm.Do(r.Context(), a.store, cmd)
 	if errors.Is(err, fsm.ErrWebhookLimitReached) {
 		apierr.Write(w, r, apierr.New(http.StatusConflict, apierr.CodeWebhookLimitReached,
 			fmt.Sprintf("this account already has %d webhook endpoints, the most allowed; delete one with DELETE /v1/webhooks/{id} first", fsm.MaxWebhooksPerAccount)).
@@ -206,10 +204,8 @@ func (a *API) deleteWebhook(w http.ResponseWriter, r *http.Request) {
 	if !a.webhookWrite(w, r) {
 		return
 	}
-	ctx, cancel := contextWithTimeout(r, a.cfg.ApplyTimeout)
-	defer cancel()
 	id := chi.URLParam(r, "id")
-	_, err := a.store.Apply(ctx, &fsm.DeleteWebhook{WebhookID: id, AccountID: principalOf(r).AccountID, Now: a.cfg.Now().UnixNano()})
+	_, err := a.store.Apply(r.Context(), &fsm.DeleteWebhook{WebhookID: id, AccountID: principalOf(r).AccountID, Now: a.cfg.Now().UnixNano()})
 	if errors.Is(err, fsm.ErrWebhookNotFound) {
 		apierr.Write(w, r, apierr.NotFound("webhook endpoint"))
 		return

@@ -90,11 +90,9 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 }
 
 func (n *Node) membership(ctx context.Context, what string, do func(time.Duration) raft.IndexFuture) error {
-	timeout := 10 * time.Second
-	if dl, ok := ctx.Deadline(); ok {
-		if timeout = time.Until(dl); timeout <= 0 {
-			return fmt.Errorf("%s: %w", what, context.DeadlineExceeded)
-		}
+	timeout, err := waitBudget(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	if err := do(timeout).Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {

@@ -324,16 +324,9 @@ func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A caller that already gave up gets nothing proposed on its behalf; raft would
-	// read a timeout of zero or less as "wait forever".
-	if err := ctx.Err(); err != nil {
+	timeout, err := waitBudget(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("apply %s: %w", cmd.Type(), err)
-	}
-	timeout := 10 * time.Second
-	if dl, ok := ctx.Deadline(); ok {
-		if timeout = time.Until(dl); timeout <= 0 {
-			return nil, fmt.Errorf("apply %s: %w", cmd.Type(), context.DeadlineExceeded)
-		}
 	}
 	// Decoded here, in parallel with other proposals, rather than on the
 	// FSM's one goroutine (fsm/predecode.go).
@@ -359,17 +352,37 @@ func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (any, error) {
 	return res.Value, res.Err
 }
 
+// DefaultApplyTimeout is how long Apply, Barrier and the membership
+// changes wait for Raft to take their proposal when the caller's context
+// sets no deadline. The API's handlers pass the request's context as it
+// is: a timer and a cancelable context per request only to say these ten
+// seconds were 2% of a create's CPU (docs/benchmarks.md, fifteenth session).
+const DefaultApplyTimeout = 10 * time.Second
+
+// waitBudget is how long a proposal may wait to be taken: until ctx's
+// deadline, or DefaultApplyTimeout when it has none. A caller that already
+// gave up gets an error and nothing proposed on its behalf (raft reads a
+// timeout of zero or less as "wait forever").
+func waitBudget(ctx context.Context) (time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return DefaultApplyTimeout, nil
+	}
+	if t := time.Until(dl); t > 0 {
+		return t, nil
+	}
+	return 0, context.DeadlineExceeded
+}
+
 // Barrier waits until every entry committed before it is applied, so a read after
 // it sees every acknowledged write.
 func (n *Node) Barrier(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
+	timeout, err := waitBudget(ctx)
+	if err != nil {
 		return fmt.Errorf("barrier: %w", err)
-	}
-	timeout := 10 * time.Second
-	if dl, ok := ctx.Deadline(); ok {
-		if timeout = time.Until(dl); timeout <= 0 {
-			return fmt.Errorf("barrier: %w", context.DeadlineExceeded)
-		}
 	}
 	if err := n.Raft.Barrier(timeout).Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
