@@ -28,11 +28,10 @@ func invalid(msg string) *apierr.Error {
 	return apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, msg)
 }
 
-// apply proposes cmd within the apply timeout and returns the FSM's answer.
+// apply proposes cmd and returns the FSM's answer. The node bounds how long
+// the proposal waits (raftnode.DefaultApplyTimeout): no timer per call.
 func apply[R any](s *server, r *http.Request, cmd fsm.Typed[R]) (R, error) {
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.ApplyTimeout)
-	defer cancel()
-	return fsm.Do(ctx, s.cfg.Store, cmd)
+	return fsm.Do(r.Context(), s.cfg.Store, cmd)
 }
 
 // fromApply turns what a proposal or its apply returned into the protocol's error.

@@ -77,8 +77,6 @@ type Config struct {
 	Logger   *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// ApplyTimeout bounds how long a call waits for its command to commit (default 10 s).
-	ApplyTimeout time.Duration
 	// MaxBlobBytes is the largest upload (default 2 GiB).
 	MaxBlobBytes int64
 	// LeaseRetry is how often a waiting lease poll tries again without being
@@ -98,7 +96,6 @@ const (
 	DefaultHeartbeatInterval = 5 * time.Second
 	DefaultMaxBlobBytes      = 2 << 30
 	DefaultLeaseRetry        = time.Second
-	defaultApplyTimeout      = 10 * time.Second
 )
 
 // maxJSONBytes bounds the JSON bodies of the protocol.
@@ -124,9 +121,6 @@ func Handler(cfg Config) http.Handler {
 	}
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = DefaultHeartbeatInterval
-	}
-	if cfg.ApplyTimeout <= 0 {
-		cfg.ApplyTimeout = defaultApplyTimeout
 	}
 	if cfg.MaxBlobBytes <= 0 {
 		cfg.MaxBlobBytes = DefaultMaxBlobBytes
