@@ -1,7 +1,11 @@
 package fsm
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -36,5 +40,33 @@ func TestSpecByReferenceWithoutItsVideo(t *testing.T) {
 		Price: 1, IdempotencyKey: "key", Now: now + 1}
 	if _, err := s.apply(replay); !errors.Is(err, ErrInconsistent) || errors.Is(err, ErrVideoNotFound) {
 		t.Fatalf("a replay without the video's record: %v, want ErrInconsistent alone", err)
+	}
+}
+
+// TestEventIDsAsBefore: the ids built in stack buffers are the ones the
+// plain formulas gave, so a log replayed by this binary names its events
+// as the binary that wrote it did.
+func TestEventIDsAsBefore(t *testing.T) {
+	on := &state{evlog: eventLog{on: true}}
+	sortable := &state{evlog: eventLog{on: true, sortable: true}}
+	for i := range 500 {
+		typ := []string{EventVideoCreated, EventVideoProcessing}[i%2]
+		vid := fmt.Sprintf("vid_%x", sha256.Sum256([]byte{byte(i), byte(i >> 8)}))[:4+i%40]
+		now := int64(i) * 1_234_567_891
+		sum := sha256.Sum256([]byte(typ + "\x00" + vid))
+		if got, want := on.videoEventID(typ, vid, now), "evt_"+eventIDEncoding.EncodeToString(sum[:16]); got != want {
+			t.Fatalf("hashed id of %s %s = %q, want %q", typ, vid, got, want)
+		}
+		var b [16]byte
+		binary.BigEndian.PutUint64(b[:8], uint64(now))
+		copy(b[8:], sum[:8])
+		if got, want := sortable.videoEventID(typ, vid, now), "evt_"+sortableEncoding.EncodeToString(b[:]); got != want {
+			t.Fatalf("sortable id of %s %s at %d = %q, want %q", typ, vid, now, got, want)
+		}
+	}
+	long := strings.Repeat("v", 300) // past the stack buffer: append grows it
+	sum := sha256.Sum256([]byte(EventVideoCreated + "\x00" + long))
+	if got, want := on.videoEventID(EventVideoCreated, long, 1), "evt_"+eventIDEncoding.EncodeToString(sum[:16]); got != want {
+		t.Fatalf("hashed id of a long video id = %q, want %q", got, want)
 	}
 }

@@ -27,8 +27,39 @@ type decodedAhead struct {
 }
 
 // aheadMap holds the commands decoded ahead until their entry is applied or
-// its proposal ends.
-type aheadMap struct{ m sync.Map } // *byte -> decodedAhead
+// its proposal ends. A plain map under a mutex: each entry is stored once
+// and taken or dropped once, and sync.Map's boxed value and trie node were
+// two allocations per proposal for no concurrency this needs.
+type aheadMap struct {
+	mu sync.Mutex
+	m  map[*byte]decodedAhead
+}
+
+func (a *aheadMap) store(k *byte, d decodedAhead) {
+	a.mu.Lock()
+	if a.m == nil {
+		a.m = map[*byte]decodedAhead{}
+	}
+	a.m[k] = d
+	a.mu.Unlock()
+}
+
+// take returns and forgets the command held for k.
+func (a *aheadMap) take(k *byte) (decodedAhead, bool) {
+	a.mu.Lock()
+	d, ok := a.m[k]
+	if ok {
+		delete(a.m, k)
+	}
+	a.mu.Unlock()
+	return d, ok
+}
+
+func (a *aheadMap) drop(k *byte) {
+	a.mu.Lock()
+	delete(a.m, k)
+	a.mu.Unlock()
+}
 
 // Predecode decodes entry, which the caller is about to propose, so that
 // its apply on this node takes the command instead of decoding it. forget
@@ -41,18 +72,16 @@ func (f *FSM) Predecode(entry []byte) (forget func(), err error) {
 		return nil, err
 	}
 	key := unsafe.SliceData(entry)
-	f.ahead.m.Store(key, decodedAhead{n: len(entry), cmd: c})
-	return func() { f.ahead.m.Delete(key) }, nil
+	f.ahead.store(key, decodedAhead{n: len(entry), cmd: c})
+	return func() { f.ahead.drop(key) }, nil
 }
 
 // decode is Decode, taking the command decoded ahead for this very entry
 // when there is one; each is taken once.
 func (f *FSM) decode(entry []byte) (Command, error) {
 	if len(entry) > 0 {
-		if v, ok := f.ahead.m.LoadAndDelete(unsafe.SliceData(entry)); ok {
-			if d := v.(decodedAhead); d.n == len(entry) {
-				return d.cmd, nil
-			}
+		if d, ok := f.ahead.take(unsafe.SliceData(entry)); ok && d.n == len(entry) {
+			return d.cmd, nil
 		}
 	}
 	return Decode(entry)

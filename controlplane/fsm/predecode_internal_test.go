@@ -8,9 +8,9 @@ import (
 )
 
 func heldAhead(f *FSM) int {
-	n := 0
-	f.ahead.m.Range(func(any, any) bool { n++; return true })
-	return n
+	f.ahead.mu.Lock()
+	defer f.ahead.mu.Unlock()
+	return len(f.ahead.m)
 }
 
 func applyEntry(t *testing.T, f *FSM, data []byte) {
@@ -39,7 +39,7 @@ func predecodeHolding(t *testing.T, f *FSM, data []byte, held Command) (forget f
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.ahead.m.Store(&data[0], decodedAhead{n: len(data), cmd: held})
+	f.ahead.store(&data[0], decodedAhead{n: len(data), cmd: held})
 	return forget
 }
 
