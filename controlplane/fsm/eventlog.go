@@ -247,13 +247,11 @@ func (s *state) videoEventID(typ, videoID string, now int64) string {
 	return prefixedID(eventIDEncoding, sum[:16])
 }
 
-// prefixedID is "evt_" and b in enc, in one allocation.
+// prefixedID is "evt_" and b in enc, in one allocation (the ids' 16 bytes
+// encode in the stack buffer).
 func prefixedID(enc *base32.Encoding, b []byte) string {
-	var out [4 + 32]byte // 32: the encoding of up to 20 bytes
-	copy(out[:], "evt_")
-	n := enc.EncodedLen(len(b))
-	enc.Encode(out[4:4+n], b)
-	return string(out[:4+n])
+	var out [32]byte
+	return string(enc.AppendEncode(append(out[:0], "evt_"...), b))
 }
 
 // sortableEventID is evt_ and 26 characters, as a hashed id: the event's
