@@ -356,7 +356,8 @@ func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (any, error) {
 // changes wait for Raft to take their proposal when the caller's context
 // sets no deadline. The API's handlers pass the request's context as it
 // is: a timer and a cancelable context per request only to say these ten
-// seconds were 2% of a create's CPU (docs/benchmarks.md, fifteenth session).
+// seconds were 1.4% of a create's CPU in a profile (docs/benchmarks.md,
+// fifteenth session).
 const DefaultApplyTimeout = 10 * time.Second
 
 // waitBudget is how long a proposal may wait to be taken: until ctx's
