@@ -54,10 +54,16 @@ fi
 # "database space exceeded". 8 GB is etcd's documented maximum.
 quota=$((8 * 1024 * 1024 * 1024))
 # run LABEL CMD...: a client's JSON, or the script stops saying which failed.
+# run LABEL CMD...: runs a load client and prints its JSON report; writes the
+# client's CPU in seconds (user + system, its setup included) to
+# $dir/client.cpu. run is called in a command substitution, a subshell whose
+# only child is the client, so bash's times gives the client's CPU.
 run() {
   local label=$1 out
   shift
   out=$("$@" 2>"$dir/client.err") || { echo "bench-anchors: round $r: $label failed: $(tail -3 "$dir/client.err")" >&2; exit 1; }
+  times >"$dir/client.times" # not in a pipeline: that would be a subshell with no children
+  awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); c += t[1] * 60 + t[2] } print c }' "$dir/client.times" >"$dir/client.cpu"
   printf '%s' "$out"
 }
 
@@ -120,7 +126,9 @@ fi
 secs=${duration%s}
 
 # The servers' CPU per operation (ticks, scripts/lib.sh; the client's is not
-# in it) is the figure that bounds a CPU-bound shared machine.
+# in it) is the figure that bounds a CPU-bound shared machine. The vidfarm and
+# gRPC load clients' own CPU per operation is printed beside it: on the same
+# cores, a costlier client would leave its server less.
 hz=$(getconf CLK_TCK)
 
 ratios=()
@@ -130,31 +138,34 @@ for r in $(seq "$rounds"); do
   t0=$(ticks "${vpids[@]}")
   v=$(run vidfarm $bin bench create --server "$servers" --admin-server "$admin" --admin-token "$token" \
     --accounts 64 --concurrency 64 --duration "$duration" --json)
+  vc=$(cat "$dir/client.cpu")
   t1=$(ticks "${vpids[@]}") t2=$(ticks "${epids[@]}")
   e=$(run "etcd JSON" $bin bench etcd --endpoint "$endpoints" --concurrency 64 --duration "$duration" --json)
   t3=$(ticks "${epids[@]}")
   g=$(run "etcd gRPC" "$dir/etcdgrpc" --endpoint "$endpoints" --concurrency 64 --duration "$duration" --json)
+  gc=$(cat "$dir/client.cpu")
   t4=$(ticks "${epids[@]}")
   tps=0
   [ "$pg" = none ] || tps=$(pgbench -n -c 64 -j 2 -T "$secs" -f "$dir/create.sql" "${pgargs[@]}" 2>/dev/null | awk '/^tps/ {print $3; exit}')
-  line=$(python3 - "$v" "$e" "$g" "$tps" "$((t1 - t0))" "$((t3 - t2))" "$((t4 - t3))" "$hz" <<'PY'
+  line=$(python3 - "$v" "$e" "$g" "$tps" "$((t1 - t0))" "$((t3 - t2))" "$((t4 - t3))" "$hz" "$vc" "$gc" <<'PY'
 import json, sys
 v, e, g = (json.loads(a) for a in sys.argv[1:4])
 tps = float(sys.argv[4]) or float("nan")  # PG=none
 hz = float(sys.argv[8])
 cpu = lambda ticks, r: float(ticks) / hz * 1e6 / max(r["created"], 1)  # server µs per operation
+client = lambda secs, r: float(secs) * 1e6 / max(r["created"], 1)  # the load client's µs per operation
 rate = lambda r: r["creates_per_second"]
 # Failures by kind, so that a run of errors is not read as a rate.
 fails = "; ".join("%s: %s" % (n, ", ".join("%d × %s" % (c, k[:80]) for k, c in r["failures"].items()))
                   for n, r in (("vidfarm", v), ("etcd JSON", e), ("etcd gRPC", g)) if r["failures"])
 # The first three fields, the ratios the medians are taken of, are rounded as printed.
-print("%.2f %.2f %.2f vidfarm %.0f creates/s (p99 %.1f ms, failed %d, server CPU %.0f µs each) | "
+print("%.2f %.2f %.2f vidfarm %.0f creates/s (p99 %.1f ms, failed %d, server CPU %.0f µs each, its client %.0f µs) | "
       "etcd JSON %.0f puts/s (p99 %.1f ms, failed %d, server CPU %.0f µs each) | "
-      "etcd gRPC %.0f puts/s (p99 %.1f ms, failed %d, server CPU %.0f µs each) | PostgreSQL %.0f tx/s | ratios %.2f× JSON, %.2f× gRPC, %.2f× PostgreSQL" % (
+      "etcd gRPC %.0f puts/s (p99 %.1f ms, failed %d, server CPU %.0f µs each, its client %.0f µs) | PostgreSQL %.0f tx/s | ratios %.2f× JSON, %.2f× gRPC, %.2f× PostgreSQL" % (
     rate(v) / rate(e), rate(v) / rate(g), rate(v) / tps,
-    rate(v), v["p99_ns"] / 1e6, sum(v["failures"].values()), cpu(sys.argv[5], v),
+    rate(v), v["p99_ns"] / 1e6, sum(v["failures"].values()), cpu(sys.argv[5], v), client(sys.argv[9], v),
     rate(e), e["p99_ns"] / 1e6, sum(e["failures"].values()), cpu(sys.argv[6], e),
-    rate(g), g["p99_ns"] / 1e6, sum(g["failures"].values()), cpu(sys.argv[7], g),
+    rate(g), g["p99_ns"] / 1e6, sum(g["failures"].values()), cpu(sys.argv[7], g), client(sys.argv[10], g),
     tps, rate(v) / rate(e), rate(v) / rate(g), rate(v) / tps) + (" | failures " + fails if fails else ""))
 PY
 )
