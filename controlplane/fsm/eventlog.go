@@ -236,9 +236,9 @@ func (s *state) videoEventID(typ, videoID string, now int64) string {
 	if typ != EventVideoCreated && typ != EventVideoProcessing {
 		return EventID(videoID)
 	}
-	// Built in stack buffers: a create's apply on every replica made four
-	// allocations here (the hashed input, the encoding, its string, the
-	// prefixed id) where one, the id, is needed.
+	// Built in stack buffers: the hashed input, the encoding and the
+	// prefixed id were each allocated, on every replica's apply of a create;
+	// now only the id is (BenchmarkApplyCreate: 29 → 27 allocations).
 	var in [96]byte
 	sum := sha256.Sum256(append(append(append(in[:0], typ...), 0), videoID...))
 	if s.evlog.sortable { // only ever set with the log on
