@@ -266,23 +266,25 @@ func (c *upgradeCluster) noneApplied(typ fsm.MessageType, why string) {
 }
 
 // eventLogStarted checks that, every member new, the leader switched the
-// event log, its sortable ids, its specs by reference and routing on once,
-// and that the log records from then on only: a video made now is in every
-// node's log, with its prompt (read from the video), the ones made before
-// are not.
+// event log, its sortable ids, its specs by reference, its derived created
+// events and routing on once, and that the log records from then on only: a
+// video made now is in every node's log, with its prompt (read from the
+// video) and its created event derived from it, the ones made before are
+// not.
 func (c *upgradeCluster) eventLogStarted() {
 	c.t.Helper()
 	for _, n := range c.nodes {
 		eventually(c.t, 30*time.Second, n.id+" to start the event log", func() bool { return c.applied(n, fsm.StartEventLogType) == 1 })
 		eventually(c.t, 30*time.Second, n.id+" to make event ids sortable", func() bool { return c.applied(n, fsm.SortableEventIDsType) == 1 })
 		eventually(c.t, 30*time.Second, n.id+" to log specs by reference", func() bool { return c.applied(n, fsm.SpecsByReferenceType) == 1 })
+		eventually(c.t, 30*time.Second, n.id+" to derive created events", func() bool { return c.applied(n, fsm.DerivedCreatedEventsType) == 1 })
 		eventually(c.t, 30*time.Second, n.id+" to start routing", func() bool { return c.applied(n, fsm.StartRoutingType) == 1 })
 	}
 	before := slices.Clone(c.videos)
 	c.createVideo(c.nodes[0], "after the upgrade")
 	for _, n := range c.nodes {
 		body := string(n.p.must(http.StatusOK, http.MethodGet, "/v1/events?type=video.created&limit=100", c.acct.APIKey, "").body)
-		if !strings.Contains(body, c.videos[len(c.videos)-1]) || !strings.Contains(body, `"after the upgrade"`) || strings.Contains(body, before[0]) {
+		if !strings.Contains(body, `"evt_created_`+c.videos[len(c.videos)-1]+`"`) || !strings.Contains(body, `"after the upgrade"`) || strings.Contains(body, before[0]) {
 			c.t.Fatalf("%s's event log after the upgrade: %s", n.id, body)
 		}
 	}

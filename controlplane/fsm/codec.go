@@ -267,6 +267,15 @@ func (v *Video) fields(f *fields) {
 	if f.key("timings", len(v.Timings) == 0) {
 		f.err = f.e.Encode(v.Timings)
 	}
+	f.object("created_event", func(f *fields) {
+		c := &v.CreatedEvent
+		f.u64("seq", c.Seq)
+		f.u64("queue_position", c.QueuePosition)
+		f.str("wait_reason", c.WaitReason)
+		f.str("wait_message", c.WaitMessage)
+		f.num("duration", c.DurationSeconds)
+		f.bool("preview", c.Preview)
+	})
 }
 
 func (s *Spec) fields(f *fields) {
@@ -325,6 +334,7 @@ func (l LoggedEvent) EncodeMsgpack(e *msgpack.Encoder) error {
 		f.u64("seq", l.Seq)
 		f.object("event", l.Event.fields)
 		f.bool("spec_ref", l.SpecByRef)
+		f.u64("video_seq", l.VideoSeq)
 	})
 }
 

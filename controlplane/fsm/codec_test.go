@@ -61,7 +61,8 @@ func TestCodecMatchesReflection(t *testing.T) {
 					Seq       uint64     `msgpack:"seq"`
 					Event     plainEvent `msgpack:"event"`
 					SpecByRef bool       `msgpack:"spec_ref,omitempty"`
-				}{l.Seq, plainEvent(l.Event), l.SpecByRef}
+					VideoSeq  uint64     `msgpack:"video_seq,omitempty"`
+				}{l.Seq, plainEvent(l.Event), l.SpecByRef, l.VideoSeq}
 			},
 		},
 	}

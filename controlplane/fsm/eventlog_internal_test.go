@@ -70,3 +70,54 @@ func TestEventIDsAsBefore(t *testing.T) {
 		t.Fatalf("hashed id of a long video id = %q, want %q", got, want)
 	}
 }
+
+// A derived video.created event is hidden once TrimEventLog's time passes
+// its video's creation, even where a new leader's clock ran behind and the
+// videos' times do not grow with their order; a cursor on a hidden one is
+// not an event of the log.
+func TestDerivedCreatedEventsTrimmed(t *testing.T) {
+	s := newState()
+	f := &FSM{s: s}
+	apply := func(c Command) {
+		t.Helper()
+		if _, err := s.apply(c); err != nil {
+			t.Fatalf("%s: %v", c.Type(), err)
+		}
+	}
+	apply(&CreateAccount{AccountID: "a", Name: "a", Plan: PlanPro, Credits: 100, KeyID: "k", KeyHint: "k", Now: 1})
+	apply(&StartEventLog{Now: 1})
+	apply(&DerivedCreatedEvents{Now: 1})
+	for i, at := range []int64{100, 50, 200, 150, 300} { // a clock that ran behind twice
+		apply(&CreateVideo{VideoID: fmt.Sprintf("vid_%d", i), AccountID: "a",
+			Spec: Spec{Mode: ModeAuto, Prompt: "p", DurationSeconds: 5, Orientation: "landscape"}, Price: 1, Now: at})
+	}
+	listed := func() []string {
+		page, err := f.Events(EventQuery{AccountID: "a", Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, e := range page.Events {
+			ids = append(ids, e.Video.ID)
+		}
+		return ids
+	}
+	if got := fmt.Sprint(listed()); got != "[vid_0 vid_1 vid_2 vid_3 vid_4]" {
+		t.Fatalf("before a trim: %s", got)
+	}
+	apply(&TrimEventLog{Before: 160, Limit: 10})
+	if got := fmt.Sprint(listed()); got != "[vid_2 vid_4]" {
+		t.Fatalf("after a trim at 160: %s, want the videos created at 200 and 300", got)
+	}
+	if _, err := f.Events(EventQuery{AccountID: "a", After: createdEventPrefix + "vid_3", Limit: 1}); !errors.Is(err, ErrEventNotFound) {
+		t.Fatalf("after a hidden event: %v, want ErrEventNotFound", err)
+	}
+	page, err := f.Events(EventQuery{AccountID: "a", After: createdEventPrefix + "vid_2", Limit: 1})
+	if err != nil || len(page.Events) != 1 || page.Events[0].Video.ID != "vid_4" || page.HasMore {
+		t.Fatalf("after vid_2's event: %+v, %v", page, err)
+	}
+	apply(&TrimEventLog{Before: 100, Limit: 10}) // an older time hides no less
+	if got := fmt.Sprint(listed()); got != "[vid_2 vid_4]" {
+		t.Fatalf("after a trim at an older time: %s", got)
+	}
+}

@@ -10,7 +10,8 @@ import (
 )
 
 // eventLogCommand switches the event log on, makes its ids sortable by
-// time, logs its videos' specs by reference, or trims it by a retention of
+// time, logs its videos' specs by reference, derives its created events
+// from their videos, or trims it by a retention of
 // up to two days (the generator's clock jumps by up to 13 h), a few events
 // at a time.
 func (g *cmdGen) eventLogCommand(t *rapid.T) fsm.Command {
@@ -24,6 +25,9 @@ func (g *cmdGen) eventLogCommand(t *rapid.T) fsm.Command {
 	if rapid.IntRange(0, 4).Draw(t, "specs_by_reference") == 0 {
 		return &fsm.SpecsByReference{Now: g.now}
 	}
+	if rapid.IntRange(0, 4).Draw(t, "derived_created_events") == 0 {
+		return &fsm.DerivedCreatedEvents{Now: g.now}
+	}
 	return &fsm.TrimEventLog{Before: g.now - rapid.Int64Range(0, 2*24*3600*1e9).Draw(t, "log_retention"),
 		Limit: rapid.IntRange(0, 5).Draw(t, "trim_limit")}
 }
@@ -32,8 +36,9 @@ func (g *cmdGen) eventLogCommand(t *rapid.T) fsm.Command {
 // time, unfiltered, by each type and by two types, comparing every page.
 func sameEventLogs(t *rapid.T, g *cmdGen, a, b *fsm.FSM) {
 	sameEventPages(t, g, a, b, func(fsm.Event) {})
-	if a.EventLogOn() != b.EventLogOn() || a.EventIDsSortable() != b.EventIDsSortable() || a.EventSpecsByReference() != b.EventSpecsByReference() {
-		t.Fatal("one FSM records events (or makes their ids sortable, or logs specs by reference), the other does not")
+	if a.EventLogOn() != b.EventLogOn() || a.EventIDsSortable() != b.EventIDsSortable() || a.EventSpecsByReference() != b.EventSpecsByReference() ||
+		a.CreatedEventsDerived() != b.CreatedEventsDerived() {
+		t.Fatal("one FSM records events (or makes their ids sortable, logs specs by reference or derives created events), the other does not")
 	}
 }
 
@@ -83,23 +88,7 @@ func TestSpecsByReferenceListsAsCopies(t *testing.T) {
 		g.farm = rapid.Bool().Draw(rt, "farm")
 		byRef, copies := openStore(rt, tempStorePath(rt)), fsm.New()
 		defer byRef.Close()
-		var index uint64
-		apply := func(c fsm.Command) answer {
-			data, err := fsm.Encode(c)
-			if err != nil {
-				rt.Fatal(err)
-			}
-			index++
-			a := logged(rt, byRef, index, data)
-			if c.Type() == fsm.SpecsByReferenceType {
-				return a
-			}
-			if b := logged(rt, copies, index, data); !reflect.DeepEqual(a, b) {
-				rt.Fatalf("%s answered differently:\n%#v\n%#v", c.Type(), a, b)
-			}
-			g.learn(copies, a)
-			return a
-		}
+		apply := applyToBoth(rt, g, byRef, copies, fsm.SpecsByReferenceType, func(_ fsm.Command, a, b answer) bool { return reflect.DeepEqual(a, b) })
 		// The log is on from the start, and a node that renders anything
 		// is there; the switch comes at some step.
 		g.logOn = true
@@ -125,19 +114,7 @@ func TestSpecsByReferenceListsAsCopies(t *testing.T) {
 				}
 				apply(&fsm.CreateVideo{VideoID: id, AccountID: acct, Spec: spec, Price: 1, Now: g.now})
 			case rapid.IntRange(0, 3).Draw(rt, "render") == 0:
-				// node_all renders what it leases, to a file whose length
-				// is not the one asked for.
-				res, ok := apply(&fsm.LeaseTask{NodeID: "node_all", LeaseMS: 60_000, Now: g.now}).V.(fsm.LeaseResult)
-				if !ok || !res.Found {
-					break
-				}
-				l := res.Lease
-				arts := map[string]string{}
-				for _, f := range []string{"video.mp4", "clip.mp4", "script.json", "voice.wav", "scene.mp4"} {
-					arts[f] = "videos/" + l.VideoID + "/" + g.tasks[l.TaskID] + "/" + f
-				}
-				apply(&fsm.CompleteTask{NodeID: l.NodeID, TaskID: l.TaskID, Token: l.Token, Artifacts: arts,
-					Scenes: rapid.IntRange(1, 2).Draw(rt, "scenes"), DurationSeconds: rapid.Float64Range(0, 20).Draw(rt, "secs"), Now: g.now})
+				renderLeased(rt, g, apply)
 			default:
 				apply(g.next(rt))
 			}
@@ -150,4 +127,45 @@ func TestSpecsByReferenceListsAsCopies(t *testing.T) {
 			completed++
 		}
 	})
+}
+
+// applyToBoth returns a function that applies a command to both FSMs, the
+// first with a state file, and fails the run when same says their answers
+// differ; a command of type only goes to the first. It answers the
+// first's answer.
+func applyToBoth(rt *rapid.T, g *cmdGen, first, second *fsm.FSM, only fsm.MessageType, same func(c fsm.Command, a, b answer) bool) func(fsm.Command) answer {
+	var index uint64
+	return func(c fsm.Command) answer {
+		data, err := fsm.Encode(c)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		index++
+		a := logged(rt, first, index, data)
+		if c.Type() == only {
+			return a
+		}
+		b := logged(rt, second, index, data)
+		if !same(c, a, b) {
+			rt.Fatalf("%s answered differently:\n%#v\n%#v", c.Type(), a, b)
+		}
+		g.learn(second, b)
+		return a
+	}
+}
+
+// renderLeased has node_all render what it leases, to a file whose length
+// is not the one asked for.
+func renderLeased(rt *rapid.T, g *cmdGen, apply func(fsm.Command) answer) {
+	res, ok := apply(&fsm.LeaseTask{NodeID: "node_all", LeaseMS: 60_000, Now: g.now}).V.(fsm.LeaseResult)
+	if !ok || !res.Found {
+		return
+	}
+	l := res.Lease
+	arts := map[string]string{}
+	for _, f := range []string{"video.mp4", "clip.mp4", "script.json", "voice.wav", "scene.mp4"} {
+		arts[f] = "videos/" + l.VideoID + "/" + g.tasks[l.TaskID] + "/" + f
+	}
+	apply(&fsm.CompleteTask{NodeID: l.NodeID, TaskID: l.TaskID, Token: l.Token, Artifacts: arts,
+		Scenes: rapid.IntRange(1, 2).Draw(rt, "scenes"), DurationSeconds: rapid.Float64Range(0, 20).Draw(rt, "secs"), Now: g.now})
 }

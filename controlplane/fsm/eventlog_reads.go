@@ -3,6 +3,8 @@ package fsm
 import (
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 )
 
 // EventPage is a page of an account's event log, oldest first.
@@ -23,46 +25,153 @@ type EventQuery struct {
 }
 
 // Events lists a page of the account's event log, oldest first. It reads the
-// log's index by account, or by account and type for one type: the cost is
-// the page, not the account's history (several types read the account's
-// index and skip the others). ErrEventNotFound when After is not an event of
-// the account's log.
+// log's index by account, or by account and type for one type, and the
+// account's videos created since DerivedCreatedEvents for their
+// video.created events, merged in log order: the cost is the page, not
+// the account's history (several types read the account's index and skip
+// the others). ErrEventNotFound when After is not an event of the
+// account's log.
 func (f *FSM) Events(q EventQuery) (EventPage, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	s := f.s
 	var from *groupPos
+	videosAfter := s.evlog.derivedFrom // the derived events are of the videos past it
 	if q.After != "" {
-		e, ok := f.s.eventLog.get(q.After)
-		if !ok || e.Event.AccountID != q.AccountID {
+		p, vseq, ok := s.eventPlace(q.AccountID, q.After)
+		if !ok {
 			return EventPage{}, fmt.Errorf("events after %s: %w", q.After, ErrEventNotFound)
 		}
-		from = &groupPos{int64(e.Seq), q.After}
+		from, videosAfter = &p, max(videosAfter, vseq)
 	}
 	group := q.AccountID
 	if len(q.Types) == 1 {
 		group = typeGroup(q.Types[0], q.AccountID)
 	}
-	var page EventPage
-	var err error
-	f.s.eventLog.walkGroup(group, from, false, func(_ string, e *LoggedEvent) bool {
+	// Up to a page and one more from each source, merged by sequence
+	// number: the one more says whether there are more.
+	var logged []*LoggedEvent
+	s.eventLog.walkGroup(group, from, false, func(_ string, e *LoggedEvent) bool {
 		if len(q.Types) > 1 && !slices.Contains(q.Types, e.Event.Type) {
 			return true
 		}
+		logged = append(logged, e)
+		return len(logged) <= q.Limit
+	})
+	var derived []*Video
+	if s.evlog.derived && (len(q.Types) == 0 || slices.Contains(q.Types, EventVideoCreated)) {
+		derived = s.derivedCreated(q.AccountID, videosAfter, q.Limit+1)
+	}
+	var page EventPage
+	for len(logged)+len(derived) > 0 {
 		if len(page.Events) == q.Limit {
 			page.HasMore = true
-			return false
+			break
 		}
-		var ev Event
-		if ev, err = f.s.loggedEvent(e); err != nil {
-			return false
+		if len(derived) > 0 && (len(logged) == 0 || derived[0].CreatedEvent.Seq < logged[0].Seq) {
+			page.Events = append(page.Events, createdEvent(derived[0]))
+			derived = derived[1:]
+			continue
+		}
+		ev, err := s.loggedEvent(logged[0])
+		if err != nil {
+			return EventPage{}, err
 		}
 		page.Events = append(page.Events, ev)
-		return true
-	})
-	if err != nil {
-		return EventPage{}, err
+		logged = logged[1:]
 	}
 	return page, nil
+}
+
+// eventPlace finds the event id of the account's log: its place in the
+// log's groups, and the last video sequence number whose derived
+// video.created event comes before it.
+func (s *state) eventPlace(account, id string) (groupPos, uint64, bool) {
+	if e, ok := s.eventLog.get(id); ok {
+		return groupPos{int64(e.Seq), id}, e.VideoSeq, e.Event.AccountID == account
+	}
+	vid, ok := strings.CutPrefix(id, createdEventPrefix)
+	if !ok || !s.evlog.derived {
+		return groupPos{}, 0, false
+	}
+	v, seq, ok := s.lookupVideo(vid)
+	if !ok || v.AccountID != account || v.CreatedEvent.Seq == 0 || v.CreatedAt < s.evlog.keptFrom {
+		return groupPos{}, 0, false
+	}
+	return groupPos{int64(v.CreatedEvent.Seq), id}, seq, true
+}
+
+// createdEventPrefix starts the id of a derived video.created event, which
+// the video's id ends: the id says which video to read the event from, and
+// nothing a client does not know. A logged event's id is evt_ and 26
+// characters of base32, none of them an underscore.
+const createdEventPrefix = "evt_created_"
+
+// derivedCreated returns up to n of the account's videos past sequence
+// number after whose video.created events are derived and still kept,
+// oldest first: the videos are in the order of their events.
+func (s *state) derivedCreated(account string, after uint64, n int) []*Video {
+	after = max(after, s.keptVideosAfter(account, after))
+	var out []*Video
+	s.eachVideo(account, "", false, after, func(v *Video, _ uint64) bool {
+		if v.CreatedEvent.Seq != 0 && v.CreatedAt >= s.evlog.keptFrom {
+			out = append(out, v)
+		}
+		return len(out) < n
+	})
+	return out
+}
+
+// keptVideosAfter skips the account's videos past after whose derived
+// events TrimEventLog no longer lists, so that a page does not read them one
+// by one: a video sequence number at or past after before which every one
+// of the account's videos was created before the kept time. It searches the
+// sequence numbers by halves, reading the first video from each, as videos
+// are created in the order of the leader's clock; where a new leader's
+// clock ran behind, the videos around the kept time may be listed for a
+// little less than EventLogRetention, never one created before it.
+func (s *state) keptVideosAfter(account string, after uint64) uint64 {
+	if s.evlog.keptFrom == 0 {
+		return after
+	}
+	// expired reports whether the account's first video past seq was
+	// created before the kept time (false: none is).
+	expired := func(seq uint64) bool {
+		old := false
+		s.eachVideo(account, "", false, seq, func(v *Video, _ uint64) bool {
+			old = v.CreatedAt < s.evlog.keptFrom
+			return false
+		})
+		return old
+	}
+	lo, hi := after, s.videoSeq // expired(lo) or lo == after; !expired(hi)
+	if !expired(lo) {
+		return after
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if expired(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi
+}
+
+// createdEvent is the video.created event derived from v's record
+// (DerivedCreatedEvents): the video as applyCreateVideo made it, a copy of
+// the caller's own.
+func createdEvent(v *Video) Event {
+	c := &v.CreatedEvent
+	created := Video{ID: v.ID, AccountID: v.AccountID, Spec: v.Spec.Clone(), Status: StatusQueued, CreditsCharged: v.Price,
+		Price: v.Price, CreatedAt: v.CreatedAt, UpdatedAt: v.CreatedAt}
+	created.Spec.DurationSeconds = c.DurationSeconds
+	if c.Preview {
+		created.Status, created.CreditsCharged = StatusPreview, 0
+	}
+	return Event{ID: createdEventPrefix + v.ID, Type: EventVideoCreated, AccountID: v.AccountID, Video: created,
+		Created: v.CreatedAt, QueuePosition: c.QueuePosition, WaitReason: c.WaitReason, WaitMessage: c.WaitMessage}
 }
 
 // loggedEvent is e as its readers see it, a copy of their own, its video
@@ -100,9 +209,21 @@ func (f *FSM) EventIDsSortable() bool {
 }
 
 // EventLogTrimDue reports whether the log holds an event created before
-// before, which a TrimEventLog would forget.
+// before, which a TrimEventLog would forget, or whether the derived events
+// are listed from more than a minute before it.
 func (f *FSM) EventLogTrimDue(before int64) bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	if f.s.evlog.derived && before-f.s.evlog.keptFrom > int64(time.Minute) {
+		return true
+	}
 	return len(f.s.eventLog.oldest(before, 1)) > 0
+}
+
+// CreatedEventsDerived reports whether new videos' video.created events
+// are derived from their records rather than logged (DerivedCreatedEvents).
+func (f *FSM) CreatedEventsDerived() bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.s.evlog.derived
 }

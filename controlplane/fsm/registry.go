@@ -32,63 +32,64 @@ type MessageType uint8
 //
 // To add a command, see "Adding a command" in controlplane/README.md.
 const (
-	CreateAccountType       MessageType = 1
-	CreateKeyType           MessageType = 2
-	RevokeKeyType           MessageType = 3
-	GrantCreditsType        MessageType = 4
-	SetPlanType             MessageType = 5
-	CreateFolderType        MessageType = 6
-	CreateVideoType         MessageType = 7
-	RenderPreviewType       MessageType = 8
-	FailVideoType           MessageType = 12
-	ExpireIdempotencyType   MessageType = 13
-	RegisterNodeType        MessageType = 14
-	NodeHeartbeatType       MessageType = 15
-	LeaseTaskType           MessageType = 16
-	TaskProgressType        MessageType = 17
-	CompleteTaskType        MessageType = 18
-	FailTaskType            MessageType = 19
-	ExpireLeasesType        MessageType = 20
-	DeregisterNodeType      MessageType = 21
-	CreateWebhookType       MessageType = 22
-	DeleteWebhookType       MessageType = 23
-	RecordDeliveryType      MessageType = 24
-	PruneDeliveriesType     MessageType = 25
-	CreateAssetType         MessageType = 28
-	CompleteAssetType       MessageType = 29
-	DeleteAssetType         MessageType = 30
-	CreateBrandKitType      MessageType = 31
-	DeleteBrandKitType      MessageType = 32
-	CreateAvatarType        MessageType = 33
-	CreateSpeechType        MessageType = 34
-	AppRowsType             MessageType = 38
-	SetAppExportType        MessageType = 39
-	TrimExportedType        MessageType = 40
-	DebitCreditsType        MessageType = 41
-	SetMemberType           MessageType = 46
-	RemoveMemberType        MessageType = 47
-	BlobsDeletedType        MessageType = 48
-	ExpireSpeechType        MessageType = 49
-	ResealWebhookType       MessageType = 50
-	SweepIntermediatesType  MessageType = 51
-	BenchFillType           MessageType = 52
-	CancelVideoType         MessageType = 53
-	CordonNodeType          MessageType = 54
-	DrainNodeType           MessageType = 55
-	UncordonNodeType        MessageType = 56
-	HandBackDrainedType     MessageType = 57
-	RetryDeliveryType       MessageType = 58
-	SendTestEventType       MessageType = 59
-	RotateWebhookSecretType MessageType = 60
-	DisableWebhookType      MessageType = 61
-	EnableWebhookType       MessageType = 62
-	StartEventLogType       MessageType = 63
-	TrimEventLogType        MessageType = 64
-	SetNodeModelsType       MessageType = 65
-	StartRoutingType        MessageType = 66
-	SetNodeCapacityType     MessageType = 67
-	SortableEventIDsType    MessageType = 68
-	SpecsByReferenceType    MessageType = 69
+	CreateAccountType        MessageType = 1
+	CreateKeyType            MessageType = 2
+	RevokeKeyType            MessageType = 3
+	GrantCreditsType         MessageType = 4
+	SetPlanType              MessageType = 5
+	CreateFolderType         MessageType = 6
+	CreateVideoType          MessageType = 7
+	RenderPreviewType        MessageType = 8
+	FailVideoType            MessageType = 12
+	ExpireIdempotencyType    MessageType = 13
+	RegisterNodeType         MessageType = 14
+	NodeHeartbeatType        MessageType = 15
+	LeaseTaskType            MessageType = 16
+	TaskProgressType         MessageType = 17
+	CompleteTaskType         MessageType = 18
+	FailTaskType             MessageType = 19
+	ExpireLeasesType         MessageType = 20
+	DeregisterNodeType       MessageType = 21
+	CreateWebhookType        MessageType = 22
+	DeleteWebhookType        MessageType = 23
+	RecordDeliveryType       MessageType = 24
+	PruneDeliveriesType      MessageType = 25
+	CreateAssetType          MessageType = 28
+	CompleteAssetType        MessageType = 29
+	DeleteAssetType          MessageType = 30
+	CreateBrandKitType       MessageType = 31
+	DeleteBrandKitType       MessageType = 32
+	CreateAvatarType         MessageType = 33
+	CreateSpeechType         MessageType = 34
+	AppRowsType              MessageType = 38
+	SetAppExportType         MessageType = 39
+	TrimExportedType         MessageType = 40
+	DebitCreditsType         MessageType = 41
+	SetMemberType            MessageType = 46
+	RemoveMemberType         MessageType = 47
+	BlobsDeletedType         MessageType = 48
+	ExpireSpeechType         MessageType = 49
+	ResealWebhookType        MessageType = 50
+	SweepIntermediatesType   MessageType = 51
+	BenchFillType            MessageType = 52
+	CancelVideoType          MessageType = 53
+	CordonNodeType           MessageType = 54
+	DrainNodeType            MessageType = 55
+	UncordonNodeType         MessageType = 56
+	HandBackDrainedType      MessageType = 57
+	RetryDeliveryType        MessageType = 58
+	SendTestEventType        MessageType = 59
+	RotateWebhookSecretType  MessageType = 60
+	DisableWebhookType       MessageType = 61
+	EnableWebhookType        MessageType = 62
+	StartEventLogType        MessageType = 63
+	TrimEventLogType         MessageType = 64
+	SetNodeModelsType        MessageType = 65
+	StartRoutingType         MessageType = 66
+	SetNodeCapacityType      MessageType = 67
+	SortableEventIDsType     MessageType = 68
+	SpecsByReferenceType     MessageType = 69
+	DerivedCreatedEventsType MessageType = 70
 )
 
 // entry is one command of the registry: its name (in logs and metrics), a
@@ -137,63 +138,64 @@ func command[C any, PC interface {
 // with no entry does not decode: a log entry this binary cannot read panics
 // the apply rather than let the replicas diverge.
 var registry = [256]entry{
-	CreateAccountType:       command("create_account", (*state).applyCreateAccount),
-	CreateKeyType:           command("create_key", (*state).applyCreateKey),
-	RevokeKeyType:           command("revoke_key", (*state).applyRevokeKey),
-	GrantCreditsType:        command("grant_credits", (*state).applyGrantCredits),
-	SetPlanType:             command("set_plan", (*state).applySetPlan),
-	CreateFolderType:        command("create_folder", (*state).applyCreateFolder),
-	CreateVideoType:         command("create_video", (*state).applyCreateVideo),
-	RenderPreviewType:       command("render_preview", (*state).applyRenderPreview),
-	FailVideoType:           command("fail_video", (*state).applyFailVideo),
-	ExpireIdempotencyType:   command("expire_idempotency", (*state).applyExpireIdempotency),
-	RegisterNodeType:        command("register_node", (*state).applyRegisterNode),
-	NodeHeartbeatType:       command("node_heartbeat", (*state).applyNodeHeartbeat),
-	LeaseTaskType:           command("lease_task", (*state).applyLeaseTask),
-	TaskProgressType:        command("task_progress", (*state).applyTaskProgress),
-	CompleteTaskType:        command("complete_task", (*state).applyCompleteTask),
-	FailTaskType:            command("fail_task", (*state).applyFailTask),
-	ExpireLeasesType:        command("expire_leases", (*state).applyExpireLeases),
-	DeregisterNodeType:      command("deregister_node", (*state).applyDeregisterNode),
-	CreateWebhookType:       command("create_webhook", (*state).applyCreateWebhook),
-	DeleteWebhookType:       command("delete_webhook", (*state).applyDeleteWebhook),
-	RecordDeliveryType:      command("record_delivery", (*state).applyRecordDelivery),
-	PruneDeliveriesType:     command("prune_deliveries", (*state).applyPruneDeliveries),
-	CreateAssetType:         command("create_asset", (*state).applyCreateAsset),
-	CompleteAssetType:       command("complete_asset", (*state).applyCompleteAsset),
-	DeleteAssetType:         command("delete_asset", (*state).applyDeleteAsset),
-	CreateBrandKitType:      command("create_brand_kit", (*state).applyCreateBrandKit),
-	DeleteBrandKitType:      command("delete_brand_kit", (*state).applyDeleteBrandKit),
-	CreateAvatarType:        command("create_avatar", (*state).applyCreateAvatar),
-	CreateSpeechType:        command("create_speech", (*state).applyCreateSpeech),
-	AppRowsType:             command("app_rows", (*state).applyAppRows),
-	SetAppExportType:        command("set_app_export", (*state).applySetAppExport),
-	TrimExportedType:        command("trim_exported", (*state).applyTrimExported),
-	DebitCreditsType:        command("debit_credits", (*state).applyDebitCredits),
-	SetMemberType:           command("set_member", (*state).applySetMember),
-	RemoveMemberType:        command("remove_member", (*state).applyRemoveMember),
-	BlobsDeletedType:        command("blobs_deleted", (*state).applyBlobsDeleted),
-	ExpireSpeechType:        command("expire_speech", (*state).applyExpireSpeech),
-	ResealWebhookType:       command("reseal_webhook", (*state).applyResealWebhook),
-	SweepIntermediatesType:  command("sweep_intermediates", (*state).applySweepIntermediates),
-	BenchFillType:           command("bench_fill", (*state).applyBenchFill),
-	CancelVideoType:         command("cancel_video", (*state).applyCancelVideo),
-	CordonNodeType:          command("cordon_node", (*state).applyCordonNode),
-	DrainNodeType:           command("drain_node", (*state).applyDrainNode),
-	UncordonNodeType:        command("uncordon_node", (*state).applyUncordonNode),
-	HandBackDrainedType:     command("hand_back_drained", (*state).applyHandBackDrained),
-	RetryDeliveryType:       command("retry_delivery", (*state).applyRetryDelivery),
-	SendTestEventType:       command("send_test_event", (*state).applySendTestEvent),
-	RotateWebhookSecretType: command("rotate_webhook_secret", (*state).applyRotateWebhookSecret),
-	DisableWebhookType:      command("disable_webhook", (*state).applyDisableWebhook),
-	EnableWebhookType:       command("enable_webhook", (*state).applyEnableWebhook),
-	StartEventLogType:       command("start_event_log", (*state).applyStartEventLog),
-	TrimEventLogType:        command("trim_event_log", (*state).applyTrimEventLog),
-	SetNodeModelsType:       command("set_node_models", (*state).applySetNodeModels),
-	StartRoutingType:        command("start_routing", (*state).applyStartRouting),
-	SetNodeCapacityType:     command("set_node_capacity", (*state).applySetNodeCapacity),
-	SortableEventIDsType:    command("sortable_event_ids", (*state).applySortableEventIDs),
-	SpecsByReferenceType:    command("specs_by_reference", (*state).applySpecsByReference),
+	CreateAccountType:        command("create_account", (*state).applyCreateAccount),
+	CreateKeyType:            command("create_key", (*state).applyCreateKey),
+	RevokeKeyType:            command("revoke_key", (*state).applyRevokeKey),
+	GrantCreditsType:         command("grant_credits", (*state).applyGrantCredits),
+	SetPlanType:              command("set_plan", (*state).applySetPlan),
+	CreateFolderType:         command("create_folder", (*state).applyCreateFolder),
+	CreateVideoType:          command("create_video", (*state).applyCreateVideo),
+	RenderPreviewType:        command("render_preview", (*state).applyRenderPreview),
+	FailVideoType:            command("fail_video", (*state).applyFailVideo),
+	ExpireIdempotencyType:    command("expire_idempotency", (*state).applyExpireIdempotency),
+	RegisterNodeType:         command("register_node", (*state).applyRegisterNode),
+	NodeHeartbeatType:        command("node_heartbeat", (*state).applyNodeHeartbeat),
+	LeaseTaskType:            command("lease_task", (*state).applyLeaseTask),
+	TaskProgressType:         command("task_progress", (*state).applyTaskProgress),
+	CompleteTaskType:         command("complete_task", (*state).applyCompleteTask),
+	FailTaskType:             command("fail_task", (*state).applyFailTask),
+	ExpireLeasesType:         command("expire_leases", (*state).applyExpireLeases),
+	DeregisterNodeType:       command("deregister_node", (*state).applyDeregisterNode),
+	CreateWebhookType:        command("create_webhook", (*state).applyCreateWebhook),
+	DeleteWebhookType:        command("delete_webhook", (*state).applyDeleteWebhook),
+	RecordDeliveryType:       command("record_delivery", (*state).applyRecordDelivery),
+	PruneDeliveriesType:      command("prune_deliveries", (*state).applyPruneDeliveries),
+	CreateAssetType:          command("create_asset", (*state).applyCreateAsset),
+	CompleteAssetType:        command("complete_asset", (*state).applyCompleteAsset),
+	DeleteAssetType:          command("delete_asset", (*state).applyDeleteAsset),
+	CreateBrandKitType:       command("create_brand_kit", (*state).applyCreateBrandKit),
+	DeleteBrandKitType:       command("delete_brand_kit", (*state).applyDeleteBrandKit),
+	CreateAvatarType:         command("create_avatar", (*state).applyCreateAvatar),
+	CreateSpeechType:         command("create_speech", (*state).applyCreateSpeech),
+	AppRowsType:              command("app_rows", (*state).applyAppRows),
+	SetAppExportType:         command("set_app_export", (*state).applySetAppExport),
+	TrimExportedType:         command("trim_exported", (*state).applyTrimExported),
+	DebitCreditsType:         command("debit_credits", (*state).applyDebitCredits),
+	SetMemberType:            command("set_member", (*state).applySetMember),
+	RemoveMemberType:         command("remove_member", (*state).applyRemoveMember),
+	BlobsDeletedType:         command("blobs_deleted", (*state).applyBlobsDeleted),
+	ExpireSpeechType:         command("expire_speech", (*state).applyExpireSpeech),
+	ResealWebhookType:        command("reseal_webhook", (*state).applyResealWebhook),
+	SweepIntermediatesType:   command("sweep_intermediates", (*state).applySweepIntermediates),
+	BenchFillType:            command("bench_fill", (*state).applyBenchFill),
+	CancelVideoType:          command("cancel_video", (*state).applyCancelVideo),
+	CordonNodeType:           command("cordon_node", (*state).applyCordonNode),
+	DrainNodeType:            command("drain_node", (*state).applyDrainNode),
+	UncordonNodeType:         command("uncordon_node", (*state).applyUncordonNode),
+	HandBackDrainedType:      command("hand_back_drained", (*state).applyHandBackDrained),
+	RetryDeliveryType:        command("retry_delivery", (*state).applyRetryDelivery),
+	SendTestEventType:        command("send_test_event", (*state).applySendTestEvent),
+	RotateWebhookSecretType:  command("rotate_webhook_secret", (*state).applyRotateWebhookSecret),
+	DisableWebhookType:       command("disable_webhook", (*state).applyDisableWebhook),
+	EnableWebhookType:        command("enable_webhook", (*state).applyEnableWebhook),
+	StartEventLogType:        command("start_event_log", (*state).applyStartEventLog),
+	TrimEventLogType:         command("trim_event_log", (*state).applyTrimEventLog),
+	SetNodeModelsType:        command("set_node_models", (*state).applySetNodeModels),
+	StartRoutingType:         command("start_routing", (*state).applyStartRouting),
+	SetNodeCapacityType:      command("set_node_capacity", (*state).applySetNodeCapacity),
+	SortableEventIDsType:     command("sortable_event_ids", (*state).applySortableEventIDs),
+	SpecsByReferenceType:     command("specs_by_reference", (*state).applySpecsByReference),
+	DerivedCreatedEventsType: command("derived_created_events", (*state).applyDerivedCreatedEvents),
 }
 
 // What each command answers, in type order: the R of its apply function and
@@ -256,6 +258,7 @@ func (*StartRouting) answers(bool)                       {}
 func (*SetNodeCapacity) answers(Nothing)                 {}
 func (*SortableEventIDs) answers(bool)                   {}
 func (*SpecsByReference) answers(bool)                   {}
+func (*DerivedCreatedEvents) answers(bool)               {}
 
 func (t MessageType) String() string {
 	if e := registry[t]; e.name != "" {

@@ -131,6 +131,24 @@ type Video struct {
 	// in the order they finished: what a twin of the farm (the admin
 	// history, bench sim --from-farm) calibrates its model against.
 	Timings []TaskTiming `msgpack:"timings,omitempty"`
+	// CreatedEvent is what the video's video.created event says that the
+	// rest of its record does not, once DerivedCreatedEvents is applied:
+	// the event is then read from the record (createdEvent), not logged.
+	// Zero for a video created before, so its record encodes as it did.
+	CreatedEvent CreatedEventInfo `msgpack:"created_event,omitempty"`
+}
+
+// CreatedEventInfo is the part of a video.created event that its video's
+// record does not keep: its place in the account's event log, what the
+// video's progress said then, and what the record has changed since (its
+// duration, set from the rendered file; a preview's status).
+type CreatedEventInfo struct {
+	Seq             uint64 `msgpack:"seq"`
+	QueuePosition   uint64 `msgpack:"queue_position,omitempty"`
+	WaitReason      string `msgpack:"wait_reason,omitempty"`
+	WaitMessage     string `msgpack:"wait_message,omitempty"`
+	DurationSeconds int    `msgpack:"duration,omitempty"`
+	Preview         bool   `msgpack:"preview,omitempty"`
 }
 
 // TaskTiming is how long one task of a video took on the node that

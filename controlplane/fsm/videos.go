@@ -66,7 +66,7 @@ func (s *state) applyCreateVideo(c *CreateVideo) (CreateVideoResult, error) {
 	s.addVideo(v)
 	s.videoChanged(v, c.Now)
 	res := CreateVideoResult{QueuedVideo: s.queued(v)}
-	s.emitCreated(res.QueuedVideo, c.Now)
+	s.emitCreated(v, res.QueuedVideo, c.Now)
 	if c.IdempotencyKey != "" {
 		rec := &Idempotency{
 			AccountID: c.AccountID, Key: c.IdempotencyKey, BodyHash: c.BodyHash, VideoID: v.ID,

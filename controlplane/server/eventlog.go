@@ -37,6 +37,14 @@ func (s *Server) specsByReference(ctx context.Context, level fsm.MessageType) {
 		"specs by reference: new events and idempotency records keep a video without its spec, which is read from the video")
 }
 
+// deriveCreatedEvents stops logging video.created events, which are then
+// derived from their videos' records (fsm.DerivedCreatedEvents), once the
+// log is on and every member understands the command.
+func (s *Server) deriveCreatedEvents(ctx context.Context, level fsm.MessageType) {
+	s.switchLogOn(ctx, level, &fsm.DerivedCreatedEvents{Now: time.Now().UnixNano()}, s.Node.FSM.CreatedEventsDerived,
+		"derived created events: new videos' video.created events are read from their records, not logged")
+}
+
 // switchLogOn is switchOn for a switch kept with the event log's state,
 // which the FSM refuses while the log is off: it waits for the log too.
 func (s *Server) switchLogOn(ctx context.Context, level fsm.MessageType, cmd fsm.Command, on func() bool, started string) {

@@ -92,6 +92,7 @@ func (s *Server) leaderJobs(ctx context.Context) {
 				s.startEventLog(ctx, level)
 				s.sortableEventIDs(ctx, level)
 				s.specsByReference(ctx, level)
+				s.deriveCreatedEvents(ctx, level)
 				s.startRouting(ctx, level)
 			}
 		}
