@@ -73,10 +73,11 @@ func (p *netProxy) serve(i, port int) {
 }
 
 func (p *netProxy) pipe(in net.Conn, from, to int, target string) {
+	blocked := func() bool { return p.cut[from] != p.cut[to] || (from < 0 && len(p.cut) > 0) }
 	p.mu.Lock()
-	blocked := p.cut[from] != p.cut[to] || (from < 0 && len(p.cut) > 0)
+	early := blocked()
 	p.mu.Unlock()
-	if blocked {
+	if early {
 		in.Close()
 		return
 	}
@@ -85,9 +86,21 @@ func (p *netProxy) pipe(in net.Conn, from, to int, target string) {
 		in.Close()
 		return
 	}
+	// Checked again with the registration, under one lock: a cut made
+	// while this connection was dialled would otherwise miss it (isolate
+	// closes only the connections registered), and it carried Raft's
+	// traffic across the cut (a cut-off leader once committed a write so).
 	p.mu.Lock()
-	p.conns[in], p.conns[out] = [2]int{from, to}, [2]int{from, to}
+	late := blocked()
+	if !late {
+		p.conns[in], p.conns[out] = [2]int{from, to}, [2]int{from, to}
+	}
 	p.mu.Unlock()
+	if late {
+		in.Close()
+		out.Close()
+		return
+	}
 	done := make(chan struct{}, 2)
 	cp := func(dst, src net.Conn) {
 		_, _ = io.Copy(dst, src)

@@ -38,23 +38,35 @@ func BenchmarkListVideos(b *testing.B) {
 	checkpoint(b, f)
 	ts := f.TierStats()
 	b.Logf("%d videos filled and checkpointed in %s: %d on disk, state file %d MB", n, time.Since(start).Round(time.Millisecond), ts.VideosOnDisk, ts.StoreBytes>>20)
-	deep, err := f.ListVideos("a", fsm.VideoFilter{Limit: n / 2})
-	if err != nil {
-		b.Fatal(err)
+	// And an account with VIDFARM_BENCH_QUEUED videos queued (default
+	// 50,000), held in memory: a page from the middle of it starts at its
+	// cursor, not by stepping over the videos before it.
+	q := envInt("VIDFARM_BENCH_QUEUED", 50_000)
+	must(&fsm.CreateAccount{AccountID: "q", Name: "q", Plan: fsm.PlanMax, Credits: 1 << 40, KeyID: "kq", KeyHash: keyHash("kq"), KeyHint: "kq", Now: t0})
+	for i := range q {
+		must(&fsm.CreateVideo{VideoID: fmt.Sprintf("vid_q%08d", i), AccountID: "q", Spec: manualSpec("p"), Price: 1, Now: t0 + int64(n+i)})
 	}
-	cursor := deep.Videos[len(deep.Videos)-1].ID
+	cursorOf := func(account string, k int) string {
+		deep, err := f.ListVideos(account, fsm.VideoFilter{Limit: k})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return deep.Videos[len(deep.Videos)-1].ID
+	}
+	cursor := cursorOf("a", n/2)
 	for _, bc := range []struct {
-		name string
-		flt  fsm.VideoFilter
+		name, account string
+		flt           fsm.VideoFilter
 	}{
-		{"newest", fsm.VideoFilter{Limit: 100}},
-		{"middle", fsm.VideoFilter{Limit: 100, StartingAfter: cursor}},
-		{"folder", fsm.VideoFilter{Limit: 100, FolderID: "fo"}},
-		{"status", fsm.VideoFilter{Limit: 100, Status: fsm.StatusFailed, StartingAfter: cursor}},
+		{"newest", "a", fsm.VideoFilter{Limit: 100}},
+		{"middle", "a", fsm.VideoFilter{Limit: 100, StartingAfter: cursor}},
+		{"folder", "a", fsm.VideoFilter{Limit: 100, FolderID: "fo"}},
+		{"status", "a", fsm.VideoFilter{Limit: 100, Status: fsm.StatusFailed, StartingAfter: cursor}},
+		{"queued_middle", "q", fsm.VideoFilter{Limit: 100, StartingAfter: cursorOf("q", q/2)}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
-				page, err := f.ListVideos("a", bc.flt)
+				page, err := f.ListVideos(bc.account, bc.flt)
 				if err != nil || len(page.Videos) != 100 {
 					b.Fatalf("%d videos, %v", len(page.Videos), err)
 				}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"sort"
 	"strings"
 
 	"go.etcd.io/bbolt"
@@ -86,6 +87,16 @@ func (s *state) eachVideo(account, tag string, desc bool, bound uint64, fn func(
 	i, step := 0, 1
 	if desc {
 		i, step = len(mem)-1, -1
+	}
+	if bound != 0 {
+		// mem is in sequence order: start at the bound instead of stepping
+		// over every video before it (a big queue, and the event log's
+		// search by halves reads from many bounds).
+		if desc {
+			i = sort.Search(len(mem), func(k int) bool { return s.seqOf[mem[k]] >= bound }) - 1
+		} else {
+			i = sort.Search(len(mem), func(k int) bool { return s.seqOf[mem[k]] > bound })
+		}
 	}
 	beyond := func(seq uint64) bool { return bound != 0 && ((desc && seq >= bound) || (!desc && seq <= bound)) }
 	// nextMem returns the next memory video under tag within the bound.
