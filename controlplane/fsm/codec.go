@@ -334,7 +334,6 @@ func (l LoggedEvent) EncodeMsgpack(e *msgpack.Encoder) error {
 		f.u64("seq", l.Seq)
 		f.object("event", l.Event.fields)
 		f.bool("spec_ref", l.SpecByRef)
-		f.u64("video_seq", l.VideoSeq)
 	})
 }
 

@@ -61,8 +61,7 @@ func TestCodecMatchesReflection(t *testing.T) {
 					Seq       uint64     `msgpack:"seq"`
 					Event     plainEvent `msgpack:"event"`
 					SpecByRef bool       `msgpack:"spec_ref,omitempty"`
-					VideoSeq  uint64     `msgpack:"video_seq,omitempty"`
-				}{l.Seq, plainEvent(l.Event), l.SpecByRef, l.VideoSeq}
+				}{l.Seq, plainEvent(l.Event), l.SpecByRef}
 			},
 		},
 	}

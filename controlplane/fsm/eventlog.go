@@ -55,11 +55,6 @@ type LoggedEvent struct {
 	// after SpecsByReference has it. Absent (false) before, so an older
 	// event encodes as it did.
 	SpecByRef bool `msgpack:"spec_ref,omitempty"`
-	// VideoSeq is the last video sequence number given when the event was
-	// logged: the videos created after it, whose video.created events are
-	// derived (DerivedCreatedEvents), come after it in the log. Absent
-	// (0) before DerivedCreatedEvents.
-	VideoSeq uint64 `msgpack:"video_seq,omitempty"`
 }
 
 // eventLog is the log's part of the hot state.
@@ -72,13 +67,11 @@ type eventLog struct {
 	// specRef: a video's events are logged without its spec
 	// (SpecsByReference).
 	specRef bool
-	// derived: a video's video.created event is read from its record,
-	// not logged, for the videos after sequence number derivedFrom
-	// (DerivedCreatedEvents); keptFrom is the latest TrimEventLog's
-	// Before, before which no derived event is listed.
-	derived     bool
-	derivedFrom uint64
-	keptFrom    int64
+	// derived: a new video's video.created event is read from its
+	// record, not logged (DerivedCreatedEvents); keptFrom is the latest
+	// TrimEventLog's Before, before which no derived event is listed.
+	derived  bool
+	keptFrom int64
 }
 
 // StartEventLog switches the event log on: from this entry on, every
@@ -202,12 +195,7 @@ func (s *state) applySpecsByReference(*SpecsByReference) (bool, error) {
 // applyDerivedCreatedEvents answers whether it switched deriving created
 // events on (false: it was).
 func (s *state) applyDerivedCreatedEvents(*DerivedCreatedEvents) (bool, error) {
-	was := s.evlog.derived
-	if _, err := s.switchLogOn(&s.evlog.derived, "derived created events"); err != nil || was {
-		return false, err
-	}
-	s.evlog.derivedFrom = s.videoSeq
-	return true, nil
+	return s.switchLogOn(&s.evlog.derived, "derived created events")
 }
 
 // switchLogOn turns on sw, a switch kept with the log's state (so it needs
@@ -245,9 +233,6 @@ func (s *state) logEvent(ev Event) {
 	}
 	s.evlog.seq++
 	e := &LoggedEvent{Seq: s.evlog.seq, Event: ev}
-	if s.evlog.derived {
-		e.VideoSeq = s.videoSeq
-	}
 	// ev is this call's copy: the webhook's event keeps the spec.
 	e.Event.Video, e.SpecByRef = s.keptVideo(ev.Video)
 	// Every id is new: a video is created, first leaves the queue and ends
@@ -337,7 +322,7 @@ func (s *state) eventLogRecords(hotOnly bool) []record {
 	}
 	l := &s.evlog
 	out := []record{{recEventLog, eventLogRecord{On: true, Seq: l.seq, Sortable: l.sortable, SpecRef: l.specRef,
-		Derived: l.derived, DerivedFrom: l.derivedFrom, KeptFrom: l.keptFrom}}}
+		Derived: l.derived, KeptFrom: l.keptFrom}}}
 	if !hotOnly {
 		out = append(out, record{recTable, s.eventLog.snapshot(recLoggedEvent, "")})
 	}
@@ -358,17 +343,16 @@ type eventLogRecord struct {
 	Sortable bool `msgpack:"sortable,omitempty"`
 	// SpecRef likewise until SpecsByReference.
 	SpecRef bool `msgpack:"spec_ref,omitempty"`
-	// Derived, DerivedFrom and KeptFrom likewise until DerivedCreatedEvents.
-	Derived     bool   `msgpack:"derived,omitempty"`
-	DerivedFrom uint64 `msgpack:"derived_from,omitempty"`
-	KeptFrom    int64  `msgpack:"kept_from,omitempty"`
+	// Derived and KeptFrom likewise until DerivedCreatedEvents.
+	Derived  bool  `msgpack:"derived,omitempty"`
+	KeptFrom int64 `msgpack:"kept_from,omitempty"`
 }
 
 func (s *state) restoreEventLogRecord(t recordType, body []byte) error {
 	if t == recEventLog {
 		r, err := decodeRecord[eventLogRecord](body, "event log")
 		s.evlog = eventLog{on: r.On, seq: r.Seq, sortable: r.Sortable, specRef: r.SpecRef,
-			derived: r.Derived, derivedFrom: r.DerivedFrom, keptFrom: r.KeptFrom}
+			derived: r.Derived, keptFrom: r.KeptFrom}
 		return err
 	}
 	e, err := decodeRecord[LoggedEvent](body, "logged event")

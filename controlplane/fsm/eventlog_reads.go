@@ -27,7 +27,7 @@ type EventQuery struct {
 // Events lists a page of the account's event log, oldest first. It reads the
 // log's index by account, or by account and type for one type, and the
 // account's videos created since DerivedCreatedEvents for their
-// video.created events, merged in log order: the cost is the page, not
+// video.created events, merged by the log's sequence number: the cost is the page, not
 // the account's history (several types read the account's index and skip
 // the others). ErrEventNotFound when After is not an event of the
 // account's log.
@@ -36,13 +36,12 @@ func (f *FSM) Events(q EventQuery) (EventPage, error) {
 	defer f.mu.RUnlock()
 	s := f.s
 	var from *groupPos
-	videosAfter := s.evlog.derivedFrom // the derived events are of the videos past it
 	if q.After != "" {
-		p, vseq, ok := s.eventPlace(q.AccountID, q.After)
+		p, ok := s.eventPlace(q.AccountID, q.After)
 		if !ok {
 			return EventPage{}, fmt.Errorf("events after %s: %w", q.After, ErrEventNotFound)
 		}
-		from, videosAfter = &p, max(videosAfter, vseq)
+		from = &p
 	}
 	group := q.AccountID
 	if len(q.Types) == 1 {
@@ -60,7 +59,11 @@ func (f *FSM) Events(q EventQuery) (EventPage, error) {
 	})
 	var derived []*Video
 	if s.evlog.derived && (len(q.Types) == 0 || slices.Contains(q.Types, EventVideoCreated)) {
-		derived = s.derivedCreated(q.AccountID, videosAfter, q.Limit+1)
+		after := uint64(0)
+		if from != nil {
+			after = uint64(from.at)
+		}
+		derived = s.derivedCreated(q.AccountID, after, q.Limit+1)
 	}
 	var page EventPage
 	for len(logged)+len(derived) > 0 {
@@ -84,21 +87,20 @@ func (f *FSM) Events(q EventQuery) (EventPage, error) {
 }
 
 // eventPlace finds the event id of the account's log: its place in the
-// log's groups, and the last video sequence number whose derived
-// video.created event comes before it.
-func (s *state) eventPlace(account, id string) (groupPos, uint64, bool) {
+// log's groups, whose time is the event's sequence number.
+func (s *state) eventPlace(account, id string) (groupPos, bool) {
 	if e, ok := s.eventLog.get(id); ok {
-		return groupPos{int64(e.Seq), id}, e.VideoSeq, e.Event.AccountID == account
+		return groupPos{int64(e.Seq), id}, e.Event.AccountID == account
 	}
 	vid, ok := strings.CutPrefix(id, createdEventPrefix)
 	if !ok || !s.evlog.derived {
-		return groupPos{}, 0, false
+		return groupPos{}, false
 	}
-	v, seq, ok := s.lookupVideo(vid)
+	v, _, ok := s.lookupVideo(vid)
 	if !ok || v.AccountID != account || v.CreatedEvent.Seq == 0 || v.CreatedAt < s.evlog.keptFrom {
-		return groupPos{}, 0, false
+		return groupPos{}, false
 	}
-	return groupPos{int64(v.CreatedEvent.Seq), id}, seq, true
+	return groupPos{int64(v.CreatedEvent.Seq), id}, true
 }
 
 // createdEventPrefix starts the id of a derived video.created event, which
@@ -107,14 +109,18 @@ func (s *state) eventPlace(account, id string) (groupPos, uint64, bool) {
 // characters of base32, none of them an underscore.
 const createdEventPrefix = "evt_created_"
 
-// derivedCreated returns up to n of the account's videos past sequence
-// number after whose video.created events are derived and still kept,
-// oldest first: the videos are in the order of their events.
+// derivedCreated returns up to n of the account's videos whose
+// video.created events are derived, still kept and past the log's sequence
+// number after, oldest first: the videos are in the order of their events.
+// Video sequence numbers are not compared with anything kept elsewhere: a
+// restore numbers the videos afresh, keeping only each account's order.
 func (s *state) derivedCreated(account string, after uint64, n int) []*Video {
-	after = max(after, s.keptVideosAfter(account, after))
+	// A video created before DerivedCreatedEvents has no sequence number
+	// of its own here (0), so it is skipped like one the page follows.
+	skip := func(v *Video) bool { return v.CreatedEvent.Seq <= after || v.CreatedAt < s.evlog.keptFrom }
 	var out []*Video
-	s.eachVideo(account, "", false, after, func(v *Video, _ uint64) bool {
-		if v.CreatedEvent.Seq != 0 && v.CreatedAt >= s.evlog.keptFrom {
+	s.eachVideo(account, "", false, s.skipVideos(account, skip), func(v *Video, _ uint64) bool {
+		if !skip(v) {
 			out = append(out, v)
 		}
 		return len(out) < n
@@ -122,35 +128,35 @@ func (s *state) derivedCreated(account string, after uint64, n int) []*Video {
 	return out
 }
 
-// keptVideosAfter skips the account's videos past after whose derived
-// events TrimEventLog no longer lists, so that a page does not read them one
-// by one: a video sequence number at or past after before which every one
-// of the account's videos was created before the kept time. It searches the
-// sequence numbers by halves, reading the first video from each, as videos
-// are created in the order of the leader's clock; where a new leader's
-// clock ran behind, the videos around the kept time may be listed for a
-// little less than EventLogRetention, never one created before it.
-func (s *state) keptVideosAfter(account string, after uint64) uint64 {
-	if s.evlog.keptFrom == 0 {
-		return after
-	}
-	// expired reports whether the account's first video past seq was
-	// created before the kept time (false: none is).
-	expired := func(seq uint64) bool {
-		old := false
+// skipVideos is a video sequence number up to which skip holds for every
+// one of the account's videos, so that a page does not read them one by
+// one (those created before the switch, those the page follows, those
+// TrimEventLog no longer lists). It searches the sequence numbers by
+// halves, reading the account's first video past each: skip must hold for
+// a first run of the account's videos and not after. It does for the
+// videos before the switch and for the event order; for the kept time as
+// videos are created in the order of the leader's clock, and where a new
+// leader's clock ran behind, the videos around the kept time may be listed
+// for a little less than EventLogRetention, never one created before it
+// (derivedCreated checks each).
+func (s *state) skipVideos(account string, skip func(*Video) bool) uint64 {
+	// skipped reports whether skip holds for the account's first video
+	// past seq (false: there is none).
+	skipped := func(seq uint64) bool {
+		yes := false
 		s.eachVideo(account, "", false, seq, func(v *Video, _ uint64) bool {
-			old = v.CreatedAt < s.evlog.keptFrom
+			yes = skip(v)
 			return false
 		})
-		return old
+		return yes
 	}
-	lo, hi := after, s.videoSeq // expired(lo) or lo == after; !expired(hi)
-	if !expired(lo) {
-		return after
+	lo, hi := uint64(0), s.videoSeq // skipped(lo) or lo == 0; !skipped(hi)
+	if !skipped(lo) {
+		return 0
 	}
 	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2
-		if expired(mid) {
+		if skipped(mid) {
 			lo = mid
 		} else {
 			hi = mid
