@@ -66,17 +66,17 @@ func (a *leaseEntry) less(b *leaseEntry) bool {
 func (s *State) leaseLess(i, j int) bool { return s.leaseHeap[i].less(&s.leaseHeap[j]) }
 
 func (s *State) pushLease(t *task) {
-	t.lIdx = len(s.leaseHeap)
+	t.lIdx = int32(len(s.leaseHeap))
 	s.leaseHeap = append(s.leaseHeap, leaseEntry{deadline: t.lease.deadline, token: t.lease.token, t: t})
-	s.leaseUp(t.lIdx)
+	s.leaseUp(int(t.lIdx))
 }
 
 func (s *State) removeLease(t *task) {
 	h := s.leaseHeap
-	i, last := t.lIdx, len(h)-1
+	i, last := int(t.lIdx), len(h)-1
 	if i != last {
 		h[i] = h[last]
-		h[i].t.lIdx = i
+		h[i].t.lIdx = int32(i)
 	}
 	h[last] = leaseEntry{}
 	s.leaseHeap = h[:last]
@@ -89,8 +89,8 @@ func (s *State) removeLease(t *task) {
 // fixLease restores heap order after t's deadline changed.
 func (s *State) fixLease(t *task) {
 	s.leaseHeap[t.lIdx].deadline = t.lease.deadline
-	if !s.leaseDown(t.lIdx) {
-		s.leaseUp(t.lIdx)
+	if i := int(t.lIdx); !s.leaseDown(i) {
+		s.leaseUp(i)
 	}
 }
 
@@ -107,12 +107,12 @@ func (s *State) leaseUp(i int) {
 			break
 		}
 		h[i] = h[p]
-		h[i].t.lIdx = i
+		h[i].t.lIdx = int32(i)
 		i = p
 	}
 	if i != start {
 		h[i] = e
-		e.t.lIdx = i
+		e.t.lIdx = int32(i)
 	}
 }
 
@@ -133,12 +133,12 @@ func (s *State) leaseDown(i int) bool {
 			break
 		}
 		h[i] = h[m]
-		h[i].t.lIdx = i
+		h[i].t.lIdx = int32(i)
 		i = m
 	}
 	if i != start {
 		h[i] = e
-		e.t.lIdx = i
+		e.t.lIdx = int32(i)
 	}
 	return i > start
 }

@@ -70,7 +70,7 @@ func checkInvariants(s *State) error {
 	tokens := map[uint64]bool{}
 	for i, e := range s.leaseHeap {
 		t := e.t
-		if t.lIdx != i || t.state != TaskLeased || t.lease == nil ||
+		if int(t.lIdx) != i || t.state != TaskLeased || t.lease == nil ||
 			e.deadline != t.lease.deadline || e.token != t.lease.token {
 			return fmt.Errorf("lease heap entry %d (%s) inconsistent", i, t.id)
 		}
@@ -97,7 +97,7 @@ func checkInvariants(s *State) error {
 	for id, n := range s.nodes {
 		cpu := 0
 		for i, t := range n.leased {
-			if t.nIdx != i || t.lease == nil || t.lease.node != n {
+			if int(t.nIdx) != i || t.lease == nil || t.lease.node != n {
 				return fmt.Errorf("node %s lease list broken", id)
 			}
 			cpu += t.cls.req.CPUSlots
@@ -195,7 +195,7 @@ func checkInvariants(s *State) error {
 		if found, _ := s.task(t.id); found != t || t.v.tasks[t.idx] != t || s.videos[t.v.id] != t.v {
 			return fmt.Errorf("task %s index broken", id)
 		}
-		pending := 0
+		pending := int32(0)
 		for _, d := range t.deps {
 			if d.state != TaskDone {
 				pending++
@@ -326,7 +326,7 @@ func bruteForceLevel(s *State, n *node, cands []*task, prio int, now time.Time) 
 			if i == failedLookahead {
 				break
 			}
-			if !(h.failures > 0 && c.capable > len(h.failedNodes) && slices.Contains(h.failedNodes, n.spec.ID)) {
+			if !(h.failures() > 0 && c.capable > len(h.failedNodes()) && slices.Contains(h.failedNodes(), n.spec.ID)) {
 				offer = h
 				break
 			}

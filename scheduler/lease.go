@@ -58,7 +58,7 @@ func (t *task) leaseInfo() Lease {
 		Kind:      t.kind,
 		Req:       t.cls.req.clone(),
 		GPUIDs:    l.gpuIDs(),
-		Attempt:   t.attempts,
+		Attempt:   int(t.attempts),
 		GrantedAt: fromMS(l.granted),
 		Deadline:  fromMS(l.deadline),
 	}
@@ -84,7 +84,7 @@ func (s *State) grant(t *task, n *node, now, dur int64) {
 	}
 	l.gpus = n.takeGPUs(t, l.gpus)
 	n.usedCPU += t.cls.req.CPUSlots
-	t.nIdx = len(n.leased)
+	t.nIdx = int32(len(n.leased))
 	n.leased = append(n.leased, t)
 	t.lease = l
 	t.state = TaskLeased
@@ -259,7 +259,7 @@ func (s *State) Progress(ref LeaseRef, percent float64) error {
 func (s *State) Complete(ref LeaseRef, now time.Time) (Outcome, error) {
 	t, err := s.holder(ref)
 	if err != nil {
-		if t != nil && t.state == TaskDone && t.doneNode == ref.NodeID && t.doneToken == ref.Token {
+		if t != nil && t.state == TaskDone && t.hist != nil && t.hist.doneNode == ref.NodeID && t.hist.doneToken == ref.Token {
 			return Outcome{TaskID: t.id, VideoID: t.v.id, Duplicate: true}, nil
 		}
 		return Outcome{}, err
@@ -270,7 +270,8 @@ func (s *State) Complete(ref LeaseRef, now time.Time) (Outcome, error) {
 // complete ends the current lease ref of t as a success.
 func (s *State) complete(t *task, ref LeaseRef, now time.Time) Outcome {
 	out := Outcome{TaskID: t.id, VideoID: t.v.id}
-	t.doneNode, t.doneToken = ref.NodeID, ref.Token
+	h := t.history()
+	h.doneNode, h.doneToken = ref.NodeID, ref.Token
 	t.cls.noteDone(ms(now), ms(now)-t.lease.granted)
 	s.releaseLease(t)
 	s.finishTask(t, ms(now), &out)
@@ -291,11 +292,12 @@ func (s *State) failAttempt(t *task, message string, now, base int64) Outcome {
 	out := Outcome{TaskID: t.id, VideoID: t.v.id}
 	nodeID := t.lease.node.spec.ID
 	s.releaseLease(t)
-	t.failures++
-	if !slices.Contains(t.failedNodes, nodeID) {
-		t.failedNodes = append(t.failedNodes, nodeID)
+	h := t.history()
+	h.failures++
+	if !slices.Contains(h.failedNodes, nodeID) {
+		h.failedNodes = append(h.failedNodes, nodeID)
 	}
-	if len(t.failedNodes) < s.cfg.MaxNodeFailures && t.failures < s.cfg.MaxAttempts {
+	if len(h.failedNodes) < s.cfg.MaxNodeFailures && h.failures < s.cfg.MaxAttempts {
 		s.requeue(t, message, now, base)
 		out.Requeued = true
 		return out
@@ -303,7 +305,7 @@ func (s *State) failAttempt(t *task, message string, now, base int64) Outcome {
 	t.state = TaskFailed
 	v := t.v
 	v.failedTask = t.id
-	v.failure = fmt.Sprintf("task %s failed %d time(s) on %d node(s); last: %s", t.name, t.failures, len(t.failedNodes), message)
+	v.failure = fmt.Sprintf("task %s failed %d time(s) on %d node(s); last: %s", t.name, h.failures, len(h.failedNodes), message)
 	out.VideoFailed = true
 	out.Failure = v.failure
 	s.endVideo(v, VideoFailed, &out)

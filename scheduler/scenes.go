@@ -61,13 +61,12 @@ func PrepareScenes(videoID string, n int, req Requirements) (*PreparedScenes, er
 	for i := range ps.tasks {
 		t := &ps.tasks[i]
 		*t = task{
-			id:     ids[i],
-			name:   sceneName(i + 1),
-			kind:   KindScene,
-			weight: float64(KindScene.Weight()) / float64(n),
-			state:  TaskBlocked,
-			lIdx:   -1,
-			nIdx:   -1,
+			id:    ids[i],
+			name:  sceneName(i + 1),
+			kind:  KindScene,
+			state: TaskBlocked,
+			lIdx:  -1,
+			nIdx:  -1,
 		}
 		t.deps, t.after, links = links[0:0:1], links[1:1:2], links[2:]
 	}
@@ -122,7 +121,7 @@ func (s *State) AddPreparedScenes(ps *PreparedScenes, now time.Time) error {
 	s.changed(v)
 	n := len(ps.tasks)
 	at := ms(now)
-	v.sceneBase = len(v.tasks)
+	v.sceneBase, v.scenes = len(v.tasks), n
 	v.tasks = ps.grow(v.tasks, n)
 	v.plan.after = ps.grow(v.plan.after, n)
 	v.gate.deps = ps.grow(v.gate.deps, n)
@@ -133,7 +132,7 @@ func (s *State) AddPreparedScenes(ps *PreparedScenes, now time.Time) error {
 	}
 	for i := range ps.tasks {
 		sc := &ps.tasks[i]
-		sc.v, sc.idx, sc.sub, sc.seq, sc.cls = v, len(v.tasks), v.submitted, v.seq, cls
+		sc.v, sc.idx, sc.sub, sc.seq, sc.cls = v, int32(len(v.tasks)), v.submitted, v.seq, cls
 		v.tasks = append(v.tasks, sc)
 		link(v.plan, sc)
 		link(sc, v.gate)

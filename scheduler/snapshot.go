@@ -3,6 +3,7 @@ package scheduler
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -150,13 +151,13 @@ func (v *video) record() VideoRecord {
 			Req:          t.cls.req.clone(),
 			AwaitsScenes: t.awaitsScenes,
 			State:        t.state,
-			Attempts:     t.attempts,
-			Failures:     t.failures,
-			FailedNodes:  slices.Clone(t.failedNodes),
+			Attempts:     int(t.attempts),
 			Percent:      t.percent,
 			ReadyAt:      fromMS(t.readyAt),
-			DoneNode:     t.doneNode,
-			DoneToken:    t.doneToken,
+		}
+		if h := t.hist; h != nil {
+			tr.Failures, tr.FailedNodes = h.failures, slices.Clone(h.failedNodes)
+			tr.DoneNode, tr.DoneToken = h.doneNode, h.doneToken
 		}
 		if len(t.deps) > 0 {
 			from := len(deps)
@@ -166,7 +167,7 @@ func (v *video) record() VideoRecord {
 			tr.Deps = deps[from:len(deps):len(deps)] // capped: an append by the reader copies
 		}
 		if t.state == TaskRetrying {
-			tr.Retry = &RetryRecord{At: fromMS(t.retryAt), LastFailure: t.lastFailure}
+			tr.Retry = &RetryRecord{At: fromMS(t.retryAt()), LastFailure: t.hist.lastFailure}
 		}
 		if l := t.lease; l != nil {
 			tr.Lease = &LeaseRecord{
@@ -273,10 +274,9 @@ func (s *State) restoreVideo(vr VideoRecord) (ready, leased []*task, err error) 
 		failure:     vr.Failure,
 	}
 	s.videos[v.id] = v
-	scenes := 0
 	for _, tr := range vr.Tasks {
 		if tr.Kind == KindScene {
-			scenes++
+			v.scenes++
 		}
 	}
 	byName := make(map[string]*task, len(vr.Tasks))
@@ -290,15 +290,15 @@ func (s *State) restoreVideo(vr VideoRecord) (ready, leased []*task, err error) 
 		}
 		t := s.newTask(v, taskID(v.id, tr.Name), tr.Name, tr.Kind, tr.Req)
 		t.state = tr.State
-		t.attempts, t.failures = tr.Attempts, tr.Failures
-		t.failedNodes = slices.Clone(tr.FailedNodes)
+		if tr.Attempts < 0 || tr.Attempts > math.MaxInt32 {
+			return nil, nil, bad("task %q: %d attempts", tr.Name, tr.Attempts)
+		}
+		t.attempts = int32(tr.Attempts)
+		if tr.Failures != 0 || len(tr.FailedNodes) > 0 || tr.DoneNode != "" || tr.DoneToken != 0 {
+			t.hist = &taskHistory{failures: tr.Failures, failedNodes: slices.Clone(tr.FailedNodes), doneNode: tr.DoneNode, doneToken: tr.DoneToken}
+		}
 		t.percent = tr.Percent
 		t.readyAt = ms(tr.ReadyAt)
-		t.doneNode, t.doneToken = tr.DoneNode, tr.DoneToken
-		t.weight = float64(tr.Kind.Weight())
-		if tr.Kind == KindScene {
-			t.weight /= float64(scenes)
-		}
 		if tr.AwaitsScenes {
 			t.awaitsScenes = true
 			v.gate = t
@@ -374,7 +374,7 @@ func (s *State) restoreLease(t *task, l *lease) error {
 		}
 	}
 	n.usedCPU += t.cls.req.CPUSlots
-	t.nIdx = len(n.leased)
+	t.nIdx = int32(len(n.leased))
 	n.leased = append(n.leased, t)
 	s.pushLease(t)
 	t.v.acct.running++

@@ -105,7 +105,7 @@ func (s *State) VideoStatus(videoID string) (VideoStatus, error) {
 		if t.state == TaskReady && (waiting == nil || t.older(waiting)) {
 			waiting = t
 		}
-		if t.state == TaskRetrying && (retrying == nil || t.retryAt < retrying.retryAt) {
+		if t.state == TaskRetrying && (retrying == nil || t.retryAt() < retrying.retryAt()) {
 			retrying = t
 		}
 	}
@@ -129,12 +129,13 @@ func (v *video) percent() int {
 	}
 	var total, done float64
 	for _, t := range v.tasks {
-		total += t.weight
+		w := t.weight()
+		total += w
 		switch t.state {
 		case TaskDone:
-			done += t.weight
+			done += w
 		case TaskLeased:
-			done += t.weight * t.percent / 100
+			done += w * t.percent / 100
 		}
 	}
 	if v.mode == ModeAuto && !v.scenesAdded {
@@ -251,9 +252,10 @@ func (s *State) DoneShare(videoID string) (float64, error) {
 	}
 	var total, done float64
 	for _, t := range v.tasks {
-		total += t.weight
+		w := t.weight()
+		total += w
 		if t.state == TaskDone {
-			done += t.weight
+			done += w
 		}
 	}
 	if v.mode == ModeAuto && !v.scenesAdded {

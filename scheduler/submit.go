@@ -57,15 +57,14 @@ func PrepareSubmit(g Graph) (*Prepared, error) {
 	for i, ts := range g.Tasks {
 		t := v.alloc()
 		*t = task{
-			id:     ids[i],
-			name:   ts.Name,
-			v:      v,
-			idx:    len(v.tasks),
-			kind:   ts.Kind,
-			weight: float64(ts.Kind.Weight()),
-			state:  TaskBlocked,
-			lIdx:   -1,
-			nIdx:   -1,
+			id:    ids[i],
+			name:  ts.Name,
+			v:     v,
+			idx:   int32(len(v.tasks)),
+			kind:  ts.Kind,
+			state: TaskBlocked,
+			lIdx:  -1,
+			nIdx:  -1,
 		}
 		v.tasks = append(v.tasks, t)
 		dependents = append(dependents, 0)

@@ -87,7 +87,11 @@ type Task struct {
 // completion reads or writes come first, so that a task's trip through the
 // queue, the lease and its completion touches few of its cache lines;
 // those read by status, retries and failures come last. Its lease is a
-// record of its own (State.newLease).
+// record of its own (State.newLease), and so is what only a finished or a
+// failed task has (taskHistory): a queued task is what every garbage
+// collection marks, for the whole queue, so it holds no room it does not
+// use (three of an auto video's tasks fit 704 bytes, not 1,024;
+// BenchmarkQueueMark).
 type task struct {
 	v     *video
 	cls   *class     // its requirements: cls.req
@@ -95,33 +99,83 @@ type task struct {
 	lease *lease     // while leased, else nil (State.newLease)
 	sub   int64      // v.submitted, copied: part of the age key
 	seq   uint64     // v.seq, copied: part of the age key
-	idx   int        // position in v.tasks: part of the age key
+	idx   int32      // position in v.tasks: part of the age key
 	// pending counts unfinished deps, plus one while the task waits for
 	// AddScenes (the composite of an auto video).
-	pending  int
-	state    TaskState
-	readyAt  int64 // unix ms it last became ready
-	attempts int
-	failures int
-	percent  float64
-	lIdx     int // index in State.leaseHeap
-	nIdx     int // index in node.leased
-	id       string
-	kind     Kind
-	after    []*task // dependents
-	// last completion, so a retried Complete by the same holder is a no-op
+	pending  int32
+	lIdx     int32 // index in State.leaseHeap
+	nIdx     int32 // index in node.leased
+	attempts int32
+	// awaitsScenes: the composite of an auto video (pending counts it).
+	awaitsScenes bool
+	state        TaskState
+	readyAt      int64 // unix ms it last became ready
+	percent      float64
+	id           string
+	kind         Kind
+	after        []*task // dependents
+	hist         *taskHistory
+
+	name string
+	deps []*task
+}
+
+// weight is t's share of its video's progress: its kind's weight, which
+// an auto video's scenes share.
+func (t *task) weight() float64 {
+	w := float64(t.kind.Weight())
+	if t.kind == KindScene {
+		w /= float64(t.v.scenes)
+	}
+	return w
+}
+
+// taskHistory is what a task keeps of its finished or failed attempts,
+// made on the first of them.
+type taskHistory struct {
+	// the last completion, so a retried Complete by the same holder is a
+	// no-op
 	doneNode  string
 	doneToken uint64
-
-	name         string
-	deps         []*task
-	awaitsScenes bool
-	weight       float64
-	failedNodes  []string
+	failures  int
+	// failedNodes are the distinct nodes it failed on, in order.
+	failedNodes []string
 	// retryAt and lastFailure: while TaskRetrying, when it is ready again
 	// and why its last attempt failed.
 	retryAt     int64
 	lastFailure string
+}
+
+// history is t's history, made if it has none yet.
+func (t *task) history() *taskHistory {
+	if t.hist == nil {
+		t.hist = new(taskHistory)
+	}
+	return t.hist
+}
+
+// failures is how many attempts of t failed.
+func (t *task) failures() int {
+	if t.hist == nil {
+		return 0
+	}
+	return t.hist.failures
+}
+
+// failedNodes are the nodes t failed on (nil: none).
+func (t *task) failedNodes() []string {
+	if t.hist == nil {
+		return nil
+	}
+	return t.hist.failedNodes
+}
+
+// retryAt is when a retrying t is ready again, unix ms (0: never held).
+func (t *task) retryAt() int64 {
+	if t.hist == nil {
+		return 0
+	}
+	return t.hist.retryAt
 }
 
 // older reports whether a is ahead of b in age order: older video first,
@@ -144,9 +198,9 @@ func (t *task) info() Task {
 		Kind:        t.kind,
 		Req:         t.cls.req.clone(),
 		State:       t.state,
-		Attempts:    t.attempts,
-		Failures:    t.failures,
-		FailedNodes: slices.Clone(t.failedNodes),
+		Attempts:    int(t.attempts),
+		Failures:    t.failures(),
+		FailedNodes: slices.Clone(t.failedNodes()),
 		Percent:     t.percent,
 	}
 	for _, d := range t.deps {
@@ -157,7 +211,7 @@ func (t *task) info() Task {
 		out.Lease = &l
 	}
 	if t.state == TaskRetrying {
-		at := fromMS(t.retryAt)
+		at := fromMS(t.retryAt())
 		out.RetryAt = &at
 	}
 	return out

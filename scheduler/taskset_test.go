@@ -23,7 +23,7 @@ func TestTaskSetAgainstSortedSlice(t *testing.T) {
 			ref = slices.DeleteFunc(ref, func(x *task) bool { return x == u })
 		} else {
 			// Ages out of order, as retries and dependencies make them.
-			u := &task{sub: int64(rng.IntN(50)), seq: uint64(next), idx: rng.IntN(3)}
+			u := &task{sub: int64(rng.IntN(50)), seq: uint64(next), idx: int32(rng.IntN(3))}
 			next++
 			s.Add(u)
 			ref = append(ref, u)

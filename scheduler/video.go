@@ -64,6 +64,7 @@ type video struct {
 	plan        *task  // auto only
 	slab        []task // room reserved for tasks still to be created
 	sceneBase   int    // index in tasks of scene 1 (see taskNamed)
+	scenes      int    // scene tasks (AddScenes), which share KindScene's weight
 	failedTask  string
 	failure     string
 }
@@ -83,7 +84,7 @@ func (s *State) newTask(v *video, id, name string, kind Kind, req Requirements) 
 		id:    id,
 		name:  name,
 		v:     v,
-		idx:   len(v.tasks),
+		idx:   int32(len(v.tasks)),
 		sub:   v.submitted,
 		seq:   v.seq,
 		kind:  kind,
