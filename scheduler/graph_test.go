@@ -296,8 +296,8 @@ func TestAddScenesListsApart(t *testing.T) {
 			append([]*task{tts}, scenes...),
 			append([]*task{tts}, scenes...),
 		}
-		if len(scenes) != n || tts.name != NameTTS || v.gate.name != NameComposite {
-			t.Fatalf("n %d: tasks %d, second %s, gate %s", n, len(v.tasks), tts.name, v.gate.name)
+		if len(scenes) != n || tts.name() != NameTTS || v.gate.name() != NameComposite {
+			t.Fatalf("n %d: tasks %d, second %s, gate %s", n, len(v.tasks), tts.name(), v.gate.name())
 		}
 		for i, l := range lists {
 			if !slices.Equal(*l, wantLists[i]) {
@@ -305,8 +305,8 @@ func TestAddScenesListsApart(t *testing.T) {
 			}
 		}
 		for i, sc := range scenes {
-			if sc.name != sceneName(i+1) {
-				t.Fatalf("n %d: scene %d is %s", n, i, sc.name)
+			if sc.name() != sceneName(i+1) {
+				t.Fatalf("n %d: scene %d is %s", n, i, sc.name())
 			}
 		}
 		var before [][]*task

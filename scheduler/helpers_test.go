@@ -201,7 +201,7 @@ func checkInvariants(s *State) error {
 				pending++
 			}
 		}
-		if t.awaitsScenes && !t.v.scenesAdded {
+		if t.awaitsScenes() && !t.v.scenesAdded {
 			pending++
 		}
 		if !t.state.terminal() && pending != t.pending {

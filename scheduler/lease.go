@@ -58,7 +58,7 @@ func (t *task) leaseInfo() Lease {
 		Kind:      t.kind,
 		Req:       t.cls.req.clone(),
 		GPUIDs:    l.gpuIDs(),
-		Attempt:   int(t.attempts),
+		Attempt:   t.attempts(),
 		GrantedAt: fromMS(l.granted),
 		Deadline:  fromMS(l.deadline),
 	}
@@ -88,7 +88,7 @@ func (s *State) grant(t *task, n *node, now, dur int64) {
 	n.leased = append(n.leased, t)
 	t.lease = l
 	t.state = TaskLeased
-	t.attempts++
+	t.history().attempts++
 	t.percent = 0
 	s.pushLease(t)
 	if t.v.state == VideoQueued {
@@ -305,7 +305,7 @@ func (s *State) failAttempt(t *task, message string, now, base int64) Outcome {
 	t.state = TaskFailed
 	v := t.v
 	v.failedTask = t.id
-	v.failure = fmt.Sprintf("task %s failed %d time(s) on %d node(s); last: %s", t.name, h.failures, len(h.failedNodes), message)
+	v.failure = fmt.Sprintf("task %s failed %d time(s) on %d node(s); last: %s", t.name(), h.failures, len(h.failedNodes), message)
 	out.VideoFailed = true
 	out.Failure = v.failure
 	s.endVideo(v, VideoFailed, &out)

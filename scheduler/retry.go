@@ -146,5 +146,5 @@ func (s *State) retryDue(now int64) bool {
 // retryReason says why a video whose next task is retrying waits.
 func retryReason(t *task) (Reason, string) {
 	return ReasonRetrying, fmt.Sprintf("%s failed on its last attempt (%d failure(s) so far); it is tried again at %s",
-		t.name, t.failures(), fromMS(t.retryAt()).Format(time.RFC3339))
+		t.name(), t.failures(), fromMS(t.retryAt()).Format(time.RFC3339))
 }

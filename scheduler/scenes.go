@@ -62,7 +62,6 @@ func PrepareScenes(videoID string, n int, req Requirements) (*PreparedScenes, er
 		t := &ps.tasks[i]
 		*t = task{
 			id:    ids[i],
-			name:  sceneName(i + 1),
 			kind:  KindScene,
 			state: TaskBlocked,
 			lIdx:  -1,

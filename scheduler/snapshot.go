@@ -3,7 +3,6 @@ package scheduler
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -146,23 +145,22 @@ func (v *video) record() VideoRecord {
 	deps := make([]string, 0, ndeps)
 	for _, t := range v.tasks {
 		tr := TaskRecord{
-			Name:         t.name,
+			Name:         t.name(),
 			Kind:         t.kind,
 			Req:          t.cls.req.clone(),
-			AwaitsScenes: t.awaitsScenes,
+			AwaitsScenes: t.awaitsScenes(),
 			State:        t.state,
-			Attempts:     int(t.attempts),
 			Percent:      t.percent,
 			ReadyAt:      fromMS(t.readyAt),
 		}
 		if h := t.hist; h != nil {
-			tr.Failures, tr.FailedNodes = h.failures, slices.Clone(h.failedNodes)
+			tr.Attempts, tr.Failures, tr.FailedNodes = h.attempts, h.failures, slices.Clone(h.failedNodes)
 			tr.DoneNode, tr.DoneToken = h.doneNode, h.doneToken
 		}
 		if len(t.deps) > 0 {
 			from := len(deps)
 			for _, d := range t.deps {
-				deps = append(deps, d.name)
+				deps = append(deps, d.name())
 			}
 			tr.Deps = deps[from:len(deps):len(deps)] // capped: an append by the reader copies
 		}
@@ -288,19 +286,18 @@ func (s *State) restoreVideo(vr VideoRecord) (ready, leased []*task, err error) 
 		if err := tr.Req.Validate(); err != nil {
 			return nil, nil, bad("task %q: %v", tr.Name, err)
 		}
-		t := s.newTask(v, taskID(v.id, tr.Name), tr.Name, tr.Kind, tr.Req)
+		t := s.newTask(v, taskID(v.id, tr.Name), tr.Kind, tr.Req)
 		t.state = tr.State
-		if tr.Attempts < 0 || tr.Attempts > math.MaxInt32 {
-			return nil, nil, bad("task %q: %d attempts", tr.Name, tr.Attempts)
-		}
-		t.attempts = int32(tr.Attempts)
-		if tr.Failures != 0 || len(tr.FailedNodes) > 0 || tr.DoneNode != "" || tr.DoneToken != 0 {
-			t.hist = &taskHistory{failures: tr.Failures, failedNodes: slices.Clone(tr.FailedNodes), doneNode: tr.DoneNode, doneToken: tr.DoneToken}
+		if tr.Attempts != 0 || tr.Failures != 0 || len(tr.FailedNodes) > 0 || tr.DoneNode != "" || tr.DoneToken != 0 {
+			t.hist = &taskHistory{attempts: tr.Attempts, failures: tr.Failures, failedNodes: slices.Clone(tr.FailedNodes),
+				doneNode: tr.DoneNode, doneToken: tr.DoneToken}
 		}
 		t.percent = tr.Percent
 		t.readyAt = ms(tr.ReadyAt)
 		if tr.AwaitsScenes {
-			t.awaitsScenes = true
+			if v.gate != nil {
+				return nil, nil, bad("tasks %q and %q both await scenes", v.gate.name(), tr.Name)
+			}
 			v.gate = t
 			if !v.scenesAdded {
 				t.pending++

@@ -58,7 +58,6 @@ func PrepareSubmit(g Graph) (*Prepared, error) {
 		t := v.alloc()
 		*t = task{
 			id:    ids[i],
-			name:  ts.Name,
 			v:     v,
 			idx:   int32(len(v.tasks)),
 			kind:  ts.Kind,
@@ -72,7 +71,6 @@ func PrepareSubmit(g Graph) (*Prepared, error) {
 			dependents[v.taskNamed(d).idx]++ // Validate: an earlier task
 		}
 		if ts.AwaitsScenes {
-			t.awaitsScenes = true
 			t.pending++
 			v.gate = t
 		}

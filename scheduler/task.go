@@ -87,11 +87,12 @@ type Task struct {
 // completion reads or writes come first, so that a task's trip through the
 // queue, the lease and its completion touches few of its cache lines;
 // those read by status, retries and failures come last. Its lease is a
-// record of its own (State.newLease), and so is what only a finished or a
-// failed task has (taskHistory): a queued task is what every garbage
+// record of its own (State.newLease), and so is what only a task that was
+// leased has (taskHistory); its name is read from its id and whether it
+// awaits scenes from its video. A queued task is what every garbage
 // collection marks, for the whole queue, so it holds no room it does not
-// use (three of an auto video's tasks fit 704 bytes, not 1,024;
-// BenchmarkQueueMark).
+// use: an auto video's three tasks take 576 bytes, not 1,024
+// (BenchmarkQueueMark, TestTaskLayout).
 type task struct {
 	v     *video
 	cls   *class     // its requirements: cls.req
@@ -102,23 +103,24 @@ type task struct {
 	idx   int32      // position in v.tasks: part of the age key
 	// pending counts unfinished deps, plus one while the task waits for
 	// AddScenes (the composite of an auto video).
-	pending  int32
-	lIdx     int32 // index in State.leaseHeap
-	nIdx     int32 // index in node.leased
-	attempts int32
-	// awaitsScenes: the composite of an auto video (pending counts it).
-	awaitsScenes bool
-	state        TaskState
-	readyAt      int64 // unix ms it last became ready
-	percent      float64
-	id           string
-	kind         Kind
-	after        []*task // dependents
-	hist         *taskHistory
+	pending int32
+	lIdx    int32 // index in State.leaseHeap
+	nIdx    int32 // index in node.leased
+	state   TaskState
+	readyAt int64 // unix ms it last became ready
+	percent float64
+	id      string
+	kind    Kind
+	after   []*task // dependents
+	hist    *taskHistory
 
-	name string
 	deps []*task
 }
+
+// name is t's name within its video: the part of its id after the video's
+// id and "/" (taskID; neither holds a "/"), read there rather than kept
+// beside it.
+func (t *task) name() string { return t.id[strings.LastIndexByte(t.id, '/')+1:] }
 
 // weight is t's share of its video's progress: its kind's weight, which
 // an auto video's scenes share.
@@ -130,9 +132,10 @@ func (t *task) weight() float64 {
 	return w
 }
 
-// taskHistory is what a task keeps of its finished or failed attempts,
-// made on the first of them.
+// taskHistory is what a task keeps of its attempts, made on its first
+// lease: a queued task has none.
 type taskHistory struct {
+	attempts int // leases granted
 	// the last completion, so a retried Complete by the same holder is a
 	// no-op
 	doneNode  string
@@ -153,6 +156,18 @@ func (t *task) history() *taskHistory {
 	}
 	return t.hist
 }
+
+// attempts is how many leases t was granted.
+func (t *task) attempts() int {
+	if t.hist == nil {
+		return 0
+	}
+	return t.hist.attempts
+}
+
+// awaitsScenes reports whether t is the task of an auto video that waits
+// for its scenes (pending counts them).
+func (t *task) awaitsScenes() bool { return t.v.gate == t }
 
 // failures is how many attempts of t failed.
 func (t *task) failures() int {
@@ -194,17 +209,17 @@ func (t *task) info() Task {
 	out := Task{
 		ID:          t.id,
 		VideoID:     t.v.id,
-		Name:        t.name,
+		Name:        t.name(),
 		Kind:        t.kind,
 		Req:         t.cls.req.clone(),
 		State:       t.state,
-		Attempts:    int(t.attempts),
+		Attempts:    t.attempts(),
 		Failures:    t.failures(),
 		FailedNodes: slices.Clone(t.failedNodes()),
 		Percent:     t.percent,
 	}
 	for _, d := range t.deps {
-		out.Deps = append(out.Deps, d.name)
+		out.Deps = append(out.Deps, d.name())
 	}
 	if t.lease != nil {
 		l := t.leaseInfo()
@@ -265,12 +280,12 @@ func (s *State) task(id string) (*task, bool) {
 // names, and scenes out of place, by a scan.
 func (v *video) taskNamed(name string) *task {
 	if k, ok := sceneNumber(name); ok {
-		if i := v.sceneBase + k - 1; i >= 0 && i < len(v.tasks) && v.tasks[i].name == name {
+		if i := v.sceneBase + k - 1; i >= 0 && i < len(v.tasks) && v.tasks[i].name() == name {
 			return v.tasks[i]
 		}
 	}
 	for _, t := range v.tasks {
-		if t.name == name {
+		if t.name() == name {
 			return t
 		}
 	}

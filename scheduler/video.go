@@ -77,12 +77,11 @@ func (s *State) video(id string) (*video, error) {
 	return v, nil
 }
 
-func (s *State) newTask(v *video, id, name string, kind Kind, req Requirements) *task {
+func (s *State) newTask(v *video, id string, kind Kind, req Requirements) *task {
 	cls := s.classFor(req)
 	t := v.alloc()
 	*t = task{
 		id:    id,
-		name:  name,
 		v:     v,
 		idx:   int32(len(v.tasks)),
 		sub:   v.submitted,
