@@ -86,7 +86,7 @@ func checkInvariants(s *State) error {
 		}
 		running[t.v.acct]++
 		n := t.lease.node
-		if s.nodes[n.spec.ID] != n || n.leased[t.nIdx] != t {
+		if s.nodes[n.spec.ID] != n || n.leased[t.lease.nIdx] != t {
 			return fmt.Errorf("task %s: node index broken", t.id)
 		}
 		if len(t.lease.gpus) != t.cls.req.GPUs {
@@ -97,7 +97,7 @@ func checkInvariants(s *State) error {
 	for id, n := range s.nodes {
 		cpu := 0
 		for i, t := range n.leased {
-			if int(t.nIdx) != i || t.lease == nil || t.lease.node != n {
+			if t.lease == nil || int(t.lease.nIdx) != i || t.lease.node != n {
 				return fmt.Errorf("node %s lease list broken", id)
 			}
 			cpu += t.cls.req.CPUSlots

@@ -41,6 +41,9 @@ type lease struct {
 	gpus     []string
 	granted  int64
 	deadline int64
+	// nIdx is the task's index in node.leased; here rather than in task,
+	// which needs it only while leased (lease is 64 bytes either way).
+	nIdx int32
 }
 
 func (t *task) leaseRef() LeaseRef {
@@ -58,7 +61,7 @@ func (t *task) leaseInfo() Lease {
 		Kind:      t.kind,
 		Req:       t.cls.req.clone(),
 		GPUIDs:    l.gpuIDs(),
-		Attempt:   t.attempts(),
+		Attempt:   int(t.attempts),
 		GrantedAt: fromMS(l.granted),
 		Deadline:  fromMS(l.deadline),
 	}
@@ -84,11 +87,11 @@ func (s *State) grant(t *task, n *node, now, dur int64) {
 	}
 	l.gpus = n.takeGPUs(t, l.gpus)
 	n.usedCPU += t.cls.req.CPUSlots
-	t.nIdx = int32(len(n.leased))
+	l.nIdx = int32(len(n.leased))
 	n.leased = append(n.leased, t)
 	t.lease = l
 	t.state = TaskLeased
-	t.history().attempts++
+	t.attempts++
 	t.percent = 0
 	s.pushLease(t)
 	if t.v.state == VideoQueued {
@@ -159,14 +162,13 @@ func (s *State) releaseLease(t *task) {
 	}
 	n.usedCPU -= t.cls.req.CPUSlots
 	last := len(n.leased) - 1
-	n.leased[t.nIdx] = n.leased[last]
-	n.leased[t.nIdx].nIdx = t.nIdx
+	n.leased[l.nIdx] = n.leased[last]
+	n.leased[l.nIdx].lease.nIdx = l.nIdx
 	n.leased[last] = nil
 	n.leased = n.leased[:last]
 	s.removeLease(t)
 	t.lease = nil
 	s.spareLease(l)
-	t.nIdx = -1
 	t.v.acct.finished()
 }
 
@@ -259,7 +261,7 @@ func (s *State) Progress(ref LeaseRef, percent float64) error {
 func (s *State) Complete(ref LeaseRef, now time.Time) (Outcome, error) {
 	t, err := s.holder(ref)
 	if err != nil {
-		if t != nil && t.state == TaskDone && t.hist != nil && t.hist.doneNode == ref.NodeID && t.hist.doneToken == ref.Token {
+		if t != nil && t.state == TaskDone && t.doneNode == ref.NodeID && t.doneToken == ref.Token {
 			return Outcome{TaskID: t.id, VideoID: t.v.id, Duplicate: true}, nil
 		}
 		return Outcome{}, err
@@ -270,8 +272,7 @@ func (s *State) Complete(ref LeaseRef, now time.Time) (Outcome, error) {
 // complete ends the current lease ref of t as a success.
 func (s *State) complete(t *task, ref LeaseRef, now time.Time) Outcome {
 	out := Outcome{TaskID: t.id, VideoID: t.v.id}
-	h := t.history()
-	h.doneNode, h.doneToken = ref.NodeID, ref.Token
+	t.doneNode, t.doneToken = ref.NodeID, ref.Token
 	t.cls.noteDone(ms(now), ms(now)-t.lease.granted)
 	s.releaseLease(t)
 	s.finishTask(t, ms(now), &out)

@@ -65,7 +65,6 @@ func PrepareScenes(videoID string, n int, req Requirements) (*PreparedScenes, er
 			kind:  KindScene,
 			state: TaskBlocked,
 			lIdx:  -1,
-			nIdx:  -1,
 		}
 		t.deps, t.after, links = links[0:0:1], links[1:1:2], links[2:]
 	}

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -150,12 +151,14 @@ func (v *video) record() VideoRecord {
 			Req:          t.cls.req.clone(),
 			AwaitsScenes: t.awaitsScenes(),
 			State:        t.state,
+			Attempts:     int(t.attempts),
 			Percent:      t.percent,
 			ReadyAt:      fromMS(t.readyAt),
+			DoneNode:     t.doneNode,
+			DoneToken:    t.doneToken,
 		}
 		if h := t.hist; h != nil {
-			tr.Attempts, tr.Failures, tr.FailedNodes = h.attempts, h.failures, slices.Clone(h.failedNodes)
-			tr.DoneNode, tr.DoneToken = h.doneNode, h.doneToken
+			tr.Failures, tr.FailedNodes = h.failures, slices.Clone(h.failedNodes)
 		}
 		if len(t.deps) > 0 {
 			from := len(deps)
@@ -288,9 +291,13 @@ func (s *State) restoreVideo(vr VideoRecord) (ready, leased []*task, err error) 
 		}
 		t := s.newTask(v, taskID(v.id, tr.Name), tr.Kind, tr.Req)
 		t.state = tr.State
-		if tr.Attempts != 0 || tr.Failures != 0 || len(tr.FailedNodes) > 0 || tr.DoneNode != "" || tr.DoneToken != 0 {
-			t.hist = &taskHistory{attempts: tr.Attempts, failures: tr.Failures, failedNodes: slices.Clone(tr.FailedNodes),
-				doneNode: tr.DoneNode, doneToken: tr.DoneToken}
+		if tr.Attempts < 0 || tr.Attempts > math.MaxInt32 {
+			return nil, nil, bad("task %q: %d attempts", tr.Name, tr.Attempts)
+		}
+		t.attempts = int32(tr.Attempts)
+		t.doneNode, t.doneToken = tr.DoneNode, tr.DoneToken
+		if tr.Failures != 0 || len(tr.FailedNodes) > 0 {
+			t.hist = &taskHistory{failures: tr.Failures, failedNodes: slices.Clone(tr.FailedNodes)}
 		}
 		t.percent = tr.Percent
 		t.readyAt = ms(tr.ReadyAt)
@@ -371,7 +378,7 @@ func (s *State) restoreLease(t *task, l *lease) error {
 		}
 	}
 	n.usedCPU += t.cls.req.CPUSlots
-	t.nIdx = int32(len(n.leased))
+	l.nIdx = int32(len(n.leased))
 	n.leased = append(n.leased, t)
 	s.pushLease(t)
 	t.v.acct.running++

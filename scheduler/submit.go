@@ -63,7 +63,6 @@ func PrepareSubmit(g Graph) (*Prepared, error) {
 			kind:  ts.Kind,
 			state: TaskBlocked,
 			lIdx:  -1,
-			nIdx:  -1,
 		}
 		v.tasks = append(v.tasks, t)
 		dependents = append(dependents, 0)

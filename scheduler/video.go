@@ -90,7 +90,6 @@ func (s *State) newTask(v *video, id string, kind Kind, req Requirements) *task 
 		cls:   cls,
 		state: TaskBlocked,
 		lIdx:  -1,
-		nIdx:  -1,
 	}
 	v.tasks = append(v.tasks, t)
 	s.ntasks++
