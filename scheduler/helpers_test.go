@@ -326,7 +326,7 @@ func bruteForceLevel(s *State, n *node, cands []*task, prio int, now time.Time) 
 			if i == failedLookahead {
 				break
 			}
-			if !(h.failures() > 0 && c.capable > len(h.failedNodes()) && slices.Contains(h.failedNodes(), n.spec.ID)) {
+			if !(h.past().failures > 0 && c.capable > len(h.past().failedNodes) && slices.Contains(h.past().failedNodes, n.spec.ID)) {
 				offer = h
 				break
 			}

@@ -108,7 +108,7 @@ func (s *State) pick(n *node, free *freeView, l *level, now int64) (candidate, b
 			continue
 		}
 		c := candidate{key: tk, t: top.head}
-		if c.t.failures() > 0 {
+		if c.t.past().failures > 0 {
 			var ok bool
 			if c, ok = offer(n, l.buckets[ce.ci], s.classes[ce.ci]); !ok {
 				continue
@@ -141,7 +141,7 @@ const failedLookahead = 8
 // and some live node that could run it has not failed it (there are more
 // capable live nodes than nodes t failed on).
 func avoid(t *task, n *node, cls *class) bool {
-	return t.failures() > 0 && cls.capable > len(t.failedNodes()) && slices.Contains(t.failedNodes(), n.spec.ID)
+	return t.past().failures > 0 && cls.capable > len(t.past().failedNodes) && slices.Contains(t.past().failedNodes, n.spec.ID)
 }
 
 // offer returns the task bucket b offers n: the oldest task of the top

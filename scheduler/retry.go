@@ -31,7 +31,7 @@ type retryEntry struct {
 
 // live reports whether e is its task's current retry; entries of tasks
 // that left TaskRetrying (made ready early, or cancelled) are skipped.
-func (e retryEntry) live() bool { return e.t.state == TaskRetrying && e.t.retryAt() == e.at }
+func (e retryEntry) live() bool { return e.t.state == TaskRetrying && e.t.past().retryAt == e.at }
 
 // before orders retries: earlier time, then older task.
 func (e retryEntry) before(o retryEntry) bool {
@@ -73,11 +73,11 @@ func (s *State) FailWithBackoff(ref LeaseRef, message string, now time.Time, bas
 // requeue makes a failed task ready again, at once or, when base > 0 and
 // no capable node is left that has not failed it, after its backoff.
 func (s *State) requeue(t *task, message string, now, base int64) {
-	if base <= 0 || t.cls.capable > len(t.failedNodes()) {
+	if base <= 0 || t.cls.capable > len(t.past().failedNodes) {
 		s.makeReady(t, now)
 		return
 	}
-	s.hold(t, now+base<<min(t.failures()-1, maxBackoffDoublings), message)
+	s.hold(t, now+base<<min(t.past().failures-1, maxBackoffDoublings), message)
 }
 
 // hold puts t in TaskRetrying until at.
@@ -116,7 +116,7 @@ func (s *State) releaseFor(n *node, now int64) {
 	var fresh []retryEntry
 	for _, e := range s.retrying {
 		t := e.t
-		if e.live() && n.staticFit(&t.cls.req) && !slices.Contains(t.failedNodes(), n.spec.ID) {
+		if e.live() && n.staticFit(&t.cls.req) && !slices.Contains(t.past().failedNodes, n.spec.ID) {
 			fresh = append(fresh, e)
 		}
 	}
@@ -146,5 +146,5 @@ func (s *State) retryDue(now int64) bool {
 // retryReason says why a video whose next task is retrying waits.
 func retryReason(t *task) (Reason, string) {
 	return ReasonRetrying, fmt.Sprintf("%s failed on its last attempt (%d failure(s) so far); it is tried again at %s",
-		t.name(), t.failures(), fromMS(t.retryAt()).Format(time.RFC3339))
+		t.name(), t.past().failures, fromMS(t.past().retryAt).Format(time.RFC3339))
 }

@@ -157,9 +157,8 @@ func (v *video) record() VideoRecord {
 			DoneNode:     t.doneNode,
 			DoneToken:    t.doneToken,
 		}
-		if h := t.hist; h != nil {
-			tr.Failures, tr.FailedNodes = h.failures, slices.Clone(h.failedNodes)
-		}
+		h := t.past()
+		tr.Failures, tr.FailedNodes = h.failures, slices.Clone(h.failedNodes)
 		if len(t.deps) > 0 {
 			from := len(deps)
 			for _, d := range t.deps {
@@ -168,7 +167,7 @@ func (v *video) record() VideoRecord {
 			tr.Deps = deps[from:len(deps):len(deps)] // capped: an append by the reader copies
 		}
 		if t.state == TaskRetrying {
-			tr.Retry = &RetryRecord{At: fromMS(t.retryAt()), LastFailure: t.hist.lastFailure}
+			tr.Retry = &RetryRecord{At: fromMS(t.past().retryAt), LastFailure: t.past().lastFailure}
 		}
 		if l := t.lease; l != nil {
 			tr.Lease = &LeaseRecord{

@@ -87,6 +87,16 @@ func TestRestoreRejectsBadSnapshots(t *testing.T) {
 			}
 		},
 		"token beyond counter": func(s *Snapshot) { s.NextToken = 0 },
+		// A task keeps its attempts as an int32 and reads whether it awaits
+		// scenes from its video's one gate: a record beyond either is refused,
+		// not cut short or half kept.
+		"attempts beyond int32": func(s *Snapshot) { autoRecord(t, s).Tasks[0].Attempts = 1 << 31 },
+		"negative attempts":     func(s *Snapshot) { autoRecord(t, s).Tasks[0].Attempts = -1 },
+		"two tasks await scenes": func(s *Snapshot) {
+			for i := range autoRecord(t, s).Tasks {
+				autoRecord(t, s).Tasks[i].AwaitsScenes = true
+			}
+		},
 	}
 	for name, mutate := range cases {
 		raw, _ := json.Marshal(good)
@@ -97,4 +107,16 @@ func TestRestoreRejectsBadSnapshots(t *testing.T) {
 			t.Errorf("%s: got %v, want ErrInvalid", name, err)
 		}
 	}
+}
+
+// autoRecord is busyState's auto video in snap.
+func autoRecord(t *testing.T, snap *Snapshot) *VideoRecord {
+	t.Helper()
+	for i := range snap.Videos {
+		if snap.Videos[i].Video.ID == "auto" {
+			return &snap.Videos[i]
+		}
+	}
+	t.Fatal("no auto video in the snapshot")
+	return nil
 }

@@ -105,7 +105,7 @@ func (s *State) VideoStatus(videoID string) (VideoStatus, error) {
 		if t.state == TaskReady && (waiting == nil || t.older(waiting)) {
 			waiting = t
 		}
-		if t.state == TaskRetrying && (retrying == nil || t.retryAt() < retrying.retryAt()) {
+		if t.state == TaskRetrying && (retrying == nil || t.past().retryAt < retrying.past().retryAt) {
 			retrying = t
 		}
 	}

@@ -149,7 +149,7 @@ type taskHistory struct {
 	lastFailure string
 }
 
-// history is t's history, made if it has none yet.
+// history is t's history to write, made if it has none yet.
 func (t *task) history() *taskHistory {
 	if t.hist == nil {
 		t.hist = new(taskHistory)
@@ -157,33 +157,22 @@ func (t *task) history() *taskHistory {
 	return t.hist
 }
 
+// noHistory is the history of a task that never failed. Read only: what
+// writes goes through history.
+var noHistory taskHistory
+
+// past is t's history to read: no failures, failed nodes or retry (retryAt
+// 0) for a task that never failed.
+func (t *task) past() *taskHistory {
+	if t.hist == nil {
+		return &noHistory
+	}
+	return t.hist
+}
+
 // awaitsScenes reports whether t is the task of an auto video that waits
 // for its scenes (pending counts them).
 func (t *task) awaitsScenes() bool { return t.v.gate == t }
-
-// failures is how many attempts of t failed.
-func (t *task) failures() int {
-	if t.hist == nil {
-		return 0
-	}
-	return t.hist.failures
-}
-
-// failedNodes are the nodes t failed on (nil: none).
-func (t *task) failedNodes() []string {
-	if t.hist == nil {
-		return nil
-	}
-	return t.hist.failedNodes
-}
-
-// retryAt is when a retrying t is ready again, unix ms (0: never held).
-func (t *task) retryAt() int64 {
-	if t.hist == nil {
-		return 0
-	}
-	return t.hist.retryAt
-}
 
 // older reports whether a is ahead of b in age order: older video first,
 // then submission order, then position in the graph. Unique per task.
@@ -206,8 +195,8 @@ func (t *task) info() Task {
 		Req:         t.cls.req.clone(),
 		State:       t.state,
 		Attempts:    int(t.attempts),
-		Failures:    t.failures(),
-		FailedNodes: slices.Clone(t.failedNodes()),
+		Failures:    t.past().failures,
+		FailedNodes: slices.Clone(t.past().failedNodes),
 		Percent:     t.percent,
 	}
 	for _, d := range t.deps {
@@ -218,7 +207,7 @@ func (t *task) info() Task {
 		out.Lease = &l
 	}
 	if t.state == TaskRetrying {
-		at := fromMS(t.retryAt())
+		at := fromMS(t.past().retryAt)
 		out.RetryAt = &at
 	}
 	return out
