@@ -71,13 +71,9 @@ if [ "$nodes" = 1 ]; then
   $bin server --data-dir "$dir/vidfarm" --listen 127.0.0.1:18380 --admin-listen 127.0.0.1:18381 \
     --raft-listen 127.0.0.1:17300 --admin-token "$token" --rate-limits=false --log-level warn 2>"$dir/vidfarm.log" &
   pids+=($!) vpids+=($!)
-  etcd --name anchor --data-dir "$dir/etcd" --listen-client-urls http://127.0.0.1:18379 \
-    --advertise-client-urls http://127.0.0.1:18379 --listen-peer-urls http://127.0.0.1:18378 \
-    --initial-advertise-peer-urls http://127.0.0.1:18378 --initial-cluster anchor=http://127.0.0.1:18378 \
-    --quota-backend-bytes "$quota" --log-level error >"$dir/etcd.log" 2>&1 &
-  pids+=($!) epids+=($!)
+  start_etcd "$dir/etcd"
+  epids+=("$epid")
   await http://127.0.0.1:18380/v1
-  await http://127.0.0.1:18379/health
   servers=http://127.0.0.1:18380
   admin=http://127.0.0.1:18381
   endpoints=http://127.0.0.1:18379

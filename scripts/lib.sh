@@ -86,6 +86,24 @@ applymean() {
     END { if (n > 0) printf "%.1f", s / n * 1e6; else printf "-" }'
 }
 
+# start_etcd DATADIR [FLAG...]: the one-member etcd anchor (bench-anchors.sh,
+# profile-etcd.sh, syscalls.sh) on fixed loopback ports, fsync on, with
+# etcd's largest backend quota: it refuses puts past the default 2 GB, which
+# a 16-core machine writes in two rounds of 15 s. Its log is DATADIR.log.
+# Appends its process to the array pids, waits until it answers and leaves
+# its process id in $epid.
+start_etcd() {
+  local data=$1
+  shift
+  etcd --name anchor --data-dir "$data" --listen-client-urls http://127.0.0.1:18379 \
+    --advertise-client-urls http://127.0.0.1:18379 --listen-peer-urls http://127.0.0.1:18378 \
+    --initial-advertise-peer-urls http://127.0.0.1:18378 --initial-cluster anchor=http://127.0.0.1:18378 \
+    --quota-backend-bytes $((8 * 1024 * 1024 * 1024)) --log-level error "$@" >"$data.log" 2>&1 &
+  epid=$!
+  pids+=("$epid")
+  await http://127.0.0.1:18379/health
+}
+
 # start_cluster BIN DIR TOKEN starts the three-node cluster bench-anchors.sh
 # and profile-create.sh run (docs/cluster.md), fsync on, on fixed loopback
 # ports: n1 bootstraps and leads, n2 and n3 join. It waits until all three

@@ -19,20 +19,16 @@ out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 dir=$(mktemp -d)
-pid=
-trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
 if [ -n "${ETCDGRPC:-}" ]; then
   cp "$ETCDGRPC" "$dir/etcdgrpc"
 else
   (cd bench/etcdgrpc && go build -o "$dir/etcdgrpc" .)
 fi
 . scripts/lib.sh
-etcd --name anchor --data-dir "$dir/etcd" --listen-client-urls http://127.0.0.1:18379 \
-  --advertise-client-urls http://127.0.0.1:18379 --listen-peer-urls http://127.0.0.1:18378 \
-  --initial-advertise-peer-urls http://127.0.0.1:18378 --initial-cluster anchor=http://127.0.0.1:18378 \
-  --quota-backend-bytes $((8 * 1024 * 1024 * 1024)) --log-level error --enable-pprof >"$dir/etcd.log" 2>&1 &
-pid=$!
-await http://127.0.0.1:18379/health
+start_etcd "$dir/etcd" --enable-pprof
+pid=$epid
 "$dir/etcdgrpc" --endpoint http://127.0.0.1:18379 --concurrency 64 --duration "$duration" --json >"$out/load.json" 2>/dev/null &
 load=$!
 sleep 10 # the steady state, as profile-create.sh

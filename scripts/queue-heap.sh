@@ -18,6 +18,8 @@ duration=${DURATION:-12s}
 dir=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
+# admin PATH: the admin listener's answer, with this run's $token.
+admin() { curl -fsS -H "Authorization: Bearer $token" "http://127.0.0.1:18681$1"; }
 echo "queue-heap: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $duration of create load, $rounds rounds"
 for r in $(seq "$rounds"); do
   for bin in "$@"; do
@@ -26,7 +28,6 @@ for r in $(seq "$rounds"); do
     start_node "$bin" '' "$dir/data" "$token"
     pids=("$pid")
     create_load "$bin" "$token" "$duration" >/dev/null
-    admin() { curl -fsS -H "Authorization: Bearer $token" "http://127.0.0.1:18681$1"; }
     for _ in 1 2 3; do admin '/debug/pprof/heap?gc=1' >/dev/null; done
     metrics=$(admin /metrics)
     heap=$(awk '$1 == "go_memstats_heap_alloc_bytes" {print $2}' <<<"$metrics")

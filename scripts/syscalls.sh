@@ -26,10 +26,10 @@ kinds=(read write epoll_pwait futex nanosleep pwrite64 fsync fdatasync)
 events=raw_syscalls:sys_enter,context-switches,task-clock
 for k in "${kinds[@]}"; do events+=",syscalls:sys_enter_$k"; done
 
-# count NAME PID LOAD: perf's counts for PID over the window, per operation
-# of the load whose JSON report will be in LOAD once it ends.
+# count NAME PID LOADPID LOAD: perf's counts for PID over the window, per
+# operation of the load LOADPID, whose JSON report is in LOAD once it ends.
 count() {
-  local name=$1 pid=$2 load=$3 lpid=$!
+  local name=$1 pid=$2 lpid=$3 load=$4
   sleep 6
   perf stat -x, -e "$events" -p "$pid" -- sleep "$window" 2>"$dir/perf" >/dev/null
   wait "$lpid"
@@ -53,25 +53,18 @@ PY
 echo "syscalls: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); per operation over ${window}-s windows, $rounds rounds"
 for r in $(seq "$rounds"); do
   start_node "$bin" '' "$dir/v$r" "tok$r"
-  vpid=$pid
-  pids=("$vpid")
+  pids=("$pid")
   create_load "$bin" "tok$r" "$duration" >"$dir/v$r.json" &
-  count vidfarm "$vpid" "$dir/v$r.json"
-  kill "$vpid"
-  wait "$vpid" 2>/dev/null || true
-  pids=()
+  count vidfarm "$pid" $! "$dir/v$r.json"
+  kill "${pids[@]}"
+  wait "${pids[@]}" 2>/dev/null || true
 
-  etcd --name anchor --data-dir "$dir/e$r" --listen-client-urls http://127.0.0.1:18379 \
-    --advertise-client-urls http://127.0.0.1:18379 --listen-peer-urls http://127.0.0.1:18378 \
-    --initial-advertise-peer-urls http://127.0.0.1:18378 --initial-cluster anchor=http://127.0.0.1:18378 \
-    --quota-backend-bytes $((8 * 1024 * 1024 * 1024)) --log-level error >"$dir/e$r.log" 2>&1 &
-  epid=$!
-  pids=("$epid")
-  await http://127.0.0.1:18379/health
+  pids=()
+  start_etcd "$dir/e$r"
   "$dir/etcdgrpc" --endpoint http://127.0.0.1:18379 --concurrency 64 --duration "$duration" --json >"$dir/e$r.json" 2>/dev/null &
-  count etcd "$epid" "$dir/e$r.json"
-  kill "$epid"
-  wait "$epid" 2>/dev/null || true
+  count etcd "$epid" $! "$dir/e$r.json"
+  kill "${pids[@]}"
+  wait "${pids[@]}" 2>/dev/null || true
   pids=()
 done
 echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
