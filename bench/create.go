@@ -32,10 +32,22 @@ type CreateConfig struct {
 	// create, keyed by the client's (random) key, which a run without keys
 	// never shows.
 	IdempotencyKeys bool
+	// FollowLeader sends a worker's next creates to the leader once an
+	// answer names it (the X-Vidfarm-Leader header a follower adds to what it
+	// forwarded) and the named URL is one of BaseURLs: the leader serves
+	// every request in full, so a client that knows the members spares the
+	// cluster the follower's hop. A worker whose request fails in transport
+	// goes back to its own endpoint (the leader may be gone). Off, every
+	// worker stays on BaseURLs[i mod len] and the followers forward.
+	FollowLeader bool
 	// Progress, when set, is called about once a second with the creates so far.
 	Progress func(done int64, elapsed time.Duration)
 	Client   *http.Client
 }
+
+// HeaderLeader is controlplane/cluster.HeaderLeader, named again here so the
+// bench does not import the control plane (cmd/vidfarm's tests hold them equal).
+const HeaderLeader = "X-Vidfarm-Leader"
 
 // CreateReport is what a create benchmark measured.
 type CreateReport struct {
@@ -132,6 +144,15 @@ func RunCreate(ctx context.Context, cfg CreateConfig) (CreateReport, error) {
 		client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency, MaxConnsPerHost: cfg.Concurrency}}
 	}
 	urls := endpointURLs(cfg.BaseURLs, "/v1/videos")
+	byBase := make(map[string]string, len(urls))
+	for i, b := range cfg.BaseURLs {
+		byBase[strings.TrimRight(b, "/")] = urls[i]
+	}
+	// Each worker's endpoint, written only by its own goroutine.
+	at := make([]string, cfg.Concurrency)
+	for w := range at {
+		at[w] = urls[w%len(urls)]
+	}
 	// Keys of this run only: a key kept from an earlier run would replay
 	// its video instead of creating one.
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -141,7 +162,17 @@ func RunCreate(ctx context.Context, cfg CreateConfig) (CreateReport, error) {
 		if cfg.IdempotencyKeys {
 			idem = "bench-" + run + "-" + strconv.FormatUint(sent.Add(1), 10)
 		}
-		return createOnce(ctx, client, urls[w%len(urls)], cfg.APIKeys[w%len(cfg.APIKeys)], idem, body)
+		code, leader, err := createOnce(ctx, client, at[w], cfg.APIKeys[w%len(cfg.APIKeys)], idem, body)
+		switch {
+		case !cfg.FollowLeader:
+		case err != nil:
+			at[w] = urls[w%len(urls)]
+		case leader != "":
+			if u, ok := byBase[strings.TrimRight(leader, "/")]; ok {
+				at[w] = u
+			}
+		}
+		return code, err
 	}), nil
 }
 
@@ -231,10 +262,12 @@ func nearestRank(n int, q float64) int {
 
 // createOnce sends one create, with an Idempotency-Key unless idem is "";
 // code is "" on 201, else the error code (or status).
-func createOnce(ctx context.Context, c *http.Client, url, key, idem string, body []byte) (string, error) {
+// createOnce makes one create and answers its refusal code ("" for a
+// success) and the leader the answer named, if it named one.
+func createOnce(ctx context.Context, c *http.Client, url, key, idem string, body []byte) (code, leader string, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
@@ -243,15 +276,16 @@ func createOnce(ctx context.Context, c *http.Client, url, key, idem string, body
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	defer resp.Body.Close()
+	leader = resp.Header.Get(HeaderLeader)
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if resp.StatusCode == http.StatusCreated {
-		return "", nil
+		return "", leader, nil
 	}
 	var env struct {
 		Error struct {
@@ -259,7 +293,7 @@ func createOnce(ctx context.Context, c *http.Client, url, key, idem string, body
 		} `json:"error"`
 	}
 	if json.Unmarshal(raw, &env) == nil && env.Error.Code != "" {
-		return env.Error.Code, nil
+		return env.Error.Code, leader, nil
 	}
-	return "http_" + strconv.Itoa(resp.StatusCode), nil
+	return "http_" + strconv.Itoa(resp.StatusCode), leader, nil
 }

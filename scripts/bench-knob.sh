@@ -21,6 +21,13 @@
 # only (empty settings): CPU, allocations and pages are the three members'
 # sums, peak memory the largest member's, the apply the leader's.
 #   NODES=3 BIN_A=/tmp/old BIN_B=/tmp/new scripts/bench-knob.sh '' ''
+# With NODES=3 a setting may also say where the clients go: '' (client i
+# starts on member i mod 3, as bench-anchors.sh does, and moves to the leader
+# once a forwarded answer names it), 'spread' (client i stays on member
+# i mod 3 and the followers forward: --follow-leader=false) or 'leader' (every
+# client on n1, which bootstraps and leads): what the followers' forwarding
+# costs the cluster, against the same load served without it.
+#   NODES=3 scripts/bench-knob.sh spread ''
 # CREATE_FLAGS passes flags to vidfarm bench create, run by LOAD_BIN (default
 # the binary under test), e.g. creates with 1,000-character prompts:
 #   CREATE_FLAGS='--prompt-chars 1000' LOAD_BIN=bin/vidfarm BIN_A=/tmp/old scripts/bench-knob.sh '' ''
@@ -31,7 +38,9 @@ cd "$(dirname "$0")/.."
 nodes=${NODES:-1}
 case $nodes in
   1) ;;
-  3) [ -z "$1$2" ] || { echo "$0: NODES=3 compares two binaries (BIN_A, BIN_B); its settings must be empty" >&2; exit 2; } ;;
+  3) for t in "$1" "$2"; do
+       case $t in '' | spread | leader) ;; *) echo "$0: with NODES=3 a setting is '', spread or leader (where the clients go), not $t" >&2; exit 2 ;; esac
+     done ;;
   *) echo "$0: NODES must be 1 or 3, not $nodes" >&2; exit 2 ;;
 esac
 bin=./bin/vidfarm
@@ -57,10 +66,13 @@ for r in $(seq "$rounds"); do
       pids=("$pid") admins=(http://127.0.0.1:18681)
     else
       start_cluster "$server" "$dir/v" "$token"
+      [ "$setting" = leader ] && servers=${servers%%,*}
     fi
     t0=$(ticks "${pids[@]}") b0=$(gometric "$token" go_memstats_alloc_bytes_total "${admins[@]}") m0=$(gometric "$token" go_memstats_mallocs_total "${admins[@]}")
     if [ "$nodes" = 1 ]; then
       j=$(create_load "$bin" "$token" "$duration")
+    elif [ "$setting" = spread ]; then
+      j=$(CREATE_FLAGS="${CREATE_FLAGS:-} --follow-leader=false" create_load "$bin" "$token" "$duration" "$servers" "$admin")
     else
       j=$(create_load "$bin" "$token" "$duration" "$servers" "$admin")
     fi

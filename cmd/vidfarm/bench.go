@@ -51,6 +51,7 @@ func runBenchCreate(args []string) error {
 	duration := fs.Duration("duration", 10*time.Second, "how long to run")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	idem := fs.Bool("idempotency-keys", false, "send a new Idempotency-Key with every create, as a client that retries safely does (the server keeps a record per create)")
+	follow := fs.Bool("follow-leader", true, "send a client's next creates to the leader once a follower's forwarded answer names it (X-Vidfarm-Leader) and it is one of --server's URLs; false: every client stays on its own server and the followers forward")
 	promptChars := fs.Int("prompt-chars", 0, "the length of every create's prompt, 1 to 5000 characters (0: the default body's 52); a real prompt often runs to hundreds")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -75,7 +76,7 @@ func runBenchCreate(args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "bench create: %d clients over %d accounts for %s against %s\n", *concurrency, *accounts, *duration, *server)
 	rep, err := bench.RunCreate(ctx, bench.CreateConfig{
-		BaseURLs: servers, APIKeys: keys, Concurrency: *concurrency, Duration: *duration, IdempotencyKeys: *idem, Body: body,
+		BaseURLs: servers, APIKeys: keys, Concurrency: *concurrency, Duration: *duration, IdempotencyKeys: *idem, Body: body, FollowLeader: *follow,
 		Progress: func(done int64, el time.Duration) {
 			fmt.Fprintf(os.Stderr, "\r  %5.1fs / %s  %8d created  %6.0f/s", el.Seconds(), *duration, done, float64(done)/el.Seconds())
 		},

@@ -4,7 +4,19 @@ import (
 	"encoding/json"
 	"os/exec"
 	"testing"
+
+	"github.com/vidfarm/vidfarm/bench"
+	"github.com/vidfarm/vidfarm/controlplane/cluster"
 )
+
+// TestBenchFollowsTheForwardersHeader: the bench's create loop follows the
+// header a follower's forwarder sets; the bench names it again rather than
+// import the control plane, so the two must not drift apart.
+func TestBenchFollowsTheForwardersHeader(t *testing.T) {
+	if bench.HeaderLeader != cluster.HeaderLeader {
+		t.Fatalf("bench follows %q, the forwarder sets %q", bench.HeaderLeader, cluster.HeaderLeader)
+	}
+}
 
 // TestBenchCreateIdempotencyKeys runs vidfarm bench create against a real
 // server, first without and then with --idempotency-keys: the server keeps

@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +30,15 @@ import (
 
 // HeaderForwardedBy names the node that forwarded a request to the leader.
 const HeaderForwardedBy = "X-Vidfarm-Forwarded-By"
+
+// HeaderLeader, on an answer a follower forwarded, is the leader's base URL
+// for the listener the request came to. The leader serves every request in
+// full, so a client that knows the members can send its next requests there
+// and spare the cluster the follower's hop: on three nodes with the clients
+// spread over the members that hop cost a third of the cluster's CPU per
+// create (docs/benchmarks.md). Clients should follow it only to a URL they
+// were given as a member's, never to one they do not know.
+const HeaderLeader = "X-Vidfarm-Leader"
 
 // Listener is which of a node's listeners a request arrived on.
 type Listener int
@@ -180,6 +190,7 @@ func (f *Forwarder) Wrap(next http.Handler) http.Handler {
 			fail(w, r, unavailable(fmt.Sprintf("the leader %s published no usable %s address (%q)", id, f.Listener, f.Listener.url(m))).With("leader", id))
 			return
 		}
+		w.Header().Set(HeaderLeader, strings.TrimRight(target.String(), "/"))
 		f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), targetKey{}, target)))
 	})
 }

@@ -95,6 +95,15 @@ func TestForwarder(t *testing.T) {
 			if tc.body != "local" && seen.Get(HeaderForwardedBy) != "self" {
 				t.Fatalf("forwarded request lacks %s: %v", HeaderForwardedBy, seen)
 			}
+			// Only a forwarded answer names the leader: the client then knows
+			// where its next request is served without a hop.
+			want := ""
+			if tc.body != "local" {
+				want = leader.URL
+			}
+			if got := rec.Header().Get(HeaderLeader); got != want {
+				t.Fatalf("%s = %q, want %q", HeaderLeader, got, want)
+			}
 		})
 	}
 }
