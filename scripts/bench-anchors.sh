@@ -11,8 +11,14 @@
 # NODES=1 (default): one vidfarm node, one etcd member. NODES=3: a three-node
 # vidfarm cluster (n1 bootstraps, n2 and n3 join) and a three-member etcd
 # cluster (static --initial-cluster), all on loopback; the 64 clients are
-# spread over the three members' endpoints on both sides (client i talks to
-# member i mod 3; a follower forwards to the leader on both). PostgreSQL is
+# spread over the three members' endpoints on both sides (client i starts on
+# member i mod 3). Each side's client does what its servers make cheapest:
+# etcd's stays, since an etcd follower serves the put and forwards only the
+# proposal; vidfarm's moves to the leader once a forwarded answer names it
+# (X-Vidfarm-Leader), since a vidfarm follower forwards the whole request and
+# the leader serves it in full. VIDFARM_CREATE_FLAGS=--follow-leader=false
+# keeps vidfarm's clients where they start (the followers then forward two
+# creates of every three). PostgreSQL is
 # the one local server in both modes; PG=none leaves it out (a machine without
 # PostgreSQL, such as a lent GPU machine). ETCDGRPC=FILE uses a gRPC client
 # built elsewhere (a machine without the module proxy); BIN=FILE another
@@ -130,10 +136,11 @@ hz=$(getconf CLK_TCK)
 ratios=()
 grpcratios=()
 pgratios=()
+read -ra vflags <<<"${VIDFARM_CREATE_FLAGS:-}"
 for r in $(seq "$rounds"); do
   t0=$(ticks "${vpids[@]}")
   v=$(run vidfarm $bin bench create --server "$servers" --admin-server "$admin" --admin-token "$token" \
-    --accounts 64 --concurrency 64 --duration "$duration" --json)
+    --accounts 64 --concurrency 64 --duration "$duration" --json "${vflags[@]}")
   vc=$(cat "$dir/client.cpu")
   t1=$(ticks "${vpids[@]}") t2=$(ticks "${epids[@]}")
   e=$(run "etcd JSON" $bin bench etcd --endpoint "$endpoints" --concurrency 64 --duration "$duration" --json)
