@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,7 +27,12 @@ const maxBody = 16 << 20
 
 // Client calls the vidfarm public API. It is safe for concurrent use.
 type Client struct {
-	base         *url.URL
+	base *url.URL
+	// at is where calls go: base, or the leader a member named
+	// (WithMembers).
+	at           atomic.Pointer[url.URL]
+	memberURLs   []string
+	members      map[string]*url.URL
 	key          string
 	http         *http.Client
 	userAgent    string
@@ -60,6 +66,19 @@ func WithBackoff(first, limit time.Duration) Option {
 // poll_interval_seconds. Use it sparingly: polls count toward the rate limit.
 func WithPollInterval(d time.Duration) Option { return func(c *Client) { c.pollInterval = d } }
 
+// WithMembers names the other members of a cluster whose one member is the
+// base URL. A follower forwards every call to the leader and names it in
+// the answer (X-Vidfarm-Leader); with the members known, the client sends
+// its next calls straight to the leader, sparing the cluster the hop, and
+// back to the base URL when the leader stops answering. It follows only to
+// the base URL or one of these, never to an address it was not given.
+func WithMembers(urls ...string) Option {
+	return func(c *Client) { c.memberURLs = append(c.memberURLs, urls...) }
+}
+
+// headerLeader names the leader on an answer a follower forwarded.
+const headerLeader = "X-Vidfarm-Leader"
+
 // WithUserAgent sets the User-Agent header.
 func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
 
@@ -69,12 +88,10 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	if baseURL == "" {
 		baseURL = DefaultBaseURL
 	}
-	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("vidfarm: base URL %q: want http(s)://host[:port]", baseURL)
+	u, err := parseBase(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("vidfarm: base URL %w", err)
 	}
-	// vidfarm dev prints the API as <root>/v1: accept that too.
-	u.Path = strings.TrimSuffix(u.Path, "/v1")
 	if apiKey == "" {
 		return nil, errors.New("vidfarm: no API key (create one with `vidfarm admin key create`, or use the one `vidfarm dev` prints)")
 	}
@@ -83,7 +100,46 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(c)
 	}
+	if len(c.memberURLs) > 0 {
+		c.members = map[string]*url.URL{u.String(): u}
+		for _, m := range c.memberURLs {
+			mu, err := parseBase(m)
+			if err != nil {
+				return nil, fmt.Errorf("vidfarm: member URL %w", err)
+			}
+			c.members[mu.String()] = mu
+		}
+	}
+	c.at.Store(u)
 	return c, nil
+}
+
+// parseBase reads a server's root URL, with or without a trailing /v1.
+func parseBase(raw string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimRight(raw, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%q: want http(s)://host[:port]", raw)
+	}
+	// vidfarm dev prints the API as <root>/v1: accept that too.
+	u.Path = strings.TrimSuffix(u.Path, "/v1")
+	return u, nil
+}
+
+// follow moves the client's calls to the leader an answer named, if it is a
+// member the client was given.
+func (c *Client) follow(h http.Header) {
+	if c.members == nil {
+		return
+	}
+	v := h.Get(headerLeader)
+	if v == "" {
+		return
+	}
+	if u, err := parseBase(v); err == nil {
+		if m, ok := c.members[u.String()]; ok {
+			c.at.Store(m)
+		}
+	}
 }
 
 // CallOption changes one call.
@@ -118,10 +174,11 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 			return fmt.Errorf("vidfarm: encode %s %s: %w", method, path, err)
 		}
 	}
-	u := c.url(path, query)
 	var last error
 	for attempt := 1; ; attempt++ {
-		retryAfter, err := c.attempt(ctx, method, u, body, idemKey, out)
+		// Made for each attempt: after a failure the client may have gone
+		// back from the leader to its base URL.
+		retryAfter, err := c.attempt(ctx, method, c.url(path, query), body, idemKey, out)
 		if err == nil {
 			return nil
 		}
@@ -143,7 +200,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 
 // url is the address of path with query under the base URL.
 func (c *Client) url(path string, query url.Values) string {
-	u := *c.base
+	u := *c.at.Load()
 	u.Path += path
 	u.RawQuery = query.Encode()
 	return u.String()
@@ -179,9 +236,11 @@ func (c *Client) attempt(ctx context.Context, method, u string, body []byte, ide
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		c.at.Store(c.base) // the leader it followed may be gone
 		return 0, &netError{err: fmt.Errorf("vidfarm: %s %s: %w", method, u, err)}
 	}
 	defer resp.Body.Close()
+	c.follow(resp.Header)
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
 		return 0, &netError{err: fmt.Errorf("vidfarm: %s %s: reading the answer: %w", method, u, err)}

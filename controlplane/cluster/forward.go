@@ -113,8 +113,12 @@ func NewForwarder(node Node, members Members, l Listener, log *slog.Logger, loca
 			IdleConnTimeout:     90 * time.Second,
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			// A leader that did not answer is no place to send the next call.
+			w.Header().Del(HeaderLeader)
 			f.Logger.Warn("forward to leader failed", "listener", l.String(), "path", r.URL.Path, "err", err)
-			apierr.Write(w, r, unavailable("the leader did not answer: "+err.Error()))
+			// Through RequestIDs, as the forwarder's other refusals: the
+			// envelope's request_id was empty here.
+			refuse(w, r, unavailable("the leader did not answer: "+err.Error()))
 		},
 	}
 	return f
@@ -145,13 +149,15 @@ func unavailable(msg string) *apierr.Error {
 	return e
 }
 
+// refuse answers e with a request id, like every answer: the forwarder's
+// refusals come before the API's middleware, which gives the others theirs.
+func refuse(w http.ResponseWriter, r *http.Request, e *apierr.Error) {
+	apierr.RequestIDs(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { apierr.Write(w, r, e) })).ServeHTTP(w, r)
+}
+
 // Wrap answers on the leader (or for Local requests) with next and forwards
 // everything else.
 func (f *Forwarder) Wrap(next http.Handler) http.Handler {
-	// The forwarder's own refusals get a request id like every answer.
-	fail := func(w http.ResponseWriter, r *http.Request, e *apierr.Error) {
-		apierr.RequestIDs(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { apierr.Write(w, r, e) })).ServeHTTP(w, r)
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if f.Local != nil && f.Local(r) {
 			next.ServeHTTP(w, r)
@@ -164,7 +170,7 @@ func (f *Forwarder) Wrap(next http.Handler) http.Handler {
 			// confirmed by their commit).
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
 				if err := f.Node.VerifyLeader(r.Context()); err != nil {
-					fail(w, r, unavailable("this node is no longer sure it leads: "+err.Error()).With("node", f.Node.ID()))
+					refuse(w, r, unavailable("this node is no longer sure it leads: "+err.Error()).With("node", f.Node.ID()))
 					return
 				}
 			}
@@ -172,22 +178,22 @@ func (f *Forwarder) Wrap(next http.Handler) http.Handler {
 			return
 		}
 		if by := r.Header.Get(HeaderForwardedBy); by != "" {
-			fail(w, r, unavailable(fmt.Sprintf("node %s forwarded this request to node %s, which is not the leader either (an election is under way)", by, f.Node.ID())).With("node", f.Node.ID()))
+			refuse(w, r, unavailable(fmt.Sprintf("node %s forwarded this request to node %s, which is not the leader either (an election is under way)", by, f.Node.ID())).With("node", f.Node.ID()))
 			return
 		}
 		id, _ := f.Node.Leader()
 		if id == "" {
-			fail(w, r, unavailable("no leader is elected at the moment").With("node", f.Node.ID()))
+			refuse(w, r, unavailable("no leader is elected at the moment").With("node", f.Node.ID()))
 			return
 		}
 		m, ok := f.Members.Member(id)
 		if !ok {
-			fail(w, r, unavailable("the leader "+id+" has not published its addresses yet").With("leader", id))
+			refuse(w, r, unavailable("the leader "+id+" has not published its addresses yet").With("leader", id))
 			return
 		}
 		target, err := url.Parse(f.Listener.url(m))
 		if err != nil || target.Host == "" {
-			fail(w, r, unavailable(fmt.Sprintf("the leader %s published no usable %s address (%q)", id, f.Listener, f.Listener.url(m))).With("leader", id))
+			refuse(w, r, unavailable(fmt.Sprintf("the leader %s published no usable %s address (%q)", id, f.Listener, f.Listener.url(m))).With("leader", id))
 			return
 		}
 		w.Header().Set(HeaderLeader, strings.TrimRight(target.String(), "/"))

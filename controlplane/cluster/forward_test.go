@@ -44,7 +44,10 @@ func TestForwarder(t *testing.T) {
 	}))
 	defer leader.Close()
 	local := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "local") })
-	known := members{"L": {ID: "L", PublicURL: "http://unused", AdminURL: leader.URL, AgentURL: "http://unused"}}
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close()
+	known := members{"L": {ID: "L", PublicURL: "http://unused", AdminURL: leader.URL, AgentURL: "http://unused"},
+		"D": {ID: "D", PublicURL: "http://unused", AdminURL: dead.URL, AgentURL: "http://unused"}}
 	isMetrics := func(r *http.Request) bool { return r.URL.Path == "/metrics" }
 
 	for _, tc := range []struct {
@@ -63,6 +66,7 @@ func TestForwarder(t *testing.T) {
 		{"a deposed leader refuses reads", &fakeNode{leading: true, deposed: true}, known, "/admin/v1/status", "", 503, ""},
 		{"leader without addresses", &fakeNode{leader: "M"}, known, "/admin/v1/status", "", 503, ""},
 		{"forwarded once already", &fakeNode{leader: "L"}, known, "/admin/v1/status", "other", 503, ""},
+		{"the leader does not answer", &fakeNode{leader: "D"}, known, "/admin/v1/status", "", 503, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seen = nil
@@ -86,6 +90,10 @@ func TestForwarder(t *testing.T) {
 				}
 				if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil || env.Error.Code != "upstream_error" || !env.Error.Retryable || env.Error.RequestID == "" || rec.Header().Get("Retry-After") != "1" {
 					t.Fatalf("503 without the retryable envelope: %s", rec.Body)
+				}
+				// No refusal sends the client to a leader that did not answer.
+				if named := rec.Header().Get(HeaderLeader); named != "" {
+					t.Fatalf("503 names %q as the leader", named)
 				}
 				return
 			}

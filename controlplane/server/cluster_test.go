@@ -130,9 +130,27 @@ func TestThreeNodeClusterForwardsAndFailsOver(t *testing.T) {
 		t.Fatalf("free project: %d %s", r.Status, r.Body)
 	}
 	preview := r.json(t)["preview"].(map[string]any)["image_url"].(string)
+	// A follower's forwarded answer names the leader's public URL, so a
+	// client that knows the members can go there directly; the leader's own
+	// answer names none.
+	m := members(n3)
+	leaderURL := ""
+	for _, mm := range m.Members {
+		if mm.ID == m.Leader {
+			leaderURL = mm.PublicURL
+		}
+	}
 	for _, h := range nodes {
-		if got := h.do("GET", "/v1/videos/"+first, acct.APIKey, nil); got.Status != http.StatusOK {
+		got := h.do("GET", "/v1/videos/"+first, acct.APIKey, nil)
+		if got.Status != http.StatusOK {
 			t.Fatalf("GET the video on %s: %d %s", h.cfg.NodeID, got.Status, got.Body)
+		}
+		want := leaderURL
+		if h == leader {
+			want = ""
+		}
+		if named := got.Header.Get(cluster.HeaderLeader); named != want {
+			t.Fatalf("GET the video on %s (leader %s): %s = %q, want %q", h.cfg.NodeID, m.Leader, cluster.HeaderLeader, named, want)
 		}
 	}
 
