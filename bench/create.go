@@ -261,9 +261,8 @@ func nearestRank(n int, q float64) int {
 }
 
 // createOnce sends one create, with an Idempotency-Key unless idem is "";
-// code is "" on 201, else the error code (or status).
-// createOnce makes one create and answers its refusal code ("" for a
-// success) and the leader the answer named, if it named one.
+// code is "" on 201, else the error code (or status); leader is the leader
+// the answer named (HeaderLeader), if it named one.
 func createOnce(ctx context.Context, c *http.Client, url, key, idem string, body []byte) (code, leader string, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {

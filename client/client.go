@@ -76,7 +76,8 @@ func WithMembers(urls ...string) Option {
 	return func(c *Client) { c.memberURLs = append(c.memberURLs, urls...) }
 }
 
-// headerLeader names the leader on an answer a follower forwarded.
+// headerLeader names the leader on an answer a follower forwarded
+// (controlplane/cluster.HeaderLeader; TestFollowsLeader sets it by that name).
 const headerLeader = "X-Vidfarm-Leader"
 
 // WithUserAgent sets the User-Agent header.
@@ -198,7 +199,8 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 }
 
-// url is the address of path with query under the base URL.
+// url is the address of path with query under the URL calls go to (the
+// base URL, or the leader the client followed).
 func (c *Client) url(path string, query url.Values) string {
 	u := *c.at.Load()
 	u.Path += path

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vidfarm/vidfarm/client"
+	"github.com/vidfarm/vidfarm/controlplane/cluster"
 )
 
 // TestFollowsLeader: a client given the members of a cluster moves its calls
@@ -18,7 +19,7 @@ func TestFollowsLeader(t *testing.T) {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			hits.Add(1)
 			if *leader != "" {
-				w.Header().Set("X-Vidfarm-Leader", *leader)
+				w.Header().Set(cluster.HeaderLeader, *leader) // the forwarder's own name for it
 			}
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(`{"object":"account","id":"acct_1"}`))
