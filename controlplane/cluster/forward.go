@@ -112,12 +112,15 @@ func NewForwarder(node Node, members Members, l Listener, log *slog.Logger, loca
 			MaxIdleConnsPerHost: 64,
 			IdleConnTimeout:     90 * time.Second,
 		},
+		// Only an answer the leader gave names it: a leader that did not
+		// answer (ErrorHandler) is no place to send the next call.
+		ModifyResponse: func(resp *http.Response) error {
+			target := resp.Request.Context().Value(targetKey{}).(*url.URL)
+			resp.Header.Set(HeaderLeader, strings.TrimRight(target.String(), "/"))
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			// A leader that did not answer is no place to send the next call.
-			w.Header().Del(HeaderLeader)
 			f.Logger.Warn("forward to leader failed", "listener", l.String(), "path", r.URL.Path, "err", err)
-			// Through RequestIDs, as the forwarder's other refusals: the
-			// envelope's request_id was empty here.
 			refuse(w, r, unavailable("the leader did not answer: "+err.Error()))
 		},
 	}
@@ -196,7 +199,6 @@ func (f *Forwarder) Wrap(next http.Handler) http.Handler {
 			refuse(w, r, unavailable(fmt.Sprintf("the leader %s published no usable %s address (%q)", id, f.Listener, f.Listener.url(m))).With("leader", id))
 			return
 		}
-		w.Header().Set(HeaderLeader, strings.TrimRight(target.String(), "/"))
 		f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), targetKey{}, target)))
 	})
 }
