@@ -55,10 +55,6 @@ fi
 
 . scripts/lib.sh
 
-# etcd refuses puts past its backend quota (2 GB by default): a 16-core
-# machine writes that in two rounds of 15 s, and every later put fails with
-# "database space exceeded". 8 GB is etcd's documented maximum.
-quota=$((8 * 1024 * 1024 * 1024))
 # run LABEL CMD...: a client's JSON, or the script stops saying which failed.
 # run LABEL CMD...: runs a load client and prints its JSON report; writes the
 # client's CPU in seconds (user + system, its setup included) to
@@ -94,7 +90,7 @@ else
     etcd --name "e$i" --data-dir "$dir/e$i" --listen-client-urls "http://127.0.0.1:1837$i" \
       --advertise-client-urls "http://127.0.0.1:1837$i" --listen-peer-urls "http://127.0.0.1:1836$i" \
       --initial-advertise-peer-urls "http://127.0.0.1:1836$i" --initial-cluster "$initial" \
-      --initial-cluster-state new --initial-cluster-token "anchors-$token" --quota-backend-bytes "$quota" --log-level error >"$dir/e$i.log" 2>&1 &
+      --initial-cluster-state new --initial-cluster-token "anchors-$token" --quota-backend-bytes "$etcd_quota" --log-level error >"$dir/e$i.log" 2>&1 &
     pids+=($!) epids+=($!)
   done
   for i in 1 2 3; do await "http://127.0.0.1:1837$i/health"; done

@@ -86,19 +86,22 @@ applymean() {
     END { if (n > 0) printf "%.1f", s / n * 1e6; else printf "-" }'
 }
 
+# etcd_quota is the backend quota every etcd anchor runs with, etcd's
+# documented maximum: past the default 2 GB, which a 16-core machine writes
+# in two rounds of 15 s, every put fails with "database space exceeded".
+etcd_quota=$((8 * 1024 * 1024 * 1024))
+
 # start_etcd DATADIR [FLAG...]: the one-member etcd anchor (bench-anchors.sh,
 # profile-etcd.sh, syscalls.sh) on fixed loopback ports, fsync on, with
-# etcd's largest backend quota: it refuses puts past the default 2 GB, which
-# a 16-core machine writes in two rounds of 15 s. Its log is DATADIR.log.
-# Appends its process to the array pids, waits until it answers and leaves
-# its process id in $epid.
+# etcd_quota. Its log is DATADIR.log. Appends its process to the array pids,
+# waits until it answers and leaves its process id in $epid.
 start_etcd() {
   local data=$1
   shift
   etcd --name anchor --data-dir "$data" --listen-client-urls http://127.0.0.1:18379 \
     --advertise-client-urls http://127.0.0.1:18379 --listen-peer-urls http://127.0.0.1:18378 \
     --initial-advertise-peer-urls http://127.0.0.1:18378 --initial-cluster anchor=http://127.0.0.1:18378 \
-    --quota-backend-bytes $((8 * 1024 * 1024 * 1024)) --log-level error "$@" >"$data.log" 2>&1 &
+    --quota-backend-bytes "$etcd_quota" --log-level error "$@" >"$data.log" 2>&1 &
   epid=$!
   pids+=("$epid")
   await http://127.0.0.1:18379/health
