@@ -110,6 +110,7 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 			}
 			c.members[mu.String()] = mu
 		}
+		c.memberURLs = nil // read into members
 	}
 	c.at.Store(u)
 	return c, nil

@@ -93,8 +93,9 @@ func TestRestoreRejectsBadSnapshots(t *testing.T) {
 		"attempts beyond int32": func(s *Snapshot) { autoRecord(t, s).Tasks[0].Attempts = 1 << 31 },
 		"negative attempts":     func(s *Snapshot) { autoRecord(t, s).Tasks[0].Attempts = -1 },
 		"two tasks await scenes": func(s *Snapshot) {
-			for i := range autoRecord(t, s).Tasks {
-				autoRecord(t, s).Tasks[i].AwaitsScenes = true
+			r := autoRecord(t, s)
+			for i := range r.Tasks {
+				r.Tasks[i].AwaitsScenes = true
 			}
 		},
 	}
