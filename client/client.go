@@ -12,6 +12,7 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -28,11 +29,18 @@ const maxBody = 16 << 20
 // Client calls the vidfarm public API. It is safe for concurrent use.
 type Client struct {
 	base *url.URL
-	// at is where calls go: base, or the leader a member named
-	// (WithMembers).
-	at           atomic.Pointer[url.URL]
-	memberURLs   []string
+	// at is where calls go: base, the leader a member named, or the member
+	// after one that gave no answer (WithMembers).
+	at atomic.Pointer[url.URL]
+	// streamAt is where event streams go: base, or the member after one
+	// that gave no answer. Every member serves streams itself.
+	streamAt   atomic.Pointer[url.URL]
+	memberURLs []string
+	// members are the base URL and the members by their text; order holds
+	// the same URLs, the base URL first and the members as given: where
+	// calls go next when one gives no answer. Both nil without members.
 	members      map[string]*url.URL
+	order        []*url.URL
 	key          string
 	http         *http.Client
 	userAgent    string
@@ -69,9 +77,14 @@ func WithPollInterval(d time.Duration) Option { return func(c *Client) { c.pollI
 // WithMembers names the other members of a cluster whose one member is the
 // base URL. A follower forwards every call to the leader and names it in
 // the answer (X-Vidfarm-Leader); with the members known, the client sends
-// its next calls straight to the leader, sparing the cluster the hop, and
-// back to the base URL when the leader stops answering. It follows only to
-// the base URL or one of these, never to an address it was not given.
+// its next calls straight to the leader, sparing the cluster the hop. When
+// a member gives no answer at all (refused, reset, timed out), the client
+// sends the call's retry, and the calls after it, to the next member in
+// the order base URL, then these as given, wrapping around: a cluster that
+// lost a member, its leader included, keeps serving a client that named
+// the others. Event streams move the same way, on their own: any member
+// serves them. The client follows only to the base URL or one of these,
+// never to an address it was not given.
 func WithMembers(urls ...string) Option {
 	return func(c *Client) { c.memberURLs = append(c.memberURLs, urls...) }
 }
@@ -103,16 +116,22 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	}
 	if len(c.memberURLs) > 0 {
 		c.members = map[string]*url.URL{u.String(): u}
+		c.order = []*url.URL{u}
 		for _, m := range c.memberURLs {
 			mu, err := parseBase(m)
 			if err != nil {
 				return nil, fmt.Errorf("vidfarm: member URL %w", err)
 			}
+			if _, dup := c.members[mu.String()]; dup {
+				continue // named twice, or the base URL again
+			}
 			c.members[mu.String()] = mu
+			c.order = append(c.order, mu)
 		}
 		c.memberURLs = nil // read into members
 	}
 	c.at.Store(u)
+	c.streamAt.Store(u)
 	return c, nil
 }
 
@@ -142,6 +161,18 @@ func (c *Client) follow(h http.Header) {
 			c.at.Store(m)
 		}
 	}
+}
+
+// failover moves what p points at off u, which gave no answer, to the
+// member after u in order. Calls that failed at u together move it once:
+// the swap happens only while p still points at u. Without members, p stays
+// at the base URL.
+func (c *Client) failover(p *atomic.Pointer[url.URL], u *url.URL) {
+	if len(c.order) < 2 {
+		return
+	}
+	i := slices.Index(c.order, u) // -1, were u not one of them: the base URL next
+	p.CompareAndSwap(u, c.order[(i+1)%len(c.order)])
 }
 
 // CallOption changes one call.
@@ -178,9 +209,9 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 	var last error
 	for attempt := 1; ; attempt++ {
-		// Made for each attempt: after a failure the client may have gone
-		// back from the leader to its base URL.
-		retryAfter, err := c.attempt(ctx, method, c.url(path, query), body, idemKey, out)
+		// Read for each attempt: after a failure the client may have moved
+		// on to the next member.
+		retryAfter, err := c.attempt(ctx, method, c.at.Load(), path, query, body, idemKey, out)
 		if err == nil {
 			return nil
 		}
@@ -200,26 +231,22 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 }
 
-// url is the address of path with query under the URL calls go to (the
-// base URL, or the leader the client followed).
-func (c *Client) url(path string, query url.Values) string {
-	u := *c.at.Load()
-	u.Path += path
-	u.RawQuery = query.Encode()
-	return u.String()
-}
-
 // doOnce sends a call without a body exactly once: for a write that is not
 // idempotent and has no Idempotency-Key (a secret rotation), where a retry
 // after a lost answer would act twice.
 func (c *Client) doOnce(ctx context.Context, method, path string, out any) error {
-	_, err := c.attempt(ctx, method, c.url(path, nil), nil, "", out)
+	_, err := c.attempt(ctx, method, c.at.Load(), path, nil, nil, "", out)
 	return err
 }
 
-// attempt sends the request once. It returns the server's Retry-After with an
-// error answer.
-func (c *Client) attempt(ctx context.Context, method, u string, body []byte, idemKey string, out any) (time.Duration, error) {
+// attempt sends the request once, to path with query under at (the base
+// URL, a member, or the leader the client followed). It returns the
+// server's Retry-After with an error answer.
+func (c *Client) attempt(ctx context.Context, method string, at *url.URL, path string, query url.Values, body []byte, idemKey string, out any) (time.Duration, error) {
+	full := *at
+	full.Path += path
+	full.RawQuery = query.Encode()
+	u := full.String()
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -239,13 +266,14 @@ func (c *Client) attempt(ctx context.Context, method, u string, body []byte, ide
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		c.at.Store(c.base) // the leader it followed may be gone
+		c.failover(&c.at, at)
 		return 0, &netError{err: fmt.Errorf("vidfarm: %s %s: %w", method, u, err)}
 	}
 	defer resp.Body.Close()
 	c.follow(resp.Header)
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
+		c.failover(&c.at, at) // it went away mid-answer
 		return 0, &netError{err: fmt.Errorf("vidfarm: %s %s: reading the answer: %w", method, u, err)}
 	}
 	ra := parseRetryAfter(resp.Header.Get("Retry-After"))

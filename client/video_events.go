@@ -58,9 +58,12 @@ func WithStreamIdle(d time.Duration) Option { return func(c *Client) { c.streamI
 // reason; the stream ends (Next returns io.EOF) after a final state.
 // lastEventID, when not empty, resumes after that event instead, on whichever
 // node answers. It makes one attempt: an error answer is an *Error, and
-// ErrStreamFinal says the client already holds the final state.
+// ErrStreamFinal says the client already holds the final state. With
+// WithMembers, a member that gave no answer sends the next stream to the
+// member after it.
 func (c *Client) VideoEvents(ctx context.Context, id, lastEventID string) (*EventStream, error) {
-	u := *c.base
+	at := c.streamAt.Load()
+	u := *at
 	u.Path += "/v1/videos/" + url.PathEscape(id) + "/events"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -78,6 +81,7 @@ func (c *Client) VideoEvents(ctx context.Context, id, lastEventID string) (*Even
 	hc.Timeout = 0
 	resp, err := hc.Do(req)
 	if err != nil {
+		c.failover(&c.streamAt, at)
 		return nil, &netError{err: fmt.Errorf("vidfarm: events of %s: %w", id, err)}
 	}
 	switch {

@@ -28,6 +28,8 @@ const videoUsage = `usage: vidfarm video [--url URL] [--key KEY] [--json] [--pol
                                 from its events stream; polling while the stream cannot be had)
 
 --url defaults to $VIDFARM_URL, else http://127.0.0.1:8080; --key to $VIDFARM_API_KEY.
+A cluster's members may be given together, comma-separated: calls go to the first, to the
+leader once a member names it, and to the next member when one gives no answer.
 --json prints the API's answers as JSON; otherwise a summary for people.
 `
 
@@ -55,7 +57,7 @@ func runVideo(args []string) error {
 func clientCommand(name, usage string, args []string) (*client.Client, bool, []string, error) {
 	fs := flag.NewFlagSet(name, flag.ExitOnError)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, usage); fs.PrintDefaults() }
-	baseURL := fs.String("url", envOr("VIDFARM_URL", client.DefaultBaseURL), "API address [$VIDFARM_URL]")
+	baseURL := fs.String("url", envOr("VIDFARM_URL", client.DefaultBaseURL), "API address, or a cluster's members separated by commas [$VIDFARM_URL]")
 	key := fs.String("key", os.Getenv("VIDFARM_API_KEY"), "API key [$VIDFARM_API_KEY]")
 	poll := fs.Duration("poll-interval", 0, "how often --wait and watch read the video while its events stream cannot be had (default: the video's poll_interval_seconds)")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -71,9 +73,16 @@ func clientCommand(name, usage string, args []string) (*client.Client, bool, []s
 	if *poll > 0 {
 		opts = append(opts, client.WithPollInterval(*poll))
 	}
-	c, err := client.New(*baseURL, *key, opts...)
+	urls := strings.Split(*baseURL, ",")
+	for i := range urls {
+		urls[i] = strings.TrimSpace(urls[i])
+	}
+	if len(urls) > 1 {
+		opts = append(opts, client.WithMembers(urls[1:]...))
+	}
+	c, err := client.New(urls[0], *key, opts...)
 	if err != nil {
-		return nil, false, nil, err
+		return nil, false, nil, fmt.Errorf("--url: %w", err)
 	}
 	return c, *asJSON, rest, nil
 }

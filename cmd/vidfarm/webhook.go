@@ -24,7 +24,8 @@ const webhookUsage = `usage: vidfarm webhook [--url URL] [--key KEY] [--json] <c
   rotate WHK                   a new signing secret, printed once; the old one signs beside it for 24 h
   enable WHK                   enable a disabled endpoint; what waited is sent
 
---url defaults to $VIDFARM_URL, else http://127.0.0.1:8080; --key to $VIDFARM_API_KEY.
+--url defaults to $VIDFARM_URL, else http://127.0.0.1:8080 (a cluster's members may be given
+together, comma-separated, as for vidfarm video); --key to $VIDFARM_API_KEY.
 --json prints the API's answers as JSON; otherwise a summary for people.
 `
 
