@@ -163,12 +163,13 @@ func (c *Client) follow(h http.Header) {
 	}
 }
 
-// failover moves what p points at off u, which gave no answer, to the
-// member after u in order. Calls that failed at u together move it once:
-// the swap happens only while p still points at u. Without members, p stays
-// at the base URL.
-func (c *Client) failover(p *atomic.Pointer[url.URL], u *url.URL) {
-	if len(c.order) < 2 {
+// failover moves what p points at off u, which gave no answer to a request
+// under ctx, to the member after u in order. Calls that failed at u
+// together move it once: the swap happens only while p still points at u.
+// A request the caller canceled or timed out says nothing of u, and without
+// members p stays at the base URL.
+func (c *Client) failover(ctx context.Context, p *atomic.Pointer[url.URL], u *url.URL) {
+	if len(c.order) < 2 || ctx.Err() != nil {
 		return
 	}
 	i := slices.Index(c.order, u) // -1, were u not one of them: the base URL next
@@ -266,14 +267,14 @@ func (c *Client) attempt(ctx context.Context, method string, at *url.URL, path s
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		c.failover(&c.at, at)
+		c.failover(ctx, &c.at, at)
 		return 0, &netError{err: fmt.Errorf("vidfarm: %s %s: %w", method, u, err)}
 	}
 	defer resp.Body.Close()
 	c.follow(resp.Header)
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		c.failover(&c.at, at) // it went away mid-answer
+		c.failover(ctx, &c.at, at) // it went away mid-answer
 		return 0, &netError{err: fmt.Errorf("vidfarm: %s %s: reading the answer: %w", method, u, err)}
 	}
 	ra := parseRetryAfter(resp.Header.Get("Retry-After"))

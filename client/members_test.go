@@ -115,6 +115,29 @@ func TestFollowsLeader(t *testing.T) {
 				baseHits.Load(), goneHits.Load(), afterHits.Load())
 		}
 	})
+	t.Run("not when the caller gave up on the call", func(t *testing.T) {
+		var slowHits, otherHits atomic.Int64
+		slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if slowHits.Add(1) == 1 {
+				<-r.Context().Done() // the first call hangs until the client gives up
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"object":"account","id":"acct_1"}`))
+		}))
+		t.Cleanup(slow.Close)
+		other := member(&otherHits, &none)
+		c := newTestClient(t, slow.URL, client.WithMembers(other.URL))
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		if _, err := c.Me(ctx); err == nil {
+			t.Fatal("a call past its deadline answered")
+		}
+		me(t, c, 1) // the base URL is still where calls go
+		if slowHits.Load() != 2 || otherHits.Load() != 0 {
+			t.Fatalf("base %d calls, other member %d: want 2 and 0", slowHits.Load(), otherHits.Load())
+		}
+	})
 	t.Run("calls stay at the base URL without members", func(t *testing.T) {
 		dead := member(new(atomic.Int64), &none)
 		dead.Close()

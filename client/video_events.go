@@ -81,7 +81,7 @@ func (c *Client) VideoEvents(ctx context.Context, id, lastEventID string) (*Even
 	hc.Timeout = 0
 	resp, err := hc.Do(req)
 	if err != nil {
-		c.failover(&c.streamAt, at)
+		c.failover(ctx, &c.streamAt, at)
 		return nil, &netError{err: fmt.Errorf("vidfarm: events of %s: %w", id, err)}
 	}
 	switch {

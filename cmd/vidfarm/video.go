@@ -82,7 +82,7 @@ func clientCommand(name, usage string, args []string) (*client.Client, bool, []s
 	}
 	c, err := client.New(urls[0], *key, opts...)
 	if err != nil {
-		return nil, false, nil, fmt.Errorf("--url: %w", err)
+		return nil, false, nil, err
 	}
 	return c, *asJSON, rest, nil
 }
