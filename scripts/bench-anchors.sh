@@ -6,7 +6,12 @@
 # puts through etcd's own gRPC client, built here from its own module) and
 # pgbench running the create as one transaction (charge the balance, insert the
 # video, insert the ledger entry). Alternates A B C D for ROUNDS rounds of
-# DURATION; prints every run, then the median ratios and the load.
+# DURATION; prints every run, then the median ratios and the load. Each round
+# runs against the state the rounds before it left: every vidfarm create
+# stays queued (no agent renders them), so a round's line also says how many
+# queued videos the vidfarm server (the leader) then holds, and its CPU per
+# create rises with them (docs/benchmarks.md, "what the queue a server holds
+# costs each create"; scripts/queue-growth.sh isolates it).
 #
 # NODES=1 (default): one vidfarm node, one etcd member. NODES=3: a three-node
 # vidfarm cluster (n1 bootstraps, n2 and n3 join) and a three-member etcd
@@ -139,6 +144,7 @@ for r in $(seq "$rounds"); do
     --accounts 64 --concurrency 64 --duration "$duration" --json "${vflags[@]}")
   vc=$(cat "$dir/client.cpu")
   t1=$(ticks "${vpids[@]}") t2=$(ticks "${epids[@]}")
+  queued=$(gometric "$token" 'vidfarm_videos{status="queued"}' "$admin")
   e=$(run "etcd JSON" $bin bench etcd --endpoint "$endpoints" --concurrency 64 --duration "$duration" --json)
   t3=$(ticks "${epids[@]}")
   g=$(run "etcd gRPC" "$dir/etcdgrpc" --endpoint "$endpoints" --concurrency 64 --duration "$duration" --json)
@@ -169,7 +175,7 @@ print("%.2f %.2f %.2f vidfarm %.0f creates/s (p99 %.1f ms, failed %d, server CPU
 PY
 )
   read -r er gr pr rest <<<"$line"
-  echo "round $r: $rest  (load $(cut -d' ' -f1 /proc/loadavg))"
+  echo "round $r: $rest  (load $(cut -d' ' -f1 /proc/loadavg); vidfarm holds ${queued:-?} queued videos)"
   ratios+=("$er")
   grpcratios+=("$gr")
   pgratios+=("$pr")
