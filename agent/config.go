@@ -52,6 +52,12 @@ type Config struct {
 	// Server is the base URL of the control plane's agent listener, e.g.
 	// "https://cp.example.com:7443".
 	Server string
+	// Members are the agent listener URLs of a cluster's other members.
+	// Given them, the agent sends its requests to the leader once a
+	// follower names it, and to the next member (Server first, then these
+	// as given) when the one it calls gives no answer, so it keeps its
+	// leases through the loss of any one member (internal/members).
+	Members []string
 	// Token is the agent registration token the control plane was given.
 	Token string
 	// Name is the node's name at the control plane; registering under a
@@ -157,6 +163,14 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: Server %q: want an http or https URL such as https://cp.example.com:7443", ErrConfig, c.Server)
 	}
 	c.Server = strings.TrimRight(c.Server, "/")
+	c.Members = slices.Clone(c.Members)
+	for i, m := range c.Members {
+		u, err := url.Parse(m)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c, fmt.Errorf("%w: Members[%d] %q: want an http or https URL such as https://cp2.example.com:7443", ErrConfig, i, m)
+		}
+		c.Members[i] = strings.TrimRight(m, "/")
+	}
 	if c.Token == "" {
 		return c, fmt.Errorf("%w: Token (the agent registration token) is required", ErrConfig)
 	}

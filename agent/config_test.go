@@ -49,6 +49,8 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 	for name, cfg := range map[string]Config{
 		"no server":       {Token: "t"},
 		"bad server":      {Server: "cp:7443", Token: "t"},
+		"bad member":      {Server: "http://cp", Members: []string{"http://cp2", "cp3:7443"}, Token: "t"},
+		"empty member":    {Server: "http://cp", Members: []string{""}, Token: "t"},
 		"no token":        {Server: "http://cp"},
 		"unknown model":   {Server: "http://cp", Token: "t", Models: []string{"gpt-video"}},
 		"runner no model": {Server: "http://cp", Token: "t", Runners: map[string][]string{"gpt-video": {"x"}}},

@@ -177,10 +177,14 @@ func newAgent(ctx context.Context, cfg Config) (*agent, error) {
 	if err := prepareWorkDir(cfg.WorkDir); err != nil {
 		return nil, err
 	}
+	cp, err := newCPClient(cfg)
+	if err != nil {
+		return nil, err
+	}
 	a := &agent{
 		cfg:      cfg,
 		log:      log,
-		cp:       &cpClient{base: cfg.Server, hc: cfg.HTTPClient},
+		cp:       cp,
 		inputs:   newInputFetcher(cfg.AllowPrivateInputs, cfg.InputRootCAs),
 		capacity: capacity,
 		held:     map[string]*task{},

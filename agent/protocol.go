@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vidfarm/vidfarm/internal/members"
 	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
 
@@ -73,10 +74,30 @@ func transient(err error) bool {
 	return true
 }
 
-// cpClient speaks the agent protocol to one control plane.
+// cpClient speaks the agent protocol to one control plane, through the
+// member at its cursor: Config.Server, the leader a follower named, or the
+// member after one that gave no answer (Config.Members).
 type cpClient struct {
-	base string // Config.Server, no trailing slash
-	hc   *http.Client
+	at *members.Cursor
+	hc *http.Client
+}
+
+// newCPClient is the client of cfg's control plane, checked by
+// withDefaults: every URL parses.
+func newCPClient(cfg Config) (*cpClient, error) {
+	base, err := url.Parse(cfg.Server)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Server: %w", ErrConfig, err)
+	}
+	others := make([]*url.URL, 0, len(cfg.Members))
+	for _, m := range cfg.Members {
+		u, err := url.Parse(m)
+		if err != nil {
+			return nil, fmt.Errorf("%w: Members: %w", ErrConfig, err)
+		}
+		others = append(others, u)
+	}
+	return &cpClient{at: members.NewSet(base, others...).Cursor(), hc: cfg.HTTPClient}, nil
 }
 
 // maxErrorBody bounds how much of an error answer is read.
@@ -85,7 +106,8 @@ const maxErrorBody = 64 << 10
 // do sends one request. A 2xx answer is returned with its body open; any
 // other status is turned into an *apiError and the body closed.
 func (c *cpClient) do(ctx context.Context, method, path, bearer string, body io.Reader, size int64, contentType string, task bool) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	at := c.at.At()
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(at.String(), "/")+path, body)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
@@ -97,8 +119,10 @@ func (c *cpClient) do(ctx context.Context, method, path, bearer string, body io.
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+		c.at.Failover(ctx, at) // its retry goes to the next member
+		return nil, fmt.Errorf("%s %s at %s: %w", method, path, at.Host, err)
 	}
+	c.at.Follow(resp.Header)
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return resp, nil
 	}

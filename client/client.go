@@ -12,11 +12,11 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
+
+	"github.com/vidfarm/vidfarm/internal/members"
 )
 
 // DefaultBaseURL is where `vidfarm dev` serves the API.
@@ -28,27 +28,20 @@ const maxBody = 16 << 20
 
 // Client calls the vidfarm public API. It is safe for concurrent use.
 type Client struct {
-	base *url.URL
-	// at is where calls go: base, the leader a member named, or the member
-	// after one that gave no answer (WithMembers).
-	at atomic.Pointer[url.URL]
-	// streamAt is where event streams go: base, or the member after one
-	// that gave no answer. Every member serves streams itself.
-	streamAt   atomic.Pointer[url.URL]
-	memberURLs []string
-	// members are the base URL and the members by their text; order holds
-	// the same URLs, the base URL first and the members as given: where
-	// calls go next when one gives no answer. Both nil without members.
-	members      map[string]*url.URL
-	order        []*url.URL
-	key          string
-	http         *http.Client
-	userAgent    string
-	maxAttempts  int
-	minBackoff   time.Duration
-	maxBackoff   time.Duration
-	pollInterval time.Duration
-	streamIdle   time.Duration
+	// calls is where calls go: base, the leader a member named, or the
+	// member after one that gave no answer (WithMembers); streams is where
+	// event streams go, which every member serves itself, so it does not
+	// follow the leader.
+	calls, streams *members.Cursor
+	memberURLs     []string
+	key            string
+	http           *http.Client
+	userAgent      string
+	maxAttempts    int
+	minBackoff     time.Duration
+	maxBackoff     time.Duration
+	pollInterval   time.Duration
+	streamIdle     time.Duration
 }
 
 // Option configures a Client.
@@ -89,10 +82,6 @@ func WithMembers(urls ...string) Option {
 	return func(c *Client) { c.memberURLs = append(c.memberURLs, urls...) }
 }
 
-// headerLeader names the leader on an answer a follower forwarded
-// (controlplane/cluster.HeaderLeader; TestFollowsLeader sets it by that name).
-const headerLeader = "X-Vidfarm-Leader"
-
 // WithUserAgent sets the User-Agent header.
 func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
 
@@ -109,29 +98,22 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	if apiKey == "" {
 		return nil, errors.New("vidfarm: no API key (create one with `vidfarm admin key create`, or use the one `vidfarm dev` prints)")
 	}
-	c := &Client{base: u, key: apiKey, http: &http.Client{Timeout: 60 * time.Second},
+	c := &Client{key: apiKey, http: &http.Client{Timeout: 60 * time.Second},
 		userAgent: "vidfarm-go", maxAttempts: 4, minBackoff: 500 * time.Millisecond, maxBackoff: 30 * time.Second}
 	for _, o := range opts {
 		o(c)
 	}
-	if len(c.memberURLs) > 0 {
-		c.members = map[string]*url.URL{u.String(): u}
-		c.order = []*url.URL{u}
-		for _, m := range c.memberURLs {
-			mu, err := parseBase(m)
-			if err != nil {
-				return nil, fmt.Errorf("vidfarm: member URL %w", err)
-			}
-			if _, dup := c.members[mu.String()]; dup {
-				continue // named twice, or the base URL again
-			}
-			c.members[mu.String()] = mu
-			c.order = append(c.order, mu)
+	others := make([]*url.URL, 0, len(c.memberURLs))
+	for _, m := range c.memberURLs {
+		mu, err := parseBase(m)
+		if err != nil {
+			return nil, fmt.Errorf("vidfarm: member URL %w", err)
 		}
-		c.memberURLs = nil // read into members
+		others = append(others, mu)
 	}
-	c.at.Store(u)
-	c.streamAt.Store(u)
+	c.memberURLs = nil // read into the set
+	set := members.NewSet(u, others...)
+	c.calls, c.streams = set.Cursor(), set.Cursor()
 	return c, nil
 }
 
@@ -144,36 +126,6 @@ func parseBase(raw string) (*url.URL, error) {
 	// vidfarm dev prints the API as <root>/v1: accept that too.
 	u.Path = strings.TrimSuffix(u.Path, "/v1")
 	return u, nil
-}
-
-// follow moves the client's calls to the leader an answer named, if it is a
-// member the client was given.
-func (c *Client) follow(h http.Header) {
-	if c.members == nil {
-		return
-	}
-	v := h.Get(headerLeader)
-	if v == "" {
-		return
-	}
-	if u, err := parseBase(v); err == nil {
-		if m, ok := c.members[u.String()]; ok {
-			c.at.Store(m)
-		}
-	}
-}
-
-// failover moves what p points at off u, which gave no answer to a request
-// under ctx, to the member after u in order. Calls that failed at u
-// together move it once: the swap happens only while p still points at u.
-// A request the caller canceled or timed out says nothing of u, and without
-// members p stays at the base URL.
-func (c *Client) failover(ctx context.Context, p *atomic.Pointer[url.URL], u *url.URL) {
-	if len(c.order) < 2 || ctx.Err() != nil {
-		return
-	}
-	i := slices.Index(c.order, u) // -1, were u not one of them: the base URL next
-	p.CompareAndSwap(u, c.order[(i+1)%len(c.order)])
 }
 
 // CallOption changes one call.
@@ -212,7 +164,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	for attempt := 1; ; attempt++ {
 		// Read for each attempt: after a failure the client may have moved
 		// on to the next member.
-		retryAfter, err := c.attempt(ctx, method, c.at.Load(), path, query, body, idemKey, out)
+		retryAfter, err := c.attempt(ctx, method, c.calls.At(), path, query, body, idemKey, out)
 		if err == nil {
 			return nil
 		}
@@ -236,7 +188,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 // idempotent and has no Idempotency-Key (a secret rotation), where a retry
 // after a lost answer would act twice.
 func (c *Client) doOnce(ctx context.Context, method, path string, out any) error {
-	_, err := c.attempt(ctx, method, c.at.Load(), path, nil, nil, "", out)
+	_, err := c.attempt(ctx, method, c.calls.At(), path, nil, nil, "", out)
 	return err
 }
 
@@ -267,14 +219,14 @@ func (c *Client) attempt(ctx context.Context, method string, at *url.URL, path s
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		c.failover(ctx, &c.at, at)
+		c.calls.Failover(ctx, at)
 		return 0, &netError{err: fmt.Errorf("vidfarm: %s %s: %w", method, u, err)}
 	}
 	defer resp.Body.Close()
-	c.follow(resp.Header)
+	c.calls.Follow(resp.Header)
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		c.failover(ctx, &c.at, at) // it went away mid-answer
+		c.calls.Failover(ctx, at) // it went away mid-answer
 		return 0, &netError{err: fmt.Errorf("vidfarm: %s %s: reading the answer: %w", method, u, err)}
 	}
 	ra := parseRetryAfter(resp.Header.Get("Retry-After"))

@@ -62,7 +62,7 @@ func WithStreamIdle(d time.Duration) Option { return func(c *Client) { c.streamI
 // WithMembers, a member that gave no answer sends the next stream to the
 // member after it.
 func (c *Client) VideoEvents(ctx context.Context, id, lastEventID string) (*EventStream, error) {
-	at := c.streamAt.Load()
+	at := c.streams.At()
 	u := *at
 	u.Path += "/v1/videos/" + url.PathEscape(id) + "/events"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
@@ -81,7 +81,7 @@ func (c *Client) VideoEvents(ctx context.Context, id, lastEventID string) (*Even
 	hc.Timeout = 0
 	resp, err := hc.Do(req)
 	if err != nil {
-		c.failover(ctx, &c.streamAt, at)
+		c.streams.Failover(ctx, at)
 		return nil, &netError{err: fmt.Errorf("vidfarm: events of %s: %w", id, err)}
 	}
 	switch {

@@ -7,14 +7,16 @@ import (
 
 	"github.com/vidfarm/vidfarm/bench"
 	"github.com/vidfarm/vidfarm/controlplane/cluster"
+	"github.com/vidfarm/vidfarm/internal/members"
 )
 
-// TestBenchFollowsTheForwardersHeader: the bench's create loop follows the
-// header a follower's forwarder sets; the bench names it again rather than
-// import the control plane, so the two must not drift apart.
+// TestBenchFollowsTheForwardersHeader: the bench's create loop, the SDK and
+// the agent (internal/members) follow the header a follower's forwarder
+// sets; they name it again rather than import the control plane, so the
+// names must not drift apart.
 func TestBenchFollowsTheForwardersHeader(t *testing.T) {
-	if bench.HeaderLeader != cluster.HeaderLeader {
-		t.Fatalf("bench follows %q, the forwarder sets %q", bench.HeaderLeader, cluster.HeaderLeader)
+	if bench.HeaderLeader != cluster.HeaderLeader || members.HeaderLeader != cluster.HeaderLeader {
+		t.Fatalf("bench follows %q and internal/members %q; the forwarder sets %q", bench.HeaderLeader, members.HeaderLeader, cluster.HeaderLeader)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,11 +13,13 @@ import (
 	"github.com/vidfarm/vidfarm/client"
 )
 
-// TestE2ECLIAcrossMembers: `vidfarm video` given a three-node cluster's
-// members in --url creates a video through a follower, then the leader is
-// SIGKILLed and a CLI whose first URL is the dead leader still reads and
-// creates: its first attempt is refused and the next member answers,
-// forwarding to the new leader.
+// TestE2ECLIAcrossMembers: a render agent and `vidfarm video`, each given a
+// three-node cluster's members with the leader's URL first, go on through
+// the others when the leader is SIGKILLed. The CLI creates a video through
+// a follower before the kill; after it, a CLI whose first URL is the dead
+// leader still reads and creates (its first attempt is refused and the next
+// member answers, forwarding to the new leader), and the agent, whose calls
+// went straight to the leader, moves on too and renders both videos.
 func TestE2ECLIAcrossMembers(t *testing.T) {
 	c := newChaosCluster(t, 3)
 	c.startAll()
@@ -26,6 +29,9 @@ func TestE2ECLIAcrossMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	agentURLs := c.nodes[leader].agentURL() + "," + c.nodes[a].agentURL() + "," + c.nodes[b].agentURL()
+	startProc(t, "agent", []string{"agent", "--server", agentURLs, "--token", e2eAgentToken, "--name", "members-agent",
+		"--virtual-gpus", "1", "--work-dir", filepath.Join(c.dir, "agent"), "--log-level", "info"}, nil, "agent running")
 	run := func(urls []int, args ...string) (client.Video, error) {
 		t.Helper()
 		var list []string
@@ -60,18 +66,33 @@ func TestE2ECLIAcrossMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ID != first.ID || got.Status != client.StatusQueued {
-		t.Fatalf("get through the survivors: %s %s, want %s queued", got.ID, got.Status, first.ID)
+	if got.ID != first.ID || got.Status == client.StatusFailed {
+		t.Fatalf("get through the survivors: %s %s, want %s, not failed", got.ID, got.Status, first.ID)
 	}
 	second, err := run(dead, create...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if second.ID == "" || second.ID == first.ID || second.Status != client.StatusQueued {
+	if second.ID == "" || second.ID == first.ID || second.Status == client.StatusFailed {
 		t.Fatalf("create through the survivors: %+v", second)
 	}
 	// Without the members the dead leader's URL is all the CLI has.
 	if _, err := run([]int{leader}, "get", first.ID); err == nil {
 		t.Fatal("a CLI given only the dead leader's URL got an answer")
+	}
+	sdk, err := client.New(c.nodes[a].publicURL(), acct.APIKey, client.WithMembers(c.nodes[b].publicURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	for _, id := range []string{first.ID, second.ID} {
+		v, err := sdk.Wait(ctx, id, nil)
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", id, err)
+		}
+		if v.Status != client.StatusCompleted {
+			t.Fatalf("video %s ended %s (%+v): the agent did not render it after the leader's loss", id, v.Status, v.Error)
+		}
 	}
 }

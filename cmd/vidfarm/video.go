@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vidfarm/vidfarm/client"
+	"github.com/vidfarm/vidfarm/internal/members"
 )
 
 const videoUsage = `usage: vidfarm video [--url URL] [--key KEY] [--json] [--poll-interval D] <command>
@@ -73,10 +74,7 @@ func clientCommand(name, usage string, args []string) (*client.Client, bool, []s
 	if *poll > 0 {
 		opts = append(opts, client.WithPollInterval(*poll))
 	}
-	urls := strings.Split(*baseURL, ",")
-	for i := range urls {
-		urls[i] = strings.TrimSpace(urls[i])
-	}
+	urls := members.Split(*baseURL)
 	if len(urls) > 1 {
 		opts = append(opts, client.WithMembers(urls[1:]...))
 	}

@@ -1,0 +1,117 @@
+// Package members keeps where a client of a vidfarm cluster sends its
+// requests: the Go SDK's calls and event streams, and a render agent's
+// calls. A client is given one member's URL (its base) and may be given
+// the others. A follower forwards every request to the leader and names
+// it in its answer (HeaderLeader); a client that knows the members sends
+// its next requests there, sparing the cluster the hop, but only to a
+// member it was given: an address it does not know never gets its
+// credentials. When a member gives no answer at all, the client moves to
+// the next member in the order given, wrapping around, so that it keeps
+// working through the loss of any one member, the leader included.
+//
+// It is a standard-library leaf, imported by client and agent alike.
+package members
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync/atomic"
+)
+
+// HeaderLeader names the leader on an answer a follower forwarded
+// (controlplane/cluster.HeaderLeader; the tests of client and agent set
+// the header by that name).
+const HeaderLeader = "X-Vidfarm-Leader"
+
+// Set is the members a client was given: its base URL first, then the
+// others as given, each once.
+type Set struct {
+	order []*url.URL
+	known map[string]*url.URL
+}
+
+// NewSet makes the set of base and others, dropping repeats (a member named
+// twice, or the base URL again). Neither may change afterwards.
+func NewSet(base *url.URL, others ...*url.URL) *Set {
+	s := &Set{order: []*url.URL{base}, known: map[string]*url.URL{key(base): base}}
+	for _, u := range others {
+		if _, dup := s.known[key(u)]; dup {
+			continue
+		}
+		s.known[key(u)] = u
+		s.order = append(s.order, u)
+	}
+	return s
+}
+
+// Split reads a comma-separated list of members' URLs, as a command line
+// gives them (the first is the base URL), trimming the spaces around each.
+// The URLs are checked by whoever parses them.
+func Split(list string) []string {
+	out := strings.Split(list, ",")
+	for i := range out {
+		out[i] = strings.TrimSpace(out[i])
+	}
+	return out
+}
+
+// key is how a member is known: its URL without a trailing slash.
+func key(u *url.URL) string { return strings.TrimRight(u.String(), "/") }
+
+// Len is how many members the set holds, the base URL included.
+func (s *Set) Len() int { return len(s.order) }
+
+// Cursor is where one stream of requests goes, among the members of a Set.
+// It starts at the base URL and is safe for concurrent use.
+type Cursor struct {
+	set *Set
+	at  atomic.Pointer[url.URL]
+}
+
+// Cursor returns a new cursor at the base URL. A client may keep several,
+// moving apart: the SDK's calls follow the leader, its event streams do not.
+func (s *Set) Cursor() *Cursor {
+	c := &Cursor{set: s}
+	c.at.Store(s.order[0])
+	return c
+}
+
+// At is the member requests go to now. Pass what it returned to Failover
+// when that request gets no answer.
+func (c *Cursor) At() *url.URL { return c.at.Load() }
+
+// Follow moves the cursor to the leader h names (HeaderLeader), if that is
+// one of the members; a name it does not know, or none, leaves it where it
+// is.
+func (c *Cursor) Follow(h http.Header) {
+	v := h.Get(HeaderLeader)
+	if v == "" || c.set.Len() < 2 {
+		return
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return
+	}
+	if m, ok := c.set.known[key(u)]; ok {
+		c.at.Store(m)
+	}
+}
+
+// Failover moves the cursor off from, which gave no answer to a request
+// under ctx, to the member after it in the set's order. Requests that
+// failed at from together move it once: the swap happens only while the
+// cursor is still at from, so a late failure cannot undo a move made since
+// (to the leader, say). A request its caller canceled or timed out says
+// nothing of the member and moves nothing; with one member there is
+// nowhere to go.
+func (c *Cursor) Failover(ctx context.Context, from *url.URL) {
+	n := c.set.Len()
+	if n < 2 || ctx.Err() != nil {
+		return
+	}
+	i := slices.Index(c.set.order, from) // -1 for a URL not in the set: the base URL next
+	c.at.CompareAndSwap(from, c.set.order[(i+1)%n])
+}
