@@ -35,7 +35,7 @@ func runAgent(args []string) error {
 	fs := flag.NewFlagSet("agent", flag.ExitOnError)
 	printCapacity := fs.Bool("print-capacity", false, "print the GPUs (NVML), CPU, memory and tools of this node and exit")
 	asJSON := fs.Bool("json", false, "with --print-capacity: print JSON")
-	server := fs.String("server", "", "URL of the control plane's agent listener, e.g. https://cp.example.com:7443, or a cluster's members' separated by commas: the agent follows the leader among them and goes on to the next when one gives no answer")
+	server := fs.String("server", "", "URL of the control plane's agent listener, e.g. https://cp.example.com:7443, or every member's agent listener separated by commas: the agent follows the leader among them and goes on to the next when one gives no answer")
 	token := fs.String("token", "", "agent registration token")
 	caFile := fs.String("ca-file", "", "PEM CA bundle to trust for the control plane's https agent listener (default: the system's CAs)")
 	name := fs.String("name", "", "node name at the control plane (default: the hostname)")
