@@ -8,12 +8,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/vidfarm/vidfarm/internal/members"
 )
 
 // CreateConfig describes a closed-loop create benchmark.
@@ -32,22 +35,21 @@ type CreateConfig struct {
 	// create, keyed by the client's (random) key, which a run without keys
 	// never shows.
 	IdempotencyKeys bool
-	// FollowLeader sends a worker's next creates to the leader once an
-	// answer names it (the X-Vidfarm-Leader header a follower adds to what it
-	// forwarded) and the named URL is one of BaseURLs: the leader serves
-	// every request in full, so a client that knows the members spares the
-	// cluster the follower's hop. A worker whose request fails in transport
-	// goes back to its own endpoint (the leader may be gone). Off, every
-	// worker stays on BaseURLs[i mod len] and the followers forward.
+	// FollowLeader moves each worker as every vidfarm client given the
+	// members moves (internal/members): its next creates go to the leader
+	// once an answer names it (the X-Vidfarm-Leader header a follower adds
+	// to what it forwarded) and the named URL is one of BaseURLs, since the
+	// leader serves every request in full and a client that knows the
+	// members spares the cluster the follower's hop. Unlike the SDK, a
+	// worker whose request fails in transport goes back to its own endpoint
+	// (the leader may be gone) rather than on to the next: the workers keep
+	// the spread the run started with. Off, every worker stays on
+	// BaseURLs[i mod len] and the followers forward.
 	FollowLeader bool
 	// Progress, when set, is called about once a second with the creates so far.
 	Progress func(done int64, elapsed time.Duration)
 	Client   *http.Client
 }
-
-// HeaderLeader is controlplane/cluster.HeaderLeader, named again here so the
-// bench does not import the control plane (cmd/vidfarm's tests hold them equal).
-const HeaderLeader = "X-Vidfarm-Leader"
 
 // CreateReport is what a create benchmark measured.
 type CreateReport struct {
@@ -144,14 +146,27 @@ func RunCreate(ctx context.Context, cfg CreateConfig) (CreateReport, error) {
 		client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency, MaxConnsPerHost: cfg.Concurrency}}
 	}
 	urls := endpointURLs(cfg.BaseURLs, "/v1/videos")
-	byBase := make(map[string]string, len(urls))
+	// Each endpoint as a member, and its create URL made once: a worker's
+	// cursor says which member, the map the URL to post to.
+	bases := make([]*url.URL, len(cfg.BaseURLs))
+	createURL := make(map[*url.URL]string, len(urls))
 	for i, b := range cfg.BaseURLs {
-		byBase[strings.TrimRight(b, "/")] = urls[i]
+		u, err := url.Parse(strings.TrimRight(b, "/"))
+		if err != nil {
+			return CreateReport{}, fmt.Errorf("bench: server %q: %w", b, err)
+		}
+		bases[i] = u
+		createURL[u] = urls[i]
 	}
-	// Each worker's endpoint, written only by its own goroutine.
-	at := make([]string, cfg.Concurrency)
-	for w := range at {
-		at[w] = urls[w%len(urls)]
+	// Worker w's own endpoint, its home, is the (w mod n)th.
+	sets := make([]*members.Set, len(bases))
+	for i := range bases {
+		others := slices.Delete(slices.Clone(bases), i, i+1)
+		sets[i] = members.NewSet(bases[i], others...)
+	}
+	cursors := make([]*members.Cursor, cfg.Concurrency)
+	for w := range cursors {
+		cursors[w] = sets[w%len(sets)].Cursor()
 	}
 	// Keys of this run only: a key kept from an earlier run would replay
 	// its video instead of creating one.
@@ -162,15 +177,15 @@ func RunCreate(ctx context.Context, cfg CreateConfig) (CreateReport, error) {
 		if cfg.IdempotencyKeys {
 			idem = "bench-" + run + "-" + strconv.FormatUint(sent.Add(1), 10)
 		}
-		code, leader, err := createOnce(ctx, client, at[w], cfg.APIKeys[w%len(cfg.APIKeys)], idem, body)
+		cur := cursors[w]
+		at := cur.At()
+		code, h, err := createOnce(ctx, client, createURL[at], cfg.APIKeys[w%len(cfg.APIKeys)], idem, body)
 		switch {
 		case !cfg.FollowLeader:
 		case err != nil:
-			at[w] = urls[w%len(urls)]
-		case leader != "":
-			if u, ok := byBase[strings.TrimRight(leader, "/")]; ok {
-				at[w] = u
-			}
+			cur.Home()
+		default:
+			cur.Follow(h)
 		}
 		return code, err
 	}), nil
@@ -261,12 +276,12 @@ func nearestRank(n int, q float64) int {
 }
 
 // createOnce sends one create, with an Idempotency-Key unless idem is "";
-// code is "" on 201, else the error code (or status); leader is the leader
-// the answer named (HeaderLeader), if it named one.
-func createOnce(ctx context.Context, c *http.Client, url, key, idem string, body []byte) (code, leader string, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+// code is "" on 201, else the error code (or status); h is the answer's
+// header, which may name the leader (members.HeaderLeader).
+func createOnce(ctx context.Context, c *http.Client, target, key, idem string, body []byte) (code string, h http.Header, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
-		return "", "", err
+		return "", nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
@@ -275,16 +290,15 @@ func createOnce(ctx context.Context, c *http.Client, url, key, idem string, body
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return "", "", err
+		return "", nil, err
 	}
 	defer resp.Body.Close()
-	leader = resp.Header.Get(HeaderLeader)
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return "", "", err
+		return "", nil, err
 	}
 	if resp.StatusCode == http.StatusCreated {
-		return "", leader, nil
+		return "", resp.Header, nil
 	}
 	var env struct {
 		Error struct {
@@ -292,7 +306,7 @@ func createOnce(ctx context.Context, c *http.Client, url, key, idem string, body
 		} `json:"error"`
 	}
 	if json.Unmarshal(raw, &env) == nil && env.Error.Code != "" {
-		return env.Error.Code, leader, nil
+		return env.Error.Code, resp.Header, nil
 	}
-	return "http_" + strconv.Itoa(resp.StatusCode), leader, nil
+	return "http_" + strconv.Itoa(resp.StatusCode), resp.Header, nil
 }

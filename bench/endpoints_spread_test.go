@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/vidfarm/vidfarm/internal/members"
 )
 
 // TestClosedLoopsSpreadOverEndpoints runs both closed loops against three
@@ -76,7 +78,7 @@ func TestRunCreateFollowsLeader(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				hits[i].Add(1)
 				if i > 0 {
-					w.Header().Set(HeaderLeader, leaderHint(eps))
+					w.Header().Set(members.HeaderLeader, leaderHint(eps))
 				}
 				w.WriteHeader(http.StatusCreated)
 			}))

@@ -4,21 +4,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"testing"
-
-	"github.com/vidfarm/vidfarm/bench"
-	"github.com/vidfarm/vidfarm/controlplane/cluster"
-	"github.com/vidfarm/vidfarm/internal/members"
 )
-
-// TestBenchFollowsTheForwardersHeader: the bench's create loop, the SDK and
-// the agent (internal/members) follow the header a follower's forwarder
-// sets; they name it again rather than import the control plane, so the
-// names must not drift apart.
-func TestBenchFollowsTheForwardersHeader(t *testing.T) {
-	if bench.HeaderLeader != cluster.HeaderLeader || members.HeaderLeader != cluster.HeaderLeader {
-		t.Fatalf("bench follows %q and internal/members %q; the forwarder sets %q", bench.HeaderLeader, members.HeaderLeader, cluster.HeaderLeader)
-	}
-}
 
 // TestBenchCreateIdempotencyKeys runs vidfarm bench create against a real
 // server, first without and then with --idempotency-keys: the server keeps

@@ -26,6 +26,7 @@ import (
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	vfmembers "github.com/vidfarm/vidfarm/internal/members"
 )
 
 // HeaderForwardedBy names the node that forwarded a request to the leader.
@@ -37,8 +38,9 @@ const HeaderForwardedBy = "X-Vidfarm-Forwarded-By"
 // and spare the cluster the follower's hop: on three nodes with the clients
 // spread over the members that hop cost a third of the cluster's CPU per
 // create (docs/benchmarks.md). Clients should follow it only to a URL they
-// were given as a member's, never to one they do not know.
-const HeaderLeader = "X-Vidfarm-Leader"
+// were given as a member's, never to one they do not know: internal/members,
+// which defines the name, does that for the SDK, the agent and the bench.
+const HeaderLeader = vfmembers.HeaderLeader
 
 // Listener is which of a node's listeners a request arrived on.
 type Listener int

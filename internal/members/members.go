@@ -21,9 +21,10 @@ import (
 	"sync/atomic"
 )
 
-// HeaderLeader names the leader on an answer a follower forwarded
-// (controlplane/cluster.HeaderLeader; the tests of client and agent set
-// the header by that name).
+// HeaderLeader, on an answer a follower forwarded, is the leader's base URL
+// for the listener the request came to (controlplane/cluster sets it; the
+// SDK, the agent and the bench follow it). It is defined here, in the leaf
+// they all import, so that there is one name to drift from.
 const HeaderLeader = "X-Vidfarm-Leader"
 
 // Set is the members a client was given: its base URL first, then the
@@ -91,14 +92,17 @@ func (c *Cursor) Follow(h http.Header) {
 	if v == "" || c.set.Len() < 2 {
 		return
 	}
-	u, err := url.Parse(v)
-	if err != nil {
-		return
-	}
-	if m, ok := c.set.known[key(u)]; ok {
+	// Matched as text, the way the set knows its members: a name that is
+	// no URL, or not one of theirs, is simply not found.
+	if m, ok := c.set.known[strings.TrimRight(v, "/")]; ok {
 		c.at.Store(m)
 	}
 }
+
+// Home moves the cursor back to the base URL: for a client that must keep
+// its place among the members rather than go round them (the bench's
+// workers, spread over the members to load them evenly; see Failover).
+func (c *Cursor) Home() { c.at.Store(c.set.order[0]) }
 
 // Failover moves the cursor off from, which gave no answer to a request
 // under ctx, to the member after it in the set's order. Requests that

@@ -47,6 +47,8 @@ func TestCursor(t *testing.T) {
 		{"a name that is no URL", func(cur *members.Cursor) { cur.Follow(leader("http://%zz")) }, c},
 		{"a request the caller canceled", func(cur *members.Cursor) { cur.Failover(canceled, c) }, c},
 		{"no answer at the last member: back to the first", func(cur *members.Cursor) { cur.Failover(bg, c) }, a},
+		{"followed again", func(cur *members.Cursor) { cur.Follow(leader("http://b:1")) }, b},
+		{"home", func(cur *members.Cursor) { cur.Home() }, a},
 	}
 	cur := members.NewSet(a, b, c, mustURL(t, "http://b:1/"), a).Cursor()
 	for _, st := range steps {
