@@ -22,19 +22,23 @@ ticks() { for p in "$@"; do awk '{print $14 + $15}' "/proc/$p/stat"; done | awk 
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {printf "%.2f× over %d rounds", a[int((NR+1)/2)], NR}'; }
 
 # The one-node server bench-knob.sh and bench-growth.sh start, on fixed
-# loopback ports. start_node BIN SETTING DATADIR TOKEN starts it (SETTING:
-# server flags, or NAME=value assignments for its environment), waits until
-# it answers and leaves its process id in $pid; its log is DATADIR.log.
+# loopback ports. start_node BIN SETTING DATADIR TOKEN [OFFSET] starts it
+# (SETTING: server flags, or NAME=value assignments for its environment),
+# waits until it answers and leaves its process id in $pid; its log is
+# DATADIR.log. OFFSET (default 0) moves every port by that much, for a
+# second server beside the first (queue-growth.sh): the public API is on
+# 18680 + OFFSET, the admin API on 18681 + OFFSET.
 start_node() {
-  local envs=() flags=()
+  local envs=() flags=() o=${5:-0}
   case $2 in
     --*) read -ra flags <<<"$2" ;;
     *) read -ra envs <<<"$2" ;;
   esac
-  env "${envs[@]}" "$1" server --data-dir "$3" --listen 127.0.0.1:18680 --admin-listen 127.0.0.1:18681 \
-    --raft-listen 127.0.0.1:17600 --admin-token "$4" --rate-limits=false --log-level warn "${flags[@]}" 2>"$3.log" &
+  env "${envs[@]}" "$1" server --data-dir "$3" --listen "127.0.0.1:$((18680 + o))" --admin-listen "127.0.0.1:$((18681 + o))" \
+    --agent-listen "127.0.0.1:$((18682 + o))" --raft-listen "127.0.0.1:$((17600 + o))" --admin-token "$4" \
+    --rate-limits=false --log-level warn "${flags[@]}" 2>"$3.log" &
   pid=$!
-  await http://127.0.0.1:18680/v1
+  await "http://127.0.0.1:$((18680 + o))/v1"
 }
 
 # create_load BIN TOKEN DURATION [SERVERS ADMIN]: 64 clients creating in a

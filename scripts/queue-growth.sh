@@ -26,15 +26,12 @@ pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
 hz=$(getconf CLK_TCK)
 
-# start_a starts server A on its own ports (start_node's are B's).
+# start_a starts server A beside B, its ports 100 above B's.
 start_a() {
   rm -rf "$dir/a"
-  "$bin_a" server --data-dir "$dir/a" --listen 127.0.0.1:18780 --admin-listen 127.0.0.1:18781 \
-    --raft-listen 127.0.0.1:17700 --agent-listen 127.0.0.1:18782 --admin-token "$token" \
-    --rate-limits=false --log-level warn 2>"$dir/a.log" &
-  apid=$!
+  start_node "$bin_a" '' "$dir/a" "$token" 100
+  apid=$pid
   pids+=("$apid")
-  await http://127.0.0.1:18780/v1
 }
 
 # report LABEL LOAD TICKS: one run's line.
