@@ -17,9 +17,10 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/cluster"
 	"github.com/vidfarm/vidfarm/controlplane/tlsconf"
+	"github.com/vidfarm/vidfarm/internal/members"
 )
 
-const adminUsage = `usage: vidfarm admin [--server URL] [--admin-token T] [--ca-file PEM] <command>
+const adminUsage = `usage: vidfarm admin [--server URL[,URL...]] [--admin-token T] [--ca-file PEM] <command>
 
   account create --name N --plan free|pro|max [--credits C]
   account get --account ID
@@ -46,11 +47,23 @@ const adminUsage = `usage: vidfarm admin [--server URL] [--admin-token T] [--ca-
   restore --in FILE [--force]  (disaster recovery: replaces the cluster's state)
 `
 
+// adminServers has fs's flag name take the admin API's address into cl, or
+// a cluster's members' admin URLs, comma-separated: a member that cannot
+// be reached is passed over for the next (admin.Client.Members).
+func adminServers(fs *flag.FlagSet, cl *admin.Client, name, usage string) {
+	cl.Server = "http://127.0.0.1:8081"
+	fs.Func(name, usage+", or a cluster's members' comma-separated, tried in order while one cannot be reached (default http://127.0.0.1:8081)", func(v string) error {
+		urls := members.Split(v)
+		cl.Server, cl.Members = urls[0], urls[1:]
+		return nil
+	})
+}
+
 func runAdmin(args []string) error {
 	fs := flag.NewFlagSet("admin", flag.ExitOnError)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, adminUsage); fs.PrintDefaults() }
 	cl := &admin.Client{}
-	fs.StringVar(&cl.Server, "server", "http://127.0.0.1:8081", "admin API address")
+	adminServers(fs, cl, "server", "admin API address")
 	fs.StringVar(&cl.Token, "admin-token", "", "admin token")
 	caFile := fs.String("ca-file", "", "PEM CA bundle to trust for an https admin API (default: the system's CAs)")
 	if err := parse(fs, args); err != nil {

@@ -44,7 +44,7 @@ func runBenchCreate(args []string) error {
 	fs := flag.NewFlagSet("bench create", flag.ExitOnError)
 	server := fs.String("server", "http://127.0.0.1:8080", "public API base URL, or several separated by commas (the members of a cluster): the clients are spread over them")
 	cl := &admin.Client{}
-	fs.StringVar(&cl.Server, "admin-server", "http://127.0.0.1:8081", "admin API address (accounts for the run are created there)")
+	adminServers(fs, cl, "admin-server", "admin API address (accounts for the run are created there)")
 	fs.StringVar(&cl.Token, "admin-token", "", "admin token")
 	accounts := fs.Int("accounts", 64, "accounts to spread the load over")
 	concurrency := fs.Int("concurrency", 64, "concurrent clients")

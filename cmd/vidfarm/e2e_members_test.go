@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -79,6 +80,31 @@ func TestE2ECLIAcrossMembers(t *testing.T) {
 	// Without the members the dead leader's URL is all the CLI has.
 	if _, err := run([]int{leader}, "get", first.ID); err == nil {
 		t.Fatal("a CLI given only the dead leader's URL got an answer")
+	}
+	// The admin CLI likewise: a grant (a write: sent on only because the
+	// dead member refused the connection) and a read through the survivors.
+	adm := func(urls []int, args ...string) (string, error) {
+		var list []string
+		for _, i := range urls {
+			list = append(list, c.nodes[i].adminURL())
+		}
+		full := append([]string{"admin", "--server", strings.Join(list, ","), "--admin-token", e2eAdminToken}, args...)
+		out, err := exec.Command(vidfarmBinary(t), full...).CombinedOutput()
+		return string(out), err
+	}
+	before, err := c.nodes[a].adminClient().Account(context.Background(), acct.AccountID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := adm(dead, "credits", "grant", "--account", acct.AccountID, "--amount", "7"); err != nil {
+		t.Fatalf("admin credits grant through the survivors: %v\n%s", err, out)
+	}
+	want := fmt.Sprintf(`"credits": %d`, before.Credits+7)
+	if out, err := adm(dead, "account", "get", "--account", acct.AccountID); err != nil || !strings.Contains(out, want) {
+		t.Fatalf("admin account get through the survivors: %v, want %s once granted 7 more:\n%s", err, want, out)
+	}
+	if out, err := adm([]int{leader}, "cluster", "members"); err == nil {
+		t.Fatalf("an admin CLI given only the dead leader's URL got an answer:\n%s", out)
 	}
 	sdk, err := client.New(c.nodes[a].publicURL(), acct.APIKey, client.WithMembers(c.nodes[b].publicURL()))
 	if err != nil {

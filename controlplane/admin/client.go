@@ -4,60 +4,125 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/cluster"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/internal/members"
 )
 
 // Client calls the admin API.
 type Client struct {
 	Server string // e.g. http://127.0.0.1:8081
-	Token  string
-	HTTP   *http.Client
+	// Members are the other control-plane members' admin URLs, for a
+	// client of a cluster: a request that cannot reach the member it is
+	// sent to goes to the next (see send), and one a follower forwarded
+	// moves the client to the leader it names (internal/members).
+	Members []string
+	Token   string
+	HTTP    *http.Client
+
+	once    sync.Once
+	cursor  *members.Cursor
+	urlsErr error
 }
 
 // Do sends one request and returns the raw JSON answer; an error answer comes back
 // as *apierr.Error.
 func (c *Client) Do(ctx context.Context, method, path string, body any) (json.RawMessage, error) {
-	var rd io.Reader
+	var b []byte
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
 			return nil, fmt.Errorf("encode request: %w", err)
 		}
-		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.Server, "/")+path, rd)
+	resp, err := c.send(ctx, method, path, func() io.Reader {
+		if b == nil {
+			return nil
+		}
+		return bytes.NewReader(b)
+	}, body != nil)
 	if err != nil {
-		return nil, fmt.Errorf("build request: %w", err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.Token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
 		return nil, fmt.Errorf("read answer of %s %s: %w", method, path, err)
 	}
-	if resp.StatusCode >= 300 {
-		return nil, answerError(method, path, resp.StatusCode, raw)
-	}
 	return raw, nil
+}
+
+// send sends one request, made anew for each try by body (nil: none), and
+// returns a 2xx response for the caller to read; an error answer comes
+// back as *apierr.Error. With Members, a member that cannot be reached is
+// passed over for the next, each member tried once: any request whose
+// connection could not be opened (it never left, so nothing can act
+// twice), and a read (GET) that got no answer. A write that may have
+// arrived is not sent again: an account or a grant would be made twice.
+func (c *Client) send(ctx context.Context, method, path string, body func() io.Reader, isJSON bool) (*http.Response, error) {
+	cur, err := c.members()
+	if err != nil {
+		return nil, err
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	for tries := 1; ; tries++ {
+		at := cur.At()
+		req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(at.String(), "/")+path, body())
+		if err != nil {
+			return nil, fmt.Errorf("build request: %w", err)
+		}
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+		if isJSON {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			cur.Failover(ctx, at)
+			var op *net.OpError
+			unsent := errors.As(err, &op) && op.Op == "dial"
+			if (unsent || method == http.MethodGet) && tries < len(c.Members)+1 && ctx.Err() == nil {
+				continue
+			}
+			return nil, fmt.Errorf("%s %s: %w", method, req.URL, err)
+		}
+		cur.Follow(resp.Header)
+		if resp.StatusCode >= 300 {
+			defer resp.Body.Close()
+			raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			return nil, answerError(method, path, resp.StatusCode, raw)
+		}
+		return resp, nil
+	}
+}
+
+// members is where requests go, made on first use from Server and Members.
+func (c *Client) members() (*members.Cursor, error) {
+	c.once.Do(func() {
+		var urls []*url.URL
+		for _, s := range append([]string{c.Server}, c.Members...) {
+			u, err := url.Parse(strings.TrimRight(s, "/"))
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				c.urlsErr = fmt.Errorf("admin API address %q: want http(s)://host:port", s)
+				return
+			}
+			urls = append(urls, u)
+		}
+		c.cursor = members.NewSet(urls[0], urls[1:]...).Cursor()
+	})
+	return c.cursor, c.urlsErr
 }
 
 // answerError turns an error answer into *apierr.Error, or a plain error when
@@ -190,27 +255,16 @@ func (c *Client) Restore(ctx context.Context, r io.Reader, force bool) (json.Raw
 }
 
 // raw sends body as is and returns a 2xx response for the caller to read; an
-// error answer comes back as *apierr.Error.
+// error answer comes back as *apierr.Error. A body goes out once: it is
+// sent again (to the next member) only when its connection could not be
+// opened, before any of it was read.
 func (c *Client) raw(ctx context.Context, method, path string, body io.Reader) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.Server, "/")+path, body)
-	if err != nil {
-		return nil, fmt.Errorf("build request: %w", err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.Token)
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	if resp.StatusCode >= 300 {
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return nil, answerError(method, path, resp.StatusCode, raw)
-	}
-	return resp, nil
+	return c.send(ctx, method, path, func() io.Reader {
+		if body == nil {
+			return nil
+		}
+		return io.NopCloser(body) // the caller's to close, and to reuse after a failed dial
+	}, false)
 }
 
 // AddNode adds a node as a voter with the addresses it will be reached at,
