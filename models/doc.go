@@ -42,8 +42,9 @@
 //
 // Validate takes a ManualRequest whose JSON types the API layer has already
 // checked, and whose Operation it has inferred (an empty Operation means
-// text_to_video). Resolution, AspectRatio and DurationSeconds left at their
-// zero value take the model's defaults. Validate returns an error wrapping
+// text_to_video). Resolution and AspectRatio left nil, and DurationSeconds
+// left 0, take the model's defaults; a sent "" resolution or aspect ratio is
+// refused like any other value the model does not offer. Validate returns an error wrapping
 // ErrUnknownModel for an unknown model id, and otherwise a *FieldError for the
 // first field that fails, checked in this order:
 //
@@ -68,7 +69,7 @@
 // Validate checks a request against exactly that list, so GET /v1/models
 // documents what Validate enforces. A field the model does not accept is a
 // FieldError on that field whose Allowed lists the names of the fields the
-// model does accept (possibly none).
+// model does accept (possibly none); style is the exception, see below.
 //
 //   - negative_prompt (string): at most 2500 characters (Unicode code points),
 //     may be empty. What the render should avoid.
@@ -79,7 +80,8 @@
 //     ltx 2). Models that always render sound (sora) and silent models do
 //     not accept it.
 //   - style (string): one of the model's Styles; a model with no styles does
-//     not accept the field. Allowed lists the styles.
+//     not accept the field. Allowed lists the styles, also (empty) for a
+//     model with none, whose message says it takes no style.
 //   - movement_amplitude (string): vidu models only; one of auto, small,
 //     medium, large.
 //   - cfg_scale (number): kling models only; 0 to 1 inclusive (how closely the

@@ -40,11 +40,15 @@ type ManualRequest struct {
 	// Operation is inferred by the API layer: text_to_video by default (also
 	// when empty here); image_url -> image_to_video; first_frame_url with
 	// last_frame_url -> first_last_frame; image_urls -> multiple_images.
-	Operation       Operation
-	Resolution      string // "" means the model default
-	AspectRatio     string // "" means the model default
-	DurationSeconds int    // 0 means the model default
-	ImageCount      int    // len(image_urls), for multiple_images
+	Operation Operation
+	// Resolution and AspectRatio are nil when not sent, which means the
+	// model's default. A sent "" is a value like any other, and refused: a
+	// client that sent one asked for something, and charging it for the
+	// default would be a guess.
+	Resolution      *string
+	AspectRatio     *string
+	DurationSeconds int // 0 means the model default
+	ImageCount      int // len(image_urls), for multiple_images
 
 	NegativePrompt    *string
 	Seed              *int64
@@ -97,18 +101,12 @@ func Validate(req ManualRequest) (Resolved, error) {
 		return Resolved{}, operationError(m, op)
 	}
 
-	res := req.Resolution
-	if res == "" {
-		res = m.DefaultResolution
+	res := m.DefaultResolution
+	if req.Resolution != nil {
+		res = *req.Resolution
 	}
 	if !slices.Contains(m.Resolutions, res) {
-		return Resolved{}, &FieldError{
-			Field: "resolution",
-			Message: fmt.Sprintf("resolution %q is not offered by %s; choose one of %s",
-				res, m.ID, strings.Join(m.Resolutions, ", ")),
-			Allowed: cloneStrings(m.Resolutions),
-			Model:   m.ID,
-		}
+		return Resolved{}, choiceError(m, "resolution", res, m.Resolutions, m.DefaultResolution)
 	}
 
 	dur := req.DurationSeconds
@@ -126,18 +124,12 @@ func Validate(req ManualRequest) (Resolved, error) {
 		}
 	}
 
-	ar := req.AspectRatio
-	if ar == "" {
-		ar = m.DefaultAspectRatio
+	ar := m.DefaultAspectRatio
+	if req.AspectRatio != nil {
+		ar = *req.AspectRatio
 	}
 	if !slices.Contains(m.AspectRatios, ar) {
-		return Resolved{}, &FieldError{
-			Field: "aspect_ratio",
-			Message: fmt.Sprintf("aspect_ratio %q is not offered by %s; choose one of %s",
-				ar, m.ID, strings.Join(m.AspectRatios, ", ")),
-			Allowed: cloneStrings(m.AspectRatios),
-			Model:   m.ID,
-		}
+		return Resolved{}, choiceError(m, "aspect_ratio", ar, m.AspectRatios, m.DefaultAspectRatio)
 	}
 
 	if op == MultipleImages && (req.ImageCount < 1 || req.ImageCount > m.MaxImages) {
@@ -170,6 +162,19 @@ func Validate(req ManualRequest) (Resolved, error) {
 		CameraFixed:       clonePtr(req.CameraFixed),
 		AutoFix:           clonePtr(req.AutoFix),
 	}, nil
+}
+
+// choiceError reports a value of field that m does not offer. An empty value
+// gets its own message: "not offered" would read as if some model offered "",
+// when what the client can do is leave the field out or pick a value.
+func choiceError(m Model, field, v string, offered []string, def string) *FieldError {
+	msg := fmt.Sprintf("%s %q is not offered by %s; choose one of %s",
+		field, v, m.ID, strings.Join(offered, ", "))
+	if v == "" {
+		msg = fmt.Sprintf("%s must not be empty; leave it out for %s's default (%s) or choose one of %s",
+			field, m.ID, def, strings.Join(offered, ", "))
+	}
+	return &FieldError{Field: field, Message: msg, Allowed: cloneStrings(offered), Model: m.ID}
 }
 
 // operationError reports that m does not offer op, on the request field that
@@ -224,6 +229,18 @@ func checkAdvanced(m Model, req ManualRequest) error {
 		}
 	}
 	if v := req.Style; v != nil {
+		// A model without styles has no style parameter, but what a client
+		// needs to hear is that there is no style to choose, with the
+		// model's styles (none) as the allowed values, not accepted()'s list
+		// of parameter names, which are no values of style.
+		if _, ok := m.Param(ParamStyle); !ok {
+			return &FieldError{
+				Field:   ParamStyle,
+				Message: fmt.Sprintf("%s takes no style (its styles in GET /v1/models are empty); leave style out", m.ID),
+				Allowed: cloneStrings(m.Styles),
+				Model:   m.ID,
+			}
+		}
 		if err := checkString(m, ParamStyle, *v); err != nil {
 			return err
 		}

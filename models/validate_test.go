@@ -26,7 +26,7 @@ func TestValidateDefaults(t *testing.T) {
 		{
 			name: "explicit values",
 			req: ManualRequest{Model: "kling-2.1-master", Operation: ImageToVideo,
-				Resolution: "720p", AspectRatio: "9:16", DurationSeconds: 10},
+				Resolution: ptr("720p"), AspectRatio: ptr("9:16"), DurationSeconds: 10},
 			want: Resolved{Model: "kling-2.1-master", Operation: ImageToVideo, Resolution: "720p",
 				AspectRatio: "9:16", DurationSeconds: 10, Credits: 200},
 		},
@@ -44,7 +44,7 @@ func TestValidateDefaults(t *testing.T) {
 		},
 		{
 			name: "4k",
-			req:  ManualRequest{Model: "luma-ray-2", Resolution: "4k", DurationSeconds: 9, AspectRatio: "21:9"},
+			req:  ManualRequest{Model: "luma-ray-2", Resolution: ptr("4k"), DurationSeconds: 9, AspectRatio: ptr("21:9")},
 			want: Resolved{Model: "luma-ray-2", Operation: TextToVideo, Resolution: "4k",
 				AspectRatio: "21:9", DurationSeconds: 9, Credits: 648},
 		},
@@ -67,7 +67,7 @@ func TestValidateDefaults(t *testing.T) {
 		{
 			name: "seedance camera, seed bounds",
 			req: ManualRequest{Model: "seedance-1.5-pro", Seed: ptr(int64(MaxSeed)), CameraFixed: ptr(false),
-				GenerateAudio: ptr(false), DurationSeconds: 12, Resolution: "480p", AspectRatio: "21:9"},
+				GenerateAudio: ptr(false), DurationSeconds: 12, Resolution: ptr("480p"), AspectRatio: ptr("21:9")},
 			want: Resolved{Model: "seedance-1.5-pro", Operation: TextToVideo, Resolution: "480p",
 				AspectRatio: "21:9", DurationSeconds: 12, Credits: 48,
 				Seed: ptr(int64(MaxSeed)), CameraFixed: ptr(false), GenerateAudio: ptr(false)},
@@ -113,7 +113,7 @@ func TestValidateCopiesAdvancedFields(t *testing.T) {
 
 func TestValidateUnknownModel(t *testing.T) {
 	for _, id := range []string{"", "nope", "Kling-2.1-Master"} {
-		_, err := Validate(ManualRequest{Model: id, Resolution: "8k"})
+		_, err := Validate(ManualRequest{Model: id, Resolution: ptr("8k")})
 		if !errors.Is(err, ErrUnknownModel) {
 			t.Errorf("Validate(%q) = %v, want ErrUnknownModel", id, err)
 		}
@@ -149,28 +149,40 @@ func TestValidateFieldErrors(t *testing.T) {
 			"image_urls", []string{"text_to_video", "image_to_video"}, ""},
 		{"invalid operation", ManualRequest{Model: "vidu-q1", Operation: "video_to_video"},
 			"operation", []string{"text_to_video", "image_to_video", "first_last_frame", "multiple_images"}, ""},
-		{"operation before resolution", ManualRequest{Model: "mochi-1", Operation: ImageToVideo, Resolution: "4k"},
+		{"operation before resolution", ManualRequest{Model: "mochi-1", Operation: ImageToVideo, Resolution: ptr("4k")},
 			"image_url", []string{"text_to_video"}, ""},
 
 		// Resolution, duration, aspect ratio.
-		{"resolution", ManualRequest{Model: "kling-2.1-master", Resolution: "4k"},
+		{"resolution", ManualRequest{Model: "kling-2.1-master", Resolution: ptr("4k")},
 			"resolution", []string{"720p", "1080p"},
 			`resolution "4k" is not offered by kling-2.1-master; choose one of 720p, 1080p`},
-		{"resolution case matters", ManualRequest{Model: "kling-2.1-master", Resolution: "1080P"},
+		{"resolution case matters", ManualRequest{Model: "kling-2.1-master", Resolution: ptr("1080P")},
 			"resolution", []string{"720p", "1080p"}, ""},
-		{"resolution before duration", ManualRequest{Model: "mochi-1", Resolution: "720p", DurationSeconds: 7},
+		{"resolution before duration", ManualRequest{Model: "mochi-1", Resolution: ptr("720p"), DurationSeconds: 7},
 			"resolution", []string{"480p"}, ""},
 		{"duration", ManualRequest{Model: "kling-2.1-master", DurationSeconds: 7},
 			"duration_seconds", []string{"5", "10"},
 			"duration_seconds 7 is not offered by kling-2.1-master; choose one of 5, 10"},
 		{"negative duration", ManualRequest{Model: "veo-2", DurationSeconds: -5},
 			"duration_seconds", []string{"5", "6", "7", "8"}, ""},
-		{"duration before aspect ratio", ManualRequest{Model: "sora-2", DurationSeconds: 5, AspectRatio: "1:1"},
+		{"duration before aspect ratio", ManualRequest{Model: "sora-2", DurationSeconds: 5, AspectRatio: ptr("1:1")},
 			"duration_seconds", []string{"4", "8", "12"}, ""},
-		{"aspect ratio", ManualRequest{Model: "kling-2.1-master", AspectRatio: "4:3"},
+		{"aspect ratio", ManualRequest{Model: "kling-2.1-master", AspectRatio: ptr("4:3")},
 			"aspect_ratio", []string{"16:9", "9:16", "1:1"},
 			`aspect_ratio "4:3" is not offered by kling-2.1-master; choose one of 16:9, 9:16, 1:1`},
-		{"aspect ratio before images", ManualRequest{Model: "veo-3.1", Operation: MultipleImages, AspectRatio: "1:1", ImageCount: 9},
+		// A sent "" is a value, not "the default" (the API only passes one
+		// the client sent): refused with the model's values, not priced.
+		{"resolution empty string", ManualRequest{Model: "veo-3", Resolution: ptr("")},
+			"resolution", []string{"720p", "1080p"},
+			"resolution must not be empty; leave it out for veo-3's default (720p) or choose one of 720p, 1080p"},
+		{"aspect ratio empty string", ManualRequest{Model: "veo-3", Resolution: ptr("1080p"), AspectRatio: ptr("")},
+			"aspect_ratio", []string{"16:9", "9:16"},
+			"aspect_ratio must not be empty; leave it out for veo-3's default (16:9) or choose one of 16:9, 9:16"},
+		{"operation before empty resolution", ManualRequest{Model: "mochi-1", Operation: ImageToVideo, Resolution: ptr("")},
+			"image_url", []string{"text_to_video"}, ""},
+		{"empty resolution before duration", ManualRequest{Model: "kling-2.1-master", Resolution: ptr(""), DurationSeconds: 7},
+			"resolution", []string{"720p", "1080p"}, ""},
+		{"aspect ratio before images", ManualRequest{Model: "veo-3.1", Operation: MultipleImages, AspectRatio: ptr("1:1"), ImageCount: 9},
 			"aspect_ratio", []string{"16:9", "9:16"}, ""},
 
 		// Image count.
@@ -211,8 +223,16 @@ func TestValidateFieldErrors(t *testing.T) {
 			`style "cinematic" is not offered by vidu-q1; choose one of general, anime`},
 		{"style empty string", ManualRequest{Model: "pixverse-v4.5", Style: ptr("")},
 			"style", []string{"anime", "3d_animation", "clay", "comic", "cyberpunk"}, ""},
+		// A model without styles: allowed lists its styles (none), not the
+		// names of the parameters it accepts, which are no style values.
 		{"style on model without styles", ManualRequest{Model: "vidu-2.0", Operation: ImageToVideo, Style: ptr("anime")},
-			"style", []string{"seed", "movement_amplitude"}, "vidu-2.0 does not accept style"},
+			"style", []string{}, "vidu-2.0 takes no style (its styles in GET /v1/models are empty); leave style out"},
+		{"style on veo-3", ManualRequest{Model: "veo-3", Style: ptr("anime")},
+			"style", []string{}, "veo-3 takes no style"},
+		{"style on kling-2.1-master", ManualRequest{Model: "kling-2.1-master", Style: ptr("")},
+			"style", []string{}, "kling-2.1-master takes no style"},
+		{"style on model without advanced fields", ManualRequest{Model: "sora-2", Style: ptr("anime")},
+			"style", []string{}, "sora-2 takes no style"},
 
 		// movement_amplitude.
 		{"movement invalid", ManualRequest{Model: "vidu-2.0", Operation: ImageToVideo, MovementAmplitude: ptr("huge")},
@@ -315,8 +335,8 @@ func TestValidateEveryModel(t *testing.T) {
 				for _, res := range m.Resolutions {
 					for _, d := range m.Durations {
 						for _, ar := range m.AspectRatios {
-							req := ManualRequest{Model: m.ID, Operation: op, Resolution: res,
-								DurationSeconds: d, AspectRatio: ar, ImageCount: m.MaxImages}
+							req := ManualRequest{Model: m.ID, Operation: op, Resolution: ptr(res),
+								DurationSeconds: d, AspectRatio: ptr(ar), ImageCount: m.MaxImages}
 							got, err := Validate(req)
 							if err != nil {
 								t.Fatalf("%+v: %v", req, err)
@@ -349,8 +369,15 @@ func TestValidateEveryModel(t *testing.T) {
 					t.Errorf("%s: valid value refused: %v", name, err)
 				}
 				if !accepts {
+					// A field the model does not take lists the fields it
+					// does; style, a choice among the model's styles,
+					// lists those (none).
+					want := m.ParamNames()
+					if name == ParamStyle {
+						want = m.Styles
+					}
 					var fe *FieldError
-					if !errors.As(err, &fe) || fe.Field != name || !slices.Equal(fe.Allowed, m.ParamNames()) {
+					if !errors.As(err, &fe) || fe.Field != name || !slices.Equal(fe.Allowed, want) {
 						t.Errorf("%s: not accepted but Validate = %v", name, err)
 					}
 				}

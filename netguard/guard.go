@@ -17,6 +17,12 @@ import (
 // ErrRefused is wrapped by every refusal of an address; match it with errors.Is.
 var ErrRefused = errors.New("address refused")
 
+// ErrLookup is wrapped when a host's name could not be looked up for a
+// reason that may pass (the resolver timed out or failed, SERVFAIL): the
+// address may be fine, so it is not refused; the caller answers "try
+// again". A name that does not exist is refused (ErrRefused).
+var ErrLookup = errors.New("host lookup failed")
+
 // ErrTooLarge is returned by Fetch when the response is bigger than allowed.
 var ErrTooLarge = errors.New("response too large")
 
@@ -121,6 +127,10 @@ func (g *Guard) resolve(ctx context.Context, raw, host string) ([]netip.Addr, er
 	}
 	ips, err := g.resolver().LookupNetIP(ctx, "ip", host)
 	if err != nil {
+		var de *net.DNSError
+		if (errors.As(err, &de) && (de.IsTimeout || de.IsTemporary) && !de.IsNotFound) || ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrLookup, host, err)
+		}
 		return nil, &RefusedError{URL: raw, Reason: fmt.Sprintf("the host %s does not resolve: %v", host, err)}
 	}
 	if len(ips) == 0 {

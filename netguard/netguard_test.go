@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -94,6 +95,43 @@ func TestCheckURLTable(t *testing.T) {
 		if !strings.Contains(re.Reason, want) {
 			t.Errorf("CheckURL(%q) reason %q, want it to mention %q", raw, re.Reason, want)
 		}
+	}
+}
+
+// failingDNS fails every lookup with err.
+type failingDNS struct{ err error }
+
+func (f failingDNS) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	return nil, f.err
+}
+
+// TestLookupFailureIsNotARefusal: a lookup that may pass says nothing about
+// the address, so the caller can answer "try again" instead of "this
+// address is refused"; a name that does not exist is refused.
+func TestLookupFailureIsNotARefusal(t *testing.T) {
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	cases := []struct {
+		name    string
+		ctx     context.Context
+		err     error
+		refused bool
+	}{
+		{"timeout", context.Background(), &net.DNSError{Err: "i/o timeout", Name: "h.example", IsTimeout: true}, false},
+		{"servfail", context.Background(), &net.DNSError{Err: "server misbehaving", Name: "h.example", IsTemporary: true}, false},
+		{"out of time", canceled, context.Canceled, false},
+		{"no such host", context.Background(), &net.DNSError{Err: "no such host", Name: "h.example", IsNotFound: true}, true},
+		{"no such host, temporary too", context.Background(), &net.DNSError{Err: "no such host", Name: "h.example", IsNotFound: true, IsTemporary: true}, true},
+		{"any other failure", context.Background(), errors.New("bad name"), true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := (&Guard{Resolver: failingDNS{c.err}}).CheckURL(c.ctx, "https://h.example/x")
+			if errors.Is(err, ErrRefused) != c.refused || errors.Is(err, ErrLookup) == c.refused {
+				t.Fatalf("err = %v: refused %v, lookup failed %v; want refused %v", err,
+					errors.Is(err, ErrRefused), errors.Is(err, ErrLookup), c.refused)
+			}
+		})
 	}
 }
 

@@ -70,7 +70,9 @@ func (a *API) createAsset(w http.ResponseWriter, r *http.Request) {
 	case *size < 1:
 		e = apierr.Invalid("size_bytes", "size_bytes must be at least 1").With("minimum", 1)
 	case *size > MaxUploadBytes:
-		e = uploadTooLarge(MaxUploadBytes).With("field", "size_bytes")
+		// A field's value, not the body's size: payload_too_large (413) is
+		// for a body over the JSON limit, or bytes PUT beyond the size.
+		e = apierr.Invalid("size_bytes", fmt.Sprintf("the file must be at most %d bytes", MaxUploadBytes)).With("maximum", MaxUploadBytes)
 	}
 	if e == nil {
 		e = a.lim.check(r.Context(), a.lim.media, "uploads, avatars, speech and brand-from-url", p.AccountID)

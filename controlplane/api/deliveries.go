@@ -107,6 +107,11 @@ func (a *API) retryWebhookDelivery(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, e)
 		return
 	}
+	// A webhook write like test or enable: each retry is a replicated
+	// write and a request out to the receiver.
+	if !a.webhookWrite(w, r) {
+		return
+	}
 	d, err := fsm.Do(r.Context(), a.store, &fsm.RetryDelivery{AccountID: principalOf(r).AccountID, WebhookID: chi.URLParam(r, "id"),
 		DeliveryID: chi.URLParam(r, "delivery_id"), Now: a.cfg.Now().UnixNano()})
 	switch {

@@ -31,11 +31,12 @@ func (a *API) fromApply(r *http.Request, err error) *apierr.Error {
 		return apierr.Invalid("brand_kit_id", "no such brand kit in this account; list kits with GET /v1/brand-kits")
 	case errors.Is(err, fsm.ErrAssetNotFound):
 		return apierr.NotFound("asset")
+	// invalid_request is a 400 in the contract's table, whatever the cause.
 	case errors.As(err, &inUse):
-		return apierr.New(http.StatusConflict, apierr.CodeInvalidRequest,
+		return apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest,
 			fmt.Sprintf("this %s is still used; delete or finish what uses it first", inUse.What)).With("used_by", inUse.UsedBy)
 	case errors.As(err, &limit):
-		return apierr.New(http.StatusConflict, apierr.CodeInvalidRequest,
+		return apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest,
 			fmt.Sprintf("this account holds the most %s it may (%d); delete some first", limit.What, limit.Limit)).With("max_count", limit.Limit)
 	case errors.As(err, &ins):
 		return apierr.New(http.StatusPaymentRequired, apierr.CodeInsufficientCredits,

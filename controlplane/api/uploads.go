@@ -215,7 +215,7 @@ func (a *API) putLimit(key string) (int64, *apierr.Error) {
 			return 0, apierr.NotFound("asset")
 		}
 		if as.Status != "pending" {
-			return 0, apierr.New(http.StatusConflict, apierr.CodeInvalidRequest,
+			return 0, apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest,
 				"this asset is complete; its bytes cannot change (create a new asset)").With("asset_id", id)
 		}
 		return as.Size, nil

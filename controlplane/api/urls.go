@@ -49,10 +49,22 @@ func checkURL(ctx context.Context, g *netguard.Guard, field, raw string) *apierr
 	if err == nil {
 		return nil
 	}
+	if errors.Is(err, netguard.ErrLookup) {
+		return lookupFailed(field, err)
+	}
 	reason := err.Error()
 	var re *netguard.RefusedError
 	if errors.As(err, &re) {
 		reason = re.Reason
 	}
 	return bad(reason)
+}
+
+// lookupFailed answers an address whose host could not be looked up for a
+// reason that may pass (netguard.ErrLookup): the address is not refused,
+// the request may be sent again.
+func lookupFailed(field string, err error) *apierr.Error {
+	return apierr.New(http.StatusServiceUnavailable, apierr.CodeUpstreamError,
+		fmt.Sprintf("the host of %s could not be looked up just now; retry shortly", field)).
+		With("field", field).With("reason", err.Error())
 }

@@ -101,8 +101,13 @@ func (a *API) parseCommon(o object, accountID string, spec *fsm.Spec) *apierr.Er
 	switch {
 	case !present:
 		return apierr.Invalid("prompt", `field "prompt" is required (1 to 5000 characters)`)
-	case n < 1 || strings.TrimSpace(prompt) == "":
+	case n < 1:
 		return apierr.Invalid("prompt", "prompt must not be empty").With("min_length", 1)
+	case strings.TrimSpace(prompt) == "":
+		// Long enough, but it cannot describe a video: min_length would
+		// contradict the characters the client can see it sent.
+		return apierr.Invalid("prompt", fmt.Sprintf("prompt holds only whitespace (%d characters); it must describe the video", n)).
+			With("reason", "blank")
 	case n > maxPrompt:
 		return apierr.Invalid("prompt", fmt.Sprintf("prompt has %d characters; the limit is %d", n, maxPrompt)).With("max_length", maxPrompt)
 	}
@@ -137,15 +142,26 @@ func parseAuto(o object, spec fsm.Spec, dur *int64) (fsm.Spec, int64, *apierr.Er
 	}
 	var e *apierr.Error
 	for _, f := range []struct {
-		name   string
-		dst    *string
-		prefix string
+		name    string
+		dst     *string
+		prefix  string
+		omitted string // what leaving the field out gives
+		source  string // where the ids come from
 	}{
-		{"avatar_id", &spec.AvatarID, ""}, {"voice_id", &spec.VoiceID, ""},
-		{"brand_kit_id", &spec.BrandKitID, "br_"}, {"style_id", &spec.StyleID, ""},
+		{"avatar_id", &spec.AvatarID, "", "the default presenter", "GET /v1/avatars"},
+		{"voice_id", &spec.VoiceID, "", "the default voice", "GET /v1/voices"},
+		{"brand_kit_id", &spec.BrandKitID, "br_", "no brand kit", "GET /v1/brand-kits"},
+		{"style_id", &spec.StyleID, "", "no template", "the template provider"},
 	} {
-		if *f.dst, _, e = o.str(f.name); e != nil {
+		var present bool
+		if *f.dst, present, e = o.str(f.name); e != nil {
 			return fsm.Spec{}, 0, e
+		}
+		// An empty id names nothing; reading it as "not sent" would hand the
+		// client a default it did not ask for (as with image_url below).
+		if present && *f.dst == "" {
+			return fsm.Spec{}, 0, apierr.Invalid(f.name, fmt.Sprintf("%s is empty; leave it out for %s, or send an id from %s", f.name, f.omitted, f.source)).
+				With("reason", "empty")
 		}
 		if e := checkID(f.name, *f.dst, f.prefix); e != nil {
 			return fsm.Spec{}, 0, e
@@ -194,12 +210,26 @@ func checkID(field, v, prefix string) *apierr.Error {
 type urlCheck func(field, raw string) *apierr.Error
 
 func parseManual(o object, spec fsm.Spec, dur *int64, checkURL urlCheck) (fsm.Spec, int64, *apierr.Error) {
-	var e *apierr.Error
+	// model, resolution and aspect_ratio are kept as sent or nil: only a field
+	// left out (or null) takes its default. A sent "" is not "the default":
+	// charging for a model or resolution the client did not name would be a
+	// guess, so "" is refused like any other value nothing offers.
+	model, e := o.optStr("model")
+	if e != nil {
+		return fsm.Spec{}, 0, e
+	}
+	resolution, e := o.optStr("resolution")
+	if e != nil {
+		return fsm.Spec{}, 0, e
+	}
+	aspectRatio, e := o.optStr("aspect_ratio")
+	if e != nil {
+		return fsm.Spec{}, 0, e
+	}
 	for _, f := range []struct {
 		name string
 		dst  *string
 	}{
-		{"model", &spec.Model}, {"resolution", &spec.Resolution}, {"aspect_ratio", &spec.AspectRatio},
 		{"image_url", &spec.ImageURL}, {"first_frame_url", &spec.FirstFrameURL}, {"last_frame_url", &spec.LastFrameURL},
 	} {
 		if *f.dst, _, e = o.str(f.name); e != nil {
@@ -220,11 +250,11 @@ func parseManual(o object, spec fsm.Spec, dur *int64, checkURL urlCheck) (fsm.Sp
 		return fsm.Spec{}, 0, e
 	}
 	req := models.ManualRequest{
-		Model: spec.Model, Operation: op, Resolution: spec.Resolution, AspectRatio: spec.AspectRatio,
+		Model: DefaultManualMdl, Operation: op, Resolution: resolution, AspectRatio: aspectRatio,
 		ImageCount: len(spec.ImageURLs),
 	}
-	if req.Model == "" {
-		req.Model = DefaultManualMdl
+	if model != nil {
+		req.Model = *model
 	}
 	if dur != nil {
 		// 0 is a value the client sent, not "use the default"; no model renders it.
@@ -331,8 +361,11 @@ func modelError(id string, err error) *apierr.Error {
 	var fe *models.FieldError
 	switch {
 	case errors.Is(err, models.ErrUnknownModel):
-		return apierr.New(http.StatusBadRequest, apierr.CodeUnknownModel,
-			fmt.Sprintf("unknown model %q; GET /v1/models lists the models", id)).
+		msg := fmt.Sprintf("unknown model %q; GET /v1/models lists the models", id)
+		if id == "" {
+			msg = fmt.Sprintf("model must not be empty; leave it out for the default (%s) or send an id from GET /v1/models", DefaultManualMdl)
+		}
+		return apierr.New(http.StatusBadRequest, apierr.CodeUnknownModel, msg).
 			With("field", "model").With("model", id).With("existing_model_ids", models.IDs())
 	case errors.As(err, &fe):
 		e := apierr.Invalid(fe.Field, fe.Message).With("model", fe.Model)

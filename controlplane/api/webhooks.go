@@ -105,6 +105,10 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), urlCheckTimeout)
 	u, err := a.cfg.WebhookGuard.CheckURL(ctx, raw)
 	cancel()
+	if errors.Is(err, netguard.ErrLookup) {
+		apierr.Write(w, r, lookupFailed("url", err))
+		return
+	}
 	if err != nil {
 		apierr.Write(w, r, invalidURL(err))
 		return

@@ -12,14 +12,17 @@ import (
 
 // Error is one API error. Code is stable; Message may be reworded.
 type Error struct {
-	Status     int               `json:"-"`
-	Code       string            `json:"code"`
-	Message    string            `json:"message"`
-	Retryable  bool              `json:"retryable"`
-	RequestID  string            `json:"request_id"`
-	Details    map[string]any    `json:"details,omitempty"`
-	RetryAfter int               `json:"retry_after_seconds,omitempty"`
-	Links      map[string]string `json:"links,omitempty"`
+	Status     int            `json:"-"`
+	Code       string         `json:"code"`
+	Message    string         `json:"message"`
+	Retryable  bool           `json:"retryable"`
+	RequestID  string         `json:"request_id"`
+	Details    map[string]any `json:"details,omitempty"`
+	RetryAfter int            `json:"retry_after_seconds,omitempty"`
+	// Links is always written, {} when the error has none: the contract
+	// marks details and retry_after_seconds optional, not links, so a
+	// client may read it on every error.
+	Links map[string]string `json:"links"`
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -112,6 +115,9 @@ func RequestID(ctx context.Context) string {
 func Write(w http.ResponseWriter, r *http.Request, e *Error) {
 	out := *e
 	out.RequestID = RequestID(r.Context())
+	if out.Links == nil {
+		out.Links = map[string]string{}
+	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")

@@ -41,6 +41,17 @@ func TestWriteEnvelope(t *testing.T) {
 	}
 }
 
+// TestLinksAlwaysWritten: the contract does not mark error.links optional, so
+// an error without links says so with an empty object, not by leaving it out.
+func TestLinksAlwaysWritten(t *testing.T) {
+	rec := httptest.NewRecorder()
+	Write(rec, httptest.NewRequest("GET", "/", nil), NotFound("video"))
+	links, ok := decode(t, rec)["links"].(map[string]any)
+	if !ok || len(links) != 0 {
+		t.Fatalf("links = %#v, want {}: %s", decode(t, rec)["links"], rec.Body)
+	}
+}
+
 func TestRetryableByStatus(t *testing.T) {
 	for status, want := range map[int]bool{400: false, 401: false, 404: false, 409: false, 429: true, 500: true, 503: true} {
 		if got := New(status, "x", "y").Retryable; got != want {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -129,5 +130,46 @@ func TestAddressPolicyAtEveryEntryPoint(t *testing.T) {
 	}
 	if n := h.total(key); n != 4 {
 		t.Fatalf("%d videos after four accepted creates", n)
+	}
+}
+
+// flakyDNS fails the lookups of flakyHost the way a resolver that timed out
+// does; other names (an entry point's other addresses) resolve to a public
+// address.
+type flakyDNS struct{}
+
+const flakyHost = "cdn.example.org"
+
+func (flakyDNS) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if host == flakyHost {
+		return nil, &net.DNSError{Err: "i/o timeout", Name: host, IsTimeout: true, IsTemporary: true}
+	}
+	return []netip.Addr{netip.MustParseAddr("93.184.215.14")}, nil
+}
+
+// TestLookupFailureAtEveryEntryPoint: when the farm's resolver fails for a
+// while, an address is not the client's fault: every entry point that takes
+// a URL answers a retryable upstream_error naming the field, not a permanent
+// invalid_url, and creates nothing.
+func TestLookupFailureAtEveryEntryPoint(t *testing.T) {
+	h := start(t, func(c *server.Config) { c.WebhookResolver, c.ClientResolver = flakyDNS{}, flakyDNS{} })
+	_, key := h.account("pro", 100000)
+	for _, ep := range urlEntries() {
+		t.Run(ep.name, func(t *testing.T) {
+			r := h.do("POST", ep.path, key, ep.body("https://"+flakyHost+"/a.png"))
+			if r.Status < 500 || r.errorCode(t) != "upstream_error" {
+				t.Fatalf("%d %s, want a 5xx upstream_error", r.Status, r.Body)
+			}
+			e := expectAPIError(t, r, r.Status, "upstream_error")
+			if e["retryable"] != true {
+				t.Fatalf("not retryable: %v", e)
+			}
+			if d := errDetails(t, e); ep.name != "brand from-url" && d["field"] != ep.field {
+				t.Fatalf("details %v, want field %q", d, ep.field)
+			}
+		})
+	}
+	if n, b := h.total(key), h.balance(key); n != 0 || b != 100000 {
+		t.Fatalf("failed lookups created %d videos and charged %d credits", n, 100000-b)
 	}
 }

@@ -71,7 +71,7 @@ func TestAssetLifecycle(t *testing.T) {
 	}
 	// Complete is idempotent; the bytes of a ready asset cannot change.
 	expectAPIStatus(t, h.do("POST", "/v1/assets/"+id+"/complete", key, nil), http.StatusOK)
-	expectAPIError(t, h.put(uploadURL, "image/png", img, false), http.StatusConflict, "invalid_request")
+	expectAPIError(t, h.put(uploadURL, "image/png", img, false), http.StatusBadRequest, "invalid_request")
 
 	list := expectAPIStatus(t, h.do("GET", "/v1/assets?limit=5", key, nil), http.StatusOK)
 	if list["object"] != "list" || jsonInt(t, list["total"]) != 1 || list["data"].([]any)[0].(map[string]any)["id"] != id {
@@ -83,7 +83,7 @@ func TestAssetLifecycle(t *testing.T) {
 
 	// A queued video that uses it keeps it.
 	v := h.create(key, `{"mode":"auto","prompt":"a boat on a lake","file_asset_ids":["`+id+`"]}`)
-	e = expectAPIError(t, h.do("DELETE", "/v1/assets/"+id, key, nil), http.StatusConflict, "invalid_request")
+	e = expectAPIError(t, h.do("DELETE", "/v1/assets/"+id, key, nil), http.StatusBadRequest, "invalid_request")
 	if used := errDetails(t, e)["used_by"].([]any); len(used) != 1 || used[0] != v["id"] {
 		t.Fatalf("used_by %v", used)
 	}
@@ -109,7 +109,7 @@ func TestAssetRequestValidation(t *testing.T) {
 		{"no size", `{"filename":"x.png","content_type":"image/png"}`, 400, "invalid_request"},
 		{"zero size", `{"filename":"x.png","content_type":"image/png","size_bytes":0}`, 400, "invalid_request"},
 		{"a size as text", `{"filename":"x.png","content_type":"image/png","size_bytes":"10"}`, 400, "invalid_request"},
-		{"over the limit", `{"filename":"x.png","content_type":"image/png","size_bytes":20971521}`, 413, "payload_too_large"},
+		{"over the limit", `{"filename":"x.png","content_type":"image/png","size_bytes":20971521}`, 400, "invalid_request"},
 		{"not an image", `{"filename":"x.pdf","content_type":"application/pdf","size_bytes":10}`, 400, "invalid_request"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -56,7 +56,7 @@ func TestBrandKits(t *testing.T) {
 		t.Fatalf("list, newest first: %v", list)
 	}
 	// The logo asset is kept while a kit uses it.
-	expectAPIError(t, h.do("DELETE", "/v1/assets/"+logo["id"].(string), key, nil), http.StatusConflict, "invalid_request")
+	expectAPIError(t, h.do("DELETE", "/v1/assets/"+logo["id"].(string), key, nil), http.StatusBadRequest, "invalid_request")
 
 	// Videos take only the account's own kits.
 	e := expectAPIError(t, h.do("POST", "/v1/videos", otherKey, `{"mode":"auto","prompt":"p","brand_kit_id":"`+id+`"}`), http.StatusBadRequest, "invalid_request")
@@ -65,7 +65,7 @@ func TestBrandKits(t *testing.T) {
 	}
 	expectAPIError(t, h.do("DELETE", "/v1/brand-kits/"+id, otherKey, nil), http.StatusNotFound, "not_found")
 	v := h.create(key, `{"mode":"auto","prompt":"rockets","brand_kit_id":"`+id+`"}`)
-	expectAPIError(t, h.do("DELETE", "/v1/brand-kits/"+id, key, nil), http.StatusConflict, "invalid_request")
+	expectAPIError(t, h.do("DELETE", "/v1/brand-kits/"+id, key, nil), http.StatusBadRequest, "invalid_request")
 	if _, err := h.admin.FailVideo(t.Context(), v["id"].(string), "test"); err != nil {
 		t.Fatal(err)
 	}

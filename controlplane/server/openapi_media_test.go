@@ -24,7 +24,7 @@ func (o *oas) mediaScenario(h *harness, key string) (assetID, kitID string) {
 		body: fmt.Appendf(nil, `{"filename":"logo.png","content_type":"image/png","size_bytes":%d}`, len(img)), status: 201, template: "/v1/assets"})
 	assetID = as["id"].(string)
 	o.run(h, exchange{name: "asset too large", method: "POST", path: "/v1/assets", key: key,
-		body: []byte(`{"filename":"logo.png","content_type":"image/png","size_bytes":20971521}`), req: reqInvalid, status: 413, code: "payload_too_large", template: "/v1/assets"})
+		body: []byte(`{"filename":"logo.png","content_type":"image/png","size_bytes":20971521}`), req: reqInvalid, status: 400, code: "invalid_request", template: "/v1/assets"})
 	o.run(h, exchange{name: "complete before the upload", method: "POST", path: "/v1/assets/" + assetID + "/complete", key: key,
 		status: 400, code: "invalid_request", template: "/v1/assets/{id}/complete"})
 	expectAPIStatus(t, h.put(as["upload_url"].(string), "image/png", img, false), http.StatusOK)

@@ -387,8 +387,8 @@ func TestOpenAPIDocumentMatchesServer(t *testing.T) {
 	mediaScenario(t, o)
 
 	// What a queued video uses is kept.
-	o.run(h, exchange{name: "delete a kit in use", method: "DELETE", path: "/v1/brand-kits/" + kitID, key: key, status: 409, code: "invalid_request", template: "/v1/brand-kits/{id}"})
-	o.run(h, exchange{name: "delete an asset in use", method: "DELETE", path: "/v1/assets/" + assetID, key: key, status: 409, code: "invalid_request", template: "/v1/assets/{id}"})
+	o.run(h, exchange{name: "delete a kit in use", method: "DELETE", path: "/v1/brand-kits/" + kitID, key: key, status: 400, code: "invalid_request", template: "/v1/brand-kits/{id}"})
+	o.run(h, exchange{name: "delete an asset in use", method: "DELETE", path: "/v1/assets/" + assetID, key: key, status: 400, code: "invalid_request", template: "/v1/assets/{id}"})
 
 	// A failed video.
 	if _, err := h.admin.FailVideo(ctx, autoID, "GPU node lost"); err != nil {

@@ -135,10 +135,16 @@ func TestWebhookWriteRateLimit(t *testing.T) {
 	h := start(t, withLimits(api.ContractLimits()), withWebhooks(newFakeClock()))
 	acct, key := h.account("pro", 0)
 	_, key2 := h.newKey(acct)
-	for range 5 {
+	for range 4 {
 		id := expectAPIStatus(t, h.do("POST", "/v1/webhooks", key, map[string]any{"url": "http://127.0.0.1:9/in"}), http.StatusCreated)["id"].(string)
 		expectAPIStatus(t, h.do("DELETE", "/v1/webhooks/"+id, key2, nil), http.StatusOK)
 	}
+	id := expectAPIStatus(t, h.do("POST", "/v1/webhooks", key, map[string]any{"url": "http://127.0.0.1:9/in"}), http.StatusCreated)["id"].(string)
+	// A delivery's retry is a write too (each is a replicated write and a
+	// request out), counted whether or not the delivery exists.
+	retry := "/v1/webhooks/" + id + "/deliveries/evt_x." + id + "/retry"
+	expectAPIError(t, h.do("POST", retry, key2, nil), http.StatusNotFound, "not_found")
+	expectAPIRateLimited(t, h.do("POST", retry, key, nil))
 	expectAPIRateLimited(t, h.do("POST", "/v1/webhooks", key2, map[string]any{"url": "http://127.0.0.1:9/in"}))
 	expectAPIStatus(t, h.do("GET", "/v1/webhooks", key, nil), http.StatusOK) // reads are not writes
 }
