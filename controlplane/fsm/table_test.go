@@ -161,7 +161,7 @@ func TestTablesServeFromFile(t *testing.T) {
 			t.Fatalf("deliveries %+v: file %d, memory %d", q, len(got), len(want))
 		}
 	}
-	if got, want := p.disk.DueDeliveries(now+10, 100), p.mem.DueDeliveries(now+10, 100); len(got) != failed-delivered || !reflect.DeepEqual(got, want) {
+	if got, want := p.disk.DueDeliveries(now+10, 100, fsm.DueOptions{}), p.mem.DueDeliveries(now+10, 100, fsm.DueOptions{}); len(got) != failed-delivered || !reflect.DeepEqual(got, want) {
 		t.Fatalf("due deliveries: file %d, memory %d, want %d", len(got), len(want), failed-delivered)
 	}
 	p.same("after replays")
@@ -227,7 +227,7 @@ func TestStoreUpgradesV2(t *testing.T) {
 	if st := p.disk.Stats(); st.Idempotency != 4 || st.Events != 4 || st.Deliveries != 4 {
 		t.Fatalf("counts of an upgraded file %+v, want 4 of each", st)
 	}
-	if got := len(p.disk.DueDeliveries(now+1, 10)); got != 3 {
+	if got := len(p.disk.DueDeliveries(now+1, 10, fsm.DueOptions{})); got != 3 {
 		t.Fatalf("%d pending deliveries found in an upgraded file, want 3", got)
 	}
 	if n := p.apply(&fsm.ExpireIdempotency{Before: now + 1}).(int); n != 4 {
@@ -355,7 +355,7 @@ func TestDeliveriesByEndpoint(t *testing.T) {
 	if again := p.apply(&fsm.RetryDelivery{AccountID: "a", WebhookID: "whk_1", DeliveryID: id, Now: later + 1}).(fsm.Delivery); !reflect.DeepEqual(again, d) {
 		t.Fatalf("retrying a pending delivery changed it: %+v", again)
 	}
-	due := p.disk.DueDeliveries(later, 100)
+	due := p.disk.DueDeliveries(later, 100, fsm.DueOptions{})
 	if !slices.ContainsFunc(due, func(x fsm.DueDelivery) bool { return x.ID() == id && x.Event.ID == fsm.EventID("vid_04") }) {
 		t.Fatalf("the retried delivery is not due: %d due", len(due))
 	}

@@ -82,7 +82,7 @@ func TestSendTestEvent(t *testing.T) {
 				if !ok || e.Type != fsm.EventWebhookTest || e.Webhook == nil || e.Webhook.ID != "whk_1" || e.Webhook.Secret != "" {
 					t.Fatalf("event %+v (found %v)", e, ok)
 				}
-				due := w.f.DueDeliveries(t0, 10)
+				due := w.f.DueDeliveries(t0, 10, fsm.DueOptions{})
 				if len(due) != 1 || due[0].WebhookID != "whk_1" || due[0].Secret != "whsec_whk_1" {
 					t.Fatalf("due %+v: only the endpoint asked for gets a test event", due)
 				}
@@ -125,7 +125,7 @@ func TestRotateWebhookSecret(t *testing.T) {
 				}
 				wantErr(t, err, tc.want)
 				must(w, &fsm.SendTestEvent{AccountID: "a", WebhookID: "whk_1", EventID: "evt_t", Now: tc.at})
-				due := w.f.DueDeliveries(tc.at, 10)
+				due := w.f.DueDeliveries(tc.at, 10, fsm.DueOptions{})
 				if len(due) != 1 || due[0].Secret != tc.secret || due[0].OldSecret != tc.old {
 					t.Fatalf("due %+v, want secret %q and old %q", due, tc.secret, tc.old)
 				}
@@ -240,7 +240,7 @@ func TestDisabledEndpointWaitsUntilEnabled(t *testing.T) {
 	must(w, &fsm.DisableWebhook{WebhookID: "whk_1", FailingSince: t0, MinFailing: 5 * day, EventID: "evt_dis", Now: t0 + 5*day})
 
 	later := t0 + 6*day
-	for _, d := range w.f.DueDeliveries(later, 100) {
+	for _, d := range w.f.DueDeliveries(later, 100, fsm.DueOptions{}) {
 		if d.WebhookID == "whk_1" {
 			t.Fatalf("delivery %s to a disabled endpoint is due", d.ID())
 		}
@@ -265,7 +265,7 @@ func TestDisabledEndpointWaitsUntilEnabled(t *testing.T) {
 		t.Fatalf("enabled %+v", h)
 	}
 	var ids []string
-	for _, d := range w.f.DueDeliveries(later, 100) {
+	for _, d := range w.f.DueDeliveries(later, 100, fsm.DueOptions{}) {
 		if d.WebhookID == "whk_1" {
 			ids = append(ids, d.ID())
 		}

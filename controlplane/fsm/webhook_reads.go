@@ -43,9 +43,33 @@ func due(d *Delivery, now int64) bool {
 	return len(d.Attempts) == 0 || d.NextAt <= now
 }
 
+// DueOptions narrows DueDeliveries and NextDeliveryAt for a deliverer that
+// keeps attempts in flight while it asks for more. The zero value narrows
+// nothing.
+type DueOptions struct {
+	// Skip holds the ids (Delivery.ID) of the deliveries being attempted:
+	// they are not returned, so none is sent twice at once.
+	Skip map[string]bool
+	// PerWebhook, when positive, caps the deliveries to one endpoint that are
+	// returned plus those Busy counts for it, so that a backlog to a few slow
+	// endpoints cannot take every slot of the deliverer.
+	PerWebhook int
+	// Busy counts the attempts in flight per endpoint (webhook id).
+	Busy map[string]int
+}
+
+// room is how many more deliveries to the endpoint may be returned.
+func (o DueOptions) room(webhookID string) int {
+	if o.PerWebhook <= 0 {
+		return math.MaxInt
+	}
+	return o.PerWebhook - o.Busy[webhookID]
+}
+
 // DueDeliveries returns up to limit pending deliveries due at now (Unix ns),
-// the longest waiting first.
-func (f *FSM) DueDeliveries(now int64, limit int) []DueDelivery {
+// the longest waiting first (ties by id), leaving out those opt skips and
+// those past their endpoint's cap.
+func (f *FSM) DueDeliveries(now int64, limit int, opt DueOptions) []DueDelivery {
 	if limit <= 0 {
 		return nil
 	}
@@ -53,15 +77,39 @@ func (f *FSM) DueDeliveries(now int64, limit int) []DueDelivery {
 	defer f.mu.RUnlock()
 	// The limit earliest due, kept sorted by insertion: the deliverer asks for a
 	// small batch, and sorting every pending delivery each round would cost it
-	// more than the scan.
+	// more than the scan. With a cap, an endpoint's deliveries in ds are its
+	// earliest ones that fit (taken counts them): a later one of a full
+	// endpoint is passed over, an earlier one takes the place of its latest.
 	earlier := func(a, b *Delivery) bool {
 		return a.NextAt < b.NextAt || (a.NextAt == b.NextAt && a.ID() < b.ID())
 	}
 	ds := make([]*Delivery, 0, limit+1)
+	var taken map[string]int
+	if opt.PerWebhook > 0 {
+		taken = make(map[string]int)
+	}
 	for key := range f.s.pending {
 		d := f.s.deliveries.mem[key] // pending: in memory
-		if !due(d, now) || (len(ds) == limit && !earlier(d, ds[limit-1])) || f.s.waiting(d) {
+		if !due(d, now) || (len(ds) == limit && !earlier(d, ds[limit-1])) || opt.Skip[key] || f.s.waiting(d) {
 			continue
+		}
+		if taken != nil {
+			room := opt.room(d.WebhookID)
+			if room <= 0 {
+				continue
+			}
+			if taken[d.WebhookID] >= room {
+				j := len(ds) - 1 // its latest: taken says ds holds one
+				for ds[j].WebhookID != d.WebhookID {
+					j--
+				}
+				if !earlier(d, ds[j]) {
+					continue
+				}
+				ds = slices.Delete(ds, j, j+1)
+				taken[d.WebhookID]--
+			}
+			taken[d.WebhookID]++
 		}
 		i, _ := slices.BinarySearchFunc(ds, d, func(x, y *Delivery) int {
 			if earlier(x, y) {
@@ -71,6 +119,9 @@ func (f *FSM) DueDeliveries(now int64, limit int) []DueDelivery {
 		})
 		ds = slices.Insert(ds, i, d)
 		if len(ds) > limit {
+			if taken != nil {
+				taken[ds[limit].WebhookID]--
+			}
 			ds = ds[:limit]
 		}
 	}
@@ -98,14 +149,16 @@ func (f *FSM) DueDeliveries(now int64, limit int) []DueDelivery {
 
 // NextDeliveryAt is when the earliest pending delivery is due (Unix ns); false
 // when none is pending. An unattempted delivery is due at math.MinInt64: now.
-// Deliveries to disabled endpoints wait for EnableWebhook, not for a time.
-func (f *FSM) NextDeliveryAt() (int64, bool) {
+// Deliveries to disabled endpoints wait for EnableWebhook, not for a time, and
+// those opt skips or whose endpoint has no room under its cap wait for an
+// attempt in flight to end: the deliverer hears of that without a timer.
+func (f *FSM) NextDeliveryAt(opt DueOptions) (int64, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	next, found := int64(math.MaxInt64), false
 	for key := range f.s.pending {
 		d := f.s.deliveries.mem[key]
-		if f.s.waiting(d) {
+		if f.s.waiting(d) || opt.Skip[key] || opt.room(d.WebhookID) <= 0 {
 			continue
 		}
 		at := d.NextAt

@@ -107,9 +107,9 @@ func sameWebhookReads(same func(what string, x, y any), g *cmdGen, a, b *fsm.FSM
 			same(fmt.Sprintf("deliveries of %s, limit %d (b)", w[0], limit), b.Deliveries(fsm.DeliveryFilter{WebhookID: w[0], Limit: limit}), want)
 		}
 	}
-	same("due deliveries", a.DueDeliveries(g.now, 1000), b.DueDeliveries(g.now, 1000))
-	na, oka := a.NextDeliveryAt()
-	nb, okb := b.NextDeliveryAt()
+	same("due deliveries", a.DueDeliveries(g.now, 1000, fsm.DueOptions{}), b.DueDeliveries(g.now, 1000, fsm.DueOptions{}))
+	na, oka := a.NextDeliveryAt(fsm.DueOptions{})
+	nb, okb := b.NextDeliveryAt(fsm.DueOptions{})
 	same("next delivery", []any{na, oka}, []any{nb, okb})
 	same("pending deliveries", a.PendingDeliveries(), b.PendingDeliveries())
 	same("failing webhooks", a.FailingWebhooks(1), b.FailingWebhooks(1))
@@ -139,7 +139,7 @@ func BenchmarkDueDeliveries(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if due := f.DueDeliveries(t0+int64(time.Hour), 8); len(due) != 8 {
+		if due := f.DueDeliveries(t0+int64(time.Hour), 8, fsm.DueOptions{}); len(due) != 8 {
 			b.Fatalf("%d due", len(due))
 		}
 	}

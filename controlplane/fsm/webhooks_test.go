@@ -2,6 +2,8 @@ package fsm_test
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"testing"
@@ -164,7 +166,7 @@ func TestTerminalTransitionWritesTheEvent(t *testing.T) {
 			if slices.Sort(subs); !reflect.DeepEqual(subs, wantSubs) {
 				t.Fatalf("deliveries to %v, want %v", subs, wantSubs)
 			}
-			if due := fm.f.DueDeliveries(0, 10); len(due) != len(wantSubs) || due[0].Secret == "" || due[0].Event.ID != ev.ID {
+			if due := fm.f.DueDeliveries(0, 10, fsm.DueOptions{}); len(due) != len(wantSubs) || due[0].Secret == "" || due[0].Event.ID != ev.ID {
 				t.Fatalf("due deliveries: %+v", due)
 			}
 		})
@@ -178,7 +180,7 @@ func TestNoSubscriberNoOutbox(t *testing.T) {
 	if _, ok := fm.f.Event("evt_ok"); ok {
 		t.Fatal("a completion with only a video.failed subscriber was written to the outbox")
 	}
-	if _, ok := fm.f.NextDeliveryAt(); ok {
+	if _, ok := fm.f.NextDeliveryAt(fsm.DueOptions{}); ok {
 		t.Fatal("a delivery is pending")
 	}
 }
@@ -208,10 +210,10 @@ func TestRecordDeliveryFollowsTheSchedule(t *testing.T) {
 		if d.State != fsm.DeliveryPending || d.NextAt != at+int64(step) || len(d.Attempts) != i+1 {
 			t.Fatalf("after attempt %d: %+v, want next at +%s", i+1, d, step)
 		}
-		if due := fm.f.DueDeliveries(d.NextAt-1, 10); len(due) != 0 {
+		if due := fm.f.DueDeliveries(d.NextAt-1, 10, fsm.DueOptions{}); len(due) != 0 {
 			t.Fatalf("due before its time: %+v", due)
 		}
-		if next, _ := fm.f.NextDeliveryAt(); next != d.NextAt {
+		if next, _ := fm.f.NextDeliveryAt(fsm.DueOptions{}); next != d.NextAt {
 			t.Fatalf("NextDeliveryAt %d, want %d", next, d.NextAt)
 		}
 		at = d.NextAt
@@ -242,7 +244,7 @@ func TestRecordDeliverySuccessAndDeletion(t *testing.T) {
 	if len(ds) != 1 || ds[0].State != fsm.DeliveryCancelled || ds[0].URL == "" {
 		t.Fatalf("after deleting the endpoint mid-retry: %+v", ds)
 	}
-	if due := fm.f.DueDeliveries(fm.now+int64(24*time.Hour), 10); len(due) != 0 {
+	if due := fm.f.DueDeliveries(fm.now+int64(24*time.Hour), 10, fsm.DueOptions{}); len(due) != 0 {
 		t.Fatalf("deleted endpoint still due: %+v", due)
 	}
 	wantErr(t, func() error { _, err := record(fm, fm.now, 200); return err }(), fsm.ErrDeliveryFinished)
@@ -288,8 +290,8 @@ func TestWebhookSnapshotRoundTrip(t *testing.T) {
 	for _, read := range []func(f *fsm.FSM) any{
 		func(f *fsm.FSM) any { return f.Webhooks("acct_1") },
 		func(f *fsm.FSM) any { return f.Deliveries(fsm.DeliveryFilter{}) },
-		func(f *fsm.FSM) any { return f.DueDeliveries(fm.now+int64(time.Hour), 10) },
-		func(f *fsm.FSM) any { n, ok := f.NextDeliveryAt(); return []any{n, ok} },
+		func(f *fsm.FSM) any { return f.DueDeliveries(fm.now+int64(time.Hour), 10, fsm.DueOptions{}) },
+		func(f *fsm.FSM) any { n, ok := f.NextDeliveryAt(fsm.DueOptions{}); return []any{n, ok} },
 	} {
 		if got, want := read(g), read(fm.f); !reflect.DeepEqual(got, want) {
 			t.Fatalf("restored read differs:\n got %+v\nwant %+v", got, want)
@@ -316,13 +318,98 @@ func TestDueDeliveriesEarliestFirst(t *testing.T) {
 		fm.apply(&fsm.RecordDelivery{EventID: fmt.Sprintf("evt_%d", 5-i), WebhookID: "whk_1", At: t0 + int64(i), Status: 500})
 	}
 	var got []string
-	for _, d := range fm.f.DueDeliveries(t0+int64(time.Hour), 3) {
+	for _, d := range fm.f.DueDeliveries(t0+int64(time.Hour), 3, fsm.DueOptions{}) {
 		got = append(got, d.EventID)
 	}
 	if want := []string{"evt_5", "evt_4", "evt_3"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("due %v, want %v", got, want)
 	}
-	if due := fm.f.DueDeliveries(t0+int64(time.Hour), 0); len(due) != 0 {
+	if due := fm.f.DueDeliveries(t0+int64(time.Hour), 0, fsm.DueOptions{}); len(due) != 0 {
 		t.Fatalf("limit 0 returned %d", len(due))
+	}
+}
+
+func TestDueDeliveriesSkipAndCap(t *testing.T) {
+	fm, _ := newFarm(t, 1000)
+	for _, w := range []string{"whk_a", "whk_b", "whk_c"} {
+		fm.apply(createWebhook(w, "acct_1", fsm.EventTypes...))
+	}
+	for i := range 4 {
+		terminals[1].run(fm, fmt.Sprintf("vid_%d", i))
+	}
+	// Due in this order: evt_0.whk_a, evt_0.whk_b, evt_0.whk_c, evt_1.whk_a, ...
+	cases := []struct {
+		name      string
+		limit     int
+		opt       fsm.DueOptions
+		want      []string
+		nextFound bool // NextDeliveryAt with the same options finds one
+	}{
+		{"no options", 5, fsm.DueOptions{}, []string{"evt_0.whk_a", "evt_0.whk_b", "evt_0.whk_c", "evt_1.whk_a", "evt_1.whk_b"}, true},
+		{"one per endpoint", 10, fsm.DueOptions{PerWebhook: 1}, []string{"evt_0.whk_a", "evt_0.whk_b", "evt_0.whk_c"}, true},
+		{"two per endpoint", 10, fsm.DueOptions{PerWebhook: 2},
+			[]string{"evt_0.whk_a", "evt_0.whk_b", "evt_0.whk_c", "evt_1.whk_a", "evt_1.whk_b", "evt_1.whk_c"}, true},
+		{"cap under the limit", 2, fsm.DueOptions{PerWebhook: 1}, []string{"evt_0.whk_a", "evt_0.whk_b"}, true},
+		{"busy counts against the cap", 10, fsm.DueOptions{PerWebhook: 2, Busy: map[string]int{"whk_a": 1}},
+			[]string{"evt_0.whk_a", "evt_0.whk_b", "evt_0.whk_c", "evt_1.whk_b", "evt_1.whk_c"}, true},
+		{"a full endpoint is left out", 10, fsm.DueOptions{PerWebhook: 2, Busy: map[string]int{"whk_a": 2}},
+			[]string{"evt_0.whk_b", "evt_0.whk_c", "evt_1.whk_b", "evt_1.whk_c"}, true},
+		{"busy without a cap changes nothing", 2, fsm.DueOptions{Busy: map[string]int{"whk_a": 5}}, []string{"evt_0.whk_a", "evt_0.whk_b"}, true},
+		{"skipped ones are left out", 4, fsm.DueOptions{Skip: map[string]bool{"evt_0.whk_a": true, "evt_1.whk_b": true}},
+			[]string{"evt_0.whk_b", "evt_0.whk_c", "evt_1.whk_a", "evt_1.whk_c"}, true},
+		{"skip and cap together", 10, fsm.DueOptions{Skip: map[string]bool{"evt_0.whk_a": true, "evt_0.whk_b": true},
+			PerWebhook: 2, Busy: map[string]int{"whk_a": 1, "whk_b": 1}}, []string{"evt_0.whk_c", "evt_1.whk_a", "evt_1.whk_b", "evt_1.whk_c"}, true},
+		{"every endpoint full", 10, fsm.DueOptions{PerWebhook: 2, Busy: map[string]int{"whk_a": 2, "whk_b": 3, "whk_c": 2}}, nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// The scan reads a map: asked again, it meets the deliveries in
+			// other orders, and the answer must not change.
+			for range 50 {
+				var got []string
+				for _, d := range fm.f.DueDeliveries(fm.now, tc.limit, tc.opt) {
+					got = append(got, d.ID())
+				}
+				if !slices.Equal(got, tc.want) {
+					t.Fatalf("due %v, want %v", got, tc.want)
+				}
+			}
+			next, found := fm.f.NextDeliveryAt(tc.opt)
+			if found != tc.nextFound || (found && next != math.MinInt64) {
+				t.Fatalf("next delivery at %d, %v; want found %v (due at once)", next, found, tc.nextFound)
+			}
+		})
+	}
+	// Any options: the answer is the earliest-first list of every due
+	// delivery, read in order and kept while its endpoint has room.
+	all := fm.f.DueDeliveries(fm.now, 1000, fsm.DueOptions{})
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 500 {
+		opt := fsm.DueOptions{Skip: map[string]bool{}, PerWebhook: rng.IntN(4), Busy: map[string]int{}}
+		for _, d := range all {
+			if rng.IntN(4) == 0 {
+				opt.Skip[d.ID()] = true
+			}
+		}
+		for _, w := range []string{"whk_a", "whk_b", "whk_c"} {
+			opt.Busy[w] = rng.IntN(3)
+		}
+		limit := rng.IntN(14)
+		var want []string
+		taken := map[string]int{}
+		for _, d := range all {
+			room := opt.PerWebhook - opt.Busy[d.WebhookID] - taken[d.WebhookID]
+			if len(want) < limit && !opt.Skip[d.ID()] && (opt.PerWebhook == 0 || room > 0) {
+				want = append(want, d.ID())
+				taken[d.WebhookID]++
+			}
+		}
+		var got []string
+		for _, d := range fm.f.DueDeliveries(fm.now, limit, opt) {
+			got = append(got, d.ID())
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("limit %d, options %+v: due %v, want %v", limit, opt, got, want)
+		}
 	}
 }

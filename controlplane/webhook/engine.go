@@ -1,10 +1,19 @@
 // Package webhook delivers the FSM's webhook outbox. It runs on the leader only:
 // it reads due deliveries from the replicated state, POSTs each signed event with
-// the address guard's client (redirects not followed, a bounded timeout, bounded
-// concurrency) and records every attempt with an FSM command, which decides
-// whether the delivery is done, retried later or abandoned. Because the outbox
-// and the attempts live in the replicated state, a restarted node or a new leader
-// carries on where the last one stopped.
+// the address guard's client (redirects not followed, a bounded timeout) and
+// records every attempt with an FSM command, which decides whether the delivery
+// is done, retried later or abandoned. Because the outbox and the attempts live
+// in the replicated state, a restarted node or a new leader carries on where the
+// last one stopped.
+//
+// Attempts run side by side, up to Config.Concurrency of them and at most
+// Config.PerEndpoint to one endpoint. A slot is filled again as soon as the
+// attempt holding it ends, not when a whole batch has: a receiver that never
+// answers holds its slot for the timeout, and one account's dead endpoints
+// must not hold back every other account's events (the contract promises an
+// event within about 60 seconds). The loop keeps the set of deliveries in
+// flight and the FSM leaves them out of what it hands back, so none is sent
+// twice at once.
 //
 // Receivers check deliveries with the signature sub-package.
 package webhook
@@ -42,8 +51,8 @@ func (realClock) Until(t time.Time) <-chan time.Time { return time.After(time.Un
 
 // State is the outbox as the engine reads it; *fsm.FSM implements it.
 type State interface {
-	DueDeliveries(now int64, limit int) []fsm.DueDelivery
-	NextDeliveryAt() (int64, bool)
+	DueDeliveries(now int64, limit int, opt fsm.DueOptions) []fsm.DueDelivery
+	NextDeliveryAt(opt fsm.DueOptions) (int64, bool)
 	PendingDeliveries() int
 	DisabledWebhooks() int
 }
@@ -60,8 +69,15 @@ var (
 
 // Defaults of Config.
 const (
-	DefaultTimeout     = 10 * time.Second
-	DefaultConcurrency = 8
+	DefaultTimeout = 10 * time.Second
+	// DefaultConcurrency: an attempt is a POST that mostly waits on the
+	// network, so many cost little, and with DefaultPerEndpoint it takes 16
+	// endpoints that never answer to fill every slot (an account has 5 at
+	// most) before anyone else's event waits for one.
+	DefaultConcurrency = 32
+	// DefaultPerEndpoint: two attempts at once are enough to keep a healthy
+	// receiver's backlog moving, while a dead one holds two slots, not all.
+	DefaultPerEndpoint = 2
 	// DefaultRetention is how long finished deliveries (and their events) stay
 	// readable for operators before PruneDeliveries drops them.
 	DefaultRetention = 7 * 24 * time.Hour
@@ -75,8 +91,9 @@ const (
 	// idleWait bounds a wait with nothing due, so leadership and pruning are
 	// looked at now and then even if no wake-up comes.
 	idleWait = time.Minute
-	// backoff is the pause after a batch whose attempts could not be recorded
-	// (leadership lost, commit timeout), so a failing store is not hammered.
+	// backoff is the pause in starting attempts after one could not be
+	// recorded (leadership lost, commit timeout), so a failing store is not
+	// hammered.
 	backoff = time.Second
 )
 
@@ -96,7 +113,11 @@ type Config struct {
 	Clock         Clock // nil: the system clock
 	// Timeout bounds one attempt, connect to last byte (default 10 s).
 	Timeout     time.Duration
-	Concurrency int           // attempts in flight at most (default 8)
+	Concurrency int // attempts in flight at most (default DefaultConcurrency)
+	// PerEndpoint bounds the attempts in flight to one endpoint (default
+	// DefaultPerEndpoint), so that a backlog to slow endpoints leaves slots
+	// to the others.
+	PerEndpoint int
 	Retention   time.Duration // default DefaultRetention
 	Logger      *slog.Logger
 	Metrics     *Metrics // nil: none
@@ -123,6 +144,9 @@ func New(cfg Config) *Engine {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
 	}
+	if cfg.PerEndpoint <= 0 {
+		cfg.PerEndpoint = DefaultPerEndpoint
+	}
 	if cfg.Retention <= 0 {
 		cfg.Retention = DefaultRetention
 	}
@@ -146,13 +170,36 @@ func (e *Engine) Notify() {
 	}
 }
 
-// Run delivers until ctx ends.
+// flight is the deliveries being attempted. Only Run's goroutine touches it;
+// attempts report their end on done, which has room for every slot so that
+// an attempt never waits to report.
+type flight struct {
+	ids   map[string]bool // delivery ids
+	busy  map[string]int  // attempts per webhook id
+	done  chan ended
+	pause time.Time // no attempt starts before it
+	wg    sync.WaitGroup
+}
+
+// ended is an attempt's end: recorded is false when its outcome could not be
+// written to the store.
+type ended struct {
+	id, webhookID string
+	recorded      bool
+}
+
+// Run delivers until ctx ends. It returns only once every attempt it started
+// has ended: ending ctx cancels their requests and their recording, and an
+// attempt left running could otherwise still write an outcome through a store
+// its caller has closed, or overlap a new engine's attempt of the same delivery.
 func (e *Engine) Run(ctx context.Context) {
+	fl := &flight{ids: make(map[string]bool), busy: make(map[string]int), done: make(chan ended, e.cfg.Concurrency)}
+	defer fl.wg.Wait()
 	for ctx.Err() == nil {
 		now := e.cfg.Clock.Now()
 		next := now.Add(idleWait)
 		if e.cfg.IsLeader() {
-			next = e.step(ctx, now)
+			next = e.step(ctx, now, fl)
 		}
 		if !next.After(now) {
 			continue
@@ -160,52 +207,83 @@ func (e *Engine) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 		case <-e.wake:
+		case x := <-fl.done:
+			e.finish(fl, x)
+			// Take every end that is in before filling the slots again, so
+			// the outbox is read once for them all.
+			for drained := false; !drained; {
+				select {
+				case x := <-fl.done:
+					e.finish(fl, x)
+				default:
+					drained = true
+				}
+			}
 		case <-e.cfg.Clock.Until(next):
 		}
 	}
 }
 
-// step sends one batch of due deliveries and prunes when it is time, then says
-// when to look again.
-func (e *Engine) step(ctx context.Context, now time.Time) time.Time {
+// finish frees an ended attempt's slot.
+func (e *Engine) finish(fl *flight, x ended) {
+	delete(fl.ids, x.id)
+	if fl.busy[x.webhookID]--; fl.busy[x.webhookID] <= 0 {
+		delete(fl.busy, x.webhookID)
+	}
+	if !x.recorded {
+		fl.pause = e.cfg.Clock.Now().Add(backoff)
+	}
+}
+
+// step prunes when it is time, starts due deliveries in the free slots, and
+// says when to look again. An ended attempt wakes the loop by itself, so the
+// time is for what no attempt in flight holds back.
+func (e *Engine) step(ctx context.Context, now time.Time, fl *flight) time.Time {
 	if now.Sub(e.lastPrune) >= pruneEvery {
 		e.prune(ctx, now) // a failed prune waits for the next round, like a done one
 		e.lastPrune = now
-	}
-	due := e.cfg.State.DueDeliveries(now.UnixNano(), e.cfg.Concurrency)
-	if len(due) > 0 {
-		if !e.sendAll(ctx, due) {
-			return now.Add(backoff)
-		}
-		return now // more may be due
 	}
 	next := now.Add(idleWait)
 	if p := e.lastPrune.Add(pruneEvery); p.Before(next) {
 		next = p
 	}
-	if at, ok := e.cfg.State.NextDeliveryAt(); ok && at < next.UnixNano() {
+	if now.Before(fl.pause) {
+		if fl.pause.Before(next) {
+			next = fl.pause
+		}
+		return next
+	}
+	free := e.cfg.Concurrency - len(fl.ids)
+	if free <= 0 {
+		return next // every slot is taken
+	}
+	opt := fsm.DueOptions{Skip: fl.ids, PerWebhook: e.cfg.PerEndpoint, Busy: fl.busy}
+	due := e.cfg.State.DueDeliveries(now.UnixNano(), free, opt)
+	for _, d := range due {
+		e.start(ctx, fl, d)
+	}
+	if len(due) > 0 {
+		// An attempt that started wakes the loop when it ends; looking for
+		// the next due time too would read the whole outbox twice a round.
+		return next
+	}
+	// Whatever is due waits for an attempt in flight to its endpoint, and
+	// opt leaves those out of the time.
+	if at, ok := e.cfg.State.NextDeliveryAt(opt); ok && at < next.UnixNano() {
 		next = time.Unix(0, at)
 	}
 	return next
 }
 
-// sendAll attempts every delivery at once and reports whether every attempt was
-// recorded.
-func (e *Engine) sendAll(ctx context.Context, due []fsm.DueDelivery) bool {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	ok := true
-	for _, d := range due {
-		wg.Go(func() {
-			if err := e.attempt(ctx, d); err != nil {
-				mu.Lock()
-				ok = false
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return ok
+// start attempts d in a slot of its own.
+func (e *Engine) start(ctx context.Context, fl *flight, d fsm.DueDelivery) {
+	id := d.ID()
+	fl.ids[id] = true
+	fl.busy[d.WebhookID]++
+	fl.wg.Go(func() {
+		err := e.attempt(ctx, d)
+		fl.done <- ended{id: id, webhookID: d.WebhookID, recorded: err == nil}
+	})
 }
 
 func (e *Engine) prune(ctx context.Context, now time.Time) {

@@ -66,7 +66,7 @@ func TestAttemptOutcomes(t *testing.T) {
 			e := New(Config{State: f, Store: direct{f}, Client: guard.Client(300*time.Millisecond, false), Timeout: 300 * time.Millisecond,
 				Render:   func(v fsm.Video, _ time.Time) any { return map[string]string{"id": v.ID, "status": v.Status} },
 				IsLeader: func() bool { return true }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-			due := f.DueDeliveries(0, 10)
+			due := f.DueDeliveries(0, 10, fsm.DueOptions{})
 			if len(due) != 1 {
 				t.Fatalf("due: %+v", due)
 			}
