@@ -44,6 +44,8 @@ func (a *API) webhookActionError(w http.ResponseWriter, r *http.Request, err err
 		return true
 	case errors.Is(err, fsm.ErrWebhookNotFound):
 		apierr.Write(w, r, apierr.NotFound("webhook endpoint"))
+	case errors.Is(err, fsm.ErrWebhookLimitReached): // enabling one more than the limit
+		apierr.Write(w, r, a.webhookLimitError(principalOf(r).AccountID))
 	case errors.Is(err, fsm.ErrWebhookDisabled):
 		id := chi.URLParam(r, "id")
 		apierr.Write(w, r, apierr.New(http.StatusConflict, apierr.CodeWebhookDisabled,

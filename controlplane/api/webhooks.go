@@ -119,9 +119,7 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) {
 		Secret: a.cfg.Secrets.Seal(secret, id), Now: a.cfg.Now().UnixNano()}
 	hook, err := fsm.Do(r.Context(), a.store, cmd)
 	if errors.Is(err, fsm.ErrWebhookLimitReached) {
-		apierr.Write(w, r, apierr.New(http.StatusConflict, apierr.CodeWebhookLimitReached,
-			fmt.Sprintf("this account already has %d webhook endpoints, the most allowed; delete one with DELETE /v1/webhooks/{id} first", fsm.MaxWebhooksPerAccount)).
-			With("max_endpoints", fsm.MaxWebhooksPerAccount).With("existing_webhook_ids", a.webhookIDs(p.AccountID)))
+		apierr.Write(w, r, a.webhookLimitError(p.AccountID))
 		return
 	}
 	if err != nil {
@@ -131,6 +129,18 @@ func (a *API) createWebhook(w http.ResponseWriter, r *http.Request) {
 	view := webhookViewAt(hook, a.cfg.Now())
 	view.Secret = secret // shown once, in the clear
 	apierr.WriteJSON(w, http.StatusCreated, view)
+}
+
+// webhookLimitError answers a registration (or an enable) past the account's
+// endpoint limit.
+func (a *API) webhookLimitError(accountID string) *apierr.Error {
+	what := "webhook endpoints"
+	if a.fsm.ActiveWebhookLimitOn() {
+		what = "active (enabled) webhook endpoints"
+	}
+	return apierr.New(http.StatusConflict, apierr.CodeWebhookLimitReached,
+		fmt.Sprintf("this account already has %d %s, the most allowed; delete one with DELETE /v1/webhooks/{id} first", fsm.MaxWebhooksPerAccount, what)).
+		With("max_endpoints", fsm.MaxWebhooksPerAccount).With("existing_webhook_ids", a.webhookIDs(accountID))
 }
 
 func (a *API) webhookIDs(accountID string) []string {

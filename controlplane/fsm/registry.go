@@ -90,6 +90,7 @@ const (
 	SortableEventIDsType     MessageType = 68
 	SpecsByReferenceType     MessageType = 69
 	DerivedCreatedEventsType MessageType = 70
+	ActiveWebhookLimitType   MessageType = 71
 )
 
 // entry is one command of the registry: its name (in logs and metrics), a
@@ -196,6 +197,7 @@ var registry = [256]entry{
 	SortableEventIDsType:     command("sortable_event_ids", (*state).applySortableEventIDs),
 	SpecsByReferenceType:     command("specs_by_reference", (*state).applySpecsByReference),
 	DerivedCreatedEventsType: command("derived_created_events", (*state).applyDerivedCreatedEvents),
+	ActiveWebhookLimitType:   command("active_webhook_limit", (*state).applyActiveWebhookLimit),
 }
 
 // What each command answers, in type order: the R of its apply function and
@@ -259,6 +261,7 @@ func (*SetNodeCapacity) answers(Nothing)                 {}
 func (*SortableEventIDs) answers(bool)                   {}
 func (*SpecsByReference) answers(bool)                   {}
 func (*DerivedCreatedEvents) answers(bool)               {}
+func (*ActiveWebhookLimit) answers(bool)                 {}
 
 func (t MessageType) String() string {
 	if e := registry[t]; e.name != "" {

@@ -39,8 +39,8 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("%s: decoded %#v (%v), want %#v", e.name, back, err, c)
 		}
 	}
-	if n != 58 {
-		t.Errorf("%d commands registered, want 58: a new one also needs a line in controlplane/README.md", n)
+	if n != 59 {
+		t.Errorf("%d commands registered, want 59: a new one also needs a line in controlplane/README.md", n)
 	}
 	for _, hole := range []byte{0, 9, 10, 11, 26, 27, 35, 36, 37, 42, 43, 44, 45, 255} {
 		if _, err := Decode([]byte{hole, 0x80}); err == nil {
@@ -68,6 +68,7 @@ var declared = []answerType{
 	answerOf(&DisableWebhook{}), answerOf(&EnableWebhook{}), answerOf(&StartEventLog{}), answerOf(&TrimEventLog{}), answerOf(&SetNodeModels{}), answerOf(&SetNodeCapacity{}),
 	answerOf(&SortableEventIDs{}),
 	answerOf(&SpecsByReference{}),
+	answerOf(&ActiveWebhookLimit{}),
 	answerOf(&DerivedCreatedEvents{}),
 	answerOf(&StartRouting{}),
 }

@@ -171,7 +171,8 @@ func (s *state) records(hotOnly bool) []record {
 	}
 	out = append(out, s.outboxRecords(hotOnly)...)
 	out = append(out, s.eventLogRecords(hotOnly)...)
-	return append(out, s.routingRecords()...)
+	out = append(out, s.routingRecords()...)
+	return append(out, s.webhookLimitRecords()...)
 }
 
 // outboxRecords copies the webhook outbox: events, then deliveries, by id
@@ -491,6 +492,8 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 		return s.restoreEventLogRecord(t, body)
 	case recRouting:
 		return s.restoreRouting(body)
+	case recActiveWebhookLimit:
+		return s.restoreWebhookLimit(body)
 	case recAsset:
 		var as Asset
 		if err := msgpack.Unmarshal(body, &as); err != nil {

@@ -59,6 +59,9 @@ type state struct {
 	// routing: tts tasks require their voice, plan and composite tasks
 	// their stage runner (routing.go).
 	routing bool
+	// activeWebhookLimit: MaxWebhooksPerAccount counts enabled endpoints
+	// only (ActiveWebhookLimit).
+	activeWebhookLimit bool
 
 	// members are the control-plane nodes' addresses, by Raft server id.
 	members map[string]*Member

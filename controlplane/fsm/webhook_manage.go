@@ -188,6 +188,9 @@ func (s *state) applyEnableWebhook(c *EnableWebhook) (Webhook, error) {
 	if err != nil {
 		return Webhook{}, err
 	}
+	if w.Disabled() && s.activeWebhookLimit && s.countedWebhooks(c.AccountID) >= MaxWebhooksPerAccount {
+		return Webhook{}, ErrWebhookLimitReached // it would be one more active endpoint
+	}
 	w.forgetOldSecret(c.Now)
 	if !w.Disabled() {
 		return w.clone(), nil

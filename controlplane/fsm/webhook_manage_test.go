@@ -1,6 +1,9 @@
 package fsm_test
 
 import (
+	"bytes"
+	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"testing"
@@ -296,5 +299,52 @@ func TestFailuresCountOnlyOnceEveryMemberUnderstands(t *testing.T) {
 	fail(w, "whk_1", t0+1)
 	if h := hook(t, w, "a", "whk_1"); h.FailingSince != t0+1 {
 		t.Fatalf("not counted once every member understands: %+v", h)
+	}
+}
+
+// TestActiveWebhookLimit: before ActiveWebhookLimit a disabled endpoint
+// counts against the five, as it always did; from it on only enabled ones
+// count, and enabling a disabled one is refused while five are enabled. The
+// switch survives a snapshot.
+func TestActiveWebhookLimit(t *testing.T) {
+	for _, ap := range appliers {
+		t.Run(ap.name, func(t *testing.T) {
+			w := hookWorld(t, ap) // a has whk_1 and whk_2
+			fail(w, "whk_1", t0)
+			fail(w, "whk_1", t0+5*day)
+			if !must(w, &fsm.DisableWebhook{WebhookID: "whk_1", FailingSince: t0, MinFailing: 5 * day, EventID: "evt_d", Now: t0 + 5*day}) {
+				t.Fatal("not disabled")
+			}
+			for i := 3; i <= fsm.MaxWebhooksPerAccount; i++ {
+				w.must(createWebhook(fmt.Sprintf("whk_%d", i), "a", fsm.EventTypes...))
+			}
+			_, err := w.apply(createWebhook("whk_6", "a", fsm.EventTypes...))
+			wantErr(t, err, fsm.ErrWebhookLimitReached) // the disabled one still counts
+
+			if !must(w, &fsm.ActiveWebhookLimit{Now: t0 + 6*day}) || !w.f.ActiveWebhookLimitOn() {
+				t.Fatal("the limit did not switch")
+			}
+			if must(w, &fsm.ActiveWebhookLimit{Now: t0 + 6*day}) {
+				t.Fatal("a second switch answered that it switched")
+			}
+			restored := fsm.New()
+			if err := restored.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, w.f)))); err != nil || !restored.ActiveWebhookLimitOn() {
+				t.Fatalf("restored from a snapshot: %v, switched %v", err, restored.ActiveWebhookLimitOn())
+			}
+			w.must(createWebhook("whk_6", "a", fsm.EventTypes...)) // five enabled beside the disabled one
+			_, err = w.apply(createWebhook("whk_7", "a", fsm.EventTypes...))
+			wantErr(t, err, fsm.ErrWebhookLimitReached)
+			_, err = w.apply(&fsm.EnableWebhook{AccountID: "a", WebhookID: "whk_1", Now: t0 + 6*day})
+			wantErr(t, err, fsm.ErrWebhookLimitReached)
+			if !hook(t, w, "a", "whk_1").Disabled() {
+				t.Fatal("a refused enable enabled the endpoint")
+			}
+			w.must(&fsm.DeleteWebhook{WebhookID: "whk_6", AccountID: "a", Now: t0 + 6*day})
+			if en := must(w, &fsm.EnableWebhook{AccountID: "a", WebhookID: "whk_1", Now: t0 + 6*day}); en.Disabled() {
+				t.Fatal("enable with room left did not enable")
+			}
+			// Enabling an enabled endpoint answers it unchanged, even at the limit.
+			must(w, &fsm.EnableWebhook{AccountID: "a", WebhookID: "whk_1", Now: t0 + 6*day})
+		})
 	}
 }

@@ -143,7 +143,7 @@ func (s *state) applyCreateWebhook(c *CreateWebhook) (Webhook, error) {
 			return Webhook{}, fmt.Errorf("%w: event %q unknown or repeated", ErrInvalidCommand, e)
 		}
 	}
-	if len(s.accountWebhooks[c.AccountID]) >= MaxWebhooksPerAccount {
+	if s.countedWebhooks(c.AccountID) >= MaxWebhooksPerAccount {
 		return Webhook{}, ErrWebhookLimitReached
 	}
 	w := &Webhook{ID: c.WebhookID, AccountID: c.AccountID, URL: c.URL, Events: cloneStrings(c.Events),

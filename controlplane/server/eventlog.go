@@ -61,6 +61,13 @@ func (s *Server) startRouting(ctx context.Context, level fsm.MessageType) {
 		"routing started: tts tasks go only to nodes that offer their voice, plans and composites to nodes with their stage runner")
 }
 
+// activeWebhookLimit makes the per-account endpoint limit count enabled
+// endpoints only (fsm.ActiveWebhookLimit) once every member understands it.
+func (s *Server) activeWebhookLimit(ctx context.Context, level fsm.MessageType) {
+	s.switchOn(ctx, level, &fsm.ActiveWebhookLimit{Now: time.Now().UnixNano()}, s.Node.FSM.ActiveWebhookLimitOn,
+		"webhook limit counts active endpoints: a disabled endpoint no longer blocks registering another")
+}
+
 // switchOn proposes cmd, which switches something on for good, once every
 // member understands it. It proposes nothing once on reports it on, and
 // waits for the cluster's level rather than be refused by the gate every

@@ -94,6 +94,7 @@ func (s *Server) leaderJobs(ctx context.Context) {
 				s.specsByReference(ctx, level)
 				s.deriveCreatedEvents(ctx, level)
 				s.startRouting(ctx, level)
+				s.activeWebhookLimit(ctx, level)
 			}
 		}
 	}

@@ -184,6 +184,26 @@ func TestWebhookDisabledAfterFailingThenEnabled(t *testing.T) {
 		t.Fatalf("the disabled endpoint got %d requests, want 3", n)
 	}
 
+	// A disabled endpoint is not active: beside it the account may have
+	// five enabled ones, and enabling it then would make six.
+	eventually(t, h.srv.Node.FSM.ActiveWebhookLimitOn, "the leader to count active endpoints only")
+	var more []string
+	for range fsm.MaxWebhooksPerAccount - 1 { // `other` is the first
+		id, _ := h.registerWebhook(key, watcher.srv.URL+"/more", fsm.EventWebhookDisabled)
+		more = append(more, id)
+	}
+	expectAPIError(t, h.do("POST", "/v1/webhooks", key, map[string]any{"url": watcher.srv.URL + "/more"}), http.StatusConflict, "webhook_limit_reached")
+	e := expectAPIError(t, h.do("POST", "/v1/webhooks/"+whk+"/enable", key, nil), http.StatusConflict, "webhook_limit_reached")
+	if d := errDetails(t, e); len(d["existing_webhook_ids"].([]any)) != fsm.MaxWebhooksPerAccount+1 {
+		t.Fatalf("limit details %v: want every endpoint, the disabled one included", d)
+	}
+	if status() != "disabled" {
+		t.Fatal("a refused enable enabled the endpoint")
+	}
+	for _, id := range more {
+		expectAPIStatus(t, h.do("DELETE", "/v1/webhooks/"+id, key, nil), http.StatusOK)
+	}
+
 	up.Store(true)
 	en := expectAPIStatus(t, h.do("POST", "/v1/webhooks/"+whk+"/enable", key, nil), http.StatusOK)
 	if en["status"] != "enabled" || en["disabled_at"] != nil {
