@@ -71,13 +71,17 @@ var (
 const (
 	DefaultTimeout = 10 * time.Second
 	// DefaultConcurrency: an attempt is a POST that mostly waits on the
-	// network, so many cost little, and with DefaultPerEndpoint it takes 16
+	// network, so many cost little, and with DefaultPerEndpoint it takes 32
 	// endpoints that never answer to fill every slot (an account has 5 at
 	// most) before anyone else's event waits for one.
 	DefaultConcurrency = 32
-	// DefaultPerEndpoint: two attempts at once are enough to keep a healthy
-	// receiver's backlog moving, while a dead one holds two slots, not all.
-	DefaultPerEndpoint = 2
+	// DefaultPerEndpoint: one attempt at a time to an endpoint. A dead one
+	// then holds one slot, and an endpoint's attempts are recorded in the
+	// order they were made, which its run of failures (Webhook.FailingSince
+	// to LastFailedAt, what DisableWebhook measures) is kept by: two at once
+	// could be recorded the other way round and shorten the run. A healthy
+	// receiver answering in 50 ms still takes 20 deliveries a second.
+	DefaultPerEndpoint = 1
 	// DefaultRetention is how long finished deliveries (and their events) stay
 	// readable for operators before PruneDeliveries drops them.
 	DefaultRetention = 7 * 24 * time.Hour
