@@ -267,7 +267,7 @@ func (c *upgradeCluster) noneApplied(typ fsm.MessageType, why string) {
 
 // eventLogStarted checks that, every member new, the leader switched the
 // event log, its sortable ids, its specs by reference, its derived created
-// events and routing on once, and that the log records from then on only: a
+// events, routing and the active-webhook limit on once, and that the log records from then on only: a
 // video made now is in every node's log, with its prompt (read from the
 // video) and its created event derived from it, the ones made before are
 // not.
@@ -279,6 +279,7 @@ func (c *upgradeCluster) eventLogStarted() {
 		eventually(c.t, 30*time.Second, n.id+" to log specs by reference", func() bool { return c.applied(n, fsm.SpecsByReferenceType) == 1 })
 		eventually(c.t, 30*time.Second, n.id+" to derive created events", func() bool { return c.applied(n, fsm.DerivedCreatedEventsType) == 1 })
 		eventually(c.t, 30*time.Second, n.id+" to start routing", func() bool { return c.applied(n, fsm.StartRoutingType) == 1 })
+		eventually(c.t, 30*time.Second, n.id+" to count active webhooks only", func() bool { return c.applied(n, fsm.ActiveWebhookLimitType) == 1 })
 	}
 	before := slices.Clone(c.videos)
 	c.createVideo(c.nodes[0], "after the upgrade")
@@ -394,6 +395,7 @@ func (c *upgradeCluster) run(plan upgradePlan) {
 			c.noneApplied(fsm.StartRoutingType, n.id+" runs the old build")
 			c.noneApplied(fsm.SortableEventIDsType, n.id+" runs the old build")
 			c.noneApplied(fsm.SpecsByReferenceType, n.id+" runs the old build")
+			c.noneApplied(fsm.ActiveWebhookLimitType, n.id+" runs the old build")
 			c.stop(i)
 		}
 		c.start(i, c.new)
@@ -406,6 +408,7 @@ func (c *upgradeCluster) run(plan upgradePlan) {
 			c.noneApplied(fsm.StartRoutingType, "an old member remains")
 			c.noneApplied(fsm.SortableEventIDsType, "an old member remains")
 			c.noneApplied(fsm.SpecsByReferenceType, "an old member remains")
+			c.noneApplied(fsm.ActiveWebhookLimitType, "an old member remains")
 		}
 	}
 	if !leaderUpgraded {
