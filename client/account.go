@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"iter"
 	"net/url"
 	"strconv"
 )
@@ -24,18 +25,30 @@ func (c *Client) Models(ctx context.Context) (*List[Model], error) {
 	return &l, nil
 }
 
+// Folders reads every folder of the account (GET /v1/folders, one page
+// holding all). A video's FolderID names one.
+func (c *Client) Folders(ctx context.Context) (*List[Folder], error) {
+	var l List[Folder]
+	if err := c.do(ctx, "GET", "/v1/folders", nil, nil, "", &l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
 // ListVoicesParams filters GET /v1/voices. Zero values are left out.
 type ListVoicesParams struct {
 	Language string // a language code (en-us) or a prefix ending at a dash (en)
 	Gender   string // male or female
 	Search   string // text in the id or name
-	Limit    int    // page size, 1 to 500
+	Limit    int    // page size, 1 to 500 (server default 100)
+	// StartingAfter continues with the voices whose id sorts after this one
+	// (it need not still exist).
+	StartingAfter string
 }
 
-// Voices reads the voiceover catalog.
-func (c *Client) Voices(ctx context.Context, p ListVoicesParams) (*List[Voice], error) {
+func (p ListVoicesParams) query() url.Values {
 	q := url.Values{}
-	for k, v := range map[string]string{"language": p.Language, "gender": p.Gender, "search": p.Search} {
+	for k, v := range map[string]string{"language": p.Language, "gender": p.Gender, "search": p.Search, "starting_after": p.StartingAfter} {
 		if v != "" {
 			q.Set(k, v)
 		}
@@ -43,9 +56,28 @@ func (c *Client) Voices(ctx context.Context, p ListVoicesParams) (*List[Voice], 
 	if p.Limit > 0 {
 		q.Set("limit", strconv.Itoa(p.Limit))
 	}
+	return q
+}
+
+// Voices reads one page of the voiceover catalog, sorted by id.
+func (c *Client) Voices(ctx context.Context, p ListVoicesParams) (*List[Voice], error) {
 	var l List[Voice]
-	if err := c.do(ctx, "GET", "/v1/voices", q, nil, "", &l); err != nil {
+	if err := c.do(ctx, "GET", "/v1/voices", p.query(), nil, "", &l); err != nil {
 		return nil, err
 	}
 	return &l, nil
+}
+
+// AllVoices iterates over every voice matching p, fetching page after page
+// with starting_after while has_more, as Videos does. An error ends the
+// iteration after it is yielded.
+func (c *Client) AllVoices(ctx context.Context, p ListVoicesParams) iter.Seq2[Voice, error] {
+	return pages(p.StartingAfter, "list voices", func(after string) ([]Voice, bool, error) {
+		p.StartingAfter = after
+		l, err := c.Voices(ctx, p)
+		if err != nil {
+			return nil, false, err
+		}
+		return l.Data, l.HasMore, nil
+	}, func(v Voice) string { return v.ID })
 }

@@ -192,6 +192,44 @@ func (c *Client) doOnce(ctx context.Context, method, path string, out any) error
 	return err
 }
 
+// sendOnce sends a call with a JSON body exactly once: for a create the
+// server takes no Idempotency-Key for, where a retry after a lost answer
+// would create twice.
+func (c *Client) sendOnce(ctx context.Context, method, path string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("vidfarm: encode %s %s: %w", method, path, err)
+	}
+	_, err = c.attempt(ctx, method, c.calls.At(), path, nil, body, "", out)
+	return err
+}
+
+// deleteCall deletes the object at prefix+id, whose object type is object.
+// A 404 to a retry means an earlier attempt whose answer was lost deleted
+// it (or it was never there): either way it is gone, as asked.
+func deleteCall(ctx context.Context, c *Client, prefix, object, id string) (*Deleted, error) {
+	if id == "" {
+		return nil, fmt.Errorf("vidfarm: empty %s id", object)
+	}
+	var d Deleted
+	err := c.do(ctx, "DELETE", prefix+url.PathEscape(id), nil, nil, "", &d)
+	if err != nil && ctx.Err() == nil && goneOnRetry(err) {
+		return &Deleted{ID: id, Object: object, Deleted: true}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// goneOnRetry reports whether err is a 404 not_found answered to a retry,
+// not to a call's first attempt: do returns the first attempt's *Error
+// itself and wraps a later one with the count of attempts.
+func goneOnRetry(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Status == http.StatusNotFound && e.Code == CodeNotFound && err != error(e)
+}
+
 // attempt sends the request once, to path with query under at (the base
 // URL, a member, or the leader the client followed). It returns the
 // server's Retry-After with an error answer.

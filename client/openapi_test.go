@@ -2,6 +2,8 @@ package client
 
 import (
 	"encoding/json"
+	"maps"
+	"net/url"
 	"os"
 	"reflect"
 	"slices"
@@ -50,6 +52,27 @@ func TestTypesMatchOpenAPI(t *testing.T) {
 		{"WebhookDelivery", nil, WebhookDelivery{}},
 		{"WebhookDeliveryAttempt", nil, DeliveryAttempt{}},
 		{"WebhookDeliveryList", nil, DeliveryList{}},
+		{"CreateWebhookRequest", nil, CreateWebhookRequest{}},
+		{"WebhookDeleted", nil, WebhookDeleted{}},
+		{"Folder", nil, Folder{}},
+		{"FolderList", nil, List[Folder]{}},
+		{"Avatar", nil, Avatar{}},
+		{"Avatar.error", s["Avatar"].Properties["error"].Properties, MediaError{}},
+		{"AvatarList", nil, List[Avatar]{}},
+		{"CreateAvatarRequest", nil, CreateAvatarRequest{}},
+		{"CreateSpeechRequest", nil, CreateSpeechRequest{}},
+		{"Speech", nil, Speech{}},
+		{"Speech.error", s["Speech"].Properties["error"].Properties, MediaError{}},
+		{"BrandKit", nil, BrandKit{}},
+		{"BrandKitList", nil, List[BrandKit]{}},
+		{"CreateBrandKitRequest", nil, CreateBrandKitRequest{}},
+		{"Deleted", nil, Deleted{}},
+		{"CreateUploadRequest", nil, CreateUploadRequest{}},
+		{"Upload", nil, Upload{}},
+		{"CreateAssetRequest", nil, CreateAssetRequest{}},
+		{"Asset", nil, Asset{}},
+		{"CreatedAsset", nil, CreatedAsset{}},
+		{"AssetList", nil, List[Asset]{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.schema, func(t *testing.T) {
@@ -88,9 +111,15 @@ type schema struct {
 	Properties map[string]schema `json:"properties"`
 }
 
+// jsonNames are the JSON names of t's fields, an embedded struct's fields
+// promoted as encoding/json does.
 func jsonNames(t reflect.Type) []string {
 	var out []string
 	for f := range t.Fields() {
+		if f.Anonymous && f.Tag.Get("json") == "" && f.Type.Kind() == reflect.Struct {
+			out = append(out, jsonNames(f.Type)...)
+			continue
+		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "" || name == "-" {
 			continue
@@ -98,6 +127,53 @@ func jsonNames(t reflect.Type) []string {
 		out = append(out, name)
 	}
 	return out
+}
+
+// TestQueryMatchesOpenAPI: the query parameters a list call can send are
+// those its operation defines, no more, no fewer.
+func TestQueryMatchesOpenAPI(t *testing.T) {
+	type param struct {
+		Name string `json:"name"`
+		In   string `json:"in"`
+		Ref  string `json:"$ref"`
+	}
+	var doc struct {
+		Paths map[string]struct {
+			Get struct {
+				Parameters []param `json:"parameters"`
+			} `json:"get"`
+		} `json:"paths"`
+		Components struct {
+			Parameters map[string]param `json:"parameters"`
+		} `json:"components"`
+	}
+	loadOpenAPI(t, &doc)
+	cases := []struct {
+		path  string
+		query url.Values
+	}{
+		{"/v1/videos", ListVideosParams{Status: "queued", FolderID: "fld_1", Limit: 1, StartingAfter: "vid_1"}.query()},
+		{"/v1/voices", ListVoicesParams{Language: "en", Gender: "male", Search: "us", Limit: 1, StartingAfter: "en-gb"}.query()},
+		{"/v1/avatars", ListAvatarsParams{View: AvatarViewCatalogue, Search: "a", Gender: "female", Limit: 1}.query()},
+		{"/v1/brand-kits", pageQuery(1, "br_1")},
+		{"/v1/assets", pageQuery(1, "as_1")},
+	}
+	for _, tc := range cases {
+		var want []string
+		for _, p := range doc.Paths[tc.path].Get.Parameters {
+			if name, ok := strings.CutPrefix(p.Ref, "#/components/parameters/"); ok {
+				p = doc.Components.Parameters[name]
+			}
+			if p.In == "query" {
+				want = append(want, p.Name)
+			}
+		}
+		got := slices.Sorted(maps.Keys(tc.query))
+		slices.Sort(want)
+		if len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("GET %s: the SDK sends %v, the document defines %v", tc.path, got, want)
+		}
+	}
 }
 
 // TestCodesMatchOpenAPI: a Code constant for every value of ErrorCode, and no other.

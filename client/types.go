@@ -215,3 +215,13 @@ type EventData struct {
 	Video   Video            `json:"video"`
 	Webhook *WebhookEndpoint `json:"webhook,omitempty"`
 }
+
+// Folder is one folder of the account (the Folder schema): where a video is
+// filed (Video.FolderID).
+type Folder struct {
+	ID     string `json:"id"`
+	Object string `json:"object"`
+	Name   string `json:"name"`
+	// CreatedAt is the creation time, Unix seconds.
+	CreatedAt int64 `json:"created_at"`
+}

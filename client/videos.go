@@ -65,6 +65,24 @@ func (c *Client) CancelVideo(ctx context.Context, id string) (*Video, error) {
 	return &v, nil
 }
 
+// RenderVideo renders a free account's preview once the account is on Pro or
+// Max (POST /v1/videos/{id}/render): it returns the video queued and charged
+// nothing. While the account is still free the answer is an *Error with code
+// upgrade_required (its Links hold the upgrade address); a video that was
+// not created as a preview is invalid_request. Calling it again returns the
+// video as it stands and charges nothing, so the call is retried like a
+// read.
+func (c *Client) RenderVideo(ctx context.Context, id string) (*Video, error) {
+	if id == "" {
+		return nil, errors.New("vidfarm: RenderVideo: empty video id")
+	}
+	var v Video
+	if err := c.do(ctx, "POST", "/v1/videos/"+url.PathEscape(id)+"/render", nil, nil, "", &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
 // ListVideosParams filters GET /v1/videos. Zero values are left out.
 type ListVideosParams struct {
 	Status   string // one of the Status constants

@@ -7,8 +7,9 @@ import (
 	"strconv"
 )
 
-// Webhook endpoints: list them, read and retry their deliveries, send a test
-// event, rotate the signing secret, enable a disabled endpoint.
+// Webhook endpoints: register and delete them, list them, read and retry
+// their deliveries, send a test event, rotate the signing secret, enable a
+// disabled endpoint.
 
 // The endpoints' own event types (the videos' are in events.go):
 // webhook.disabled goes to the account's other endpoints subscribed to it
@@ -25,7 +26,7 @@ const (
 )
 
 // WebhookEndpoint is a registered endpoint (the WebhookEndpoint schema).
-// Secret is set only by RotateWebhookSecret (and registration).
+// Secret is set only by CreateWebhook and RotateWebhookSecret.
 type WebhookEndpoint struct {
 	ID        string   `json:"id"`
 	Object    string   `json:"object"`
@@ -41,6 +42,21 @@ type WebhookEndpoint struct {
 	// stops signing beside the current one; nil when only one signs.
 	PreviousSecretExpiresAt *int64 `json:"previous_secret_expires_at,omitempty"`
 }
+
+// CreateWebhookRequest is the body of CreateWebhook (the CreateWebhookRequest
+// schema).
+type CreateWebhookRequest struct {
+	// URL is the public https address events are POSTed to.
+	URL string `json:"url"`
+	// Events are the event types sent to the endpoint (EventVideoCompleted,
+	// EventVideoFailed, EventVideoCanceled, EventWebhookDisabled); nil means
+	// the server's default, video.completed and video.failed.
+	Events []string `json:"events,omitempty"`
+}
+
+// WebhookDeleted is the answer of DeleteWebhook (the WebhookDeleted schema),
+// the shape every delete answers.
+type WebhookDeleted = Deleted
 
 // DeliveryAttempt is one attempt of a delivery.
 type DeliveryAttempt struct {
@@ -106,6 +122,39 @@ func webhookCall[T any](ctx context.Context, c *Client, method, webhookID string
 	return &v, nil
 }
 
+// CreateWebhook registers an endpoint and returns it with its signing secret
+// in Secret: the only time the secret is shown, so store it. An account has at
+// most 5 enabled endpoints: a sixth is an *Error with code
+// webhook_limit_reached (Details: max_endpoints, existing_webhook_ids).
+//
+// The call is sent once, never retried: a registration carries no
+// Idempotency-Key, so a retry after a lost answer would register a second
+// endpoint with a second secret, and every event would be delivered twice.
+// After an error without an answer, or a 5xx, the endpoint may exist:
+// ListWebhooks shows it (without its secret); delete it, or rotate its
+// secret to learn one.
+func (c *Client) CreateWebhook(ctx context.Context, req CreateWebhookRequest) (*WebhookEndpoint, error) {
+	var w WebhookEndpoint
+	if err := c.sendOnce(ctx, "POST", "/v1/webhooks", req, &w); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// DeleteWebhook deletes an endpoint; its deliveries waiting for a retry are
+// cancelled. An unknown id, or another account's, is an *Error with code
+// not_found.
+//
+// The call is retried like a read: deleting twice deletes one endpoint. But
+// when an attempt whose answer was lost did delete it, the retry is answered
+// 404; DeleteWebhook then returns what the lost answer said (the endpoint,
+// deleted), since the endpoint is gone as asked. A 404 to the first attempt
+// is an error; a 404 to a retry is taken as deleted even when the earlier
+// attempt had done nothing (a 503): either way no such endpoint exists.
+func (c *Client) DeleteWebhook(ctx context.Context, webhookID string) (*WebhookDeleted, error) {
+	return deleteCall(ctx, c, "/v1/webhooks/", "webhook_endpoint", webhookID)
+}
+
 // ListWebhooks reads every endpoint of the account, oldest first.
 func (c *Client) ListWebhooks(ctx context.Context) (*List[WebhookEndpoint], error) {
 	var l List[WebhookEndpoint]
@@ -128,8 +177,10 @@ func (c *Client) ListWebhookDeliveries(ctx context.Context, webhookID string, p 
 	return webhookCall[DeliveryList](ctx, c, "GET", webhookID, q, "deliveries")
 }
 
-// RetryWebhookDelivery makes one more attempt of a delivery now. Retrying a
-// pending delivery changes nothing, so the call is safe to repeat.
+// RetryWebhookDelivery makes a delivered or abandoned delivery pending again,
+// due now; it keeps its attempts and its retry schedule carries on from them
+// (an abandoned one gets one more attempt). A pending delivery is answered
+// unchanged, so the call is safe to repeat.
 func (c *Client) RetryWebhookDelivery(ctx context.Context, webhookID, deliveryID string) (*WebhookDelivery, error) {
 	if deliveryID == "" {
 		return nil, errors.New("vidfarm: empty delivery id")

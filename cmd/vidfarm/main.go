@@ -13,8 +13,8 @@ const usage = `vidfarm: a self-hostable GPU render farm for AI video generation
 usage:
   vidfarm dev      start the embedded single-node farm and print a working API key
   vidfarm server   run a control-plane node
-  vidfarm video    create, get, list, cancel and watch videos through the public API (the Go SDK)
-  vidfarm webhook  list webhook endpoints, their deliveries; test, retry, rotate the secret, enable
+  vidfarm video    create, get, list, cancel, render (a preview) and watch videos through the public API (the Go SDK)
+  vidfarm webhook  create, list and delete webhook endpoints, their deliveries; test, retry, rotate the secret, enable
   vidfarm admin    manage accounts, keys, credits and plans (JSON output)
   vidfarm agent    run a render node: register, lease tasks, render (--print-capacity: what NVML sees)
   vidfarm bench    load tools for capacity planning

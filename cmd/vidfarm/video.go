@@ -25,6 +25,8 @@ const videoUsage = `usage: vidfarm video [--url URL] [--key KEY] [--json] [--pol
   get ID
   list [--status S] [--limit N] [--all]
   cancel ID
+  render ID [--wait]           render a free account's preview once the account is on Pro or Max
+                               (queued, charged nothing; again: the video as it stands)
   watch ID                     (follow a video until it is final, with its stage and percent,
                                 from its events stream; polling while the stream cannot be had)
 
@@ -102,7 +104,7 @@ func (cli *videoCLI) run(ctx context.Context, cmd string, args []string) error {
 	duration := sub.Int("duration", 0, "length in seconds (default: the server's)")
 	name := sub.String("name", "", "a name for the video")
 	idemKey := sub.String("idempotency-key", "", "Idempotency-Key of the create (default: a random one, reused on retries)")
-	wait := sub.Bool("wait", false, "follow the new video until it is final")
+	wait := sub.Bool("wait", false, "create, render: follow the video until it is final")
 	sub.StringVar(&auto.Orientation, "orientation", "", "auto: landscape or portrait")
 	sub.StringVar(&auto.VoiceID, "voice", "", "auto: voice id (vidfarm's GET /v1/voices)")
 	sub.StringVar(&manual.Model, "model", "", "manual: model id (GET /v1/models)")
@@ -172,6 +174,19 @@ func (cli *videoCLI) run(ctx context.Context, cmd string, args []string) error {
 			return err
 		}
 		return cli.printVideo(v)
+	case "render":
+		if err := needID(); err != nil {
+			return err
+		}
+		v, err := cli.c.RenderVideo(ctx, id)
+		if err != nil {
+			return err
+		}
+		if !*wait || v.Final() {
+			return cli.printVideo(v)
+		}
+		fmt.Fprintf(cli.log, "rendering %s (%d credits)\n", v.ID, v.CreditsCharged)
+		return cli.watch(ctx, v.ID)
 	case "watch":
 		if err := needID(); err != nil {
 			return err
@@ -180,7 +195,7 @@ func (cli *videoCLI) run(ctx context.Context, cmd string, args []string) error {
 	case "list":
 		return cli.list(ctx, client.ListVideosParams{Status: *status, Limit: *limit}, *all)
 	default:
-		return fmt.Errorf("unknown command %q (create, get, list, cancel, watch)", cmd)
+		return fmt.Errorf("unknown command %q (create, get, list, cancel, render, watch)", cmd)
 	}
 }
 

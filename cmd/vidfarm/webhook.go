@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,15 +17,23 @@ import (
 
 const webhookUsage = `usage: vidfarm webhook [--url URL] [--key KEY] [--json] <command>
 
+  create --url U [--events a,b]
+                               register an endpoint (events: video.completed, video.failed,
+                               video.canceled, webhook.disabled; default the first two); prints it
+                               and its signing secret, shown only this once. Sent once, never retried
+  delete WHK                   delete an endpoint; its deliveries waiting for a retry are cancelled
   list                         the account's endpoints and their status
   deliveries WHK [--limit N] [--starting-after DELIVERY]
                                an endpoint's deliveries, newest first, with every attempt
   test WHK                     send a signed webhook.test event to the endpoint
-  retry WHK DELIVERY           attempt a delivery once more, now
+  retry WHK DELIVERY           make a delivered or abandoned delivery pending again, due now; it keeps
+                               its attempts and its retry schedule carries on from them (an abandoned
+                               one gets one attempt); a pending delivery is answered unchanged
   rotate WHK                   a new signing secret, printed once; the old one signs beside it for 24 h
   enable WHK                   enable a disabled endpoint; what waited is sent
 
---url defaults to $VIDFARM_URL, else http://127.0.0.1:8080 (a cluster's members may be given
+--url before the command is the API's address (create's own --url, after it, the endpoint's);
+it defaults to $VIDFARM_URL, else http://127.0.0.1:8080 (a cluster's members may be given
 together, comma-separated, as for vidfarm video); --key to $VIDFARM_API_KEY.
 --json prints the API's answers as JSON; otherwise a summary for people.
 `
@@ -52,6 +61,8 @@ func (cli *webhookCLI) run(ctx context.Context, cmd string, args []string) error
 	sub.BoolVar(&cli.json, "json", cli.json, "print JSON")
 	limit := sub.Int("limit", 20, "deliveries: page size, 1 to 100")
 	after := sub.String("starting-after", "", "deliveries: continue after this delivery id")
+	hookURL := sub.String("url", "", "create: the endpoint's public https address")
+	events := sub.String("events", "", "create: event types, comma-separated (default: video.completed,video.failed)")
 	// Ids may come before or after the flags.
 	var ids []string
 	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -68,6 +79,43 @@ func (cli *webhookCLI) run(ctx context.Context, cmd string, args []string) error
 		return nil
 	}
 	switch cmd {
+	case "create":
+		if err := need(0, "no id, only --url (and --events)"); err != nil {
+			return err
+		}
+		if *hookURL == "" {
+			return errors.New("webhook create: give --url, the endpoint's public https address")
+		}
+		req := client.CreateWebhookRequest{URL: *hookURL}
+		for e := range strings.SplitSeq(*events, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				req.Events = append(req.Events, e)
+			}
+		}
+		w, err := cli.c.CreateWebhook(ctx, req)
+		if err != nil {
+			return err
+		}
+		if cli.json {
+			if err := printJSONTo(cli.out, w); err != nil {
+				return err
+			}
+		} else {
+			cli.printEndpoint(w)
+			fmt.Fprintf(cli.out, "secret: %s\n", w.Secret)
+		}
+		fmt.Fprintln(cli.log, "the secret is shown only now, never again: store it to verify deliveries (a new one: vidfarm webhook rotate "+w.ID+")")
+		return nil
+	case "delete":
+		if err := need(1, "the endpoint id (whk_…)"); err != nil {
+			return err
+		}
+		d, err := cli.c.DeleteWebhook(ctx, ids[0])
+		if err != nil || cli.json {
+			return cli.print(d, err)
+		}
+		fmt.Fprintf(cli.out, "deleted %s\n", d.ID)
+		return nil
 	case "list":
 		l, err := cli.c.ListWebhooks(ctx)
 		if err != nil || cli.json {
@@ -144,7 +192,7 @@ func (cli *webhookCLI) run(ctx context.Context, cmd string, args []string) error
 		cli.printEndpoint(w)
 		return nil
 	default:
-		return fmt.Errorf("unknown command %q (list, deliveries, test, retry, rotate, enable)", cmd)
+		return fmt.Errorf("unknown command %q (create, delete, list, deliveries, test, retry, rotate, enable)", cmd)
 	}
 }
 
