@@ -50,11 +50,12 @@ func (h *harness) agentCall(method, path, token string, body any) response {
 	return response{Status: res.StatusCode, Header: res.Header, Body: b}
 }
 
-func (h *harness) registerNode(name string) string {
+func (h *harness) registerNode(name string, voices ...wire.Voice) string {
 	h.t.Helper()
 	gpus := []scheduler.GPU{{ID: "GPU-0", MemoryTotalGB: 80, MemoryFreeGB: 80}, {ID: "GPU-1", MemoryTotalGB: 80, MemoryFreeGB: 80}}
 	r := h.agentCall("POST", "/agent/v1/register", testAgentToken, wire.RegisterRequest{Name: name,
-		Capacity: wire.Capacity{Hostname: name, GPUs: gpus, CPUSlots: 4, Tools: []string{"ffmpeg", "espeak-ng"}, Models: models.IDs(), Virtual: true}})
+		Capacity: wire.Capacity{Hostname: name, GPUs: gpus, CPUSlots: 4, Tools: []string{"ffmpeg", "espeak-ng"}, Models: models.IDs(), Virtual: true,
+			Voices: voices}})
 	if r.Status != http.StatusCreated {
 		h.t.Fatalf("register: %d %s", r.Status, r.Body)
 	}

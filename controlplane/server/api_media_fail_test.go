@@ -16,7 +16,9 @@ import (
 func failOnThreeNodes(h *harness, prefix, reason string) {
 	h.t.Helper()
 	for i := 1; i <= 3; i++ {
-		cred := h.registerNode(fmt.Sprintf("%s-%d", prefix, i))
+		// With the test voices: a speech job routed by its voice (routing
+		// on) goes only to a node that offers it.
+		cred := h.registerNode(fmt.Sprintf("%s-%d", prefix, i), testVoices...)
 		a := h.leaseTask(cred, 10)
 		r := h.agentCall("POST", "/agent/v1/tasks/"+url.PathEscape(a.TaskID)+"/fail", cred, wire.FailRequest{Token: a.Token, Reason: reason})
 		if r.Status != http.StatusNoContent {

@@ -93,7 +93,7 @@ func TestSpeechPolledAfterTheWait(t *testing.T) {
 	_, key := h.account("pro", 0)
 	_, otherKey := h.account("pro", 0)
 	h.registerVoiceNode("tts", testVoices...)
-	cred := h.registerNode("cpu-1") // ffmpeg and espeak-ng: it can take speech tasks
+	cred := h.registerNode("cpu-1", testVoices...) // espeak-ng and the voices: it takes speech tasks, routed or not
 	r := h.do("POST", "/v1/voices/speech", key, speechReq("Hello from the farm.", "en-us+f3"))
 	if r.Status != http.StatusAccepted {
 		t.Fatalf("speech with nobody to speak it: %d %s", r.Status, r.Body)
@@ -128,7 +128,7 @@ func TestSpeechAnsweredWhenSpoken(t *testing.T) {
 	h := start(t, withAgent(30*time.Second))
 	_, key := h.account("pro", 0)
 	h.registerVoiceNode("tts", testVoices...)
-	cred := h.registerNode("cpu-1")
+	cred := h.registerNode("cpu-1", testVoices...)
 	done := h.postAsync("/v1/voices/speech", key, `{"text":"Quick.","voice_id":"en-gb"}`)
 	a := h.leaseTask(cred, 30)
 	if a.Kind != scheduler.KindSpeech {

@@ -108,7 +108,7 @@ func TestOldSpeechExpires(t *testing.T) {
 	})
 	_, key := h.account("pro", 0)
 	h.registerVoiceNode("tts", testVoices...)
-	cred := h.registerNode("cpu-1")
+	cred := h.registerNode("cpu-1", testVoices...)
 	r := h.do("POST", "/v1/voices/speech", key, speechReq("Hello.", "en-us+f3"))
 	id := r.json(t)["id"].(string)
 	a := h.leaseTask(cred, 5)

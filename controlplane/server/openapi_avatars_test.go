@@ -18,6 +18,10 @@ func mediaScenario(t *testing.T, o *oas) {
 	h := start(t, withAgent(30*time.Second), withSpeechWait(time.Millisecond))
 	_, key := h.account("pro", 0)
 	h.registerVoiceNode("tts-1", testVoices...)
+	// The leader switches routing on at a job's tick; waiting for it makes
+	// the sample below routed by its voice in every run, not only in those
+	// where the tick came first.
+	eventually(t, h.srv.Node.FSM.RoutingOn, "the leader to switch routing on")
 	o.run(h, exchange{name: "avatars", method: "GET", path: "/v1/avatars", key: key, status: 200, template: "/v1/avatars"})
 	o.run(h, exchange{name: "avatars, filtered", method: "GET", path: "/v1/avatars?view=catalogue&gender=female&search=a&limit=2", key: key,
 		status: 200, template: "/v1/avatars"})
@@ -49,7 +53,10 @@ func mediaScenario(t *testing.T, o *oas) {
 	o.run(h, exchange{name: "no such speech", method: "GET", path: "/v1/voices/speech/sp_nothing", key: key, status: 404, code: "not_found", template: "/v1/voices/speech/{id}"})
 
 	// The node speaks the sample and makes both avatars: the finished shapes.
-	cred := h.registerNode("media-1")
+	// It offers the sample's voice: once the leader has switched routing on
+	// (a job's tick, which on a loaded machine can come before the sample),
+	// a sample goes only to a node with its voice.
+	cred := h.registerNode("media-1", testVoices...)
 	for range 3 {
 		a := h.leaseTask(cred, 5)
 		a.Video.DurationSeconds = 2

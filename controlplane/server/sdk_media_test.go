@@ -174,7 +174,7 @@ func TestSDKSpeech(t *testing.T) {
 	c, other := mediaClient(t, h, key), mediaClient(t, h, otherKey)
 	ctx := t.Context()
 	h.registerVoiceNode("tts", testVoices...)
-	cred := h.registerNode("cpu-1")
+	cred := h.registerNode("cpu-1", testVoices...)
 
 	// The wait (1 ms here) ends first: the sample comes back queued, to poll.
 	sp, err := c.CreateSpeech(ctx, client.CreateSpeechRequest{Text: "Hello from the farm.", VoiceID: "en-us+f3"})
@@ -222,7 +222,7 @@ func TestSDKSpeechAnswered(t *testing.T) {
 	_, key := h.account("pro", 0)
 	c := mediaClient(t, h, key)
 	h.registerVoiceNode("tts", testVoices...)
-	cred := h.registerNode("cpu-1")
+	cred := h.registerNode("cpu-1", testVoices...)
 	type answer struct {
 		sp  *client.Speech
 		err error
