@@ -160,47 +160,67 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 			return fmt.Errorf("vidfarm: encode %s %s: %w", method, path, err)
 		}
 	}
-	var last error
-	for attempt := 1; ; attempt++ {
+	return c.retry(ctx, method+" "+path, func() (time.Duration, error) {
 		// Read for each attempt: after a failure the client may have moved
 		// on to the next member.
-		retryAfter, err := c.attempt(ctx, method, c.calls.At(), path, query, body, idemKey, out)
+		return c.attempt(ctx, method, c.calls.At(), path, query, body, idemKey, out)
+	}, nil)
+}
+
+// retry runs try until it succeeds, fails in a way not worth retrying, or
+// has run maxAttempts times, pausing between tries by the backoff (never
+// sooner than the answer's Retry-After). rewind, when not nil, runs before
+// each retry and ends the call when it fails (a body that cannot be sent
+// again). An error after more than one try is an *afterAttempts.
+func (c *Client) retry(ctx context.Context, what string, try func() (time.Duration, error), rewind func() error) error {
+	for attempt := 1; ; attempt++ {
+		retryAfter, err := try()
 		if err == nil {
 			return nil
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("vidfarm: %s %s: %w (last error: %w)", method, path, context.Cause(ctx), err)
+			return fmt.Errorf("vidfarm: %s: %w (last error: %w)", what, context.Cause(ctx), err)
 		}
 		if !retryable(err) || attempt >= c.maxAttempts {
 			if attempt > 1 {
-				return fmt.Errorf("after %d attempts: %w", attempt, err)
+				return &afterAttempts{n: attempt, err: err}
 			}
 			return err
 		}
-		last = err
-		if err := sleep(ctx, c.backoff(attempt, retryAfter)); err != nil {
-			return fmt.Errorf("vidfarm: %s %s: %w (last error: %w)", method, path, err, last)
+		if serr := sleep(ctx, c.backoff(attempt, retryAfter)); serr != nil {
+			return fmt.Errorf("vidfarm: %s: %w (last error: %w)", what, serr, err)
+		}
+		if rewind != nil {
+			if rerr := rewind(); rerr != nil {
+				return fmt.Errorf("vidfarm: %s: %w (last error: %w)", what, rerr, err)
+			}
 		}
 	}
 }
 
-// doOnce sends a call without a body exactly once: for a write that is not
-// idempotent and has no Idempotency-Key (a secret rotation), where a retry
-// after a lost answer would act twice.
-func (c *Client) doOnce(ctx context.Context, method, path string, out any) error {
-	_, err := c.attempt(ctx, method, c.calls.At(), path, nil, nil, "", out)
-	return err
+// afterAttempts is the last error of a call that was tried more than once:
+// a 404 to a retry means something other than a 404 to the first try
+// (deleteCall).
+type afterAttempts struct {
+	n   int
+	err error
 }
 
-// sendOnce sends a call with a JSON body exactly once: for a create the
-// server takes no Idempotency-Key for, where a retry after a lost answer
-// would create twice.
+func (e *afterAttempts) Error() string { return fmt.Sprintf("after %d attempts: %v", e.n, e.err) }
+func (e *afterAttempts) Unwrap() error { return e.err }
+
+// sendOnce sends a call exactly once, with in as its JSON body (nil: none):
+// for a write the server takes no Idempotency-Key for (a create, a secret
+// rotation), where a retry after a lost answer would act twice.
 func (c *Client) sendOnce(ctx context.Context, method, path string, in, out any) error {
-	body, err := json.Marshal(in)
-	if err != nil {
-		return fmt.Errorf("vidfarm: encode %s %s: %w", method, path, err)
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return fmt.Errorf("vidfarm: encode %s %s: %w", method, path, err)
+		}
 	}
-	_, err = c.attempt(ctx, method, c.calls.At(), path, nil, body, "", out)
+	_, err := c.attempt(ctx, method, c.calls.At(), path, nil, body, "", out)
 	return err
 }
 
@@ -223,11 +243,11 @@ func deleteCall(ctx context.Context, c *Client, prefix, object, id string) (*Del
 }
 
 // goneOnRetry reports whether err is a 404 not_found answered to a retry,
-// not to a call's first attempt: do returns the first attempt's *Error
-// itself and wraps a later one with the count of attempts.
+// not to a call's first attempt.
 func goneOnRetry(err error) bool {
+	var retried *afterAttempts
 	var e *Error
-	return errors.As(err, &e) && e.Status == http.StatusNotFound && e.Code == CodeNotFound && err != error(e)
+	return errors.As(err, &retried) && errors.As(err, &e) && e.Status == http.StatusNotFound && e.Code == CodeNotFound
 }
 
 // attempt sends the request once, to path with query under at (the base

@@ -319,27 +319,25 @@ func (c *Client) putBytes(ctx context.Context, uploadURL string, headers map[str
 			seeker = nil
 		}
 	}
-	for attempt := 1; ; attempt++ {
-		receipt, retryAfter, err := c.putAttempt(ctx, u.String(), headers, contentType, body, size)
-		if err == nil {
-			return receipt, nil
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("vidfarm: upload: %w (last error: %w)", context.Cause(ctx), err)
-		}
-		if seeker == nil || !retryable(err) || attempt >= c.maxAttempts {
-			if attempt > 1 {
-				return nil, fmt.Errorf("after %d attempts: %w", attempt, err)
-			}
-			return nil, err
-		}
-		if serr := sleep(ctx, c.backoff(attempt, retryAfter)); serr != nil {
-			return nil, fmt.Errorf("vidfarm: upload: %w (last error: %w)", serr, err)
-		}
-		if _, serr := seeker.Seek(start, io.SeekStart); serr != nil {
-			return nil, fmt.Errorf("vidfarm: upload: rewind the body for a retry: %w (last error: %w)", serr, err)
-		}
+	if seeker == nil { // a stream cannot be sent again
+		receipt, _, err := c.putAttempt(ctx, u.String(), headers, contentType, body, size)
+		return receipt, err
 	}
+	var receipt *UploadReceipt
+	err = c.retry(ctx, "upload", func() (time.Duration, error) {
+		r, retryAfter, err := c.putAttempt(ctx, u.String(), headers, contentType, body, size)
+		receipt = r
+		return retryAfter, err
+	}, func() error {
+		if _, err := seeker.Seek(start, io.SeekStart); err != nil {
+			return fmt.Errorf("rewind the body for a retry: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return receipt, nil
 }
 
 func (c *Client) putAttempt(ctx context.Context, u string, headers map[string]string, contentType string, body io.Reader, size int64) (*UploadReceipt, time.Duration, error) {

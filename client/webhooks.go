@@ -204,7 +204,7 @@ func (c *Client) RotateWebhookSecret(ctx context.Context, webhookID string) (*We
 		return nil, err
 	}
 	var w WebhookEndpoint
-	if err := c.doOnce(ctx, "POST", path, &w); err != nil {
+	if err := c.sendOnce(ctx, "POST", path, nil, &w); err != nil {
 		return nil, err
 	}
 	return &w, nil
