@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"cmp"
+	"container/heap"
 	"fmt"
 	"math"
 	"slices"
@@ -56,6 +57,9 @@ type DueOptions struct {
 	PerWebhook int
 	// Busy counts the attempts in flight per endpoint (webhook id).
 	Busy map[string]int
+	// BusyAccounts counts the attempts in flight per account: the account
+	// with the fewest is served first (DueDeliveries).
+	BusyAccounts map[string]int
 }
 
 // room is how many more deliveries to the endpoint may be returned.
@@ -66,63 +70,149 @@ func (o DueOptions) room(webhookID string) int {
 	return o.PerWebhook - o.Busy[webhookID]
 }
 
+// dueEntry is a due delivery as DueDeliveries ranks it: those to an endpoint
+// whose last attempt failed after those to one that answers, then the
+// longest waiting first, ties by id.
+type dueEntry struct {
+	d       *Delivery
+	failing bool
+}
+
+func (a dueEntry) before(b dueEntry) bool {
+	if a.failing != b.failing {
+		return b.failing
+	}
+	return a.d.NextAt < b.d.NextAt || (a.d.NextAt == b.d.NextAt && a.d.ID() < b.d.ID())
+}
+
+// dueList is one account's first due deliveries by rank that fit their
+// endpoints' caps, at most limit of them, kept sorted by insertion: the
+// deliverer asks for a small batch, and sorting every pending delivery each
+// round would cost it more than the scan. With a cap, an endpoint's
+// deliveries in es are its first ones that fit (taken counts them): a later
+// one of a full endpoint is passed over, an earlier one takes the place of
+// its latest.
+type dueList struct {
+	account string
+	es      []dueEntry
+	taken   map[string]int // per webhook id, with a cap
+	// DueDeliveries' merge: the first not yet handed out, and the
+	// account's attempts in flight plus those handed out.
+	next, served int
+}
+
+func (l *dueList) offer(e dueEntry, limit int, opt DueOptions) {
+	if len(l.es) == limit && !e.before(l.es[limit-1]) {
+		return
+	}
+	if w := e.d.WebhookID; opt.PerWebhook > 0 {
+		room := opt.room(w)
+		if room <= 0 {
+			return
+		}
+		if l.taken == nil {
+			l.taken = make(map[string]int)
+		}
+		if l.taken[w] >= room {
+			j := len(l.es) - 1 // its latest: taken says es holds one
+			for l.es[j].d.WebhookID != w {
+				j--
+			}
+			if !e.before(l.es[j]) {
+				return
+			}
+			l.es = slices.Delete(l.es, j, j+1)
+			l.taken[w]--
+		}
+		l.taken[w]++
+	}
+	i, _ := slices.BinarySearchFunc(l.es, e, func(x, y dueEntry) int {
+		if x.before(y) {
+			return -1
+		}
+		return 1
+	})
+	l.es = slices.Insert(l.es, i, e)
+	if len(l.es) > limit {
+		if l.taken != nil {
+			l.taken[l.es[limit].d.WebhookID]--
+		}
+		l.es = l.es[:limit]
+	}
+}
+
+// dueHeap orders the accounts' lists: the fewest served first, ties to the
+// higher ranked next delivery (distinct deliveries: a total order, so the
+// answer does not depend on the order the scan met them).
+type dueHeap []*dueList
+
+func (h dueHeap) Len() int { return len(h) }
+func (h dueHeap) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	return a.served < b.served || (a.served == b.served && a.es[a.next].before(b.es[b.next]))
+}
+func (h dueHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *dueHeap) Push(x any)   { *h = append(*h, x.(*dueList)) }
+func (h *dueHeap) Pop() any {
+	old := *h
+	l := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return l
+}
+
 // DueDeliveries returns up to limit pending deliveries due at now (Unix ns),
-// the longest waiting first (ties by id), leaving out those opt skips and
-// those past their endpoint's cap.
+// leaving out those opt skips and those past their endpoint's cap. It serves
+// accounts in turn: each next one is of the account with the fewest attempts
+// (in flight, opt.BusyAccounts, plus those already returned), and of its
+// deliveries those to endpoints that answer go before those to endpoints
+// whose last attempt failed, then the longest waiting (ties between accounts
+// go the same way). So when every slot is held by receivers that hang, the
+// first to free goes to an account that has none in flight, to a receiver
+// that answers, and a healthy account's event still goes out within the
+// contract's minute.
 func (f *FSM) DueDeliveries(now int64, limit int, opt DueOptions) []DueDelivery {
 	if limit <= 0 {
 		return nil
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	// The limit earliest due, kept sorted by insertion: the deliverer asks for a
-	// small batch, and sorting every pending delivery each round would cost it
-	// more than the scan. With a cap, an endpoint's deliveries in ds are its
-	// earliest ones that fit (taken counts them): a later one of a full
-	// endpoint is passed over, an earlier one takes the place of its latest.
-	earlier := func(a, b *Delivery) bool {
-		return a.NextAt < b.NextAt || (a.NextAt == b.NextAt && a.ID() < b.ID())
-	}
-	ds := make([]*Delivery, 0, limit+1)
-	var taken map[string]int
-	if opt.PerWebhook > 0 {
-		taken = make(map[string]int)
-	}
+	lists := make(map[string]*dueList)
+	var l *dueList // the last one offered to: a backlog is mostly one account's
 	for key := range f.s.pending {
 		d := f.s.deliveries.mem[key] // pending: in memory
-		if !due(d, now) || (len(ds) == limit && !earlier(d, ds[limit-1])) || opt.Skip[key] || f.s.waiting(d) {
+		if !due(d, now) || opt.Skip[key] {
 			continue
 		}
-		if taken != nil {
-			room := opt.room(d.WebhookID)
-			if room <= 0 {
-				continue
-			}
-			if taken[d.WebhookID] >= room {
-				j := len(ds) - 1 // its latest: taken says ds holds one
-				for ds[j].WebhookID != d.WebhookID {
-					j--
-				}
-				if !earlier(d, ds[j]) {
-					continue
-				}
-				ds = slices.Delete(ds, j, j+1)
-				taken[d.WebhookID]--
-			}
-			taken[d.WebhookID]++
+		w := f.s.webhooks[d.WebhookID]
+		if w != nil && w.Disabled() { // waiting
+			continue
 		}
-		i, _ := slices.BinarySearchFunc(ds, d, func(x, y *Delivery) int {
-			if earlier(x, y) {
-				return -1
+		if l == nil || l.account != d.AccountID {
+			if l = lists[d.AccountID]; l == nil {
+				l = &dueList{account: d.AccountID}
+				lists[d.AccountID] = l
 			}
-			return 1
-		})
-		ds = slices.Insert(ds, i, d)
-		if len(ds) > limit {
-			if taken != nil {
-				taken[ds[limit].WebhookID]--
-			}
-			ds = ds[:limit]
+		}
+		l.offer(dueEntry{d: d, failing: w != nil && w.FailingSince != 0}, limit, opt)
+	}
+	h := make(dueHeap, 0, len(lists))
+	for _, l := range lists {
+		if len(l.es) > 0 {
+			l.served = opt.BusyAccounts[l.account]
+			h = append(h, l)
+		}
+	}
+	heap.Init(&h)
+	ds := make([]*Delivery, 0, limit)
+	for len(ds) < limit && len(h) > 0 {
+		l := h[0]
+		ds = append(ds, l.es[l.next].d)
+		l.next++
+		l.served++
+		if l.next == len(l.es) {
+			heap.Pop(&h)
+		} else {
+			heap.Fix(&h, 0)
 		}
 	}
 	out := make([]DueDelivery, 0, len(ds))

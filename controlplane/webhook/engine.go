@@ -7,7 +7,8 @@
 // last one stopped.
 //
 // Attempts run side by side, up to Config.Concurrency of them and at most
-// Config.PerEndpoint to one endpoint. A slot is filled again as soon as the
+// Config.PerEndpoint to one endpoint; a freed slot goes to the account with
+// the fewest attempts in flight (fsm.DueDeliveries). A slot is filled again as soon as the
 // attempt holding it ends, not when a whole batch has: a receiver that never
 // answers holds its slot for the timeout, and one account's dead endpoints
 // must not hold back every other account's events (the contract promises an
@@ -178,18 +179,19 @@ func (e *Engine) Notify() {
 // attempts report their end on done, which has room for every slot so that
 // an attempt never waits to report.
 type flight struct {
-	ids   map[string]bool // delivery ids
-	busy  map[string]int  // attempts per webhook id
-	done  chan ended
-	pause time.Time // no attempt starts before it
-	wg    sync.WaitGroup
+	ids      map[string]bool // delivery ids
+	busy     map[string]int  // attempts per webhook id
+	accounts map[string]int  // attempts per account
+	done     chan ended
+	pause    time.Time // no attempt starts before it
+	wg       sync.WaitGroup
 }
 
 // ended is an attempt's end: recorded is false when its outcome could not be
 // written to the store.
 type ended struct {
-	id, webhookID string
-	recorded      bool
+	id, webhookID, accountID string
+	recorded                 bool
 }
 
 // Run delivers until ctx ends. It returns only once every attempt it started
@@ -197,7 +199,8 @@ type ended struct {
 // attempt left running could otherwise still write an outcome through a store
 // its caller has closed, or overlap a new engine's attempt of the same delivery.
 func (e *Engine) Run(ctx context.Context) {
-	fl := &flight{ids: make(map[string]bool), busy: make(map[string]int), done: make(chan ended, e.cfg.Concurrency)}
+	fl := &flight{ids: make(map[string]bool), busy: make(map[string]int), accounts: make(map[string]int),
+		done: make(chan ended, e.cfg.Concurrency)}
 	defer fl.wg.Wait()
 	for ctx.Err() == nil {
 		now := e.cfg.Clock.Now()
@@ -234,6 +237,9 @@ func (e *Engine) finish(fl *flight, x ended) {
 	if fl.busy[x.webhookID]--; fl.busy[x.webhookID] <= 0 {
 		delete(fl.busy, x.webhookID)
 	}
+	if fl.accounts[x.accountID]--; fl.accounts[x.accountID] <= 0 {
+		delete(fl.accounts, x.accountID)
+	}
 	if !x.recorded {
 		fl.pause = e.cfg.Clock.Now().Add(backoff)
 	}
@@ -261,7 +267,7 @@ func (e *Engine) step(ctx context.Context, now time.Time, fl *flight) time.Time 
 	if free <= 0 {
 		return next // every slot is taken
 	}
-	opt := fsm.DueOptions{Skip: fl.ids, PerWebhook: e.cfg.PerEndpoint, Busy: fl.busy}
+	opt := fsm.DueOptions{Skip: fl.ids, PerWebhook: e.cfg.PerEndpoint, Busy: fl.busy, BusyAccounts: fl.accounts}
 	due := e.cfg.State.DueDeliveries(now.UnixNano(), free, opt)
 	for _, d := range due {
 		e.start(ctx, fl, d)
@@ -284,9 +290,10 @@ func (e *Engine) start(ctx context.Context, fl *flight, d fsm.DueDelivery) {
 	id := d.ID()
 	fl.ids[id] = true
 	fl.busy[d.WebhookID]++
+	fl.accounts[d.AccountID]++
 	fl.wg.Go(func() {
 		err := e.attempt(ctx, d)
-		fl.done <- ended{id: id, webhookID: d.WebhookID, recorded: err == nil}
+		fl.done <- ended{id: id, webhookID: d.WebhookID, accountID: d.AccountID, recorded: err == nil}
 	})
 }
 

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,8 +22,9 @@ import (
 // is in flight as the receivers see it: a request counts from its arrival to
 // just before its answer, so the counts never exceed the engine's own.
 type receivers struct {
-	hold map[string]bool // endpoints whose requests wait for gate; set before serving
-	gate chan struct{}   // each value lets one held request answer
+	hold   map[string]bool // endpoints whose requests wait for gate; set before serving
+	status map[string]int  // what an endpoint answers (default 204); set before serving
+	gate   chan struct{}   // each value lets one held request answer
 
 	mu         sync.Mutex
 	perHook    map[string]int  // requests in flight per endpoint
@@ -32,10 +34,11 @@ type receivers struct {
 	maxPerHook map[string]int
 	twice      []string       // delivery ids that arrived while in flight already
 	answered   map[string]int // answers per delivery id
+	arrived    []string       // delivery ids in the order they arrived
 }
 
 func newReceivers(hold ...string) *receivers {
-	r := &receivers{hold: map[string]bool{}, gate: make(chan struct{}), perHook: map[string]int{},
+	r := &receivers{hold: map[string]bool{}, status: map[string]int{}, gate: make(chan struct{}), perHook: map[string]int{},
 		open: map[string]bool{}, maxPerHook: map[string]int{}, answered: map[string]int{}}
 	for _, h := range hold {
 		r.hold[h] = true
@@ -56,6 +59,7 @@ func (rc *receivers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc.twice = append(rc.twice, id)
 	}
 	rc.open[id] = true
+	rc.arrived = append(rc.arrived, id)
 	rc.perHook[hook]++
 	rc.total++
 	rc.maxPerHook[hook] = max(rc.maxPerHook[hook], rc.perHook[hook])
@@ -73,7 +77,7 @@ func (rc *receivers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc.total--
 	rc.answered[id]++
 	rc.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
+	w.WriteHeader(cmp.Or(rc.status[hook], http.StatusNoContent))
 }
 
 // read runs f under the receivers' lock.
@@ -226,6 +230,67 @@ func TestSlowEndpointsLeaveSlotsToOthers(t *testing.T) {
 		rc.release(t)
 	}
 	waitFor(t, "the backlog", func() bool { return len(fm.f.Deliveries(fsm.DeliveryFilter{State: fsm.DeliveryDelivered})) == 13 })
+}
+
+// When every slot is held by hanging receivers of accounts with a backlog,
+// the slot that frees first goes to another account's event due after that
+// backlog: to the account with fewer attempts in flight, or, where the
+// counts tie, to the endpoint that answers rather than the one whose last
+// attempt failed. A healthy account's event is not held back for as long
+// as others' receivers hang.
+func TestFreedSlotGoesToAnAccountThatAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		accounts map[string][]string // the slow accounts' endpoints, all held
+		status   int                 // what the held endpoints answer
+	}{
+		// One released: its account still has one in flight, the other none.
+		{"fewer in flight", map[string][]string{"acct_s": {"whk_s1", "whk_s2"}}, http.StatusNoContent},
+		// One released: both accounts have none in flight, and its endpoint
+		// just failed.
+		{"an endpoint that answers", map[string][]string{"acct_s1": {"whk_s1"}, "acct_s2": {"whk_s2"}}, http.StatusServiceUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var slow []string
+			for _, hooks := range tc.accounts {
+				slow = append(slow, hooks...)
+			}
+			rc := newReceivers(slow...)
+			for _, h := range slow {
+				rc.status[h] = tc.status
+			}
+			fm := newFarm(t, rc)
+			for acct, hooks := range tc.accounts {
+				fm.account(acct, hooks...)
+				fm.fail(acct, 3)
+			}
+			fm.account("acct_fast", "whk_fast")
+			fm.run(2, 1)
+			waitFor(t, "both slots held", func() bool {
+				n := 0
+				rc.read(func() { n = rc.total })
+				return n == 2
+			})
+			// Due after the whole backlog, while every slot is held.
+			fast := fm.fail("acct_fast", 1)[0] + ".whk_fast"
+			rc.release(t)
+			waitFor(t, "the fast endpoint's delivery", func() bool { return fm.delivered(fast) })
+			rc.read(func() {
+				if len(rc.arrived) < 3 || rc.arrived[2] != fast {
+					t.Errorf("arrivals %v: the freed slot did not go to %s", rc.arrived, fast)
+				}
+			})
+			// The backlog is not starved: each of its six first attempts is made.
+			for range 5 {
+				rc.release(t)
+			}
+			waitFor(t, "the backlog's attempts", func() bool {
+				n := 0
+				rc.read(func() { n = len(rc.answered) })
+				return n == 7
+			})
+		})
+	}
 }
 
 // However the held requests are released and the loop woken, the receivers
