@@ -36,7 +36,7 @@ func (s *state) applyRetryDelivery(c *RetryDelivery) (Delivery, error) {
 	r := d.clone()
 	r.State, r.NextAt, r.FinishedAt = DeliveryPending, c.Now, 0
 	s.deliveries.set(r.ID(), &r, true)
-	s.pending[r.ID()] = struct{}{}
+	s.pending.add(&r)
 	s.outboxWritten = true
 	return r.clone(), nil
 }

@@ -359,8 +359,8 @@ func loadHotRecords(tx *bbolt.Tx, s *state, extra storeExtra) error {
 			return err
 		}
 	}
-	for k := range s.deliveries.mem {
-		s.pending[k] = struct{}{}
+	for _, d := range s.deliveries.mem {
+		s.pending.add(d)
 	}
 	return nil
 }

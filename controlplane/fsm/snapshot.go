@@ -536,7 +536,7 @@ func (s *state) restoreOutboxRecord(t recordType, body []byte) error {
 		}
 		s.deliveries.restore(d.ID(), &d)
 		if d.State == DeliveryPending {
-			s.pending[d.ID()] = struct{}{}
+			s.pending.add(&d)
 		}
 	}
 	return nil

@@ -76,7 +76,7 @@ type state struct {
 	// attempt, which the deliveries table keeps in memory.
 	events     *table[Event]
 	deliveries *table[Delivery]
-	pending    map[string]struct{}
+	pending    pendingIndex
 	// outboxWritten is set by an apply that wrote deliveries (not snapshotted).
 	outboxWritten bool
 	// eventLog is every account's event log, by event id, and evlog its
@@ -124,7 +124,7 @@ func newState() *state {
 
 		webhooks:        map[string]*Webhook{},
 		accountWebhooks: map[string][]string{},
-		pending:         map[string]struct{}{},
+		pending:         newPendingIndex(),
 	}
 	s.newTables()
 	return s

@@ -31,12 +31,6 @@ type DueDelivery struct {
 	OldSecret string
 }
 
-// waiting reports whether d is held back: its endpoint is disabled.
-func (s *state) waiting(d *Delivery) bool {
-	w := s.webhooks[d.WebhookID]
-	return w != nil && w.Disabled()
-}
-
 // due reports whether d waits for an attempt at now. A first attempt is due at
 // once whatever the clocks say, so a leader whose clock runs behind the one that
 // wrote the event does not hold it back.
@@ -177,23 +171,26 @@ func (f *FSM) DueDeliveries(now int64, limit int, opt DueOptions) []DueDelivery 
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	lists := make(map[string]*dueList)
-	var l *dueList // the last one offered to: a backlog is mostly one account's
-	for key := range f.s.pending {
-		d := f.s.deliveries.mem[key] // pending: in memory
-		if !due(d, now) || opt.Skip[key] {
-			continue
+	for wid, keys := range f.s.pending.byHook {
+		w := f.s.webhooks[wid]
+		if (w != nil && w.Disabled()) || opt.room(wid) <= 0 {
+			continue // waiting for EnableWebhook, or for its attempts in flight
 		}
-		w := f.s.webhooks[d.WebhookID]
-		if w != nil && w.Disabled() { // waiting
-			continue
-		}
-		if l == nil || l.account != d.AccountID {
-			if l = lists[d.AccountID]; l == nil {
-				l = &dueList{account: d.AccountID}
-				lists[d.AccountID] = l
+		failing := w != nil && w.FailingSince != 0
+		var l *dueList // an endpoint's deliveries are one account's
+		for key := range keys {
+			d := f.s.deliveries.mem[key] // pending: in memory
+			if !due(d, now) || opt.Skip[key] {
+				continue
 			}
+			if l == nil {
+				if l = lists[d.AccountID]; l == nil {
+					l = &dueList{account: d.AccountID}
+					lists[d.AccountID] = l
+				}
+			}
+			l.offer(dueEntry{d: d, failing: failing}, limit, opt)
 		}
-		l.offer(dueEntry{d: d, failing: w != nil && w.FailingSince != 0}, limit, opt)
 	}
 	h := make(dueHeap, 0, len(lists))
 	for _, l := range lists {
@@ -246,16 +243,21 @@ func (f *FSM) NextDeliveryAt(opt DueOptions) (int64, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	next, found := int64(math.MaxInt64), false
-	for key := range f.s.pending {
-		d := f.s.deliveries.mem[key]
-		if f.s.waiting(d) || opt.Skip[key] || opt.room(d.WebhookID) <= 0 {
+	for wid, keys := range f.s.pending.byHook {
+		if w := f.s.webhooks[wid]; (w != nil && w.Disabled()) || opt.room(wid) <= 0 {
 			continue
 		}
-		at := d.NextAt
-		if len(d.Attempts) == 0 {
-			at = math.MinInt64
+		for key := range keys {
+			if opt.Skip[key] {
+				continue
+			}
+			d := f.s.deliveries.mem[key]
+			at := d.NextAt
+			if len(d.Attempts) == 0 {
+				at = math.MinInt64
+			}
+			next, found = min(next, at), true
 		}
-		next, found = min(next, at), true
 	}
 	return next, found
 }
@@ -338,7 +340,7 @@ func (f *FSM) Event(id string) (Event, bool) {
 func (f *FSM) PendingDeliveries() int {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return len(f.s.pending)
+	return f.s.pending.len()
 }
 
 // DeliveryPage is a page of an endpoint's deliveries, newest first.

@@ -163,17 +163,15 @@ func (s *state) applyDeleteWebhook(c *DeleteWebhook) (Webhook, error) {
 	if len(s.accountWebhooks[w.AccountID]) == 0 {
 		delete(s.accountWebhooks, w.AccountID)
 	}
-	for key := range s.pending {
-		if d := s.deliveries.mem[key]; d.WebhookID == w.ID { // pending: in memory
-			s.finishDelivery(d, DeliveryCancelled, c.Now)
-		}
+	for key := range s.pending.byHook[w.ID] { // finishDelivery removes key: allowed while ranging
+		s.finishDelivery(s.deliveries.mem[key], DeliveryCancelled, c.Now) // pending: in memory
 	}
 	return w.clone(), nil
 }
 
 func (s *state) finishDelivery(d *Delivery, st string, at int64) {
 	d.State, d.FinishedAt, d.NextAt = st, at, 0
-	delete(s.pending, d.ID())
+	s.pending.remove(d)
 	s.deliveries.mark(d.ID())
 }
 
@@ -273,7 +271,7 @@ func (s *state) queueEvent(e *Event, to []*Webhook) {
 		d := &Delivery{EventID: e.ID, WebhookID: w.ID, AccountID: w.AccountID, URL: w.URL, State: DeliveryPending,
 			NextAt: e.Created, CreatedAt: e.Created}
 		s.deliveries.set(d.ID(), d, false) // its event is new, so is it
-		s.pending[d.ID()] = struct{}{}
+		s.pending.add(d)
 	}
 	s.outboxWritten = true
 }

@@ -112,6 +112,14 @@ func sameWebhookReads(same func(what string, x, y any), g *cmdGen, a, b *fsm.FSM
 	nb, okb := b.NextDeliveryAt(fsm.DueOptions{})
 	same("next delivery", []any{na, oka}, []any{nb, okb})
 	same("pending deliveries", a.PendingDeliveries(), b.PendingDeliveries())
+	// The index of pending deliveries by endpoint agrees with the listing.
+	pending := 0
+	for _, d := range all {
+		if d.State == fsm.DeliveryPending {
+			pending++
+		}
+	}
+	same("pending deliveries, counted in the listing", a.PendingDeliveries(), pending)
 	same("failing webhooks", a.FailingWebhooks(1), b.FailingWebhooks(1))
 	for _, ev := range g.testEvents {
 		ea, oka := a.Event(ev)
@@ -137,10 +145,25 @@ func BenchmarkDueDeliveries(b *testing.B) {
 		must(&fsm.FailVideo{VideoID: id, Reason: "r", Now: t0 + int64(i)})
 		must(&fsm.RecordDelivery{EventID: fsm.EventID(id), WebhookID: "whk_1", At: t0 + int64(i), Status: 503})
 	}
-	b.ResetTimer()
-	for b.Loop() {
-		if due := f.DueDeliveries(t0+int64(time.Hour), 8, fsm.DueOptions{}); len(due) != 8 {
-			b.Fatalf("%d due", len(due))
+	b.Run("one endpoint's backlog", func(b *testing.B) {
+		for b.Loop() {
+			if due := f.DueDeliveries(t0+int64(time.Hour), 8, fsm.DueOptions{}); len(due) != 8 {
+				b.Fatalf("%d due", len(due))
+			}
 		}
-	}
+	})
+	// The deliverer's case while that endpoint hangs: its one slot is held,
+	// and another account's event is due.
+	must(&fsm.CreateAccount{AccountID: "b", Plan: fsm.PlanPro, Credits: 1 << 40, KeyID: "k2", Now: t0})
+	must(createWebhook("whk_2", "b", fsm.EventTypes...))
+	must(&fsm.CreateVideo{VideoID: "vid_b", AccountID: "b", Price: 1, Spec: autoSpec("p", 5), Now: t0})
+	must(&fsm.FailVideo{VideoID: "vid_b", Reason: "r", Now: t0})
+	opt := fsm.DueOptions{PerWebhook: 1, Busy: map[string]int{"whk_1": 1}, BusyAccounts: map[string]int{"a": 1}}
+	b.Run("a held endpoint's backlog", func(b *testing.B) {
+		for b.Loop() {
+			if due := f.DueDeliveries(t0+int64(time.Hour), 8, opt); len(due) != 1 {
+				b.Fatalf("%d due", len(due))
+			}
+		}
+	})
 }
