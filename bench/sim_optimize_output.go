@@ -65,7 +65,24 @@ func (r OptimizeResult) String() string {
 		}
 		b.WriteString(c.Verdict + "\n")
 	}
+	uncertain := func() {
+		if len(r.Uncertain) == 0 {
+			return
+		}
+		s := make([]string, len(r.Uncertain))
+		for i, c := range r.Uncertain {
+			s[i] = r.mix(c)
+		}
+		fmt.Fprintf(&b, "cheaper but uncertain (an interval across a target; more replications or hours tell): %s\n", strings.Join(s, "; "))
+	}
 	if !r.Found {
+		if len(r.Uncertain) > 0 {
+			// Fleets that may meet every SLO were found: the ranges are not
+			// what is short, the evidence is.
+			b.WriteString("\nno fleet in the ranges is certain to meet every class's SLOs\n")
+			uncertain()
+			return b.String()
+		}
 		b.WriteString("\nno fleet in the ranges meets every class's SLOs; raise the maxima\n")
 		return b.String()
 	}
@@ -82,13 +99,7 @@ func (r OptimizeResult) String() string {
 		fmt.Fprintf(&b, "%-14s %-28s %6.1f%% %12.3f %14.3f\n", cc.Name, binding, 100*cc.Share, cc.CostPerVideo, cc.CostPerRenderedMinute)
 	}
 	b.WriteString("(the fleet's cost is split between the classes by the GPU-seconds they used)\n")
-	if len(r.Uncertain) > 0 {
-		s := make([]string, len(r.Uncertain))
-		for i, c := range r.Uncertain {
-			s[i] = r.mix(c)
-		}
-		fmt.Fprintf(&b, "cheaper but uncertain (an interval across a target; more replications or hours tell): %s\n", strings.Join(s, "; "))
-	}
+	uncertain()
 	return b.String()
 }
 

@@ -27,7 +27,11 @@ func (r SweepResult) String() string {
 			100*p.GPUUtilisation, p.CostPerHour, p.CostPerRenderedMinute, mark)
 	}
 	if r.Found {
-		return s + fmt.Sprintf("\nsmallest %s count that meets the target: %d\n", r.Group, r.Smallest)
+		s += fmt.Sprintf("\nsmallest %s count that meets the target: %d\n", r.Group, r.Smallest)
+		if r.firstTried() {
+			s += fmt.Sprintf("the smallest size tried already meets it: a smaller one may too (lower --sweep-min below %d)\n", r.Smallest)
+		}
+		return s
 	}
 	return s + fmt.Sprintf("\nno %s count up to the largest tried meets the target\n", r.Group)
 }
@@ -58,10 +62,18 @@ func (r SweepResult) replicatedTable() string {
 	case len(r.Uncertain) > 0:
 		fmt.Fprintf(&b, "cannot tell whether %s meet%s it (the interval lies across the target): the answer may be as small as %d; more replications or hours narrow the intervals\n",
 			joinCounts(r.Uncertain), map[bool]string{true: "s", false: ""}[len(r.Uncertain) == 1], r.Uncertain[0])
+	case r.Found && r.firstTried():
+		fmt.Fprintf(&b, "the smallest size tried already meets it: a smaller one may too (lower --sweep-min below %d)\n", r.Smallest)
 	case r.Found:
 		b.WriteString("the answer is certain: every smaller size tried misses with 95% confidence\n")
 	}
 	return b.String()
+}
+
+// firstTried is whether the answer is the sweep's first (smallest) size,
+// below which nothing was tried.
+func (r SweepResult) firstTried() bool {
+	return r.Found && len(r.Points) > 0 && r.Points[0].Count == r.Smallest
 }
 
 // joinCounts writes counts as "28", "28 and 29" or "27, 28 and 29".
@@ -185,6 +197,9 @@ func (r SweepResult) classTable() string {
 				o := c.SLOs[c.Binding]
 				fmt.Fprintf(&b, "  class %s: binding %s (%.2f%% against a target of %.2f%%)\n", c.Name, sloLabel(o.SLO), 100*o.Attained, 100*o.target())
 			}
+		}
+		if r.firstTried() {
+			fmt.Fprintf(&b, "the smallest size tried already meets them: a smaller one may too (lower --sweep-min below %d)\n", r.Smallest)
 		}
 	}
 	if len(r.Uncertain) > 0 {

@@ -37,7 +37,7 @@ const adminUsage = `usage: vidfarm admin [--server URL[,URL...]] [--admin-token 
   status
   cluster status               (every member's own view: state, leader, term, commit and applied index, bridge)
   cluster members
-  cluster add --node ID --raft-addr HOST:PORT --public-url U --admin-url U --agent-url U [--understands T]
+  cluster add --node ID --raft-addr HOST:PORT --public-url U --admin-url U --agent-url U [--understands T] [--voter]   (a nonvoter; --voter once it caught up)
   cluster remove --node ID
   node list [--json]           (render nodes: state, GPUs, running tasks, last heartbeat, cordoned/draining since)
   node cordon NODE [--reason TEXT] [--json]                  (no new work; running tasks go on)
@@ -117,16 +117,28 @@ func runAdmin(args []string) error {
 	force := sub.Bool("force", false, "restore even though the cluster holds data")
 	asJSON := sub.Bool("json", false, "node, queue and video inspect: print JSON instead of a table")
 	drainTimeout := sub.Duration("timeout", admin.DefaultDrainTimeout, "node drain: how long running tasks may finish before they are handed back")
+	voter := sub.Bool("voter", false, "cluster add: make the node a voter (run it once cluster status shows the node caught up); without it the node is added as a nonvoter, which receives the log but does not count for a majority")
 	subArgs := rest[1:]
+	if _, ok := adminFlags[cmd]; !ok {
+		fs.Usage()
+		return fmt.Errorf("unknown admin command %q", cmd)
+	}
 	renderNode := "" // or the video of video inspect
-	if (strings.HasPrefix(cmd, "node ") || cmd == "video inspect") && len(subArgs) > 0 && !strings.HasPrefix(subArgs[0], "-") {
+	if takesID(cmd) && len(subArgs) > 0 && !strings.HasPrefix(subArgs[0], "-") {
 		renderNode, subArgs = subArgs[0], subArgs[1:] // node cordon NODE --reason …
 	}
 	if err := sub.Parse(subArgs); err != nil {
 		return err
 	}
-	if renderNode == "" {
-		renderNode = sub.Arg(0) // node cordon --reason … NODE
+	extra := sub.Args()
+	if takesID(cmd) && renderNode == "" && len(extra) > 0 {
+		renderNode, extra = extra[0], extra[1:] // node cordon --reason … NODE
+	}
+	if cmd == "video inspect" && renderNode == "" {
+		renderNode = *video
+	}
+	if err := checkAdminArgs(cmd, sub, renderNode, extra); err != nil {
+		return err
 	}
 	var out any
 	var nodes []admin.NodeJSON // node commands: printed as a table without --json
@@ -137,9 +149,6 @@ func runAdmin(args []string) error {
 		q, err = cl.Queue(ctx, *account, *limit)
 		out, table = q, func() error { return admin.WriteQueueTable(os.Stdout, q, time.Now()) }
 	case "video inspect":
-		if renderNode == "" {
-			renderNode = *video
-		}
 		var v admin.VideoInspectJSON
 		v, err = cl.InspectVideo(ctx, renderNode)
 		out, table = v, func() error { return admin.WriteVideoInspect(os.Stdout, v, time.Now()) }
@@ -184,17 +193,20 @@ func runAdmin(args []string) error {
 	case "cluster members":
 		out, err = cl.ClusterMembers(ctx)
 	case "cluster add":
+		stage := cluster.StageNonvoter
+		if *voter {
+			stage = cluster.StageVoter
+		}
 		out, err = cl.AddNode(ctx, cluster.JoinRequest{ID: *node, RaftAddr: *raftAddr, PublicURL: *publicURL, AdminURL: *adminURL, AgentURL: *agentURL,
-			Understands: uint8(min(*understands, 255))})
+			Understands: uint8(*understands), Stage: stage}) // checkAdminArgs: at most 255
 	case "cluster remove":
 		out, err = cl.RemoveNode(ctx, *node)
 	case "backup":
 		out, err = backupTo(ctx, cl, *outFile)
 	case "restore":
 		out, err = restoreFrom(ctx, cl, *inFile, *force)
-	default:
-		fs.Usage()
-		return fmt.Errorf("unknown admin command %q", cmd)
+	default: // adminFlags lists every command this switch handles
+		return fmt.Errorf("admin command %q has no handler", cmd)
 	}
 	var ae *apierr.Error
 	if errors.As(err, &ae) {
@@ -258,7 +270,7 @@ func printJSON(v any) error {
 	var b []byte
 	if raw, ok := v.(json.RawMessage); ok {
 		var buf bytes.Buffer
-		if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		if err := json.Indent(&buf, bytes.TrimSpace(raw), "", "  "); err != nil {
 			return err
 		}
 		b = buf.Bytes()

@@ -35,6 +35,9 @@ func runBench(args []string) error {
 		return runBenchLoad(args[1:])
 	case "sim":
 		return runBenchSim(args[1:])
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(os.Stdout, benchUsage)
+		return nil
 	}
 	fmt.Fprint(os.Stderr, benchUsage)
 	return fmt.Errorf("unknown bench command %q", args[0])

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -50,6 +51,12 @@ func runBenchLoad(args []string) error {
 	case *body != "":
 		cfg.Body = []byte(*body)
 	}
+	if cfg.Body != nil && !json.Valid(cfg.Body) {
+		return fmt.Errorf("bench load: --body is not valid JSON")
+	}
+	if !(*rate > 0) || *duration <= 0 {
+		return fmt.Errorf("bench load: --rate and --duration must be positive (got %v/s over %s)", *rate, *duration)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	total := int64(*rate * duration.Seconds())
@@ -78,14 +85,22 @@ func runBenchLoad(args []string) error {
 	} else {
 		sending.finish()
 	}
-	if errors.Is(err, context.Canceled) {
+	interrupted := errors.Is(err, context.Canceled)
+	if interrupted {
 		fmt.Fprintln(os.Stderr, "bench load: interrupted; the report covers what was measured so far")
+		err = nil
 	} else if err != nil {
 		return err
 	}
 	if *asJSON {
-		return writeJSON(rep)
+		err = writeJSON(rep)
+	} else {
+		fmt.Print(rep.String())
 	}
-	fmt.Print(rep.String())
-	return nil
+	if err == nil && !interrupted && rep.Sent > 0 && rep.Accepted == 0 {
+		// A run in which the farm took nothing measured nothing: scripts
+		// must not read it as a result.
+		return fmt.Errorf("bench load: none of the %d creates was accepted (see rejected)", rep.Sent)
+	}
+	return err
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"os/exec"
@@ -106,5 +107,21 @@ func TestBenchLoadInterruptDeletesWebhook(t *testing.T) {
 	requireNoWebhooks(t, f, f.apiKey)
 	if !bytes.Contains(stderr.Bytes(), []byte("interrupted")) || !bytes.Contains(stdout.Bytes(), []byte("webhooks at http://127.0.0.1:")) {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	}
+}
+
+// A run in which the farm accepted nothing (here: nothing listens) measured
+// nothing, and exits non-zero so that a script does not read it as a result.
+func TestBenchLoadNothingAcceptedFails(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command(vidfarmBinary(t), "bench", "load", "--server", "http://127.0.0.1:1", "--api-key", "vf_live_x",
+		"--rate", "4", "--duration", "500ms", "--drain", "1s").CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !bytes.Contains(out, []byte("none of the 2 creates was accepted")) {
+		t.Fatalf("exit %v:\n%s", err, out)
+	}
+	out, err = exec.Command(vidfarmBinary(t), "bench", "load", "--api-key", "k", "--body", "{bad").CombinedOutput()
+	if err == nil || !bytes.Contains(out, []byte("--body is not valid JSON")) || bytes.Contains(out, []byte("creates at")) {
+		t.Fatalf("a body that is not JSON: %v\n%s", err, out)
 	}
 }

@@ -15,7 +15,7 @@ usage:
   vidfarm server   run a control-plane node
   vidfarm video    create, get, list, cancel, render (a preview) and watch videos through the public API (the Go SDK)
   vidfarm webhook  create, list and delete webhook endpoints, their deliveries; test, retry, rotate the secret, enable
-  vidfarm admin    manage accounts, keys, credits and plans (JSON output)
+  vidfarm admin    manage accounts, keys, credits, plans, videos, render nodes and the cluster (JSON; node, queue and video inspect print tables without --json)
   vidfarm agent    run a render node: register, lease tasks, render (--print-capacity: what NVML sees)
   vidfarm bench    load tools for capacity planning
 

@@ -11,8 +11,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -130,13 +132,68 @@ func (s *server) auth(next http.Handler) http.Handler {
 
 // decode reads a strict JSON body into v.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		apierr.Write(w, r, apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, "invalid JSON body: "+err.Error()))
+	if e := decodeBody(w, r, v); e != nil {
+		apierr.Write(w, r, e)
 		return false
 	}
 	return true
+}
+
+// maxBody bounds an admin request's JSON body.
+const maxBody = 64 << 10
+
+// decodeBody reads r's JSON object into v, as the public API reads its
+// bodies: an empty body is an empty object (the handler checks what it
+// requires), and a refusal names the field and what it must be rather than
+// passing on the decoder's words.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) *apierr.Error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if errors.Is(err, io.EOF) {
+		return nil // no body: every field keeps its zero value
+	}
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil:
+		if dec.More() {
+			return apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, "request body has data after the JSON object")
+		}
+		return nil
+	case errors.As(err, &tooBig):
+		return apierr.New(http.StatusRequestEntityTooLarge, apierr.CodePayloadTooLarge,
+			fmt.Sprintf("request body is over %d bytes", maxBody)).With("maximum", maxBody)
+	case errors.As(err, &typ) && typ.Field != "":
+		return apierr.Invalid(typ.Field, fmt.Sprintf("field %q must be %s, not %s", typ.Field, jsonKind(typ.Type), typ.Value)).
+			With("expected", jsonKind(typ.Type))
+	case errors.As(err, &typ):
+		return apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, "request body must be a JSON object, not "+typ.Value)
+	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):
+		return apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, "request body is not valid JSON: "+err.Error())
+	default: // an unknown field: the decoder's message names it
+		return apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, "invalid request body: "+strings.TrimPrefix(err.Error(), "json: "))
+	}
+}
+
+// jsonKind names the JSON type a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	default:
+		return "an object"
+	}
 }
 
 // apply proposes cmd and returns its answer, or writes the refusal and
@@ -174,7 +231,8 @@ func (s *server) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, fsm.ErrInvalidCommand), errors.Is(err, fsm.ErrInvalidTransition):
 		e = apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, err.Error())
 	case errors.Is(err, raftnode.ErrNotLeader), errors.Is(err, raftnode.ErrTimeout):
-		e = apierr.New(http.StatusServiceUnavailable, apierr.CodeInternalError, "not the leader or overloaded; retry")
+		e = apierr.New(http.StatusServiceUnavailable, apierr.CodeInternalError, "the control plane is electing a leader or overloaded; retry")
+		e.RetryAfter = 1
 	default:
 		s.cfg.Logger.Error("admin apply failed", "request_id", apierr.RequestID(r.Context()), "err", err)
 		e = apierr.Internal()
@@ -382,11 +440,33 @@ func (s *server) failVideo(w http.ResponseWriter, r *http.Request) {
 	if strings.TrimSpace(req.Reason) == "" {
 		req.Reason = "cancelled by the operator"
 	}
-	v, ok := apply(s, w, r, &fsm.FailVideo{VideoID: chi.URLParam(r, "id"), Reason: req.Reason, Now: s.cfg.Now().UnixNano()})
-	if ok {
-		apierr.WriteJSON(w, http.StatusOK, FailedVideo{VideoID: v.ID, Status: v.Status, CreditsRefunded: v.CreditsRefunded, Refunded: v.CreditsCharged})
+	if len(req.Reason) > maxReason {
+		apierr.Write(w, r, apierr.Invalid("reason", fmt.Sprintf("reason is %d bytes; at most %d (the customer reads it as the video's error message)",
+			len(req.Reason), maxReason)).With("maximum", maxReason))
+		return
 	}
+	id := chi.URLParam(r, "id")
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	v, err := fsm.Do(ctx, s.cfg.Node, &fsm.FailVideo{VideoID: id, Reason: req.Reason, Now: s.cfg.Now().UnixNano()})
+	var tr *fsm.TransitionError
+	if errors.As(err, &tr) && tr.From == fsm.StatusFailed {
+		// Failed already (a retried command, or the video failed on its
+		// own): the outcome the operator asked for, answered as it stands.
+		if g, ok := s.cfg.FSM.VideoGraph(id); ok {
+			v, err = g.Video, nil
+		}
+	}
+	if err != nil {
+		s.refuse(w, r, err)
+		return
+	}
+	apierr.WriteJSON(w, http.StatusOK, FailedVideo{VideoID: v.ID, Status: v.Status, CreditsRefunded: v.CreditsRefunded, Refunded: v.CreditsCharged})
 }
+
+// maxReason bounds an operator's reason: for failing a video, which the
+// customer reads as its error message, and for cordoning a node.
+const maxReason = 500
 
 // benchFill adds completed videos to an account for a benchmark.
 func (s *server) benchFill(w http.ResponseWriter, r *http.Request) {

@@ -63,7 +63,7 @@ func (s *server) restore(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Minute)
 	defer cancel()
-	if err := s.cfg.Cluster.Restore(ctx, tmp, size); err != nil {
+	if err := s.cfg.Cluster.Restore(ctx, tmp, size, info.Index); err != nil {
 		s.cfg.Logger.Error("restore failed", "err", err)
 		apierr.Write(w, r, apierr.New(http.StatusServiceUnavailable, apierr.CodeUpstreamError, "restore failed: "+err.Error()))
 		return

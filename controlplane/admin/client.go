@@ -143,7 +143,10 @@ func (c *Client) into(ctx context.Context, method, path string, body, out any) e
 	if err != nil {
 		return err
 	}
-	return json.Unmarshal(raw, out)
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("%s %s: the answer is not the admin API's JSON (is --server an admin listener?): %w", method, path, err)
+	}
+	return nil
 }
 
 // CreateAccount opens an account and returns it with its first key.

@@ -29,7 +29,8 @@ type Cluster interface {
 	AddVoter(ctx context.Context, id, addr string) error
 	AddNonvoter(ctx context.Context, id, addr string) error
 	RemoveServer(ctx context.Context, id string) error
-	Restore(ctx context.Context, r io.Reader, size int64) error
+	// Restore installs a backup whose state had applied index (BackupInfo.Index).
+	Restore(ctx context.Context, r io.Reader, size int64, index uint64) error
 }
 
 // checkMember refuses a join request or member report that lacks what a
@@ -186,6 +187,32 @@ func (s *server) clusterRemove(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.ID == "" {
 		apierr.Write(w, r, apierr.Invalid("id", "the id of the node to remove is required"))
+		return
+	}
+	servers, err := s.cfg.Cluster.Servers()
+	if err != nil {
+		apierr.Write(w, r, apierr.New(http.StatusServiceUnavailable, apierr.CodeUpstreamError, "could not read the cluster's configuration: "+err.Error()))
+		return
+	}
+	i := slices.IndexFunc(servers, func(sv raftnode.Server) bool { return sv.ID == req.ID })
+	if i < 0 {
+		ids := make([]string, len(servers))
+		for j, sv := range servers {
+			ids[j] = sv.ID
+		}
+		apierr.Write(w, r, apierr.New(http.StatusNotFound, apierr.CodeNotFound, "node "+req.ID+" is not a member of the cluster").
+			With("members", ids))
+		return
+	}
+	voters := 0
+	for _, sv := range servers {
+		if sv.Suffrage == raftnode.SuffrageVoter {
+			voters++
+		}
+	}
+	if voters == 1 && servers[i].Suffrage == raftnode.SuffrageVoter {
+		apierr.Write(w, r, apierr.New(http.StatusConflict, apierr.CodeInvalidRequest,
+			"node "+req.ID+" is the cluster's only voter: add another node (and let it become a voter) before removing it"))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)

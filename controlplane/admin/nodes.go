@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -235,8 +236,8 @@ func decodeMaintenance(w http.ResponseWriter, r *http.Request) (maintenanceReque
 	if !decode(w, r, &req) {
 		return req, false
 	}
-	if len(req.Reason) > 500 {
-		apierr.Write(w, r, apierr.Invalid("reason", "reason must be at most 500 bytes"))
+	if len(req.Reason) > maxReason {
+		apierr.Write(w, r, apierr.Invalid("reason", fmt.Sprintf("reason must be at most %d bytes", maxReason)).With("maximum", maxReason))
 		return req, false
 	}
 	return req, true

@@ -12,6 +12,10 @@ type BackupInfo struct {
 	Accounts int `json:"accounts"`
 	Videos   int `json:"videos"`
 	Nodes    int `json:"nodes"`
+	// Index is the Raft index the state had applied when it was backed up,
+	// in the cluster it came from: a restore must install it at a later
+	// index of its own cluster (raftnode.Node.Restore).
+	Index uint64 `json:"index"`
 }
 
 // WriteBackup writes the whole state to w in the snapshot format: the same bytes
@@ -78,5 +82,5 @@ func CheckBackup(r io.Reader) (BackupInfo, error) {
 	if err != nil {
 		return BackupInfo{}, fmt.Errorf("check backup: %w", err)
 	}
-	return BackupInfo{Accounts: len(s.accounts), Videos: len(s.videos) + sink.n, Nodes: len(s.nodes)}, nil
+	return BackupInfo{Accounts: len(s.accounts), Videos: len(s.videos) + sink.n, Nodes: len(s.nodes), Index: s.out.index}, nil
 }

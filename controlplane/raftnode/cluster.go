@@ -14,8 +14,11 @@ import (
 type Server struct {
 	ID       string `json:"id"`
 	RaftAddr string `json:"raft_addr"`
-	Suffrage string `json:"suffrage"`
+	Suffrage string `json:"suffrage"` // SuffrageVoter, or raft's name for another
 }
+
+// SuffrageVoter is Server.Suffrage of a voter.
+var SuffrageVoter = raft.Voter.String()
 
 // Leader returns the current leader's server id and Raft address, empty when
 // none is known (an election is running or this node is cut off).
@@ -117,12 +120,20 @@ func (n *Node) WaitReady(ctx context.Context) error {
 // Restore replaces the cluster's state with a backup (a snapshot stream of
 // size bytes). Raft installs it as a snapshot ahead of the current log and
 // sends it to every follower; meant for disaster recovery into a new cluster.
-func (n *Node) Restore(ctx context.Context, r io.Reader, size int64) error {
+//
+// index is the Raft index the backup's state had applied (in the cluster it
+// came from), which the FSM takes as its own once it restores it. Raft
+// installs the snapshot after the greater of its own last index and that
+// one, so the FSM's index stays below every entry that follows: given a
+// lower index (the index of a node that has written little), Raft would
+// install it below the FSM's, and a restart, resuming from the state file
+// at the backup's index, would skip every entry written since up to it.
+func (n *Node) Restore(ctx context.Context, r io.Reader, size int64, index uint64) error {
 	timeout := 5 * time.Minute
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}
-	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: size}
+	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: size, Index: index}
 	if err := n.Raft.Restore(meta, r, timeout); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) {
 			return fmt.Errorf("restore: %w: %w", ErrNotLeader, err)

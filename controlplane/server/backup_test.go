@@ -20,6 +20,17 @@ func TestBackupAndRestoreIntoANewCluster(t *testing.T) {
 	src := start(t)
 	acct, key := src.account("pro", 500)
 	v := src.create(key, manualReq("duration_seconds", 5))["id"].(string)
+	// The source's log runs well past the fresh node's: the backup's index
+	// is above every index the new node has written when it restores it.
+	for range 20 {
+		if _, err := src.admin.GrantCredits(ctx, acct, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	backedUp, err := src.admin.Account(ctx, acct)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var backup bytes.Buffer
 	if _, err := src.admin.Backup(ctx, &backup); err != nil {
 		t.Fatalf("backup: %v", err)
@@ -41,26 +52,52 @@ func TestBackupAndRestoreIntoANewCluster(t *testing.T) {
 	}
 	check := func(h *harness) {
 		t.Helper()
-		a, err := h.admin.Account(ctx, acct)
-		if err != nil || a.Credits >= 500 {
-			t.Fatalf("restored account: %+v, %v (want the charge kept)", a, err)
+		if _, err := h.admin.Account(ctx, acct); err != nil {
+			t.Fatalf("restored account: %v", err)
 		}
 		if r := h.do("GET", "/v1/videos/"+v, key, nil); r.Status != http.StatusOK {
 			t.Fatalf("restored video: %d %s", r.Status, r.Body)
 		}
 	}
 	check(dst)
-	if r := dst.do("POST", "/v1/videos", key, manualReq("duration_seconds", 5)); r.Status != http.StatusCreated {
-		t.Fatalf("create after restore: %d %s", r.Status, r.Body)
+	if a, _ := dst.admin.Account(ctx, acct); a.Credits != backedUp.Credits || a.Credits >= 520 {
+		t.Fatalf("restored balance %d, want %d as backed up (the charge kept)", a.Credits, backedUp.Credits)
 	}
+	after := dst.create(key, manualReq("duration_seconds", 5))["id"].(string)
+	for range 5 {
+		if _, err := dst.admin.GrantCredits(ctx, acct, 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := dst.admin.Account(ctx, acct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A snapshot after the restore is taken at the new cluster's index.
+	if _, err := dst.admin.Snapshot(ctx); err != nil {
+		t.Fatalf("snapshot after restore: %v", err)
+	}
+	for range 3 { // and writes after it are in the log only
+		if _, err := dst.admin.GrantCredits(ctx, acct, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want.Credits += 3
 
 	// A cluster that holds data is not overwritten by accident.
 	if _, err := dst.admin.Restore(ctx, bytes.NewReader(backup.Bytes()), false); !errors.As(err, &ae) || ae.Status != http.StatusConflict {
 		t.Fatalf("restore over live data without force: %v, want 409", err)
 	}
 
-	// The restored state is durable: it survives a restart of the node.
+	// The restored state, and every write acknowledged after it, survive a
+	// restart of the node.
 	dst.stop()
 	again := start(t, func(c *server.Config) { *c = dst.cfg })
 	check(again)
+	if a, err := again.admin.Account(ctx, acct); err != nil || a.Credits != want.Credits {
+		t.Fatalf("after the restart: %+v, %v; want %d credits, as acknowledged before it", a, err, want.Credits)
+	}
+	if r := again.do("GET", "/v1/videos/"+after, key, nil); r.Status != http.StatusOK {
+		t.Fatalf("the video created after the restore, after the restart: %d %s", r.Status, r.Body)
+	}
 }
