@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -226,6 +227,13 @@ func (c Config) withDefaults() (Config, error) {
 		}
 		if err := checkRunner(argv); err != nil {
 			return c, fmt.Errorf("%w: Runners: model %q: %v", ErrConfig, id, err)
+		}
+		if !pipeline.IsRunnerURL(argv[0]) {
+			// A program that is not there would fail every task of the
+			// model the node advertises: refused at start instead.
+			if _, err := exec.LookPath(argv[0]); err != nil {
+				return c, fmt.Errorf("%w: Runners: model %q: runner program %q: %v", ErrConfig, id, argv[0], err)
+			}
 		}
 		runners[id] = slices.Clone(argv)
 	}

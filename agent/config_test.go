@@ -47,17 +47,19 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 		t.Errorf("defaults: %+v", c)
 	}
 	for name, cfg := range map[string]Config{
-		"no server":       {Token: "t"},
-		"bad server":      {Server: "cp:7443", Token: "t"},
-		"bad member":      {Server: "http://cp", Members: []string{"http://cp2", "cp3:7443"}, Token: "t"},
-		"empty member":    {Server: "http://cp", Members: []string{""}, Token: "t"},
-		"no token":        {Server: "http://cp"},
-		"unknown model":   {Server: "http://cp", Token: "t", Models: []string{"gpt-video"}},
-		"runner no model": {Server: "http://cp", Token: "t", Runners: map[string][]string{"gpt-video": {"x"}}},
-		"runner no cmd":   {Server: "http://cp", Token: "t", Runners: map[string][]string{"veo-3": {}}},
-		"runner bad url":  {Server: "http://cp", Token: "t", Runners: map[string][]string{"veo-3": {"https://"}}},
-		"negative max":    {Server: "http://cp", Token: "t", WorkDirMaxBytes: -1},
-		"too many vgpus":  {Server: "http://cp", Token: "t", VirtualGPUs: 65},
+		"no server":              {Token: "t"},
+		"bad server":             {Server: "cp:7443", Token: "t"},
+		"bad member":             {Server: "http://cp", Members: []string{"http://cp2", "cp3:7443"}, Token: "t"},
+		"empty member":           {Server: "http://cp", Members: []string{""}, Token: "t"},
+		"no token":               {Server: "http://cp"},
+		"unknown model":          {Server: "http://cp", Token: "t", Models: []string{"gpt-video"}},
+		"runner no model":        {Server: "http://cp", Token: "t", Runners: map[string][]string{"gpt-video": {"x"}}},
+		"runner no cmd":          {Server: "http://cp", Token: "t", Runners: map[string][]string{"veo-3": {}}},
+		"runner bad url":         {Server: "http://cp", Token: "t", Runners: map[string][]string{"veo-3": {"https://"}}},
+		"runner program missing": {Server: "http://cp", Token: "t", Runners: map[string][]string{"veo-3": {"/nonexistent/runner.sh"}}},
+		"runner not on PATH":     {Server: "http://cp", Token: "t", Runners: map[string][]string{"veo-3": {"no-such-runner-program"}}},
+		"negative max":           {Server: "http://cp", Token: "t", WorkDirMaxBytes: -1},
+		"too many vgpus":         {Server: "http://cp", Token: "t", VirtualGPUs: 65},
 	} {
 		if _, err := cfg.withDefaults(); !errors.Is(err, ErrConfig) {
 			t.Errorf("%s: error = %v, want ErrConfig", name, err)

@@ -108,7 +108,7 @@ func (j *job) withRetry(ctx context.Context, fn func(ctx context.Context, cred s
 			return err
 		}
 		wait := b.next()
-		j.t.log.Warn("blob transfer failed; retrying", "attempt", attempt, "retry_in", wait.Round(time.Millisecond).String(), "err", err)
+		j.t.log.Warn("blob transfer failed; retrying", "try", attempt, "retry_in", wait.Round(time.Millisecond).String(), "err", err)
 		if !sleep(ctx, wait) {
 			return err
 		}

@@ -176,7 +176,7 @@ func (a *agent) report(ctx context.Context, t *task, what string, send func(ctx 
 			return false
 		}
 		wait := b.next()
-		t.log.Warn(what+" report failed; retrying", "attempt", attempt, "retry_in", wait.Round(time.Millisecond).String(), "err", err)
+		t.log.Warn(what+" report failed; retrying", "try", attempt, "retry_in", wait.Round(time.Millisecond).String(), "err", err)
 		if !sleep(ctx, wait) {
 			return false
 		}

@@ -217,12 +217,24 @@ func (s *server) clusterRemove(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 	defer cancel()
+	// This runs on the leader. Removing itself, it steps down once the
+	// change commits and can commit nothing after: its member record goes
+	// first, while it still leads (a node left in the configuration by a
+	// failed removal records itself again when it reports, clusterReport).
+	self := req.ID == s.cfg.Cluster.ID()
+	if self {
+		if _, ok := apply(s, w, r, &fsm.RemoveMember{ID: req.ID, Now: s.cfg.Now().UnixNano()}); !ok {
+			return
+		}
+	}
 	if err := s.cfg.Cluster.RemoveServer(ctx, req.ID); err != nil {
 		apierr.Write(w, r, apierr.New(http.StatusServiceUnavailable, apierr.CodeUpstreamError, "could not remove the node: "+err.Error()))
 		return
 	}
-	if _, ok := apply(s, w, r, &fsm.RemoveMember{ID: req.ID, Now: s.cfg.Now().UnixNano()}); !ok {
-		return
+	if !self {
+		if _, ok := apply(s, w, r, &fsm.RemoveMember{ID: req.ID, Now: s.cfg.Now().UnixNano()}); !ok {
+			return
+		}
 	}
 	s.cfg.Logger.Info("node removed from the cluster", "node_id", req.ID)
 	apierr.WriteJSON(w, http.StatusOK, map[string]any{"removed": req.ID})

@@ -109,11 +109,16 @@ func (n *Node) membership(ctx context.Context, what string, do func(time.Duratio
 // WaitReady blocks until the node can serve: a leader is known and this node's
 // FSM has applied everything committed when it learnt so (when it leads itself,
 // a barrier makes sure). A follower serves by forwarding to that leader.
+//
+// A restarted follower's commit index is 0 until the leader's first append
+// carries the leader's (a heartbeat names the leader without it): ready
+// then, it would answer its local reads (status, metrics) from the state it
+// stopped with. So the commit index must have been heard.
 func (n *Node) WaitReady(ctx context.Context) error {
 	return n.wait(ctx, "wait until ready", func() bool {
 		id, _ := n.Leader()
-		applied := n.FSM.AppliedIndex()
-		return id != "" && applied > 0 && applied >= n.Raft.CommitIndex()
+		applied, commit := n.FSM.AppliedIndex(), n.Raft.CommitIndex()
+		return id != "" && applied > 0 && commit > 0 && applied >= commit
 	})
 }
 

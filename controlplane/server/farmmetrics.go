@@ -25,7 +25,7 @@ type farmCollector struct {
 
 var (
 	nodesDesc = prometheus.NewDesc("vidfarm_nodes",
-		"Registered render nodes by state: live (takes work), draining (finishes its leases, takes nothing new) or down (silent past the node timeout).",
+		"Registered render nodes by state: live (takes work), draining (finishes its leases, takes nothing new: its agent drains, or an operator cordoned or drained it) or down (silent past the node timeout).",
 		[]string{"state"}, nil)
 	nodeGPUsDesc = prometheus.NewDesc("vidfarm_node_gpus",
 		"GPUs of the registered nodes by state: busy (held by a lease), idle (free on a live node) or unavailable (free, but on a draining or down node).",
@@ -77,7 +77,7 @@ func nodeCounts(views []fsm.NodeView) (nodes, gpus map[string]int) {
 		case v.Info.Down:
 			nodes["down"]++
 			gpus["unavailable"] += idle
-		case v.Info.Draining:
+		case v.Info.Draining, v.Info.Cordoned: // the agent's drain, or the operator's cordon or drain
 			nodes["draining"]++
 			gpus["unavailable"] += idle
 		default:

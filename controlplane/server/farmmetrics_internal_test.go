@@ -48,13 +48,13 @@ func TestQueueAgesBuckets(t *testing.T) {
 }
 
 func TestNodeCounts(t *testing.T) {
-	view := func(gpus, idle int, down, draining bool) fsm.NodeView {
+	view := func(gpus, idle int, down, draining bool, cordoned ...bool) fsm.NodeView {
 		var v fsm.NodeView
 		for i := range gpus {
 			v.Info.GPUs = append(v.Info.GPUs, scheduler.GPU{ID: string(rune('a' + i))})
 		}
 		v.Info.IdleGPUs = make([]string, idle)
-		v.Info.Down, v.Info.Draining = down, draining
+		v.Info.Down, v.Info.Draining, v.Info.Cordoned = down, draining, len(cordoned) > 0
 		return v
 	}
 	nodes, gpus := nodeCounts([]fsm.NodeView{
@@ -62,11 +62,15 @@ func TestNodeCounts(t *testing.T) {
 		view(2, 1, false, true),  // draining, one lease left
 		view(8, 8, true, true),   // down while draining: down
 		view(0, 0, false, false), // a CPU-only node
+		// Cordoned (or drained) by an operator: takes nothing new, so it
+		// is not live, or VidfarmNoLiveNodes could never fire for a farm
+		// whose every node an operator left cordoned.
+		view(4, 4, false, false, true),
 	})
-	if want := map[string]int{"live": 2, "draining": 1, "down": 1}; !maps.Equal(nodes, want) {
+	if want := map[string]int{"live": 2, "draining": 2, "down": 1}; !maps.Equal(nodes, want) {
 		t.Errorf("nodes %v, want %v", nodes, want)
 	}
-	if want := map[string]int{"busy": 2, "idle": 3, "unavailable": 9}; !maps.Equal(gpus, want) {
+	if want := map[string]int{"busy": 2, "idle": 3, "unavailable": 13}; !maps.Equal(gpus, want) {
 		t.Errorf("gpus %v, want %v", gpus, want)
 	}
 }
