@@ -43,6 +43,7 @@ const adminUsage = `usage: vidfarm admin [--server URL[,URL...]] [--admin-token 
   node cordon NODE [--reason TEXT] [--json]                  (no new work; running tasks go on)
   node drain NODE [--timeout 15m] [--reason TEXT] [--json]   (cordon; tasks still running after the timeout go back to the queue, not failed)
   node uncordon NODE [--json]  (NODE: a render node's id or name)
+  node remove NODE [--force]   (forget a node whose machine is gone; its tasks go back to the queue; --force: one not down)
   backup --out FILE            (the whole state, in the snapshot format)
   restore --in FILE [--force]  (disaster recovery: replaces the cluster's state)
 `
@@ -114,7 +115,7 @@ func runAdmin(args []string) error {
 	understands := sub.Uint("understands", 0, "the highest command type the node's binary applies, from its \"control plane ready\" log line (cluster add; default: this binary's)")
 	outFile := sub.String("out", "", "file to write the backup to")
 	inFile := sub.String("in", "", "backup file to restore")
-	force := sub.Bool("force", false, "restore even though the cluster holds data")
+	force := sub.Bool("force", false, "restore: even though the cluster holds data; node remove: a node that is not down")
 	asJSON := sub.Bool("json", false, "node, queue and video inspect: print JSON instead of a table")
 	drainTimeout := sub.Duration("timeout", admin.DefaultDrainTimeout, "node drain: how long running tasks may finish before they are handed back")
 	voter := sub.Bool("voter", false, "cluster add: make the node a voter (run it once cluster status shows the node caught up); without it the node is added as a nonvoter, which receives the log but does not count for a majority")
@@ -155,6 +156,8 @@ func runAdmin(args []string) error {
 	case "node list":
 		nodes, err = cl.Nodes(ctx)
 		out = admin.NodeList{Nodes: nodes}
+	case "node remove":
+		out, err = cl.RemoveRenderNode(ctx, renderNode, *force)
 	case "node cordon", "node drain", "node uncordon":
 		var n admin.NodeJSON
 		switch cmd {

@@ -36,6 +36,7 @@ var adminFlags = map[string]struct{ need, may []string }{
 	"node cordon":        {may: []string{"reason"}},
 	"node drain":         {may: []string{"timeout", "reason"}},
 	"node uncordon":      {},
+	"node remove":        {may: []string{"force"}},
 	"backup":             {need: []string{"out"}},
 	"restore":            {need: []string{"in"}, may: []string{"force"}},
 }

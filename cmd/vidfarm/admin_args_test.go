@@ -30,6 +30,8 @@ func TestAdminArgsCheckedBeforeSending(t *testing.T) {
 		{[]string{"node", "cordon"}, "admin node cordon: name the render node"},
 		{[]string{"node", "cordon", "n1", "n2"}, `unexpected argument "n2"`},
 		{[]string{"video", "inspect"}, "admin video inspect: name the video"},
+		{[]string{"node", "remove"}, "admin node remove: name the render node"},
+		{[]string{"node", "remove", "n1", "--reason", "x"}, "admin node remove: --reason does not apply to this command"},
 		{[]string{"cluster", "add", "--node", "n4", "--raft-addr", "h:1", "--public-url", "http://h:2", "--admin-url", "http://h:3",
 			"--agent-url", "http://h:4", "--understands", "300"}, "--understands is a command type, 1 to 255, not 300"},
 		{[]string{"cluster", "add", "--node", "n4"}, "--raft-addr is required"},
@@ -38,6 +40,7 @@ func TestAdminArgsCheckedBeforeSending(t *testing.T) {
 		{[]string{"account", "get", "--account", "a", "--json"}, "connection refused"},
 		{[]string{"node", "cordon", "--reason", "disk", "n1"}, "connection refused"},
 		{[]string{"video", "inspect", "--video", "vid_1"}, "connection refused"},
+		{[]string{"node", "remove", "n1", "--force"}, "connection refused"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			full := append([]string{"admin", "--server", "http://127.0.0.1:1", "--admin-token", "t"}, tc.args...)

@@ -131,6 +131,41 @@ func (s *server) nodeRoutes(r chi.Router) {
 	r.Post("/admin/v1/nodes/{id}/cordon", s.cordonNode)
 	r.Post("/admin/v1/nodes/{id}/drain", s.drainNode)
 	r.Post("/admin/v1/nodes/{id}/uncordon", s.uncordonNode)
+	r.Post("/admin/v1/nodes/{id}/remove", s.removeRenderNode)
+}
+
+// RemovedNode answers the removal of a render node.
+type RemovedNode struct {
+	Removed string `json:"removed"` // its id
+	Name    string `json:"name"`
+	WasDown bool   `json:"was_down"`
+	// Requeued is how many tasks it held: back in the queue, not failed.
+	Requeued int `json:"requeued_tasks"`
+}
+
+// removeRenderNode forgets a render node for good: one whose machine is
+// gone stays down otherwise, and the NodesDown alert with it, since only
+// its agent's clean exit removed a node. Its leases go back to the queue
+// (DeregisterNode, as that exit). A node that is not down is refused
+// without ?force=true: its agent still heartbeats and would register
+// again at once.
+func (s *server) removeRenderNode(w http.ResponseWriter, r *http.Request) {
+	v, ok := s.findNode(w, r)
+	if !ok {
+		return
+	}
+	if !v.Info.Down && r.URL.Query().Get("force") != "true" {
+		apierr.Write(w, r, apierr.New(http.StatusConflict, apierr.CodeInvalidRequest,
+			fmt.Sprintf("render node %s (%s) is not down: its agent still heartbeats and would register again; stop the agent (it removes its node as it exits), or force it (?force=true, vidfarm admin node remove --force)",
+				v.Node.Name, v.Node.ID)).With("node_id", v.Node.ID))
+		return
+	}
+	if _, ok := apply(s, w, r, &fsm.DeregisterNode{NodeID: v.Node.ID, Now: s.cfg.Now().UnixNano()}); !ok {
+		return
+	}
+	s.cfg.Logger.Info("render node removed by the operator", "node_id", v.Node.ID, "node_name", v.Node.Name,
+		"was_down", v.Info.Down, "requeued_tasks", v.Info.Leases)
+	apierr.WriteJSON(w, http.StatusOK, RemovedNode{Removed: v.Node.ID, Name: v.Node.Name, WasDown: v.Info.Down, Requeued: v.Info.Leases})
 }
 
 // NodeViews lists the render nodes of f as GET /admin/v1/nodes answers them,

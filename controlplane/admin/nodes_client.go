@@ -28,6 +28,18 @@ func (c *Client) DrainNode(ctx context.Context, node string, timeout time.Durati
 	return c.maintain(ctx, node, "drain", map[string]any{"reason": reason, "timeout_seconds": timeout.Seconds()})
 }
 
+// RemoveRenderNode forgets a render node (id or name) whose machine is
+// gone; force removes one that is not down.
+func (c *Client) RemoveRenderNode(ctx context.Context, node string, force bool) (RemovedNode, error) {
+	path := "/admin/v1/nodes/" + url.PathEscape(node) + "/remove"
+	if force {
+		path += "?force=true"
+	}
+	var out RemovedNode
+	err := c.into(ctx, http.MethodPost, path, nil, &out)
+	return out, err
+}
+
 // UncordonNode lifts a node's cordon or drain.
 func (c *Client) UncordonNode(ctx context.Context, node string) (NodeJSON, error) {
 	return c.maintain(ctx, node, "uncordon", nil)
