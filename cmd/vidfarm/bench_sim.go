@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +50,12 @@ func runBenchSim(args []string) error {
 	}
 	if *format != "table" && *format != "json" && *format != "csv" {
 		return fmt.Errorf("bench sim: -format must be table, json or csv, got %q", *format)
+	}
+	if err := simFlagsApply(fs, *sweep != "", *optimize != ""); err != nil {
+		return err
+	}
+	if *repl < 1 {
+		return fmt.Errorf("bench sim: -replications: must be 1 to 1000 (1: a single run), got %d", *repl)
 	}
 	fleet, wl, err := tw.inputs(*fleetPath, *workloadPath)
 	if err != nil {
@@ -234,4 +241,26 @@ func writeJSON(v any) error {
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// simModeFlags are the flags of one mode of bench sim: given without it,
+// they would be ignored, and a planner would read a plain run's report as
+// the answer to the question the flag asked.
+var simModeFlags = map[string][]string{
+	"-sweep":    {"sweep-min", "sweep-max", "sweep-step", "target-p95", "metric"},
+	"-optimize": {"optimize-min", "optimize-max"},
+}
+
+// simFlagsApply refuses a mode's flags given without the mode.
+func simFlagsApply(fs *flag.FlagSet, sweeping, optimizing bool) error {
+	on := map[string]bool{"-sweep": sweeping, "-optimize": optimizing}
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		for mode, names := range simModeFlags {
+			if !on[mode] && slices.Contains(names, f.Name) && err == nil {
+				err = fmt.Errorf("bench sim: -%s applies only with %s", f.Name, mode)
+			}
+		}
+	})
+	return err
 }

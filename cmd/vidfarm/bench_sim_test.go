@@ -116,6 +116,12 @@ func TestBenchSimCLI(t *testing.T) {
 		{[]string{"--fleet", fleet, "--workload", workload, "--sweep", "b200", "--target-p95", "60"}, `sweep.group: no node group named "b200"`},
 		{[]string{"--fleet", workload, "--workload", workload}, "unknown field"},
 		{[]string{"--fleet", fleet, "--workload", workload, "--replications", "-2"}, "replications: must be 1 to 1000"},
+		{[]string{"--fleet", fleet, "--workload", workload, "--replications", "0"}, "replications: must be 1 to 1000"},
+		// A mode's flags without the mode would be ignored: the plain run's
+		// report would pass for the answer to the question they asked.
+		{[]string{"--fleet", fleet, "--workload", workload, "--target-p95", "100"}, "-target-p95 applies only with -sweep"},
+		{[]string{"--fleet", fleet, "--workload", workload, "--sweep-min", "3"}, "-sweep-min applies only with -sweep"},
+		{[]string{"--fleet", fleet, "--workload", workload, "--optimize-max", "3"}, "-optimize-max applies only with -optimize"},
 	} {
 		if _, errOut, err := run(tc.args...); err == nil || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: err %v, stderr %q, want it to say %q", tc.args, err, errOut, tc.want)

@@ -14,6 +14,7 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -86,6 +87,56 @@ type Forwarder struct {
 	Local func(*http.Request) bool
 
 	proxy *httputil.ReverseProxy
+
+	mu sync.Mutex
+	// inflight are the forwards under way, by the leader each went to:
+	// LeaderIs cancels those to a node that no longer leads.
+	inflight map[string]map[*context.CancelCauseFunc]struct{}
+}
+
+// errLeaderChanged is why a forward was cancelled: the node it went to no
+// longer leads (LeaderIs).
+var errLeaderChanged = errors.New("the leader changed while it was answering")
+
+// LeaderIs tells the forwarder who leads now (empty: nobody known). A
+// forward to another node is cancelled and answered 503, retryable: a
+// leader that froze (a paused process, a dead host whose connections never
+// reset) would otherwise hold its callers until their own timeouts, long
+// after the others elected a new one. A request the old leader took before
+// it froze may be applied; the contract's retryable error covers that, and
+// an Idempotency-Key makes the retry of a create safe.
+func (f *Forwarder) LeaderIs(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for to, calls := range f.inflight {
+		if to == id {
+			continue
+		}
+		for cancel := range calls {
+			(*cancel)(errLeaderChanged)
+		}
+		delete(f.inflight, to)
+	}
+}
+
+// track records a forward to leader until the returned func is called.
+func (f *Forwarder) track(leader string, cancel *context.CancelCauseFunc) (untrack func()) {
+	f.mu.Lock()
+	if f.inflight == nil {
+		f.inflight = make(map[string]map[*context.CancelCauseFunc]struct{})
+	}
+	calls := f.inflight[leader]
+	if calls == nil {
+		calls = make(map[*context.CancelCauseFunc]struct{})
+		f.inflight[leader] = calls
+	}
+	calls[cancel] = struct{}{}
+	f.mu.Unlock()
+	return func() {
+		f.mu.Lock()
+		delete(f.inflight[leader], cancel)
+		f.mu.Unlock()
+	}
 }
 
 // NewForwarder returns a Forwarder with its proxy ready. tlsCfg is how it
@@ -122,6 +173,11 @@ func NewForwarder(node Node, members Members, l Listener, log *slog.Logger, loca
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if cause := context.Cause(r.Context()); errors.Is(cause, errLeaderChanged) {
+				f.Logger.Warn("forward to leader cancelled: the leader changed", "listener", l.String(), "path", r.URL.Path)
+				refuse(w, r, unavailable(cause.Error()+" (it may have taken the request)"))
+				return
+			}
 			f.Logger.Warn("forward to leader failed", "listener", l.String(), "path", r.URL.Path, "err", err)
 			refuse(w, r, unavailable("the leader did not answer: "+err.Error()))
 		},
@@ -201,6 +257,12 @@ func (f *Forwarder) Wrap(next http.Handler) http.Handler {
 			refuse(w, r, unavailable(fmt.Sprintf("the leader %s published no usable %s address (%q)", id, f.Listener, f.Listener.url(m))).With("leader", id))
 			return
 		}
-		f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), targetKey{}, target)))
+		ctx, cancel := context.WithCancelCause(context.WithValue(r.Context(), targetKey{}, target))
+		defer f.track(id, &cancel)()
+		defer cancel(nil)
+		if now, _ := f.Node.Leader(); now != id { // changed before it was tracked
+			cancel(errLeaderChanged)
+		}
+		f.proxy.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

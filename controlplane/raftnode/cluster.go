@@ -17,6 +17,29 @@ type Server struct {
 	Suffrage string `json:"suffrage"` // SuffrageVoter, or raft's name for another
 }
 
+// WatchLeader calls fn with the leader's id (empty while none is known)
+// each time this node sees the leadership change, until ctx ends.
+func (n *Node) WatchLeader(ctx context.Context, fn func(id string)) {
+	ch := make(chan raft.Observation, 16)
+	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	n.Raft.RegisterObserver(obs)
+	defer n.Raft.DeregisterObserver(obs)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ch:
+			// Read now rather than from the observation: one dropped while
+			// the channel was full is caught up by the next.
+			id, _ := n.Leader()
+			fn(id)
+		}
+	}
+}
+
 // SuffrageVoter is Server.Suffrage of a voter.
 var SuffrageVoter = raft.Voter.String()
 

@@ -365,8 +365,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.AgentURL = tlsSet.scheme() + agentLn.Addr().String()
 	}
 	s.cfg = cfg
+	var forwarders []*cluster.Forwarder // told of each leader change (startBackground)
 	forward := func(l cluster.Listener, h http.Handler, local func(*http.Request) bool) http.Handler {
-		return cluster.NewForwarder(node, f, l, cfg.Logger, local, tlsSet.client).Wrap(h)
+		fw := cluster.NewForwarder(node, f, l, cfg.Logger, local, tlsSet.client)
+		forwarders = append(forwarders, fw)
+		return fw.Wrap(h)
 	}
 	// A follower streams a video's events from its own state (after a read
 	// barrier) and forwards every other public request.
@@ -399,6 +402,17 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Telemetry: tel,
 	}), nil))
 	s.agent.BaseContext = func(net.Listener) context.Context { return bg }
+	// Forwards to a leader that stops answering end when the others elect
+	// another (cluster.Forwarder.LeaderIs), not at their callers' timeouts.
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		node.WatchLeader(bg, func(id string) {
+			for _, fw := range forwarders {
+				fw.LeaderIs(id)
+			}
+		})
+	}()
 	if err := s.joinOrWait(ctx); err != nil {
 		s.Close(context.Background())
 		return nil, err
