@@ -88,54 +88,107 @@ type Forwarder struct {
 
 	proxy *httputil.ReverseProxy
 
-	mu sync.Mutex
-	// inflight are the forwards under way, by the leader each went to:
-	// LeaderIs cancels those to a node that no longer leads.
-	inflight map[string]map[*context.CancelCauseFunc]struct{}
+	conns *peerConns
 }
 
-// errLeaderChanged is why a forward was cancelled: the node it went to no
-// longer leads (LeaderIs).
-var errLeaderChanged = errors.New("the leader changed while it was answering")
-
-// LeaderIs tells the forwarder who leads now (empty: nobody known). A
-// forward to another node is cancelled and answered 503, retryable: a
-// leader that froze (a paused process, a dead host whose connections never
-// reset) would otherwise hold its callers until their own timeouts, long
-// after the others elected a new one. A request the old leader took before
-// it froze may be applied; the contract's retryable error covers that, and
-// an Idempotency-Key makes the retry of a create safe.
+// LeaderIs tells the forwarder who leads now (empty: nobody known). The
+// connections it holds to any other node close, and the forwards under way
+// on them end with 503, retryable: a leader that froze (a paused process, a
+// dead host whose connections never reset) would otherwise hold its callers
+// until their own timeouts, long after the others elected a new one. A
+// request the old leader took before it froze may be applied; the
+// contract's retryable error covers that, and an Idempotency-Key makes the
+// retry of a create safe. Closing connections, not cancelling requests,
+// costs a forward nothing.
 func (f *Forwarder) LeaderIs(id string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for to, calls := range f.inflight {
-		if to == id {
+	f.conns.closeExcept(f.leaderAddr(id))
+}
+
+// leaderAddr is the host:port of id's listener of f's kind, as the
+// transport dials it; empty when id is empty or published no address.
+func (f *Forwarder) leaderAddr(id string) string {
+	m, ok := f.Members.Member(id)
+	if !ok || id == "" {
+		return ""
+	}
+	u, err := url.Parse(f.Listener.url(m))
+	if err != nil || u.Hostname() == "" {
+		return ""
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[bool]string{true: "443", false: "80"}[u.Scheme == "https"]
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+// errNotLeader refuses a connection to a node that no longer leads: the
+// transport retries a replayable request (a GET, one with an
+// Idempotency-Key) once on a new connection after LeaderIs closed its
+// connection, and that retry must not go back to the frozen node.
+var errNotLeader = errors.New("the node no longer leads")
+
+// peerConns are the forwarder's open connections, by the address dialed.
+type peerConns struct {
+	// allow says whether a new connection to addr may be made.
+	allow  func(addr string) bool
+	mu     sync.Mutex
+	byAddr map[string]map[*peerConn]struct{}
+}
+
+// peerConn leaves peerConns when it closes.
+type peerConn struct {
+	net.Conn
+	addr string
+	set  *peerConns
+	once sync.Once
+}
+
+func (c *peerConn) Close() error {
+	c.once.Do(func() {
+		c.set.mu.Lock()
+		delete(c.set.byAddr[c.addr], c)
+		c.set.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+// dial wraps d's connections so that closeExcept can close them.
+func (p *peerConns) dial(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if !p.allow(addr) {
+			return nil, fmt.Errorf("dial %s: %w", addr, errNotLeader)
+		}
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		pc := &peerConn{Conn: c, addr: addr, set: p}
+		p.mu.Lock()
+		if p.byAddr[addr] == nil {
+			p.byAddr[addr] = make(map[*peerConn]struct{})
+		}
+		p.byAddr[addr][pc] = struct{}{}
+		p.mu.Unlock()
+		return pc, nil
+	}
+}
+
+// closeExcept closes every connection not to addr (empty: every one).
+func (p *peerConns) closeExcept(addr string) {
+	var doomed []*peerConn
+	p.mu.Lock()
+	for a, set := range p.byAddr {
+		if a == addr {
 			continue
 		}
-		for cancel := range calls {
-			(*cancel)(errLeaderChanged)
+		for c := range set {
+			doomed = append(doomed, c)
 		}
-		delete(f.inflight, to)
 	}
-}
-
-// track records a forward to leader until the returned func is called.
-func (f *Forwarder) track(leader string, cancel *context.CancelCauseFunc) (untrack func()) {
-	f.mu.Lock()
-	if f.inflight == nil {
-		f.inflight = make(map[string]map[*context.CancelCauseFunc]struct{})
-	}
-	calls := f.inflight[leader]
-	if calls == nil {
-		calls = make(map[*context.CancelCauseFunc]struct{})
-		f.inflight[leader] = calls
-	}
-	calls[cancel] = struct{}{}
-	f.mu.Unlock()
-	return func() {
-		f.mu.Lock()
-		delete(f.inflight[leader], cancel)
-		f.mu.Unlock()
+	p.mu.Unlock()
+	for _, c := range doomed {
+		c.Close()
 	}
 }
 
@@ -143,7 +196,12 @@ func (f *Forwarder) track(leader string, cancel *context.CancelCauseFunc) (untra
 // checks the leader's certificate when the leader's URL is https (nil: the
 // system's CAs).
 func NewForwarder(node Node, members Members, l Listener, log *slog.Logger, local func(*http.Request) bool, tlsCfg *tls.Config) *Forwarder {
-	f := &Forwarder{Node: node, Members: members, Listener: l, Logger: log, Local: local}
+	f := &Forwarder{Node: node, Members: members, Listener: l, Logger: log, Local: local,
+		conns: &peerConns{byAddr: make(map[string]map[*peerConn]struct{})}}
+	f.conns.allow = func(addr string) bool {
+		id, _ := node.Leader()
+		return addr == f.leaderAddr(id)
+	}
 	f.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			target := pr.In.Context().Value(targetKey{}).(*url.URL)
@@ -158,7 +216,7 @@ func NewForwarder(node Node, members Members, l Listener, log *slog.Logger, loca
 		// create, forwarded from two members of three.
 		BufferPool: copyBuffers{},
 		Transport: &http.Transport{
-			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			DialContext:         f.conns.dial(&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}),
 			TLSClientConfig:     tlsCfg,
 			TLSHandshakeTimeout: 10 * time.Second,
 			ForceAttemptHTTP2:   true,
@@ -173,9 +231,9 @@ func NewForwarder(node Node, members Members, l Listener, log *slog.Logger, loca
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if cause := context.Cause(r.Context()); errors.Is(cause, errLeaderChanged) {
-				f.Logger.Warn("forward to leader cancelled: the leader changed", "listener", l.String(), "path", r.URL.Path)
-				refuse(w, r, unavailable(cause.Error()+" (it may have taken the request)"))
+			if to := r.Context().Value(leaderKey{}).(string); !f.stillLeads(to) {
+				f.Logger.Warn("forward to leader ended: the leader changed", "listener", l.String(), "path", r.URL.Path, "was", to, "err", err)
+				refuse(w, r, unavailable("the leader changed while it was answering (it may have taken the request)"))
 				return
 			}
 			f.Logger.Warn("forward to leader failed", "listener", l.String(), "path", r.URL.Path, "err", err)
@@ -186,6 +244,15 @@ func NewForwarder(node Node, members Members, l Listener, log *slog.Logger, loca
 }
 
 type targetKey struct{}
+
+// leaderKey holds the id of the leader a request was forwarded to.
+type leaderKey struct{}
+
+// stillLeads is whether id is the leader this node knows.
+func (f *Forwarder) stillLeads(id string) bool {
+	now, _ := f.Node.Leader()
+	return now == id
+}
 
 // copyBuffers are the buffers the proxy copies answers through, reused.
 type copyBuffers struct{}
@@ -257,12 +324,7 @@ func (f *Forwarder) Wrap(next http.Handler) http.Handler {
 			refuse(w, r, unavailable(fmt.Sprintf("the leader %s published no usable %s address (%q)", id, f.Listener, f.Listener.url(m))).With("leader", id))
 			return
 		}
-		ctx, cancel := context.WithCancelCause(context.WithValue(r.Context(), targetKey{}, target))
-		defer f.track(id, &cancel)()
-		defer cancel(nil)
-		if now, _ := f.Node.Leader(); now != id { // changed before it was tracked
-			cancel(errLeaderChanged)
-		}
+		ctx := context.WithValue(context.WithValue(r.Context(), targetKey{}, target), leaderKey{}, id)
 		f.proxy.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

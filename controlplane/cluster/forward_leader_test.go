@@ -38,10 +38,16 @@ func (m *movingNode) set(id string) {
 // retryable 503, while a forward to the leader that still leads goes on.
 func TestForwardToAFrozenLeaderEndsWithTheLeadership(t *testing.T) {
 	arrived := make(chan string, 2)
-	release := make(chan struct{})
-	defer close(release)
-	frozen := func(name string) *httptest.Server {
+	// Each node its own release: the old one's handler may still be
+	// waiting (it learns of the closed connection a moment later).
+	releaseOld, releaseNext := make(chan struct{}), make(chan struct{})
+	defer close(releaseOld)
+	defer close(releaseNext)
+	frozen := func(name string, release chan struct{}) *httptest.Server {
 		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/admin/v1/warm" {
+				return // answered at once: leaves a connection for the next call
+			}
 			arrived <- name
 			select {
 			case <-release:
@@ -50,7 +56,7 @@ func TestForwardToAFrozenLeaderEndsWithTheLeadership(t *testing.T) {
 			}
 		}))
 	}
-	old, next := frozen("old"), frozen("next")
+	old, next := frozen("old", releaseOld), frozen("next", releaseNext)
 	defer old.Close()
 	defer next.Close()
 	node := &movingNode{leader: "old"}
@@ -63,10 +69,10 @@ func TestForwardToAFrozenLeaderEndsWithTheLeadership(t *testing.T) {
 		status int
 		body   string
 	}
-	call := func() chan answer {
+	call := func(path string) chan answer {
 		out := make(chan answer, 1)
 		go func() {
-			res, err := http.Get(srv.URL + "/admin/v1/accounts/a")
+			res, err := http.Get(srv.URL + path)
 			if err != nil {
 				out <- answer{0, err.Error()}
 				return
@@ -77,12 +83,18 @@ func TestForwardToAFrozenLeaderEndsWithTheLeadership(t *testing.T) {
 		}()
 		return out
 	}
-	first := call()
+	// The held call goes over a connection used before: a GET the
+	// transport may replay on a new one once LeaderIs closed it, which
+	// must not go back to the old leader.
+	if a := <-call("/admin/v1/warm"); a.status != http.StatusOK {
+		t.Fatalf("warm-up: %d %s", a.status, a.body)
+	}
+	first := call("/admin/v1/accounts/a")
 	if got := <-arrived; got != "old" {
 		t.Fatalf("the first call reached %s", got)
 	}
 	node.set("next")
-	second := call()
+	second := call("/admin/v1/accounts/a")
 	if got := <-arrived; got != "next" {
 		t.Fatalf("the second call reached %s", got)
 	}
@@ -104,7 +116,7 @@ func TestForwardToAFrozenLeaderEndsWithTheLeadership(t *testing.T) {
 		t.Fatalf("the call to the leader that still leads ended: %d %s", a.status, a.body)
 	default:
 	}
-	release <- struct{}{}
+	releaseNext <- struct{}{}
 	if a := <-second; a.status != http.StatusOK || a.body != "answered by next" {
 		t.Fatalf("the call to the new leader: %d %s", a.status, a.body)
 	}
