@@ -250,8 +250,18 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Join != "" && (cfg.BlobSecret == "" || cfg.BlobS3 == nil) {
-		cfg.Logger.Warn("joining a cluster without --blob-secret and --blob-s3-*: file URLs made by one node will not work on the others; give every node the same secret and bucket")
+	if cfg.Join != "" {
+		// Each of these, left to the node, differs from the other members':
+		// what one node made would not work through another after a failover.
+		if cfg.BlobSecret == "" {
+			cfg.Logger.Warn("joining a cluster without --blob-secret: file URLs signed by one node will not verify on the others; give every node the same secret")
+		}
+		if cfg.BlobS3 == nil {
+			cfg.Logger.Warn("joining a cluster without --blob-s3-*: each node keeps its files on its own disk, where the others cannot read them; give every node the same bucket")
+		}
+		if cfg.AgentToken == "" {
+			cfg.Logger.Warn("joining a cluster without --agent-token: this node generates its own, and an agent given another node's is refused here once this node leads; give every node the same token")
+		}
 	}
 	if cfg.AgentToken, err = agentToken(cfg); err != nil {
 		return nil, err
