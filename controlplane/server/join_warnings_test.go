@@ -16,9 +16,9 @@ func TestJoinWarnsOfPerNodeSecrets(t *testing.T) {
 		c.NodeID, c.Join, c.BlobSecret = "n2", "http://"+n1.srv.AdminAddr(), "00112233445566778899aabbccddeeff"
 	})
 	for msg, want := range map[string]int{
-		"joining a cluster without --blob-s3-*: each node keeps its files on its own disk, where the others cannot read them; give every node the same bucket": 1,
+		"joining a cluster without --blob-s3-*: each node keeps its files on its own disk, where the others cannot read them; give every node the same bucket":                         1,
 		"joining a cluster without --agent-token: this node generates its own, and an agent given another node's is refused here once this node leads; give every node the same token": 1,
-		"joining a cluster without --blob-secret: file URLs signed by one node will not verify on the others; give every node the same secret": 0,
+		"joining a cluster without --blob-secret: file URLs signed by one node will not verify on the others; give every node the same secret":                                         0,
 	} {
 		if got := len(logs.lines(msg)); got != want {
 			t.Errorf("%d lines %q, want %d", got, msg, want)
