@@ -73,29 +73,37 @@ func terminalStatus(s string) bool {
 	return s == "completed" || s == "failed" || s == "preview"
 }
 
+// Check says what is wrong with cfg, before anything is sent.
+func (cfg LoadConfig) Check() error {
+	switch {
+	case cfg.BaseURL == "":
+		return errors.New("bench: load needs the server's base URL")
+	case len(cfg.APIKeys) == 0:
+		return errors.New("bench: load needs at least one API key")
+	case !finite(cfg.Rate) || cfg.Rate <= 0 || cfg.Rate > 100_000:
+		return fmt.Errorf("bench: rate must be > 0 and <= 100000 per second, got %v", cfg.Rate)
+	case cfg.Duration <= 0:
+		return fmt.Errorf("bench: duration must be > 0, got %s", cfg.Duration)
+	case cfg.Rate*cfg.Duration.Seconds() > maxLoadRequests:
+		return fmt.Errorf("bench: rate x duration is over %d requests", maxLoadRequests)
+	case cfg.PollInterval < 0 || cfg.Drain < 0:
+		return errors.New("bench: poll interval and drain must be >= 0")
+	case cfg.WebhookURL != "" && cfg.WebhookListen == "":
+		return errors.New("bench: a webhook URL needs a webhook listen address for the receiver")
+	case cfg.Body != nil && !json.Valid(cfg.Body):
+		return errors.New("bench: the create body is not valid JSON")
+	}
+	if cfg.WebhookURL != "" {
+		return checkWebhookURL(cfg.WebhookURL)
+	}
+	return nil
+}
+
 // RunLoad runs the load until Duration has passed and the accepted videos
 // are terminal (or Drain has passed), or ctx ends.
 func RunLoad(ctx context.Context, cfg LoadConfig) (LoadReport, error) {
-	switch {
-	case cfg.BaseURL == "":
-		return LoadReport{}, errors.New("bench: load needs the server's base URL")
-	case len(cfg.APIKeys) == 0:
-		return LoadReport{}, errors.New("bench: load needs at least one API key")
-	case !finite(cfg.Rate) || cfg.Rate <= 0 || cfg.Rate > 100_000:
-		return LoadReport{}, fmt.Errorf("bench: rate must be > 0 and <= 100000 per second, got %v", cfg.Rate)
-	case cfg.Duration <= 0:
-		return LoadReport{}, fmt.Errorf("bench: duration must be > 0, got %s", cfg.Duration)
-	case cfg.Rate*cfg.Duration.Seconds() > maxLoadRequests:
-		return LoadReport{}, fmt.Errorf("bench: rate x duration is over %d requests", maxLoadRequests)
-	case cfg.PollInterval < 0 || cfg.Drain < 0:
-		return LoadReport{}, errors.New("bench: poll interval and drain must be >= 0")
-	case cfg.WebhookURL != "" && cfg.WebhookListen == "":
-		return LoadReport{}, errors.New("bench: a webhook URL needs a webhook listen address for the receiver")
-	}
-	if cfg.WebhookURL != "" {
-		if err := checkWebhookURL(cfg.WebhookURL); err != nil {
-			return LoadReport{}, err
-		}
+	if err := cfg.Check(); err != nil {
+		return LoadReport{}, err
 	}
 	if cfg.Body == nil {
 		cfg.Body = DefaultLoadBody

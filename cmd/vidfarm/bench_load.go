@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -51,11 +50,8 @@ func runBenchLoad(args []string) error {
 	case *body != "":
 		cfg.Body = []byte(*body)
 	}
-	if cfg.Body != nil && !json.Valid(cfg.Body) {
-		return fmt.Errorf("bench load: --body is not valid JSON")
-	}
-	if !(*rate > 0) || *duration <= 0 {
-		return fmt.Errorf("bench load: --rate and --duration must be positive (got %v/s over %s)", *rate, *duration)
+	if err := cfg.Check(); err != nil { // before the plan is printed
+		return fmt.Errorf("bench load: %w", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()

@@ -121,7 +121,7 @@ func TestBenchLoadNothingAcceptedFails(t *testing.T) {
 		t.Fatalf("exit %v:\n%s", err, out)
 	}
 	out, err = exec.Command(vidfarmBinary(t), "bench", "load", "--api-key", "k", "--body", "{bad").CombinedOutput()
-	if err == nil || !bytes.Contains(out, []byte("--body is not valid JSON")) || bytes.Contains(out, []byte("creates at")) {
+	if err == nil || !bytes.Contains(out, []byte("the create body is not valid JSON")) || bytes.Contains(out, []byte("creates at")) {
 		t.Fatalf("a body that is not JSON: %v\n%s", err, out)
 	}
 }
