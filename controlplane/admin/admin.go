@@ -199,14 +199,27 @@ func jsonKind(t reflect.Type) string {
 // apply proposes cmd and returns its answer, or writes the refusal and
 // returns false.
 func apply[R any](s *server, w http.ResponseWriter, r *http.Request, cmd fsm.Typed[R]) (R, bool) {
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-	defer cancel()
-	out, err := fsm.Do(ctx, s.cfg.Node, cmd)
+	out, err := propose(s, r, cmd)
 	if err != nil {
 		s.refuse(w, r, err)
 		return out, false
 	}
 	return out, true
+}
+
+// propose proposes cmd within the request's time (at most 10 s).
+func propose[R any](s *server, r *http.Request, cmd fsm.Typed[R]) (R, error) {
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	return fsm.Do(ctx, s.cfg.Node, cmd)
+}
+
+// checkReason refuses an operator's reason over maxReason bytes.
+func checkReason(reason string) *apierr.Error {
+	if len(reason) <= maxReason {
+		return nil
+	}
+	return apierr.Invalid("reason", fmt.Sprintf("reason is %d bytes; at most %d", len(reason), maxReason)).With("maximum", maxReason)
 }
 
 // refuse writes the answer to a command the state refused or could not take.
@@ -440,15 +453,12 @@ func (s *server) failVideo(w http.ResponseWriter, r *http.Request) {
 	if strings.TrimSpace(req.Reason) == "" {
 		req.Reason = "cancelled by the operator"
 	}
-	if len(req.Reason) > maxReason {
-		apierr.Write(w, r, apierr.Invalid("reason", fmt.Sprintf("reason is %d bytes; at most %d (the customer reads it as the video's error message)",
-			len(req.Reason), maxReason)).With("maximum", maxReason))
+	if e := checkReason(req.Reason); e != nil { // the customer reads it as the video's error message
+		apierr.Write(w, r, e)
 		return
 	}
 	id := chi.URLParam(r, "id")
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-	defer cancel()
-	v, err := fsm.Do(ctx, s.cfg.Node, &fsm.FailVideo{VideoID: id, Reason: req.Reason, Now: s.cfg.Now().UnixNano()})
+	v, err := propose(s, r, &fsm.FailVideo{VideoID: id, Reason: req.Reason, Now: s.cfg.Now().UnixNano()})
 	var tr *fsm.TransitionError
 	if errors.As(err, &tr) && tr.From == fsm.StatusFailed {
 		// Failed already (a retried command, or the video failed on its

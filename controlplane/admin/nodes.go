@@ -262,17 +262,15 @@ type maintenanceRequest struct {
 	TimeoutSeconds *float64 `json:"timeout_seconds"`
 }
 
-// decodeMaintenance reads an optional maintenanceRequest.
+// decodeMaintenance reads an optional maintenanceRequest (decode takes an
+// empty body for {}).
 func decodeMaintenance(w http.ResponseWriter, r *http.Request) (maintenanceRequest, bool) {
 	var req maintenanceRequest
-	if r.ContentLength == 0 {
-		return req, true
-	}
 	if !decode(w, r, &req) {
 		return req, false
 	}
-	if len(req.Reason) > maxReason {
-		apierr.Write(w, r, apierr.Invalid("reason", fmt.Sprintf("reason must be at most %d bytes", maxReason)).With("maximum", maxReason))
+	if e := checkReason(req.Reason); e != nil {
+		apierr.Write(w, r, e)
 		return req, false
 	}
 	return req, true
