@@ -9,7 +9,9 @@ import (
 // TestRestartedFollowerIsCaughtUpWhenReady: a follower restarted after the
 // cluster wrote without it says "control plane ready" only once it has
 // applied what the cluster had committed, so its local answers (status,
-// metrics) are not those of the state it stopped with.
+// metrics) are not those of the state it stopped with. The window it
+// guards is short (the leader's first append comes within milliseconds), so
+// this run rarely meets it; raftnode's TestReady pins the rule itself.
 func TestRestartedFollowerIsCaughtUpWhenReady(t *testing.T) {
 	c := newChaosCluster(t, 3)
 	c.startAll()

@@ -140,9 +140,13 @@ func (n *Node) membership(ctx context.Context, what string, do func(time.Duratio
 func (n *Node) WaitReady(ctx context.Context) error {
 	return n.wait(ctx, "wait until ready", func() bool {
 		id, _ := n.Leader()
-		applied, commit := n.FSM.AppliedIndex(), n.Raft.CommitIndex()
-		return id != "" && applied > 0 && commit > 0 && applied >= commit
+		return ready(id, n.FSM.AppliedIndex(), n.Raft.CommitIndex())
 	})
+}
+
+// ready is WaitReady's condition.
+func ready(leader string, applied, commit uint64) bool {
+	return leader != "" && applied > 0 && commit > 0 && applied >= commit
 }
 
 // Restore replaces the cluster's state with a backup (a snapshot stream of
