@@ -174,7 +174,7 @@ func newAgent(ctx context.Context, cfg Config) (*agent, error) {
 	if len(missing) > 0 {
 		log.Warn("tools missing: tasks that need them are not offered to this node", "missing", missing)
 	}
-	if err := prepareWorkDir(cfg.WorkDir); err != nil {
+	if err := prepareWorkDir(cfg.WorkDir, log); err != nil {
 		return nil, err
 	}
 	cp, err := newCPClient(cfg)

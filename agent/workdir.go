@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,8 +13,11 @@ import (
 const taskDirPrefix = "task-"
 
 // prepareWorkDir creates dir and removes the task directories that an
-// earlier run of the agent left behind (a crash, a kill -9).
-func prepareWorkDir(dir string) error {
+// earlier run of the agent left behind (a crash, a kill -9), after ending
+// the processes still working in them: a runner's own children, which the
+// kernel's parent-death signal (pipeline) does not reach, run in its task
+// directory unless they leave it.
+func prepareWorkDir(dir string, log *slog.Logger) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("%w: work dir: %w", ErrConfig, err)
 	}
@@ -23,6 +27,7 @@ func prepareWorkDir(dir string) error {
 	}
 	for _, e := range entries {
 		if e.IsDir() && strings.HasPrefix(e.Name(), taskDirPrefix) {
+			killWorkingIn(filepath.Join(dir, e.Name()), log)
 			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
 				return fmt.Errorf("work dir: remove leftover %s: %w", e.Name(), err)
 			}

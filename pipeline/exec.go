@@ -79,7 +79,7 @@ func (OSExecutor) Run(ctx context.Context, c Command) ([]byte, error) {
 			readLines(pr, c.OnStdoutLine)
 		}()
 	}
-	if err := cmd.Start(); err != nil {
+	if err := start(cmd); err != nil {
 		return nil, fmt.Errorf("%s: start: %w", c.Name, err)
 	}
 	if scanDone != nil {
