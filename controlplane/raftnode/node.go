@@ -45,7 +45,9 @@ type Config struct {
 	RaftAddr string // listen address for Raft traffic, e.g. 127.0.0.1:7000
 	// Advertise is the address peers dial; defaults to RaftAddr's bound address.
 	Advertise string
-	Logger    *slog.Logger
+	// Logger gets the node's lines and Raft's own (with "component":"raft",
+	// see raftlog.go), filtered by its handler's level; nil is slog.Default().
+	Logger *slog.Logger
 	// NoSync skips fsync on the stable store (raft.db); the log, raft-wal,
 	// always syncs. Only for tests of things other than durability; servers
 	// always sync.
@@ -163,9 +165,10 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	rc.SnapshotThreshold = orDefault(cfg.SnapshotThreshold, DefaultSnapshotThreshold)
 	rc.TrailingLogs = orDefault(cfg.TrailingLogs, 10240)
 	rc.SnapshotInterval = cmp.Or(cfg.SnapshotInterval, time.Second)
-	rc.Logger = hclog.New(&hclog.LoggerOptions{
-		Name: "raft", Level: hclog.Warn, JSONFormat: true, Output: os.Stderr,
-	})
+	// Raft, its transport, its snapshot store and raft-wal log through the
+	// server's handler, at its level, with "component" saying whose line
+	// it is (raftlog.go).
+	rc.Logger = newRaftLog(cfg.Logger)
 
 	// The store is locked while open; wait a little for it, never forever, so a
 	// second node started on the same directory says why it cannot start.
