@@ -122,7 +122,7 @@ func (c *cpClient) do(ctx context.Context, method, path, bearer string, body io.
 		c.at.Failover(ctx, at) // its retry goes to the next member
 		return nil, fmt.Errorf("%s %s at %s: %w", method, path, at.Host, err)
 	}
-	c.at.Follow(resp.Header)
+	c.at.Answered(ctx, at, resp.Header)
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return resp, nil
 	}

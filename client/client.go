@@ -281,7 +281,7 @@ func (c *Client) attempt(ctx context.Context, method string, at *url.URL, path s
 		return 0, &netError{err: fmt.Errorf("vidfarm: %s %s: %w", method, u, err)}
 	}
 	defer resp.Body.Close()
-	c.calls.Follow(resp.Header)
+	c.calls.Answered(ctx, at, resp.Header)
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
 		c.calls.Failover(ctx, at) // it went away mid-answer

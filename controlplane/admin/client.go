@@ -98,7 +98,7 @@ func (c *Client) send(ctx context.Context, method, path string, body func() io.R
 			}
 			return nil, fmt.Errorf("%s %s: %w", method, req.URL, err)
 		}
-		cur.Follow(resp.Header)
+		cur.Answered(ctx, at, resp.Header)
 		if resp.StatusCode >= 300 {
 			defer resp.Body.Close()
 			raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))

@@ -29,6 +29,9 @@ type Cluster interface {
 	AddVoter(ctx context.Context, id, addr string) error
 	AddNonvoter(ctx context.Context, id, addr string) error
 	RemoveServer(ctx context.Context, id string) error
+	// Removed reports whether this node was removed from the cluster
+	// (raftnode.Node.Removed).
+	Removed() (others []string, removed bool)
 	// Restore installs a backup whose state had applied index (BackupInfo.Index).
 	Restore(ctx context.Context, r io.Reader, size int64, index uint64) error
 }

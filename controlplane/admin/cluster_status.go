@@ -34,6 +34,11 @@ type ClusterStatus struct {
 	LastContactMS *float64 `json:"last_contact_ms,omitempty"`
 	// AppDB is the app-database bridge's status, {"enabled": false} without --app-db.
 	AppDB any `json:"app_db"`
+	// Removed says this node was removed from the cluster (its latest Raft
+	// configuration lists others, not it): it will never have a leader
+	// again; stop it, or empty its data directory and --join it anew.
+	// Absent otherwise.
+	Removed bool `json:"removed,omitempty"`
 }
 
 func (s *server) clusterStatus(w http.ResponseWriter, r *http.Request) {
@@ -52,6 +57,9 @@ func (s *server) clusterStatus(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Cluster != nil {
 		out.NodeID = s.cfg.Cluster.ID()
 		out.LeaderID, out.LeaderAddress = s.cfg.Cluster.Leader()
+		if out.LeaderID == "" {
+			_, out.Removed = s.cfg.Cluster.Removed()
+		}
 	}
 	if s.cfg.AppDB != nil {
 		out.AppDB = s.cfg.AppDB()

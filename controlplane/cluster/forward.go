@@ -69,6 +69,9 @@ type Node interface {
 	// VerifyLeader confirms with a quorum that this node still leads: the
 	// read barrier before a read is answered from the leader's state.
 	VerifyLeader(ctx context.Context) error
+	// Removed reports whether this node was removed from the cluster, with
+	// the members it knows (raftnode.Node.Removed).
+	Removed() (others []string, removed bool)
 }
 
 // Members resolves a node id to its addresses (the FSM does).
@@ -271,6 +274,38 @@ func (copyBuffers) Put(b []byte) {
 	}
 }
 
+// removed is the answer of a node removed from the cluster: it will never
+// have a leader again, so "retry shortly" would send the caller round for
+// ever. It names the members left and their addresses for this listener,
+// where a member published them; a client given them moves on by itself
+// (members.HeaderRemoved). Retryable, as the contract makes every 5xx: the
+// request is safe to send again, elsewhere.
+func (f *Forwarder) removed(others []string) *apierr.Error {
+	type member struct {
+		ID  string `json:"id"`
+		URL string `json:"url,omitempty"`
+	}
+	list := make([]member, 0, len(others))
+	names := make([]string, 0, len(others))
+	for _, id := range others {
+		m, _ := f.Members.Member(id)
+		u := ""
+		if m.ID != "" {
+			u = f.Listener.url(m)
+		}
+		list = append(list, member{ID: id, URL: u})
+		if u != "" {
+			names = append(names, id+" at "+u)
+		} else {
+			names = append(names, id)
+		}
+	}
+	msg := fmt.Sprintf("node %s was removed from the cluster and serves no requests; send them to a member: %s",
+		f.Node.ID(), strings.Join(names, ", "))
+	return apierr.New(http.StatusServiceUnavailable, apierr.CodeUpstreamError, msg).
+		With("node", f.Node.ID()).With("removed", true).With("members", list)
+}
+
 func unavailable(msg string) *apierr.Error {
 	e := apierr.New(http.StatusServiceUnavailable, apierr.CodeUpstreamError, msg+"; retry shortly")
 	e.RetryAfter = 1
@@ -311,6 +346,11 @@ func (f *Forwarder) Wrap(next http.Handler) http.Handler {
 		}
 		id, _ := f.Node.Leader()
 		if id == "" {
+			if others, removed := f.Node.Removed(); removed {
+				w.Header().Set(vfmembers.HeaderRemoved, f.Node.ID())
+				refuse(w, r, f.removed(others))
+				return
+			}
 			refuse(w, r, unavailable("no leader is elected at the moment").With("node", f.Node.ID()))
 			return
 		}

@@ -21,6 +21,7 @@ type movingNode struct {
 func (m *movingNode) ID() string                         { return "self" }
 func (m *movingNode) IsLeader() bool                     { return false }
 func (m *movingNode) VerifyLeader(context.Context) error { return nil }
+func (m *movingNode) Removed() ([]string, bool)          { return nil, false }
 func (m *movingNode) Leader() (string, string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -19,7 +19,10 @@ type fakeNode struct {
 	leading bool
 	deposed bool // leads by its own account, but a quorum says otherwise
 	leader  string
+	others  []string // the members left, once this node was removed
 }
+
+func (f *fakeNode) Removed() ([]string, bool) { return f.others, len(f.others) > 0 }
 
 func (f *fakeNode) ID() string               { return "self" }
 func (f *fakeNode) IsLeader() bool           { return f.leading }

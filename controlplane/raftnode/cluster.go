@@ -57,6 +57,26 @@ func (n *Node) HadState() bool { return n.existing }
 // ID is this node's server id.
 func (n *Node) ID() string { return n.cfg.NodeID }
 
+// Removed reports whether this node has been removed from the cluster: its
+// latest Raft configuration has members and it is not among them. Those
+// members' ids are returned. The leader stops replicating to a node once
+// the entry that removes it is appended, so the node may never learn that
+// the entry committed: without this it waits for a leader for ever. A node
+// that has not joined yet has an empty configuration and is not removed.
+func (n *Node) Removed() (others []string, removed bool) {
+	fut := n.Raft.GetConfiguration()
+	if fut.Error() != nil {
+		return nil, false
+	}
+	for _, s := range fut.Configuration().Servers {
+		if string(s.ID) == n.cfg.NodeID {
+			return nil, false
+		}
+		others = append(others, string(s.ID))
+	}
+	return others, len(others) > 0
+}
+
 // Servers returns the cluster configuration as Raft has it now.
 func (n *Node) Servers() ([]Server, error) {
 	fut := n.Raft.GetConfiguration()

@@ -417,9 +417,15 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		said := false // the removal is logged once
 		node.WatchLeader(bg, func(id string) {
 			for _, fw := range forwarders {
 				fw.LeaderIs(id)
+			}
+			if others, removed := node.Removed(); id == "" && removed && !said {
+				said = true
+				cfg.Logger.Error("this node was removed from the cluster and will have no leader again: it answers every request that needs one with 503; stop it, or empty its data directory and start it with --join to add it anew",
+					"node_id", node.ID(), "members", others)
 			}
 		})
 	}()

@@ -27,6 +27,12 @@ import (
 // they all import, so that there is one name to drift from.
 const HeaderLeader = "X-Vidfarm-Leader"
 
+// HeaderRemoved, on an answer, names the node that gave it, which was
+// removed from the cluster and will serve nothing again: a client that knows
+// other members moves to the next one, as from a member that gave no answer
+// (Cursor.Answered).
+const HeaderRemoved = "X-Vidfarm-Removed"
+
 // Set is the members a client was given: its base URL first, then the
 // others as given, each once.
 type Set struct {
@@ -97,6 +103,18 @@ func (c *Cursor) Follow(h http.Header) {
 	if m, ok := c.set.known[strings.TrimRight(v, "/")]; ok {
 		c.at.Store(m)
 	}
+}
+
+// Answered takes the headers of an answer from member from, sent under
+// ctx: the cursor follows the leader they name (Follow), or, when from says
+// it was removed from the cluster (HeaderRemoved), moves off it as Failover
+// does, so the client's retry goes to a member that serves.
+func (c *Cursor) Answered(ctx context.Context, from *url.URL, h http.Header) {
+	if h.Get(HeaderRemoved) != "" {
+		c.Failover(ctx, from)
+		return
+	}
+	c.Follow(h)
 }
 
 // Home moves the cursor back to the base URL: for a client that must keep

@@ -26,6 +26,12 @@ func leader(name string) http.Header {
 	return h
 }
 
+func removed(node string) http.Header {
+	h := http.Header{}
+	h.Set(members.HeaderRemoved, node)
+	return h
+}
+
 // TestCursor drives a cursor over three members through the moves a client
 // makes, each step from where the one before left it.
 func TestCursor(t *testing.T) {
@@ -49,6 +55,10 @@ func TestCursor(t *testing.T) {
 		{"no answer at the last member: back to the first", func(cur *members.Cursor) { cur.Failover(bg, c) }, a},
 		{"followed again", func(cur *members.Cursor) { cur.Follow(leader("http://b:1")) }, b},
 		{"home", func(cur *members.Cursor) { cur.Home() }, a},
+		{"an answer that names the leader", func(cur *members.Cursor) { cur.Answered(bg, a, leader("http://c:1")) }, c},
+		{"an answer from a removed member: the next one", func(cur *members.Cursor) { cur.Answered(bg, c, removed("n3")) }, a},
+		{"a late answer from the removed member moves nothing", func(cur *members.Cursor) { cur.Answered(bg, c, removed("n3")) }, a},
+		{"an answer with neither header", func(cur *members.Cursor) { cur.Answered(bg, a, http.Header{}) }, a},
 	}
 	cur := members.NewSet(a, b, c, mustURL(t, "http://b:1/"), a).Cursor()
 	for _, st := range steps {

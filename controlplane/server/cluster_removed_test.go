@@ -1,0 +1,105 @@
+package server_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vidfarm/vidfarm/client"
+	"github.com/vidfarm/vidfarm/controlplane/server"
+	"github.com/vidfarm/vidfarm/internal/members"
+)
+
+// TestRemovedNodeSaysSo: a follower removed from the cluster never learns
+// that its removal committed (the leader stops replicating to it), so it
+// has no leader for ever. It answers every request that needs the leader
+// with a 503 that says it was removed and names the members left with
+// their addresses, not "retry shortly"; and the Go SDK, given the members,
+// moves on to one of them by itself instead of retrying the removed node.
+func TestRemovedNodeSaysSo(t *testing.T) {
+	t.Parallel()
+	n1 := start(t, func(c *server.Config) { c.NodeID = "n1" })
+	join := "http://" + n1.srv.AdminAddr()
+	n2 := start(t, func(c *server.Config) { c.NodeID, c.Join = "n2", join })
+	n3 := start(t, func(c *server.Config) { c.NodeID, c.Join = "n3", join })
+	nodes := map[string]*harness{"n1": n1, "n2": n2, "n3": n3}
+	ctx := context.Background()
+	var leader string
+	waitShowing(t, "three voters", 30*time.Second, func() (bool, any) {
+		m, err := n1.admin.ClusterMembers(ctx)
+		if err != nil || len(m.Members) != 3 || nodes[m.Leader] == nil {
+			return false, []any{m, err}
+		}
+		for _, mm := range m.Members {
+			if mm.Suffrage != "Voter" {
+				return false, m
+			}
+		}
+		leader = m.Leader
+		return true, m
+	})
+	_, key := nodes[leader].account("pro", 100)
+	var gone *harness
+	var left []*harness
+	for _, id := range []string{"n1", "n2", "n3"} {
+		if h := nodes[id]; gone == nil && id != leader {
+			gone = h
+		} else {
+			left = append(left, h)
+		}
+	}
+	goneID := gone.cfg.NodeID
+	waitShowing(t, goneID+" is removed", 30*time.Second, func() (bool, any) {
+		out, err := nodes[leader].admin.RemoveNode(ctx, goneID)
+		return err == nil, []any{out, err}
+	})
+
+	var r response
+	waitShowing(t, goneID+" answers that it was removed", 30*time.Second, func() (bool, any) {
+		r = gone.do("GET", "/v1/me", key, nil)
+		return r.Status == 503 && r.Header.Get(members.HeaderRemoved) == goneID, []any{r.Status, r.Header, string(r.Body)}
+	})
+	if code := r.errorCode(t); code != "upstream_error" {
+		t.Fatalf("code %q, want upstream_error: %s", code, r.Body)
+	}
+	e := r.json(t)["error"].(map[string]any)
+	msg, _ := e["message"].(string)
+	if !strings.Contains(msg, "removed from the cluster") || strings.Contains(msg, "retry shortly") {
+		t.Errorf("message %q does not say the node was removed, or still says to retry it", msg)
+	}
+	d, _ := e["details"].(map[string]any)
+	if d["removed"] != true || d["node"] != goneID {
+		t.Errorf("details %v: want removed true and node %s", d, goneID)
+	}
+	listed, _ := d["members"].([]any)
+	want := map[string]string{}
+	for _, h := range left {
+		want[h.cfg.NodeID] = h.base
+		if !strings.Contains(msg, h.cfg.NodeID+" at "+h.base) {
+			t.Errorf("message %q does not name member %s at %s", msg, h.cfg.NodeID, h.base)
+		}
+	}
+	if len(listed) != len(want) {
+		t.Fatalf("details.members %v, want %v", listed, want)
+	}
+	for _, m := range listed {
+		mm, _ := m.(map[string]any)
+		if id, _ := mm["id"].(string); want[id] == "" || mm["url"] != want[id] {
+			t.Errorf("details.members has %v; want the members left with their public URLs %v", mm, want)
+		}
+	}
+
+	st, err := gone.admin.ClusterStatus(ctx)
+	if err != nil || !strings.Contains(string(st), `"removed":true`) {
+		t.Errorf("cluster status of %s: %s, %v; want removed true", goneID, st, err)
+	}
+
+	sdk, err := client.New(gone.base, key, client.WithMembers(left[0].base, left[1].base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sdk.Me(ctx); err != nil {
+		t.Fatalf("the SDK, given the members, did not move past the removed node: %v", err)
+	}
+}
