@@ -14,26 +14,8 @@ import (
 // stops when asked: nothing waits for a commit it can no longer make.
 func TestRemoveTheLeader(t *testing.T) {
 	t.Parallel()
-	n1 := start(t, func(c *server.Config) { c.NodeID = "n1" })
-	join := "http://" + n1.srv.AdminAddr()
-	n2 := start(t, func(c *server.Config) { c.NodeID, c.Join = "n2", join })
-	n3 := start(t, func(c *server.Config) { c.NodeID, c.Join = "n3", join })
-	nodes := map[string]*harness{"n1": n1, "n2": n2, "n3": n3}
+	nodes, leader := threeVoters(t)
 	ctx := context.Background()
-	var leader string
-	waitShowing(t, "three voters", 30*time.Second, func() (bool, any) {
-		m, err := n2.admin.ClusterMembers(ctx)
-		if err != nil || len(m.Members) != 3 || nodes[m.Leader] == nil {
-			return false, []any{m, err}
-		}
-		for _, mm := range m.Members {
-			if mm.Suffrage != "Voter" {
-				return false, m
-			}
-		}
-		leader = m.Leader
-		return true, m
-	})
 	var via *harness
 	for id, h := range nodes {
 		if id != leader {
@@ -64,4 +46,30 @@ func TestRemoveTheLeader(t *testing.T) {
 	case <-time.After(60 * time.Second): // a bound on a hang, not a wait for an event
 		t.Fatalf("the removed node %s did not stop within 60 s", leader)
 	}
+}
+
+// threeVoters starts n1 and joins n2 and n3 to it, waits until all three
+// are voters and returns them by id with the leader's id.
+func threeVoters(t *testing.T) (map[string]*harness, string) {
+	t.Helper()
+	n1 := start(t, func(c *server.Config) { c.NodeID = "n1" })
+	join := "http://" + n1.srv.AdminAddr()
+	n2 := start(t, func(c *server.Config) { c.NodeID, c.Join = "n2", join })
+	n3 := start(t, func(c *server.Config) { c.NodeID, c.Join = "n3", join })
+	nodes := map[string]*harness{"n1": n1, "n2": n2, "n3": n3}
+	var leader string
+	waitShowing(t, "three voters", 30*time.Second, func() (bool, any) {
+		m, err := n2.admin.ClusterMembers(context.Background())
+		if err != nil || len(m.Members) != 3 || nodes[m.Leader] == nil {
+			return false, []any{m, err}
+		}
+		for _, mm := range m.Members {
+			if mm.Suffrage != "Voter" {
+				return false, m
+			}
+		}
+		leader = m.Leader
+		return true, m
+	})
+	return nodes, leader
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/vidfarm/vidfarm/client"
-	"github.com/vidfarm/vidfarm/controlplane/server"
 	"github.com/vidfarm/vidfarm/internal/members"
 )
 
@@ -19,26 +18,8 @@ import (
 // moves on to one of them by itself instead of retrying the removed node.
 func TestRemovedNodeSaysSo(t *testing.T) {
 	t.Parallel()
-	n1 := start(t, func(c *server.Config) { c.NodeID = "n1" })
-	join := "http://" + n1.srv.AdminAddr()
-	n2 := start(t, func(c *server.Config) { c.NodeID, c.Join = "n2", join })
-	n3 := start(t, func(c *server.Config) { c.NodeID, c.Join = "n3", join })
-	nodes := map[string]*harness{"n1": n1, "n2": n2, "n3": n3}
+	nodes, leader := threeVoters(t)
 	ctx := context.Background()
-	var leader string
-	waitShowing(t, "three voters", 30*time.Second, func() (bool, any) {
-		m, err := n1.admin.ClusterMembers(ctx)
-		if err != nil || len(m.Members) != 3 || nodes[m.Leader] == nil {
-			return false, []any{m, err}
-		}
-		for _, mm := range m.Members {
-			if mm.Suffrage != "Voter" {
-				return false, m
-			}
-		}
-		leader = m.Leader
-		return true, m
-	})
 	_, key := nodes[leader].account("pro", 100)
 	var gone *harness
 	var left []*harness
