@@ -85,8 +85,13 @@ type agent struct {
 
 	regMu sync.Mutex // serialises (re)registration
 
-	mu       sync.Mutex
-	cred     string // "" before registration and after a lost credential
+	mu   sync.Mutex
+	cred string // "" before registration and after a lost credential
+	// lastCred is the credential of the agent's last registration, this
+	// run's or, until its first, the one its last run kept in the work dir
+	// (credentialFile): sent with every registration, it lets the agent
+	// replace its own live node (wire.HeaderPreviousCredential).
+	lastCred string
 	gen      uint64 // registrations so far
 	hbEvery  time.Duration
 	draining bool
@@ -177,6 +182,10 @@ func newAgent(ctx context.Context, cfg Config) (*agent, error) {
 	if err := prepareWorkDir(cfg.WorkDir, log); err != nil {
 		return nil, err
 	}
+	lastCred, err := loadCredential(cfg.WorkDir)
+	if err != nil {
+		log.Warn("registering as a new node: the credential a former run kept cannot be read", "work_dir", cfg.WorkDir, "err", err)
+	}
 	cp, err := newCPClient(cfg)
 	if err != nil {
 		return nil, err
@@ -184,6 +193,7 @@ func newAgent(ctx context.Context, cfg Config) (*agent, error) {
 	a := &agent{
 		cfg:      cfg,
 		log:      log,
+		lastCred: lastCred,
 		cp:       cp,
 		inputs:   newInputFetcher(cfg.AllowPrivateInputs, cfg.InputRootCAs),
 		capacity: capacity,
@@ -308,9 +318,16 @@ func (a *agent) registerLoop(ctx context.Context) error {
 	for attempt := 1; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
 		capacity := a.advertised()
-		resp, err := a.cp.register(cctx, a.cfg.Token, wire.RegisterRequest{Name: a.cfg.Name, Capacity: capacity})
+		a.mu.Lock()
+		prev := a.lastCred
+		a.mu.Unlock()
+		resp, err := a.cp.register(cctx, a.cfg.Token, prev, wire.RegisterRequest{Name: a.cfg.Name, Capacity: capacity})
 		cancel()
 		if err == nil {
+			if err := saveCredential(a.cfg.WorkDir, resp.Credential); err != nil {
+				a.log.Warn("cannot keep the node credential in the work dir: after a crash this agent may register again only once its node is down",
+					"work_dir", a.cfg.WorkDir, "err", err)
+			}
 			every := time.Duration(resp.HeartbeatSeconds) * time.Second
 			if every <= 0 {
 				every = DefaultHeartbeatInterval
@@ -319,7 +336,7 @@ func (a *agent) registerLoop(ctx context.Context) error {
 				every = a.cfg.HeartbeatInterval
 			}
 			a.mu.Lock()
-			a.cred, a.gen, a.hbEvery, a.registered = resp.Credential, a.gen+1, every, capacity
+			a.cred, a.lastCred, a.gen, a.hbEvery, a.registered = resp.Credential, resp.Credential, a.gen+1, every, capacity
 			a.mu.Unlock()
 			a.log.Info("registered", "node_id", resp.NodeID, "name", a.cfg.Name, "gpus", len(a.capacity.GPUs),
 				"virtual", a.capacity.Virtual, "cpu_slots", a.capacity.CPUSlots, "models", len(capacity.Models),

@@ -106,10 +106,18 @@ const maxErrorBody = 64 << 10
 // do sends one request. A 2xx answer is returned with its body open; any
 // other status is turned into an *apiError and the body closed.
 func (c *cpClient) do(ctx context.Context, method, path, bearer string, body io.Reader, size int64, contentType string, task bool) (*http.Response, error) {
+	return c.doWith(ctx, method, path, bearer, nil, body, size, contentType, task)
+}
+
+// doWith is do with more request headers.
+func (c *cpClient) doWith(ctx context.Context, method, path, bearer string, h http.Header, body io.Reader, size int64, contentType string, task bool) (*http.Response, error) {
 	at := c.at.At()
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(at.String(), "/")+path, body)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	for k, v := range h {
+		req.Header[k] = v
 	}
 	if body != nil {
 		req.ContentLength = size
@@ -149,11 +157,16 @@ func (c *cpClient) do(ctx context.Context, method, path, bearer string, body io.
 // postJSON posts in as JSON and decodes a 2xx answer into out (if not nil).
 // It returns the status of a 2xx answer.
 func (c *cpClient) postJSON(ctx context.Context, path, bearer string, in, out any, task bool) (int, error) {
+	return c.postJSONWith(ctx, path, bearer, nil, in, out, task)
+}
+
+// postJSONWith is postJSON with more request headers.
+func (c *cpClient) postJSONWith(ctx context.Context, path, bearer string, h http.Header, in, out any, task bool) (int, error) {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return 0, fmt.Errorf("POST %s: encode: %w", path, err)
 	}
-	resp, err := c.do(ctx, http.MethodPost, path, bearer, bytes.NewReader(body), int64(len(body)), "application/json", task)
+	resp, err := c.doWith(ctx, http.MethodPost, path, bearer, h, bytes.NewReader(body), int64(len(body)), "application/json", task)
 	if err != nil {
 		return 0, err
 	}
@@ -167,9 +180,15 @@ func (c *cpClient) postJSON(ctx context.Context, path, bearer string, in, out an
 	return resp.StatusCode, nil
 }
 
-func (c *cpClient) register(ctx context.Context, token string, req wire.RegisterRequest) (wire.RegisterResponse, error) {
+// register registers the node; prev, when not empty, is the credential
+// the agent held before (wire.HeaderPreviousCredential).
+func (c *cpClient) register(ctx context.Context, token, prev string, req wire.RegisterRequest) (wire.RegisterResponse, error) {
 	var out wire.RegisterResponse
-	if _, err := c.postJSON(ctx, "/agent/v1/register", token, req, &out, false); err != nil {
+	var h http.Header
+	if prev != "" {
+		h = http.Header{wire.HeaderPreviousCredential: {prev}}
+	}
+	if _, err := c.postJSONWith(ctx, "/agent/v1/register", token, h, req, &out, false); err != nil {
 		return out, err
 	}
 	if out.Credential == "" {

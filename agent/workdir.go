@@ -70,3 +70,37 @@ func dirSize(dir string) (int64, error) {
 	})
 	return total, err
 }
+
+// credentialFile holds, in the work dir, the node credential of the
+// agent's last registration, so that an agent that restarts after a crash
+// proves the node still registered under its name is its own and replaces
+// it at once (wire.HeaderPreviousCredential). It is a secret: mode 0600.
+const credentialFile = "node-credential"
+
+// loadCredential reads the credential a former run kept; "" if none.
+func loadCredential(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, credentialFile))
+	if os.IsNotExist(err) {
+		return "", nil
+	} else if err != nil {
+		return "", fmt.Errorf("read the kept node credential: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// saveCredential keeps cred for the next run, whole or not at all.
+func saveCredential(dir, cred string) error {
+	tmp, err := os.CreateTemp(dir, credentialFile+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // gone once renamed
+	if _, err := tmp.WriteString(cred + "\n"); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, credentialFile))
+}

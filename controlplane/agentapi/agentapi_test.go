@@ -47,10 +47,48 @@ func TestRegisterNeedsTheAgentToken(t *testing.T) {
 	want(t, e.call("POST", "/agent/v1/heartbeat", agentToken, wire.HeartbeatRequest{}), http.StatusUnauthorized, apierr.CodeUnauthorized)
 	want(t, e.call("POST", "/agent/v1/heartbeat", "vfn_forged", wire.HeartbeatRequest{}), http.StatusUnauthorized, apierr.CodeUnauthorized)
 
-	// Registering again under the same name replaces the node: the old credential is dead.
-	again := e.register("gpu-1")
+	// The agent registering again under its name, with the credential it
+	// held, replaces its node: the old credential is dead.
+	again := e.registerAgain("gpu-1", reg.Credential)
 	want(t, e.call("POST", "/agent/v1/heartbeat", reg.Credential, wire.HeartbeatRequest{}), http.StatusUnauthorized, apierr.CodeUnauthorized)
 	want(t, e.call("POST", "/agent/v1/heartbeat", again.Credential, wire.HeartbeatRequest{}), http.StatusOK, "")
+}
+
+// TestRegisterUnderALiveNodesName: a second machine given a live node's
+// name is refused (409 node_name_in_use, retryable, naming the node) with
+// no credential or another's, and the live node keeps its credential; once
+// the node is down, the name is free again.
+func TestRegisterUnderALiveNodesName(t *testing.T) {
+	e := newEnv(t)
+	first := e.register("gpu-1")
+	other := e.register("gpu-2")
+	for name, prev := range map[string]string{"no credential": "", "another node's": other.Credential, "a forged one": "vfn_forged"} {
+		r := e.registerAs("gpu-1", capacity("gpu-1"), prev)
+		want(t, r, http.StatusConflict, apierr.CodeNodeNameInUse)
+		var env struct {
+			Error struct {
+				Message   string         `json:"message"`
+				Retryable bool           `json:"retryable"`
+				Details   map[string]any `json:"details"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(r.body, &env); err != nil || !env.Error.Retryable || env.Error.Details["node_id"] != first.NodeID ||
+			!strings.Contains(env.Error.Message, "--name") {
+			t.Fatalf("%s: refusal %s does not name the live node and what to do", name, r.body)
+		}
+	}
+	want(t, e.call("POST", "/agent/v1/heartbeat", first.Credential, wire.HeartbeatRequest{}), http.StatusOK, "")
+	if n := len(e.fsm.Nodes()); n != 2 {
+		t.Fatalf("%d nodes after the refusals, want 2", n)
+	}
+
+	// Silent past the node timeout, the node is down and its name free.
+	if _, err := fsm.Do(context.Background(), e.node, &fsm.ExpireLeases{Now: time.Now().Add(scheduler.DefaultNodeTimeout + time.Minute).UnixNano()}); err != nil {
+		t.Fatal(err)
+	}
+	standby := e.register("gpu-1")
+	want(t, e.call("POST", "/agent/v1/heartbeat", first.Credential, wire.HeartbeatRequest{}), http.StatusUnauthorized, apierr.CodeUnauthorized)
+	want(t, e.call("POST", "/agent/v1/heartbeat", standby.Credential, wire.HeartbeatRequest{}), http.StatusOK, "")
 }
 
 func TestRegistrationDisabledWithoutToken(t *testing.T) {

@@ -120,6 +120,12 @@ func (r resp) errCode(t *testing.T) string {
 // do sends body (JSON-encoded unless it is []byte or nil) with the token as Bearer.
 func (e *env) do(ctx context.Context, method, path, token string, body any) resp {
 	e.t.Helper()
+	return e.doWith(ctx, method, path, token, body, nil)
+}
+
+// doWith is do with more request headers.
+func (e *env) doWith(ctx context.Context, method, path, token string, body any, h http.Header) resp {
+	e.t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -135,6 +141,9 @@ func (e *env) do(ctx context.Context, method, path, token string, body any) resp
 	req, err := http.NewRequestWithContext(ctx, method, e.srv.URL+path, rd)
 	if err != nil {
 		e.t.Fatal(err)
+	}
+	for k, v := range h {
+		req.Header[k] = v
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -180,13 +189,31 @@ func capacity(host string) wire.Capacity {
 // register registers a node named name and returns what the server said.
 func (e *env) register(name string) wire.RegisterResponse {
 	e.t.Helper()
-	r := e.call("POST", "/agent/v1/register", agentToken, wire.RegisterRequest{Name: name, Capacity: capacity(name)})
+	return e.registerAgain(name, "")
+}
+
+// registerAgain registers name as the agent that held credential prev
+// (wire.HeaderPreviousCredential; "" sends none).
+func (e *env) registerAgain(name, prev string) wire.RegisterResponse {
+	e.t.Helper()
+	r := e.registerAs(name, capacity(name), prev)
 	want(e.t, r, http.StatusCreated, "")
 	var out wire.RegisterResponse
 	if err := json.Unmarshal(r.body, &out); err != nil {
 		e.t.Fatal(err)
 	}
 	return out
+}
+
+// registerAs sends a registration of name with c, as the agent that held
+// prev.
+func (e *env) registerAs(name string, c wire.Capacity, prev string) resp {
+	e.t.Helper()
+	h := http.Header{}
+	if prev != "" {
+		h.Set(wire.HeaderPreviousCredential, prev)
+	}
+	return e.doWith(context.Background(), "POST", "/agent/v1/register", agentToken, wire.RegisterRequest{Name: name, Capacity: c}, h)
 }
 
 // createVideo queues a manual video for a premium account, as the public API

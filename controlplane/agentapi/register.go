@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
@@ -77,6 +78,10 @@ func (s *server) register(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, e)
 		return
 	}
+	if e := s.nameFree(name, r.Header.Get(wire.HeaderPreviousCredential)); e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
 	nodeID := ids.New("node")
 	cred, hash := newCredential()
 	info(r).nodeID = nodeID
@@ -98,6 +103,32 @@ func (s *server) register(w http.ResponseWriter, r *http.Request) {
 		LeaseSeconds:     max(int(s.cfg.LeaseDuration.Seconds()), 1),
 		HeartbeatSeconds: max(int(s.cfg.HeartbeatInterval.Seconds()), 1),
 	})
+}
+
+// nameFree refuses a registration under the name of a live node (one the
+// scheduler has not marked down) unless prev, the credential the agent
+// held before, is that node's: an agent registering again, after a restart
+// or a 401, replaces its own node, but a second machine given the same
+// --name does not take it over; it is refused until the node it would
+// replace is down (Config.NodeTimeout after its last heartbeat), so a
+// standby takes over from a dead machine by itself. The agent retries a 409.
+func (s *server) nameFree(name, prev string) *apierr.Error {
+	var h [32]byte
+	if prev != "" {
+		h = HashCredential(prev)
+	}
+	for _, v := range s.cfg.FSM.Nodes() {
+		if v.Node.Name != name || v.Info.Down || (prev != "" && v.Node.CredHash == h) {
+			continue
+		}
+		e := apierr.New(http.StatusConflict, apierr.CodeNodeNameInUse, fmt.Sprintf(
+			"node %s is registered as %q and is live (last heartbeat %s): give this agent another --name; "+
+				"if it is the same machine and its work dir was lost, it may register once that node is down",
+			v.Node.ID, name, v.Info.LastHeartbeat.UTC().Format(time.RFC3339)))
+		e.Retryable = true
+		return e.With("field", "name").With("node_id", v.Node.ID)
+	}
+	return nil
 }
 
 // checkCapacity refuses what no scheduler should have to read; the scheduler

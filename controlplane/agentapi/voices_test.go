@@ -1,6 +1,7 @@
 package agentapi_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -18,7 +19,12 @@ func TestRegisterCarriesVoices(t *testing.T) {
 		{ID: "fr-fr", Name: "French (France)", Language: "fr-fr", Gender: "male"},
 		{ID: "en-us+f3", Name: "English (America), Female 3", Language: "en-us", Gender: "female"},
 	}
-	want(t, e.call("POST", "/agent/v1/register", agentToken, wire.RegisterRequest{Name: "tts-1", Capacity: c}), http.StatusCreated, "")
+	r := e.registerAs("tts-1", c, "")
+	want(t, r, http.StatusCreated, "")
+	var reg wire.RegisterResponse
+	if err := json.Unmarshal(r.body, &reg); err != nil {
+		t.Fatal(err)
+	}
 	got := e.fsm.Voices()
 	if len(got) != 2 || got[0] != (fsm.Voice{ID: "en-us+f3", Name: "English (America), Female 3", Language: "en-us", Gender: "female"}) ||
 		got[1].ID != "fr-fr" {
@@ -26,7 +32,7 @@ func TestRegisterCarriesVoices(t *testing.T) {
 	}
 
 	// Registering again under the name without voices empties the catalogue.
-	e.register("tts-1")
+	e.registerAgain("tts-1", reg.Credential)
 	if got := e.fsm.Voices(); got != nil {
 		t.Fatalf("catalogue after the node came back without voices: %+v", got)
 	}

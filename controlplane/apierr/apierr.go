@@ -52,7 +52,10 @@ const (
 	CodeVideoNotCancelable = "video_not_cancelable"
 	// CodeWebhookDisabled is an addition: a test event or a retry to a
 	// disabled webhook endpoint.
-	CodeWebhookDisabled      = "webhook_disabled"
+	CodeWebhookDisabled = "webhook_disabled"
+	// CodeNodeNameInUse (agent listener only, 409) refuses a registration
+	// under the name of a live node that is not the registering agent's.
+	CodeNodeNameInUse        = "node_name_in_use"
 	defaultInternalErrorText = "internal error; retry with exponential backoff"
 )
 

@@ -141,6 +141,16 @@ type RegisterRequest struct {
 	Capacity Capacity `json:"capacity"`
 }
 
+// HeaderPreviousCredential, on a registration, is the credential the agent
+// held before: the one its last run kept in its work dir, or the one the
+// control plane has just refused. It proves that a live node of the same
+// name is the registering agent's own, which the registration then
+// replaces; without it a live node's name is refused (409
+// node_name_in_use), so two machines given one --name do not take the
+// node from each other in turn. A header, not a field, so that a control
+// plane that predates it ignores it.
+const HeaderPreviousCredential = "X-Vidfarm-Previous-Credential"
+
 // RegisterResponse gives the node its id and the credential for every later call.
 type RegisterResponse struct {
 	NodeID           string `json:"node_id"`
