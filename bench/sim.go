@@ -259,6 +259,9 @@ func Simulate(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 	if cfg.Replications < 0 || cfg.Replications > maxReplications {
 		return SimReport{}, fieldErr("replications", "must be 1 to %d, got %d", maxReplications, cfg.Replications)
 	}
+	if err := checkInputs(fleet, wl); err != nil {
+		return SimReport{}, err
+	}
 	if cfg.Replications > 1 {
 		return replicate(fleet, wl, cfg)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	chart "github.com/wcharczuk/go-chart/v2"
@@ -104,8 +105,8 @@ func (r SimReport) WriteSVG(w io.Writer) error {
 	c := chart.Chart{
 		Width:          1200,
 		Height:         560,
-		Background:     chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: lg.reserve(), Bottom: 20}},
-		XAxis:          chart.XAxis{Name: "simulated time", Range: newTickedRange(0, r.Hours, hourTicks(r.Hours))},
+		Background:     chart.Style{Padding: chart.Box{Top: 50, Left: plotPadLeft, Right: lg.reserve(), Bottom: 20}},
+		XAxis:          chart.XAxis{Name: "simulated time", Range: newFittedRange(0, r.Hours, hourTicks(r.Hours))},
 		YAxis:          percentAxis(),
 		YAxisSecondary: waitY,
 		Series:         series,
@@ -186,9 +187,9 @@ func (r SweepResult) WriteSVG(w io.Writer) error {
 	c := chart.Chart{
 		Width:      1100,
 		Height:     560,
-		Background: chart.Style{Padding: chart.Box{Top: 50, Left: 20, Right: lg.reserve(), Bottom: 20}},
+		Background: chart.Style{Padding: chart.Box{Top: 50, Left: plotPadLeft, Right: lg.reserve(), Bottom: 20}},
 		XAxis: chart.XAxis{Name: xmlEscape(fmt.Sprintf("nodes in group %s (%s)", r.Group, answer)),
-			Range: newTickedRange(first, last, countTicks(r.Points))},
+			Range: newFittedRange(first, last, countTicks(r.Points))},
 		YAxis:          percentAxis(),
 		YAxisSecondary: waitY,
 		Series:         series,
@@ -206,20 +207,47 @@ func (r SweepResult) WriteSVG(w io.Writer) error {
 	return renderWithLegend(w, c, title, lg, label)
 }
 
-// countTicks labels every size tried when there are few; otherwise round
-// counts (multiples of a 1-2-5 step) within the range.
-func countTicks(points []SweepPoint) []chart.Tick {
-	var ticks []chart.Tick
+// countTicks are the choices of ticks for a sweep's size axis, densest
+// first: every size tried when there are at most 13, then round counts
+// (multiples of a 1-2-5 step, at most 12 intervals, then ever sparser)
+// within the range, and last the first and last size alone.
+func countTicks(points []SweepPoint) [][]chart.Tick {
+	var out [][]chart.Tick
+	tick := func(c int) chart.Tick { return chart.Tick{Value: float64(c), Label: strconv.Itoa(c)} }
 	if len(points) <= 13 {
+		var ticks []chart.Tick
 		for _, p := range points {
-			ticks = append(ticks, chart.Tick{Value: float64(p.Count), Label: strconv.Itoa(p.Count)})
+			ticks = append(ticks, tick(p.Count))
 		}
-		return ticks
+		out = append(out, ticks)
 	}
 	lo, hi := points[0].Count, points[len(points)-1].Count
-	step := max(1, int(niceStep(float64(hi-lo), 12)))
-	for c := (lo + step - 1) / step * step; c <= hi; c += step {
-		ticks = append(ticks, chart.Tick{Value: float64(c), Label: strconv.Itoa(c)})
+	for step := max(1, int(niceStep(float64(hi-lo), 12))); step <= hi-lo; step = nextNiceStep(step) {
+		var ticks []chart.Tick
+		for c := (lo + step - 1) / step * step; c <= hi; c += step {
+			ticks = append(ticks, tick(c))
+		}
+		if len(ticks) < 2 {
+			break
+		}
+		if len(out) == 0 || !slices.Equal(out[len(out)-1], ticks) {
+			out = append(out, ticks)
+		}
 	}
-	return ticks
+	return append(out, []chart.Tick{tick(lo), tick(hi)})
+}
+
+// nextNiceStep is the 1-2-5 step after step: 1, 2, 5, 10, 20, 50 …
+func nextNiceStep(step int) int {
+	mag := 1
+	for mag*10 <= step {
+		mag *= 10
+	}
+	switch step / mag {
+	case 1:
+		return 2 * mag
+	case 2:
+		return 5 * mag
+	}
+	return 10 * mag
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	chart "github.com/wcharczuk/go-chart/v2"
 	"github.com/wcharczuk/go-chart/v2/drawing"
@@ -64,15 +65,65 @@ func plainLabel(v float64, decimals int) string { return strconv.FormatFloat(v, 
 type tickedRange struct {
 	*chart.ContinuousRange
 	ticks []chart.Tick
+	// choices, for an x axis, are tick sets from the densest to the
+	// sparsest: GetTicks gives the first whose labels fit (ticksFit). How
+	// long the axis is, go-chart knows only while it lays the chart out
+	// (the range's domain, in pixels), and it depends on the legend and
+	// the y axes' labels: a fixed count of ticks overlapped on a narrow
+	// plot or with long labels (99999, 100000).
+	choices [][]chart.Tick
 }
 
 func newTickedRange(lo, hi float64, ticks []chart.Tick) tickedRange {
-	return tickedRange{&chart.ContinuousRange{Min: lo, Max: hi}, ticks}
+	return tickedRange{ContinuousRange: &chart.ContinuousRange{Min: lo, Max: hi}, ticks: ticks}
 }
 
-// GetTicks implements chart.TicksProvider.
-func (r tickedRange) GetTicks(chart.Renderer, chart.Style, chart.ValueFormatter) []chart.Tick {
-	return r.ticks
+// newFittedRange is a range whose ticks are the first of choices that
+// fits the axis' length.
+func newFittedRange(lo, hi float64, choices [][]chart.Tick) tickedRange {
+	return tickedRange{ContinuousRange: &chart.ContinuousRange{Min: lo, Max: hi}, choices: choices}
+}
+
+// GetTicks implements chart.TicksProvider. go-chart calls it with the
+// axes' style after it has set the range's domain to the plot's width.
+func (r tickedRange) GetTicks(_ chart.Renderer, style chart.Style, _ chart.ValueFormatter) []chart.Tick {
+	if len(r.choices) == 0 {
+		return r.ticks
+	}
+	fontPx := drawing.PointsToPixels(chart.DefaultDPI, style.GetFontSize(chart.DefaultAxisFontSize))
+	for _, ticks := range r.choices {
+		if ticksFit(ticks, r.Min, r.Max, float64(r.GetDomain()), fontPx) {
+			return ticks
+		}
+	}
+	return r.choices[len(r.choices)-1]
+}
+
+// labelEm is the width of a tick label's character in ems, generously:
+// digits are 0.56 em in Roboto, which go-chart measures with, and 0.64 em
+// in DejaVu Sans, which a viewer without Roboto (rsvg-convert on most
+// Linux hosts) draws them in.
+const labelEm = 0.65
+
+// labelWidth is a tick label's width in pixels at fontPx (labelEm).
+func labelWidth(label string, fontPx float64) float64 {
+	return labelEm * fontPx * float64(utf8.RuneCountInString(label))
+}
+
+// ticksFit reports whether ticks on an axis from lo to hi drawn over
+// pixels leave at least an em between any two neighbouring labels, each
+// centred on its tick as go-chart draws them.
+func ticksFit(ticks []chart.Tick, lo, hi, pixels, fontPx float64) bool {
+	if !(hi > lo) {
+		return len(ticks) < 2
+	}
+	for i := 1; i < len(ticks); i++ {
+		apart := (ticks[i].Value - ticks[i-1].Value) / (hi - lo) * pixels
+		if apart < (labelWidth(ticks[i-1].Label, fontPx)+labelWidth(ticks[i].Label, fontPx))/2+fontPx {
+			return false
+		}
+	}
+	return true
 }
 
 // timeUnit is the unit a wait axis is drawn in.
@@ -143,26 +194,45 @@ func percentAxis() chart.YAxis {
 	}
 }
 
-// hourTicks labels a time-of-run axis every 1, 2, 3, 6, 12 or 24 h (or
-// whole days beyond), at most 16 ticks: steps that divide a day, so a
-// diurnal workload's noon and midnight fall on ticks.
-func hourTicks(hours float64) []chart.Tick {
-	step := 24.0
-	for _, s := range []float64{1, 2, 3, 6, 12, 24} {
-		if hours/s <= 16 {
-			step = s
+// maxXTicks bounds an x axis' intervals however wide the plot: a label
+// every 5% of the axis is as many as a reader uses.
+const maxXTicks = 16
+
+// hourSteps are the steps of a time-of-run axis, in minutes: under an
+// hour for runs shorter than two, then steps that divide a day, so a
+// diurnal workload's noon and midnight fall on ticks, then whole days (2,
+// 3, a week, two, 30, 60, 90, 180 and 365).
+var hourSteps = []int{1, 2, 5, 10, 15, 30, 60, 2 * 60, 3 * 60, 6 * 60, 12 * 60, 24 * 60,
+	2 * 1440, 3 * 1440, 7 * 1440, 14 * 1440, 30 * 1440, 60 * 1440, 90 * 1440, 180 * 1440, 365 * 1440}
+
+// hourTicks are the choices of ticks for a time-of-run axis, densest
+// first: every step of hourSteps that cuts the run into at most maxXTicks
+// intervals and still gives two ticks, labelled in minutes below an hour
+// ("15 min") and in hours from there ("6 h"); for a run too short for
+// that, its start.
+func hourTicks(hours float64) [][]chart.Tick {
+	var out [][]chart.Tick
+	for _, step := range hourSteps {
+		if (step < 60 && hours >= 2) || hours*60/float64(step) > maxXTicks {
+			continue
+		}
+		var ticks []chart.Tick
+		for i := 0; float64(i*step) <= hours*60+1e-9; i++ {
+			label := fmt.Sprintf("%d h", i*step/60)
+			if step < 60 {
+				label = fmt.Sprintf("%d min", i*step)
+			}
+			ticks = append(ticks, chart.Tick{Value: float64(i*step) / 60, Label: label})
+		}
+		if len(ticks) < 2 {
 			break
 		}
+		out = append(out, ticks)
 	}
-	for hours/step > 16 {
-		step += 24
+	if len(out) == 0 {
+		out = append(out, []chart.Tick{{Value: 0, Label: "0 min"}})
 	}
-	var ticks []chart.Tick
-	for i := 0; float64(i)*step <= hours+1e-9; i++ {
-		h := float64(i) * step
-		ticks = append(ticks, chart.Tick{Value: h, Label: fmt.Sprintf("%.0f h", h)})
-	}
-	return ticks
+	return out
 }
 
 // Legend geometry, in pixels.
@@ -188,17 +258,10 @@ type legend struct {
 // padded by a sixth because a viewer without that font (Roboto) falls
 // back to a wider one, and the label must still fit the image.
 func newLegend(series []chart.Series) (legend, error) {
-	font, err := chart.GetDefaultFont()
+	r, err := measurer(legendFontPoints)
 	if err != nil {
 		return legend{}, err
 	}
-	r, err := chart.SVG(1, 1)
-	if err != nil {
-		return legend{}, err
-	}
-	r.SetDPI(chart.DefaultDPI)
-	r.SetFont(font)
-	r.SetFontSize(legendFontPoints)
 	var l legend
 	widest := 0
 	for _, s := range series {
@@ -212,6 +275,53 @@ func newLegend(series []chart.Series) (legend, error) {
 	}
 	l.width = 2*legendPad + legendSwatch + legendGap + widest*7/6
 	return l, nil
+}
+
+// measurer is a renderer that measures text as go-chart does, in its
+// font at points.
+func measurer(points float64) (chart.Renderer, error) {
+	font, err := chart.GetDefaultFont()
+	if err != nil {
+		return nil, err
+	}
+	r, err := chart.SVG(1, 1)
+	if err != nil {
+		return nil, err
+	}
+	r.SetDPI(chart.DefaultDPI)
+	r.SetFont(font)
+	r.SetFontSize(points)
+	return r, nil
+}
+
+// plotPadLeft is the chart's padding left of the wait axis' labels: room
+// for the axis' name (leftAxisName).
+const plotPadLeft = 34
+
+// leftAxisName draws the left (wait) axis' name. go-chart puts its
+// baseline 10 px left of the widest label and turns it by 90°, so the
+// letters rise from the baseline to the right, most of an em: over the
+// labels. Here they end 4 px before the widest label's left edge (which
+// go-chart puts DefaultYAxisMargin and the axis line left of the plot),
+// still reading top to bottom like the right axis' name.
+func leftAxisName(plot chart.Box, y chart.YAxis) (string, error) {
+	tr, ok := y.Range.(tickedRange)
+	if !ok || y.Name == "" {
+		return "", nil
+	}
+	r, err := measurer(chart.DefaultAxisFontSize)
+	if err != nil {
+		return "", err
+	}
+	widest := 0
+	for _, t := range tr.ticks {
+		widest = max(widest, r.MeasureText(t.Label).Width())
+	}
+	px := drawing.PointsToPixels(chart.DefaultDPI, chart.DefaultAxisFontSize)
+	labelsLeft := plot.Left - int(chart.DefaultAxisLineWidth) - chart.DefaultYAxisMargin - widest
+	x, cy := labelsLeft-4-int(math.Ceil(0.8*px)), (plot.Top+plot.Bottom)/2
+	return fmt.Sprintf(`<text id="y-axis-name" x="%d" y="%d" text-anchor="middle" transform="rotate(90,%d,%d)" %s fill="%s">%s</text>`,
+		x, cy, x, cy, fontAttrs(chart.DefaultAxisFontSize), textColour, xmlEscape(y.Name)), nil
 }
 
 // reserve is the right padding the chart needs for the legend.
@@ -250,11 +360,13 @@ func (l legend) svg(x, y int) string {
 // (slide software and rsvg-convert size the image by them) and the plot
 // area as an invisible rectangle with id "plot-area" for tools and tests.
 // The title is drawn here too: go-chart's comes out rotated when a y axis
-// has a name (the axis leaves its rotation set). extra draws more inside
-// the plot once its box is known.
+// has a name (the axis leaves its rotation set); so is the left axis' name
+// (leftAxisName). extra draws more inside the plot once its box is known.
 func renderWithLegend(w io.Writer, c chart.Chart, title string, l legend, extra func(plot chart.Box) string) error {
 	var plot chart.Box
 	c.Elements = append(c.Elements, func(_ chart.Renderer, cb chart.Box, _ chart.Style) { plot = cb })
+	leftAxis := c.YAxisSecondary
+	c.YAxisSecondary.NameStyle.Hidden = true // drawn by leftAxisName
 	var buf bytes.Buffer
 	if err := c.Render(chart.SVG, &buf); err != nil {
 		return err
@@ -267,12 +379,17 @@ func renderWithLegend(w io.Writer, c chart.Chart, title string, l legend, extra 
 		plot.Left, plot.Top, plot.Width(), plot.Height())
 	fmt.Fprintf(&b, `<text id="title" x="%d" y="%d" text-anchor="middle" %s fill="%s">%s</text>`,
 		c.Width/2, titleBaseline, fontAttrs(titleFontPoints), textColour, xmlEscape(title))
+	name, err := leftAxisName(plot, leftAxis)
+	if err != nil {
+		return err
+	}
+	b.WriteString(name)
 	if extra != nil {
 		b.WriteString(extra(plot))
 	}
 	b.WriteString(l.svg(c.Width-l.reserve()+legendMargin, plot.Top))
 	b.WriteString("</svg>")
-	_, err := io.WriteString(w, b.String())
+	_, err = io.WriteString(w, b.String())
 	return err
 }
 

@@ -20,7 +20,18 @@ type figure struct {
 	fixed bool
 	// hidden figures (sample sizes) are averaged but not in the CSV.
 	hidden bool
+	// n, when set, is the sample size the figure was measured on: with
+	// none it has no value (an SLO's attainment of nothing), so the CSV
+	// leaves it empty and replications average only the runs that
+	// measured something.
+	n *int
+	// unit figures are proportions, in [0, 1]: their intervals are cut to
+	// it (sim_repl.go).
+	unit bool
 }
+
+// empty: the figure was measured on nothing.
+func (f figure) empty() bool { return f.n != nil && *f.n == 0 }
 
 func (f figure) value() float64 {
 	switch {
@@ -75,15 +86,15 @@ func (r *SimReport) figures() []figure {
 	add("farm", "", "submitted", &r.Submitted)
 	add("farm", "", "completed", &r.Completed)
 	add("farm", "", "in_flight", &r.InFlight)
-	add("farm", "", "gpu_utilisation", &r.GPUUtilisation)
-	add("farm", "", "cpu_utilisation", &r.CPUUtilisation)
+	add("farm", "", "gpu_utilisation", &r.GPUUtilisation).unit = true
+	add("farm", "", "cpu_utilisation", &r.CPUUtilisation).unit = true
 	add("farm", "", "throughput_per_hour", &r.ThroughputPerHour)
 	add("farm", "", "videos_per_gpu_hour", &r.VideosPerGPUHour)
 	add("farm", "", "rendered_minutes", &r.RenderedMinutes)
 	fixed("farm", "cost", &r.Cost)
 	add("farm", "", "cost_per_rendered_minute", &r.CostPerRenderedMinute)
 	if f := r.Faults; f != nil {
-		add("farm", "", "node_availability", &f.NodeAvailability)
+		add("farm", "", "node_availability", &f.NodeAvailability).unit = true
 		add("farm", "", "node_failures", &f.NodeFailures)
 		add("farm", "", "agent_restarts", &f.AgentRestarts)
 		add("farm", "", "gpu_hours_lost", &f.GPUHoursLost)
@@ -91,7 +102,7 @@ func (r *SimReport) figures() []figure {
 		add("farm", "", "cold_starts", &f.ColdStarts)
 		add("farm", "", "load_gpu_hours", &f.LoadGPUHours)
 		add("farm", "", "gpu_placements", &f.GPUPlacements)
-		add("farm", "", "warm_hit_share", &f.WarmHitShare)
+		add("farm", "", "warm_hit_share", &f.WarmHitShare).unit = true
 	}
 	group := func(scope string, g *GroupStats) {
 		add(scope, g.Name, "submitted", &g.Submitted)
@@ -111,7 +122,8 @@ func (r *SimReport) figures() []figure {
 			o := &g.SLOs[i]
 			k := sloKey(o.SLO)
 			add(scope, g.Name, k+"_count", &o.Count).hidden = true
-			add(scope, g.Name, k+"_attained", &o.Attained)
+			a := add(scope, g.Name, k+"_attained", &o.Attained)
+			a.n, a.unit = &o.Count, true
 			add(scope, g.Name, k+"_met", &o.Met)
 		}
 	}
@@ -132,8 +144,8 @@ func (r *SimReport) figures() []figure {
 		add("timeline", at, "gpu_wait_p50", &p.GPUWaitP50)
 		add("timeline", at, "gpu_wait_p95", &p.GPUWaitP95)
 		add("timeline", at, "gpu_wait_p99", &p.GPUWaitP99)
-		add("timeline", at, "gpu_utilisation", &p.GPUUtilisation)
-		add("timeline", at, "cpu_utilisation", &p.CPUUtilisation)
+		add("timeline", at, "gpu_utilisation", &p.GPUUtilisation).unit = true
+		add("timeline", at, "cpu_utilisation", &p.CPUUtilisation).unit = true
 		add("timeline", at, "completed", &p.Completed)
 		add("timeline", at, "queued_gpu_tasks", &p.QueuedGPUTasks)
 	}

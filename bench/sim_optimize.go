@@ -141,6 +141,17 @@ func Optimize(fleet Fleet, wl Workload, cfg SimConfig, oc OptimizeConfig) (Optim
 			return OptimizeResult{}, fieldErr("optimize.max", "more than %d candidate fleets; narrow the ranges", maxOptimizeCandidates)
 		}
 	}
+	// Refuse a search in which no candidate can run the workload: the
+	// fleet with every group at its largest count has every GPU kind any
+	// candidate has. A candidate without a group the workload needs is
+	// simulated, and misses: its videos of that model wait to the end.
+	largest := make([]int, len(res.Groups))
+	for i, g := range res.Groups {
+		largest[i] = g.Max
+	}
+	if err := runnable(withCounts(fleet, largest), wl); err != nil {
+		return OptimizeResult{}, fmt.Errorf("%w (every group at the largest count searched)", err)
+	}
 	cands := enumerate(fleet, res.Groups)
 	res.Candidates = len(cands)
 	par := oc.Parallel

@@ -75,7 +75,21 @@ func (r OptimizeResult) String() string {
 		}
 		fmt.Fprintf(&b, "cheaper but uncertain (an interval across a target; more replications or hours tell): %s\n", strings.Join(s, "; "))
 	}
+	noData := 0
+	for _, c := range r.Tried {
+		if c.Verdict == VerdictNoData {
+			noData++
+		}
+	}
+	if noData > 0 {
+		fmt.Fprintf(&b, "%d of the fleets tried have no data for an SLO: nothing was measured against it (no video got that far in the run); run longer, or drop an SLO on videos the workload does not make\n", noData)
+	}
 	if !r.Found {
+		if noData > 0 {
+			b.WriteString("\nno fleet in the ranges is known to meet every class's SLOs\n")
+			uncertain()
+			return b.String()
+		}
 		if len(r.Uncertain) > 0 {
 			// Fleets that may meet every SLO were found: the ranges are not
 			// what is short, the evidence is.
@@ -92,7 +106,7 @@ func (r OptimizeResult) String() string {
 	fmt.Fprintf(&b, "%-14s %-28s %7s %12s %14s\n", "class", "binding SLO", "share", "per video", "per rend. min")
 	for i, cc := range best.ClassCosts {
 		binding := "—"
-		if c := best.Classes[i]; len(c.SLOs) > 0 {
+		if c := best.Classes[i]; len(c.SLOs) > 0 { // the answer meets: every SLO measured
 			o := c.SLOs[c.Binding]
 			binding = fmt.Sprintf("%s %.2f%%", sloLabel(o.SLO), 100*o.Attained)
 		}
@@ -133,7 +147,11 @@ func (r OptimizeResult) WriteCSV(w io.Writer) error {
 			row = append(row, strconv.Itoa(c.GPUs), f(c.CostPerHour), r.Currency, c.Verdict, strconv.FormatBool(r.Found && k == len(r.Tried)-1), cl.Name)
 			if len(cl.SLOs) > 0 {
 				o := cl.SLOs[cl.Binding]
-				row = append(row, o.Metric, f(o.Seconds), f(o.target()), f(o.Attained))
+				attained := f(o.Attained)
+				if o.NoData {
+					attained = "" // measured on nothing
+				}
+				row = append(row, o.Metric, f(o.Seconds), f(o.target()), attained)
 			} else {
 				row = append(row, "", "", "", "")
 			}

@@ -29,12 +29,15 @@ func (r SimReport) String() string {
 		fmt.Fprintf(&b, "%-18s %9d %9d  %-36s  %-36s  %s\n", label, g.Submitted, g.Completed,
 			summary(g.Wait), summary(g.GPUWait), summary(g.Turnaround))
 		for _, o := range g.SLOs {
-			verdict := "MISSED"
-			if o.Met {
+			verdict, attained := "MISSED", fmt.Sprintf("%6.2f%%", 100*o.Attained)
+			switch {
+			case o.NoData:
+				verdict, attained = sloNoData, "      —"
+			case o.Met:
 				verdict = "met"
 			}
-			fmt.Fprintf(&slos, "%-18s %-10s <= %7.0f s  %6.2f%% of %-8d (target %.2f%%)  %s\n", label, o.Metric, o.Seconds,
-				100*o.Attained, o.Count, 100*o.Target, verdict)
+			fmt.Fprintf(&slos, "%-18s %-10s <= %7.0f s  %s of %-8d (target %.2f%%)  %s\n", label, o.Metric, o.Seconds,
+				attained, o.Count, 100*o.Target, verdict)
 		}
 	}
 	row("", r.Overall)
@@ -87,6 +90,10 @@ func (r SimReport) classCostTable() string {
 	return b.String()
 }
 
+// sloNoData is an SLO's verdict in a report's table when nothing was
+// measured against it: neither met nor missed.
+const sloNoData = "no data"
+
 // summary is a table cell: mean / p50 / p95 / p99, or a dash for a group
 // with nothing measured, which "0.0 / 0.0 / 0.0" would pass off as
 // instant service.
@@ -104,6 +111,8 @@ func summary(p Percentiles) string {
 // replications each row also has ci_low,ci_high, the 95% confidence
 // interval of the mean in value (empty for what the inputs fix, such as
 // the GPU count, and for an SLO's met, which follows the mean attainment).
+// An SLO's attainment is empty when nothing was measured against it (its
+// met is 0: not met).
 func (r SimReport) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	num := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
@@ -119,6 +128,9 @@ func (r SimReport) WriteCSV(w io.Writer) error {
 			continue
 		}
 		row := []string{f.scope, f.name, f.metric, num(f.value())}
+		if f.empty() {
+			row[3] = "" // an attainment of nothing: no number
+		}
 		if repl {
 			if e, ok := est[f.scope+"/"+f.name+"/"+f.metric]; ok {
 				row = append(row[:3], num(e.Mean), num(e.CILow), num(e.CIHigh))

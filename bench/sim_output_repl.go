@@ -17,7 +17,7 @@ func (r SimReport) replicatedTable() string {
 		if !ok {
 			return "—"
 		}
-		return fmt.Sprintf(format+" ± "+format, scale*e.Mean, scale*e.HalfWidth())
+		return plusMinus(format, format, scale*e.Mean, scale*e.CILow, scale*e.CIHigh)
 	}
 	farm := func(metric, format string, scale float64) string { return pm("farm", "", metric, format, scale) }
 	var b strings.Builder
@@ -63,8 +63,12 @@ func (r SimReport) replicatedTable() string {
 		}
 		for _, o := range g.SLOs {
 			e := est[scope+"/"+g.Name+"/"+sloKey(o.SLO)+"_attained"]
-			fmt.Fprintf(&slos, "%-18s %-10s <= %7.0f s  %6.2f%% ± %5.2f%% of %-8d (target %.2f%%)  %s\n", label, o.Metric, o.Seconds,
-				100*e.Mean, 100*e.HalfWidth(), o.Count, 100*o.Target, verdict(e, o.target()))
+			attained, v := plusMinus("%6.2f%%", "%5.2f%%", 100*e.Mean, 100*e.CILow, 100*e.CIHigh), verdict(e, o.target())
+			if o.NoData {
+				attained, v = fmt.Sprintf("%16s", "—"), sloNoData
+			}
+			fmt.Fprintf(&slos, "%-18s %-10s <= %7.0f s  %s of %-8d (target %.2f%%)  %s\n", label, o.Metric, o.Seconds,
+				attained, o.Count, 100*o.Target, v)
 		}
 	}
 	row("all", r.Overall)
@@ -79,6 +83,20 @@ func (r SimReport) replicatedTable() string {
 	}
 	b.WriteString(r.classCostTable())
 	return b.String()
+}
+
+// plusMinus writes a mean and its 95% interval, the mean in meanFormat
+// and the distances to the bounds in halfFormat: "97.50% ±  1.20%" when
+// the interval is symmetric about the mean, as Student's t is, and
+// "99.60% −1.30%/+0.40%" when it is not, as a proportion's cut to [0, 1]
+// is (unitInterval): a ± would draw it past 100%.
+func plusMinus(meanFormat, halfFormat string, mean, lo, hi float64) string {
+	m := fmt.Sprintf(meanFormat, mean)
+	below, above := fmt.Sprintf(halfFormat, mean-lo), fmt.Sprintf(halfFormat, hi-mean)
+	if below == above {
+		return m + " ± " + below
+	}
+	return m + " −" + strings.TrimSpace(below) + "/+" + strings.TrimSpace(above)
 }
 
 // verdict says where an attainment's confidence interval lies against its

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -132,10 +133,26 @@ func replicate(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 	return combine(reps), nil
 }
 
+// unitInterval cuts a proportion's interval to [0, 1]. The interval is
+// Student's t over the runs, not a binomial one: each run's share (of
+// videos within an SLO, of time a GPU was busy) is one observation, and
+// the interval is for the mean of those shares. The videos of one run are
+// not independent trials (one backlog delays hundreds of them at once),
+// so a Wilson score interval over the pooled videos would claim a
+// precision the runs do not have. The mean of shares lies in [0, 1], so
+// the part of the t interval outside it cannot hold the mean: cutting it
+// off (clamping) keeps the interval's 95% coverage, and verdicts against
+// a target in (0, 1] do not change.
+func unitInterval(lo, hi float64) (float64, float64) {
+	return min(max(lo, 0), 1), min(max(hi, 0), 1)
+}
+
 // combine is the report of replicated runs of one fleet and workload:
 // each figure the mean over reps (counts rounded; the CI list keeps the
 // exact mean), SLOs met when the mean attainment is, and CI the interval
-// of every figure in CSV order.
+// of every figure in CSV order. A figure measured on nothing in some runs
+// (an SLO's attainment) is the mean of the other runs; in none, it has no
+// interval and its SLO has no data.
 func combine(reps []SimReport) SimReport {
 	out := reps[0].clone()
 	out.Replications = len(reps)
@@ -143,27 +160,43 @@ func combine(reps []SimReport) SimReport {
 	for i := range reps {
 		figs[i] = reps[i].figures()
 	}
-	xs := make([]float64, len(reps))
+	xs := make([]float64, 0, len(reps))
 	for k, f := range out.figures() {
 		if f.fixed || f.b != nil {
 			continue
 		}
+		xs = xs[:0]
 		for i := range reps {
 			g := figs[i][k]
 			if g.scope != f.scope || g.name != f.name || g.metric != f.metric {
 				panic(fmt.Sprintf("bench: replications differ in shape: %s/%s/%s and %s/%s/%s", f.scope, f.name, f.metric, g.scope, g.name, g.metric))
 			}
-			xs[i] = g.value()
+			if !g.empty() {
+				xs = append(xs, g.value())
+			}
+		}
+		if len(xs) == 0 {
+			f.set(0)
+			continue
 		}
 		m, lo, hi := meanCI(xs)
+		if f.unit {
+			lo, hi = unitInterval(lo, hi)
+		}
 		f.set(m)
 		if !f.hidden {
 			out.CI = append(out.CI, Estimate{Scope: f.scope, Name: f.name, Metric: f.metric, Mean: m, CILow: lo, CIHigh: hi})
 		}
 	}
-	for _, g := range out.groups() {
+	repGroups := make([][]*GroupStats, len(reps))
+	for r := range reps {
+		repGroups[r] = reps[r].groups()
+	}
+	for gi, g := range out.groups() {
 		for i := range g.SLOs {
-			g.SLOs[i].Met = g.SLOs[i].Attained >= g.SLOs[i].target()
+			o := &g.SLOs[i]
+			o.NoData = !slices.ContainsFunc(repGroups, func(gs []*GroupStats) bool { return gs[gi].SLOs[i].Count > 0 })
+			o.Met = !o.NoData && o.Attained >= o.target()
 		}
 	}
 	out.setClassCosts(out.Currency)

@@ -196,3 +196,67 @@ func TestSweepReplicationsUncertain(t *testing.T) {
 		t.Errorf("sweep CSV:\n%s", csvOut.String())
 	}
 }
+
+// TestProportionIntervalsStayInUnit: with few replications Student's t
+// reaches past 100% (or below 0%) for a share near it; a proportion's
+// interval is cut to [0, 1], any other figure's is not, and the table
+// writes the cut interval as it is rather than as a ±.
+func TestProportionIntervalsStayInUnit(t *testing.T) {
+	slo := SLO{Metric: MetricGPUWait, Seconds: 60, Target: 0.99}
+	run := func(attained, util float64, completed int) SimReport {
+		return SimReport{Hours: 1, GPUUtilisation: util, Completed: completed,
+			Overall: GroupStats{Name: "all", SLOs: []SLOResult{{SLO: slo, Count: 100, Attained: attained, Met: attained >= 0.99}}}}
+	}
+	for _, tc := range []struct {
+		name           string
+		reps           []SimReport
+		metric         string
+		lo, hi         float64 // want, within 1e-9; NaN: below 0 allowed
+		table, notable string
+	}{
+		{"attainment near 100%", []SimReport{run(0.95, 0.5, 10), run(1, 0.5, 10)}, "all/all/" + sloKey(slo) + "_attained",
+			0.975 - tQuantile(1)*math.Sqrt(0.00125)/math.Sqrt(2), 1, "97.50% −31.77%/+2.50%", "± 31.77%"},
+		{"utilisation near 0%", []SimReport{run(1, 0.01, 10), run(1, 0.03, 10), run(1, 0.02, 10)}, "farm//gpu_utilisation",
+			0, 0.02 + tQuantile(2)*0.01/math.Sqrt(3), "GPU utilisation 2.0 −2.0/+2.5%", ""},
+		{"a count is not a proportion", []SimReport{run(1, 0.5, 1), run(1, 0.5, 30)}, "farm//completed",
+			15.5 - tQuantile(1)*math.Sqrt(420.5)/math.Sqrt(2), 15.5 + tQuantile(1)*math.Sqrt(420.5)/math.Sqrt(2), "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := combine(tc.reps)
+			e, ok := c.estimates()[tc.metric]
+			if !ok {
+				t.Fatalf("no estimate of %s", tc.metric)
+			}
+			if math.Abs(e.CILow-tc.lo) > 1e-9 || math.Abs(e.CIHigh-tc.hi) > 1e-9 {
+				t.Errorf("interval [%v, %v], want [%v, %v]", e.CILow, e.CIHigh, tc.lo, tc.hi)
+			}
+			for _, x := range c.CI {
+				if strings.Contains(x.Metric, "attained") || strings.Contains(x.Metric, "utilisation") {
+					if x.CILow < 0 || x.CIHigh > 1 || x.CILow > x.Mean || x.Mean > x.CIHigh {
+						t.Errorf("%s/%s/%s: %v in [%v, %v]", x.Scope, x.Name, x.Metric, x.Mean, x.CILow, x.CIHigh)
+					}
+				}
+			}
+			out := c.String()
+			if !strings.Contains(out, tc.table) || (tc.notable != "" && strings.Contains(out, tc.notable)) {
+				t.Errorf("table lacks %q (or has %q):\n%s", tc.table, tc.notable, out)
+			}
+		})
+	}
+}
+
+func TestPlusMinus(t *testing.T) {
+	for _, tc := range []struct {
+		mean, lo, hi float64
+		want         string
+	}{
+		{97.5, 96.3, 98.7, " 97.50% ±  1.20%"},
+		{99.6, 98.3, 100, " 99.60% −1.30%/+0.40%"},
+		{0.4, 0, 1.7, "  0.40% −0.40%/+1.30%"},
+		{100, 100, 100, "100.00% ±  0.00%"},
+	} {
+		if got := plusMinus("%6.2f%%", "%5.2f%%", tc.mean, tc.lo, tc.hi); got != tc.want {
+			t.Errorf("plusMinus(%v, %v, %v) = %q, want %q", tc.mean, tc.lo, tc.hi, got, tc.want)
+		}
+	}
+}

@@ -55,23 +55,33 @@ type SLOResult struct {
 	// including those still pending at the end of the run that had already
 	// waited longer than Seconds: they count as misses.
 	Count int `json:"count"`
-	// Attained is the fraction of Count within Seconds; 1 when Count is 0.
+	// Attained is the fraction of Count within Seconds; 0 when Count is 0
+	// (NoData).
 	Attained float64 `json:"attained"`
-	// Met: Attained >= Target.
+	// Met: Attained >= Target, on at least one measure.
 	Met bool `json:"met"`
+	// NoData: nothing was measured (the group's videos never reach the
+	// metric in the run: a class of videos the workload does not make, a
+	// run too short for any to finish), so whether the SLO is met is
+	// unknown. With replications, no run measured anything.
+	NoData bool `json:"no_data,omitempty"`
 }
 
 // attainment measures sorted (the group's samples for o.Metric, their
-// chunks sorted) against o, with pending more misses.
+// chunks sorted) against o, with pending more misses. With nothing to
+// measure the SLO is not met: "100% of nothing" would pass a class the
+// run never tested, and a sweep would buy a fleet on it.
 func attainment(o SLO, sorted *samples, pending int) SLOResult {
 	within := sorted.atMost(secondsDur(o.Seconds))
-	r := SLOResult{SLO: o, Count: sorted.len() + pending, Attained: 1}
+	r := SLOResult{SLO: o, Count: sorted.len() + pending}
 	if o.Target == 0 {
 		r.Target = defaultSLOTarget
 	}
-	if r.Count > 0 {
-		r.Attained = float64(within) / float64(r.Count)
+	if r.Count == 0 {
+		r.NoData = true
+		return r
 	}
+	r.Attained = float64(within) / float64(r.Count)
 	r.Met = r.Attained >= o.target()
 	return r
 }

@@ -44,9 +44,14 @@ type SweepPoint struct {
 	// their 95% confidence intervals, and Verdict says where the
 	// attainment's interval lies: "meets" (wholly at or above the 95% the
 	// target asks), "misses" (wholly below) or "uncertain" (across it);
-	// Met is then "meets".
+	// Met is then "meets". Verdict is "no data" when nothing was measured
+	// against the target (NoData).
 	CI      *SweepCI `json:"ci,omitempty"`
 	Verdict string   `json:"verdict,omitempty"`
+	// NoData: no run measured anything against the target (a run too
+	// short for any video to finish, say); Met is false and Attained says
+	// nothing.
+	NoData bool `json:"no_data,omitempty"`
 	// Classes, in a sweep by class SLOs, are every class's SLOs at this
 	// size (P95 is then of Metric with no target, and Attained unused).
 	Classes []ClassSLOs `json:"classes,omitempty"`
@@ -64,14 +69,16 @@ type ClassSLOs struct {
 	Verdict string `json:"verdict,omitempty"`
 }
 
-// SLOCheck is one SLO's attainment at one size; CI and Verdict come with
-// replications.
+// SLOCheck is one SLO's attainment at one size; CI comes with
+// replications. Verdict is "no data" when nothing was measured against
+// the SLO (NoData), whatever the replications.
 type SLOCheck struct {
 	SLO
 	Attained float64   `json:"attained"`
 	Met      bool      `json:"met"`
 	CI       *Interval `json:"ci,omitempty"`
 	Verdict  string    `json:"verdict,omitempty"`
+	NoData   bool      `json:"no_data,omitempty"`
 }
 
 // SweepCI are a sweep point's confidence intervals.
@@ -88,11 +95,14 @@ type Interval struct {
 	High float64 `json:"ci_high"`
 }
 
-// Sweep verdicts.
+// Sweep verdicts. VerdictNoData is an SLO nothing was measured against
+// (its group's videos never reached the metric in the run): it is not
+// met, and a size or a fleet with one is not an answer.
 const (
 	VerdictMeets     = "meets"
 	VerdictMisses    = "misses"
 	VerdictUncertain = "uncertain"
+	VerdictNoData    = "no data"
 )
 
 // SweepResult lists every size tried and the answer.
@@ -149,6 +159,11 @@ func Sweep(fleet Fleet, wl Workload, cfg SimConfig, sc SweepConfig) (SweepResult
 		return SweepResult{}, fieldErr("replications", "must be 1 to %d, got %d", maxReplications, cfg.Replications)
 	case (sc.Max-sc.Min)/sc.Step+1 > 200:
 		return SweepResult{}, fieldErr("sweep.step", "at most 200 sizes per sweep; raise step")
+	}
+	// The swept group never drops to zero nodes, so the fleet as given
+	// has every GPU kind each size has.
+	if err := checkInputs(fleet, wl); err != nil {
+		return SweepResult{}, err
 	}
 	byClass := sc.TargetP95 == 0
 	if byClass {
@@ -233,7 +248,8 @@ func hasClassSLOs(wl Workload) bool {
 // replications with CI) against its SLOs, and says whether all are met:
 // the verdict is "meets" when every SLO is (certainly, with
 // replications), "misses" when one certainly is not (or, for one run, is
-// not), "uncertain" otherwise.
+// not), "no data" when, short of that, one was measured on nothing,
+// "uncertain" otherwise.
 func classChecks(rep SimReport) ([]ClassSLOs, string) {
 	est := rep.estimates()
 	repl := rep.Replications > 1
@@ -241,24 +257,23 @@ func classChecks(rep SimReport) ([]ClassSLOs, string) {
 	out := make([]ClassSLOs, 0, len(rep.Accounts))
 	for _, g := range rep.Accounts {
 		c := ClassSLOs{Name: g.Name, Met: true, Verdict: VerdictMeets}
-		best := math.Inf(1)
-		for i, o := range g.SLOs {
+		for _, o := range g.SLOs {
 			ch := SLOCheck{SLO: o.SLO, Attained: o.Attained, Met: o.Met, Verdict: VerdictMisses}
-			if o.Met {
-				ch.Verdict = VerdictMeets
-			}
-			if repl {
+			switch {
+			case o.NoData:
+				ch.Verdict, ch.NoData = VerdictNoData, true
+			case repl:
 				e := est["class/"+g.Name+"/"+sloKey(o.SLO)+"_attained"]
 				ch.CI = &Interval{e.CILow, e.CIHigh}
-				ch.Verdict = map[string]string{"met": VerdictMeets, "MISSED": VerdictMisses, "uncertain": VerdictUncertain}[verdict(e, o.target())]
+				ch.Verdict = sweepVerdict(e, o.target())
 				ch.Met = ch.Verdict == VerdictMeets
-			}
-			if m := o.Attained - o.target(); m < best {
-				best, c.Binding = m, i
+			case o.Met:
+				ch.Verdict = VerdictMeets
 			}
 			c.Verdict = worse(c.Verdict, ch.Verdict)
 			c.SLOs = append(c.SLOs, ch)
 		}
+		c.Binding = binding(c.SLOs, c.Verdict)
 		c.Met = c.Verdict == VerdictMeets
 		all = worse(all, c.Verdict)
 		if !repl {
@@ -269,9 +284,36 @@ func classChecks(rep SimReport) ([]ClassSLOs, string) {
 	return out, all
 }
 
-// worse is the worse of two verdicts: misses, then uncertain, then meets.
+// binding is the index of the SLO that decides a class's verdict: the
+// least margin (attainment minus target) among those measured. An SLO
+// measured on nothing binds unless another certainly misses: nothing says
+// it is met, and the way to an answer is a longer run, not more GPUs.
+func binding(slos []SLOCheck, classVerdict string) int {
+	b, best := 0, math.Inf(1)
+	for i, o := range slos {
+		m := o.Attained - o.target()
+		if o.NoData {
+			if classVerdict == VerdictMisses {
+				continue
+			}
+			m = math.Inf(-1)
+		}
+		if m < best {
+			b, best = i, m
+		}
+	}
+	return b
+}
+
+// sweepVerdict is verdict in the sweep's words.
+func sweepVerdict(e Estimate, target float64) string {
+	return map[string]string{"met": VerdictMeets, "MISSED": VerdictMisses, "uncertain": VerdictUncertain}[verdict(e, target)]
+}
+
+// worse is the worse of two verdicts: misses, then no data, then
+// uncertain, then meets.
 func worse(a, b string) string {
-	rank := map[string]int{VerdictMeets: 0, VerdictUncertain: 1, VerdictMisses: 2}
+	rank := map[string]int{VerdictMeets: 0, VerdictUncertain: 1, VerdictNoData: 2, VerdictMisses: 3}
 	if rank[b] > rank[a] {
 		return b
 	}
@@ -294,12 +336,15 @@ func sweepPoint(count int, reps []SimReport, metric string, byClass bool) SweepP
 		var v string
 		p.Classes, v = classChecks(rep)
 		p.Met = v == VerdictMeets
-		if len(reps) > 1 {
+		if len(reps) > 1 || v == VerdictNoData {
 			p.Verdict = v
 		}
 	} else {
 		o = rep.Overall.SLOs[len(rep.Overall.SLOs)-1] // the sweep's own, appended last
-		p.Attained, p.Met = o.Attained, o.Met
+		p.Attained, p.Met, p.NoData = o.Attained, o.Met, o.NoData
+		if o.NoData {
+			p.Verdict = VerdictNoData
+		}
 	}
 	p95Key := metric + "_p95"
 	switch metric {
@@ -323,12 +368,11 @@ func sweepPoint(count int, reps []SimReport, metric string, byClass bool) SweepP
 		GPUUtilisation:        iv("farm/", "gpu_utilisation"),
 		CostPerRenderedMinute: iv("farm/", "cost_per_rendered_minute"),
 	}
-	if byClass {
+	if byClass || p.NoData {
 		return p
 	}
 	p.CI.Attained = iv("all/all", sloKey(o.SLO)+"_attained")
-	p.Verdict = map[string]string{"met": VerdictMeets, "MISSED": VerdictMisses, "uncertain": VerdictUncertain}[verdict(
-		Estimate{Mean: p.Attained, CILow: p.CI.Attained.Low, CIHigh: p.CI.Attained.High}, o.target())]
+	p.Verdict = sweepVerdict(Estimate{Mean: p.Attained, CILow: p.CI.Attained.Low, CIHigh: p.CI.Attained.High}, o.target())
 	p.Met = p.Verdict == VerdictMeets
 	return p
 }

@@ -19,13 +19,17 @@ func (r SweepResult) String() string {
 	s := fmt.Sprintf("sweep of node group %q: p95 %s target %.1f s\n\n%8s %6s %12s %10s %8s %10s %14s\n",
 		r.Group, r.Metric, r.TargetP95, "count", "GPUs", "p95 s", "within", "GPU use", "cost/h", "cost/rend. min")
 	for _, p := range r.Points {
-		mark := ""
-		if p.Met {
+		mark, within := "", fmt.Sprintf("%9.2f%%", 100*p.Attained)
+		switch {
+		case p.NoData:
+			mark, within = "  "+VerdictNoData, fmt.Sprintf("%10s", "—")
+		case p.Met:
 			mark = "  meets"
 		}
-		s += fmt.Sprintf("%8d %6d %12.1f %9.2f%% %7.1f%% %10.2f %14.3f%s\n", p.Count, p.GPUs, p.P95, 100*p.Attained,
+		s += fmt.Sprintf("%8d %6d %12.1f %s %7.1f%% %10.2f %14.3f%s\n", p.Count, p.GPUs, p.P95, within,
 			100*p.GPUUtilisation, p.CostPerHour, p.CostPerRenderedMinute, mark)
 	}
+	s += r.noDataNote()
 	if r.Found {
 		s += fmt.Sprintf("\nsmallest %s count that meets the target: %d\n", r.Group, r.Smallest)
 		if r.firstTried() {
@@ -44,13 +48,19 @@ func (r SweepResult) replicatedTable() string {
 		r.Group, r.Metric, r.TargetP95, r.Replications, r.Seed)
 	fmt.Fprintf(&b, "%8s %6s %18s %18s %14s %10s %18s  %s\n", "count", "GPUs", "p95 s", "within", "GPU use", "cost/h", "cost/rend. min", "verdict")
 	for _, p := range r.Points {
-		half := func(iv Interval) float64 { return (iv.High - iv.Low) / 2 }
+		pm := func(mean float64, iv Interval, meanFormat, halfFormat string, scale float64) string {
+			return plusMinus(meanFormat, halfFormat, scale*mean, scale*iv.Low, scale*iv.High)
+		}
+		within := pm(p.Attained, p.CI.Attained, "%.2f%%", "%.2f%%", 100)
+		if p.NoData {
+			within = "—"
+		}
 		fmt.Fprintf(&b, "%8d %6d %18s %18s %14s %10.2f %18s  %s\n", p.Count, p.GPUs,
-			fmt.Sprintf("%.1f ± %.1f", p.P95, half(p.CI.P95)),
-			fmt.Sprintf("%.2f%% ± %.2f%%", 100*p.Attained, 100*half(p.CI.Attained)),
-			fmt.Sprintf("%.1f ± %.1f%%", 100*p.GPUUtilisation, 100*half(p.CI.GPUUtilisation)),
-			p.CostPerHour, fmt.Sprintf("%.3f ± %.3f", p.CostPerRenderedMinute, half(p.CI.CostPerRenderedMinute)), p.Verdict)
+			pm(p.P95, p.CI.P95, "%.1f", "%.1f", 1), within,
+			pm(p.GPUUtilisation, p.CI.GPUUtilisation, "%.1f", "%.1f%%", 100),
+			p.CostPerHour, pm(p.CostPerRenderedMinute, p.CI.CostPerRenderedMinute, "%.3f", "%.3f", 1), p.Verdict)
 	}
+	b.WriteString(r.noDataNote())
 	b.WriteString("\n")
 	switch {
 	case r.Found:
@@ -68,6 +78,22 @@ func (r SweepResult) replicatedTable() string {
 		b.WriteString("the answer is certain: every smaller size tried misses with 95% confidence\n")
 	}
 	return b.String()
+}
+
+// noDataNote explains the sizes at which nothing was measured against a
+// target, if any: they are no answer, and more GPUs will not make one.
+func (r SweepResult) noDataNote() string {
+	var sizes []int
+	for _, p := range r.Points {
+		if p.Verdict == VerdictNoData {
+			sizes = append(sizes, p.Count)
+		}
+	}
+	if len(sizes) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("no data at %s: nothing was measured against %s (no video got that far in the run); run longer, or drop an SLO on videos the workload does not make\n",
+		joinCounts(sizes), map[bool]string{true: "an SLO", false: "the target"}[r.ByClass])
 }
 
 // firstTried is whether the answer is the sweep's first (smallest) size,
@@ -90,7 +116,8 @@ func joinCounts(cs []int) string {
 
 // WriteCSV writes one row per size tried; with replications each figure
 // that varies between runs has _ci_low and _ci_high columns, and a
-// verdict column says meets, misses or uncertain.
+// verdict column says meets, misses, uncertain or no data (attained and
+// its interval are then empty, for one run too).
 func (r SweepResult) WriteCSV(w io.Writer) error {
 	if r.ByClass {
 		return r.writeClassCSV(w)
@@ -105,11 +132,18 @@ func (r SweepResult) WriteCSV(w io.Writer) error {
 	_ = cw.Write(head)
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
 	for _, p := range r.Points {
+		attained, low, high := f(p.Attained), "", ""
+		if p.CI != nil {
+			low, high = f(p.CI.Attained.Low), f(p.CI.Attained.High)
+		}
+		if p.NoData {
+			attained, low, high = "", "", "" // measured on nothing
+		}
 		row := []string{r.Group, strconv.Itoa(p.Count), strconv.Itoa(p.GPUs), r.Metric, f(r.TargetP95), f(p.P95),
-			f(p.Attained), strconv.FormatBool(p.Met), f(p.GPUUtilisation), f(p.CostPerHour), f(p.CostPerRenderedMinute)}
+			attained, strconv.FormatBool(p.Met), f(p.GPUUtilisation), f(p.CostPerHour), f(p.CostPerRenderedMinute)}
 		if repl {
 			c := p.CI
-			row = append(row, f(c.P95.Low), f(c.P95.High), f(c.Attained.Low), f(c.Attained.High), f(c.GPUUtilisation.Low),
+			row = append(row, f(c.P95.Low), f(c.P95.High), low, high, f(c.GPUUtilisation.Low),
 				f(c.GPUUtilisation.High), f(c.CostPerRenderedMinute.Low), f(c.CostPerRenderedMinute.High), p.Verdict)
 		}
 		_ = cw.Write(row)
@@ -122,17 +156,23 @@ func (r SweepResult) WriteCSV(w io.Writer) error {
 func sloLabel(o SLO) string { return fmt.Sprintf("%s ≤ %g s", o.Metric, o.Seconds) }
 
 // classCell is a class's binding SLO at one size: "gpu_wait ≤ 60 s
-// 99.20%" (± the half-width with replications) and a mark when missed.
+// 99.20%" (± the half-width with replications) and a mark when missed, or
+// "gpu_wait ≤ 60 s no data".
 func classCell(c ClassSLOs) string {
 	if len(c.SLOs) == 0 {
 		return "no SLO"
 	}
 	o := c.SLOs[c.Binding]
-	s := fmt.Sprintf("%s %.2f%%", sloLabel(o.SLO), 100*o.Attained)
-	if o.CI != nil {
-		s += fmt.Sprintf(" ± %.2f%%", 100*(o.CI.High-o.CI.Low)/2)
+	var s string
+	switch {
+	case o.NoData:
+		s = sloLabel(o.SLO) + " " + VerdictNoData
+	case o.CI != nil:
+		s = sloLabel(o.SLO) + " " + plusMinus("%.2f%%", "%.2f%%", 100*o.Attained, 100*o.CI.Low, 100*o.CI.High)
+	default:
+		s = fmt.Sprintf("%s %.2f%%", sloLabel(o.SLO), 100*o.Attained)
 	}
-	if !c.Met {
+	if !c.Met && !o.NoData { // "no data" says it
 		s += " ✗"
 	}
 	return s
@@ -177,6 +217,7 @@ func (r SweepResult) classTable() string {
 		}
 		b.WriteString(v + "\n")
 	}
+	b.WriteString(r.noDataNote())
 	b.WriteString("\n")
 	certain := ""
 	if r.Replications > 1 {
@@ -211,7 +252,8 @@ func (r SweepResult) classTable() string {
 
 // writeClassCSV writes a sweep by class SLOs: one row per size, class and
 // SLO; binding marks each class's binding SLO, met its verdict for one
-// run, verdict (with replications) meets, misses or uncertain.
+// run, verdict (with replications) meets, misses, uncertain or no data
+// (attained and its interval are then empty).
 func (r SweepResult) writeClassCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	repl := r.Replications > 1
@@ -224,10 +266,17 @@ func (r SweepResult) writeClassCSV(w io.Writer) error {
 	for _, p := range r.Points {
 		for _, c := range p.Classes {
 			for i, o := range c.SLOs {
+				attained, low, high := f(o.Attained), "", ""
+				if o.CI != nil {
+					low, high = f(o.CI.Low), f(o.CI.High)
+				}
+				if o.NoData {
+					attained = "" // measured on nothing
+				}
 				row := []string{r.Group, strconv.Itoa(p.Count), strconv.Itoa(p.GPUs), f(p.GPUUtilisation), f(p.CostPerHour), c.Name,
-					o.Metric, f(o.Seconds), f(o.target()), f(o.Attained), strconv.FormatBool(o.Met), strconv.FormatBool(i == c.Binding)}
+					o.Metric, f(o.Seconds), f(o.target()), attained, strconv.FormatBool(o.Met), strconv.FormatBool(i == c.Binding)}
 				if repl {
-					row = append(row, f(o.CI.Low), f(o.CI.High), o.Verdict)
+					row = append(row, low, high, o.Verdict)
 				}
 				_ = cw.Write(row)
 			}

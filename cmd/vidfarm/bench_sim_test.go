@@ -128,3 +128,66 @@ func TestBenchSimCLI(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchSimRefusesUnrunnableAndSaysNoData: a workload asking for a
+// model no group of the fleet can run is refused before simulating, with
+// the model, what it needs and the fleet's GPU kinds; an SLO on videos the
+// workload never makes reads "no data", not "met", in one run and in
+// several.
+func TestBenchSimRefusesUnrunnableAndSaysNoData(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dir := t.TempDir()
+	run := func(args ...string) (string, string, error) {
+		cmd := exec.Command(vidfarmBinary(t), append([]string{"bench", "sim"}, args...)...)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		return out.String(), errOut.String(), err
+	}
+	a10 := filepath.Join(dir, "a10.yaml")
+	if err := os.WriteFile(a10, []byte(`gpu_speed: {A10: 0.25}
+groups:
+  - {name: a10, gpu_model: A10, count: 4, gpus_per_node: 1, gpu_memory_gb: 24, cpu_slots: 8, cost_per_hour: 0.6}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	examples := filepath.Join("..", "..", "bench", "examples")
+	for _, args := range [][]string{
+		{"--fleet", a10, "--workload", filepath.Join(examples, "workload-mix.yaml"), "--hours", "1"},
+		{"--fleet", a10, "--workload", filepath.Join(examples, "workload-mix.yaml"), "--hours", "1", "--sweep", "a10", "--target-p95", "60"},
+		{"--fleet", a10, "--workload", filepath.Join(examples, "workload-mix.yaml"), "--hours", "1", "--optimize", "cost"},
+	} {
+		out, errOut, err := run(args...)
+		want := []string{"workload.manual[0].model: no node group of the fleet can run seedance-1.0-lite at 720p",
+			"1 GPU with at least 36 GB each on one node", "a10: 1 × A10 with 24 GB"}
+		for _, w := range want {
+			if err == nil || !strings.Contains(errOut, w) {
+				t.Errorf("%v: err %v, stderr %q, want it to say %q", args, err, errOut, w)
+			}
+		}
+		if out != "" || strings.Contains(errOut, "simulating") {
+			t.Errorf("%v: simulated before refusing: stdout %q, stderr %q", args, out, errOut)
+		}
+	}
+
+	// workload-mix.yaml makes manual videos only; its SLO applies to the
+	// auto mode too, which has nothing to measure.
+	mix := []string{"--fleet", filepath.Join(examples, "fleet-mix.yaml"), "--workload", filepath.Join(examples, "workload-mix.yaml"), "--hours", "1"}
+	for _, repl := range []string{"1", "3"} {
+		out, errOut, err := run(append(mix, "--replications", repl)...)
+		if err != nil {
+			t.Fatalf("--replications %s: %v\n%s", repl, err, errOut)
+		}
+		var line string
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "mode auto") && strings.Contains(l, "turnaround <=") {
+				line = l
+			}
+		}
+		if !strings.HasSuffix(line, "(target 90.00%)  no data") {
+			t.Errorf("--replications %s: auto's SLO line %q, want no data", repl, line)
+		}
+	}
+}
