@@ -165,11 +165,20 @@ func (s *LocalStore) Put(ctx context.Context, key string, r io.Reader) (int64, e
 	if err := os.Chmod(tmp, 0o640); err != nil {
 		return n, fmt.Errorf("put %s: %w", key, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
-		return n, fmt.Errorf("put %s: %w", key, err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		return n, fmt.Errorf("put %s: %w", key, err)
+	// A Delete of the last key under the same directory may remove it
+	// between the two steps (pruneEmpty): make it again and retry, a few
+	// times, which only a storm of such deletes could exhaust.
+	for try := 1; ; try++ {
+		if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+			return n, fmt.Errorf("put %s: %w", key, err)
+		}
+		err := os.Rename(tmp, p)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) || try == 5 {
+			return n, fmt.Errorf("put %s: %w", key, err)
+		}
 	}
 	done = true
 	syncDir(filepath.Dir(p))
@@ -251,7 +260,23 @@ func (s *LocalStore) Delete(ctx context.Context, key string) error {
 	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("delete %s: %w", key, err)
 	}
+	s.pruneEmpty(filepath.Dir(p))
 	return nil
+}
+
+// pruneEmpty removes dir and its parents up to the store's root while they
+// are empty. Every video and every upload has directories of its own, so a
+// store that only deleted files would keep an empty directory for each
+// video it ever held: millions of inodes, and a List that walks them all.
+// os.Remove refuses a directory that is not empty, so a key put meanwhile
+// stops it (and a Put that loses its directory to it makes it again).
+func (s *LocalStore) pruneEmpty(dir string) {
+	for dir != s.dir && dir != s.tmp && strings.HasPrefix(dir, s.dir+string(filepath.Separator)) {
+		if os.Remove(dir) != nil {
+			return
+		}
+		dir = filepath.Dir(dir)
+	}
 }
 
 // List implements Store: a walk of the directory below the prefix, leaving

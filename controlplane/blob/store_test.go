@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -164,5 +166,98 @@ func TestLocalStoreClearsStaleTempOnOpen(t *testing.T) {
 	left, _ := os.ReadDir(tmp)
 	if len(left) != 1 || left[0].Name() != "put-new" {
 		t.Fatalf("temporary files after open = %v, want only put-new", left)
+	}
+}
+
+// TestLocalStoreDeleteLeavesNoEmptyDirectories: deleting a directory's last
+// key removes the directory and its parents that are left empty, never the
+// store's root or its temporary directory, and never a directory that still
+// holds a key.
+func TestLocalStoreDeleteLeavesNoEmptyDirectories(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := blob.NewLocalStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"videos/v1/render/out.mp4", "videos/v1/render/log.txt", "videos/v1/poster.jpg", "videos/v2/a.mp4"} {
+		if _, err := s.Put(ctx, k, strings.NewReader(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	isDir := func(rel string) bool {
+		st, err := os.Stat(filepath.Join(dir, rel))
+		return err == nil && st.IsDir()
+	}
+	for _, st := range []struct {
+		del        string
+		kept, gone []string
+	}{
+		{"videos/v1/render/out.mp4", []string{"videos/v1/render"}, nil},
+		{"videos/v1/render/log.txt", []string{"videos/v1"}, []string{"videos/v1/render"}},
+		{"videos/v1/poster.jpg", []string{"videos", "videos/v2"}, []string{"videos/v1"}},
+		{"videos/v2/a.mp4", []string{"."}, []string{"videos"}},
+	} {
+		if err := s.Delete(ctx, st.del); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range st.kept {
+			if !isDir(d) {
+				t.Errorf("after deleting %s: %s is gone", st.del, d)
+			}
+		}
+		for _, d := range st.gone {
+			if isDir(d) {
+				t.Errorf("after deleting %s: the empty directory %s is left", st.del, d)
+			}
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("store root holds %v (%v), want its temporary directory alone", entries, err)
+	}
+}
+
+// TestLocalStorePutBesideDeletes: puts into a directory whose other keys are
+// deleted at the same time all land, though each delete may remove the
+// directory the put is about to rename into.
+func TestLocalStorePutBesideDeletes(t *testing.T) {
+	ctx := context.Background()
+	s, err := blob.NewLocalStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*n)
+	for i := range n {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if _, err := s.Put(ctx, fmt.Sprintf("videos/v/kept-%d", i), strings.NewReader("x")); err != nil {
+				errs <- err
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			k := fmt.Sprintf("videos/v/gone-%d", i)
+			if _, err := s.Put(ctx, k, strings.NewReader("x")); err != nil {
+				errs <- err
+				return
+			}
+			if err := s.Delete(ctx, k); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for i := range n {
+		if _, err := s.Stat(ctx, fmt.Sprintf("videos/v/kept-%d", i)); err != nil {
+			t.Errorf("kept-%d: %v", i, err)
+		}
 	}
 }
