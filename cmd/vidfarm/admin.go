@@ -26,7 +26,7 @@ const adminUsage = `usage: vidfarm admin [--server URL[,URL...]] [--admin-token 
   account get --account ID
   key create --account ID
   key revoke --key ID
-  credits grant --account ID --amount C
+  credits grant --account ID --amount C [--idempotency-key K]   (with K, a retry never grants twice)
   credits debit --account ID --amount C --idempotency-key K
   plan set --account ID --plan free|pro|max
   video fail --video ID [--reason TEXT]
@@ -106,7 +106,7 @@ func runAdmin(args []string) error {
 	eventID := sub.String("event", "", "event id (evt_...)")
 	state := sub.String("state", "", "delivery state: pending, delivered, abandoned or cancelled")
 	limit := sub.Int("limit", 0, "at most this many deliveries, newest first (default 50, at most 500), or waiting videos (queue: default 100, at most 1000)")
-	idemKey := sub.String("idempotency-key", "", "debit key: the same key and amount never debits twice")
+	idemKey := sub.String("idempotency-key", "", "grant or debit key: the same key and amount never grants or debits twice")
 	node := sub.String("node", "", "control-plane node id")
 	raftAddr := sub.String("raft-addr", "", "the node's Raft address (cluster add)")
 	publicURL := sub.String("public-url", "", "the node's public URL (cluster add)")
@@ -178,7 +178,7 @@ func runAdmin(args []string) error {
 	case "key revoke":
 		out, err = cl.RevokeKey(ctx, *key)
 	case "credits grant":
-		out, err = cl.GrantCredits(ctx, *account, *amount)
+		out, err = cl.GrantCreditsOnce(ctx, *account, *amount, *idemKey)
 	case "credits debit":
 		out, err = cl.Debit(ctx, *account, *amount, *idemKey)
 	case "cluster status":

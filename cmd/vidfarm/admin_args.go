@@ -19,7 +19,7 @@ var adminFlags = map[string]struct{ need, may []string }{
 	"account get":        {need: []string{"account"}},
 	"key create":         {need: []string{"account"}},
 	"key revoke":         {need: []string{"key"}},
-	"credits grant":      {need: []string{"account", "amount"}},
+	"credits grant":      {need: []string{"account", "amount"}, may: []string{"idempotency-key"}},
 	"credits debit":      {need: []string{"account", "amount", "idempotency-key"}},
 	"plan set":           {need: []string{"account", "plan"}},
 	"video fail":         {need: []string{"video"}, may: []string{"reason"}},

@@ -43,6 +43,14 @@ func TestAdminCLI(t *testing.T) {
 	if r, code := adminCLI(t, p, "credits", "grant", "--account", id, "--amount", "100"); code != 0 || r["credits"] != float64(105) {
 		t.Fatalf("credits grant: exit %d, %v", code, r)
 	}
+	for range 2 { // a retried keyed grant grants once
+		if r, code := adminCLI(t, p, "credits", "grant", "--account", id, "--amount", "10", "--idempotency-key", "purchase-1"); code != 0 || r["credits"] != float64(115) {
+			t.Fatalf("credits grant --idempotency-key: exit %d, %v", code, r)
+		}
+	}
+	if r, code := adminCLI(t, p, "credits", "debit", "--account", id, "--amount", "10", "--idempotency-key", "purchase-1"); code != 0 || r["balance"] != float64(105) {
+		t.Fatalf("credits debit with the grant's key: exit %d, %v", code, r)
+	}
 	for i, want := range []struct {
 		code     int
 		balance  float64

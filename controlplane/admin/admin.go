@@ -361,9 +361,16 @@ func (s *server) getAccount(w http.ResponseWriter, r *http.Request) {
 	apierr.WriteJSON(w, http.StatusOK, accountView(a))
 }
 
+// grantCredits adds credits. With an idempotency_key the grant is made once
+// (fsm.GrantCreditsOnce): the same key and amount again, within 24 h,
+// answers the account with Idempotent-Replayed: true and adds nothing, so
+// the app may retry a grant whose answer it lost; another amount is a 409.
+// Without one, every request grants (fsm.GrantCredits), as before keys
+// existed and while a rolling upgrade is under way.
 func (s *server) grantCredits(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Amount int64 `json:"amount"`
+		Amount         int64  `json:"amount"`
+		IdempotencyKey string `json:"idempotency_key"`
 	}
 	if !decode(w, r, &req) {
 		return
@@ -376,10 +383,25 @@ func (s *server) grantCredits(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, aboveCeiling("amount", "grant", req.Amount))
 		return
 	}
-	acct, ok := apply(s, w, r, &fsm.GrantCredits{AccountID: chi.URLParam(r, "id"), Amount: req.Amount, Now: s.cfg.Now().UnixNano()})
-	if ok {
-		apierr.WriteJSON(w, http.StatusOK, accountView(acct))
+	id, now := chi.URLParam(r, "id"), s.cfg.Now().UnixNano()
+	if req.IdempotencyKey == "" {
+		if acct, ok := apply(s, w, r, &fsm.GrantCredits{AccountID: id, Amount: req.Amount, Now: now}); ok {
+			apierr.WriteJSON(w, http.StatusOK, accountView(acct))
+		}
+		return
 	}
+	if len(req.IdempotencyKey) > fsm.MaxDebitKey {
+		apierr.Write(w, r, apierr.Invalid("idempotency_key", fmt.Sprintf("idempotency_key is at most %d characters", fsm.MaxDebitKey)))
+		return
+	}
+	g, ok := apply(s, w, r, &fsm.GrantCreditsOnce{AccountID: id, Amount: req.Amount, Key: req.IdempotencyKey, Now: now})
+	if !ok {
+		return
+	}
+	if g.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	apierr.WriteJSON(w, http.StatusOK, accountView(g.Account))
 }
 
 func (s *server) setPlan(w http.ResponseWriter, r *http.Request) {

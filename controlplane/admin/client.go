@@ -179,8 +179,18 @@ func (c *Client) RevokeKey(ctx context.Context, keyID string) (RevokedKey, error
 
 // GrantCredits adds credits to an account.
 func (c *Client) GrantCredits(ctx context.Context, accountID string, amount int64) (AccountJSON, error) {
+	return c.GrantCreditsOnce(ctx, accountID, amount, "")
+}
+
+// GrantCreditsOnce adds credits once per idempotency key ("": every call
+// grants): a retry with the same key and amount adds nothing.
+func (c *Client) GrantCreditsOnce(ctx context.Context, accountID string, amount int64, key string) (AccountJSON, error) {
 	var out AccountJSON
-	err := c.into(ctx, http.MethodPost, "/admin/v1/accounts/"+url.PathEscape(accountID)+"/credits", map[string]any{"amount": amount}, &out)
+	body := map[string]any{"amount": amount}
+	if key != "" {
+		body["idempotency_key"] = key
+	}
+	err := c.into(ctx, http.MethodPost, "/admin/v1/accounts/"+url.PathEscape(accountID)+"/credits", body, &out)
 	return out, err
 }
 

@@ -119,7 +119,7 @@ func debitRefusal(err error) *apierr.Error {
 		return apierr.New(http.StatusPaymentRequired, apierr.CodeInsufficientCredits, "the account's balance does not cover the debit").
 			With("required_credits", ins.Required).With("remaining_credits", ins.Remaining)
 	case errors.Is(err, fsm.ErrDuplicateRequest):
-		return apierr.New(http.StatusConflict, apierr.CodeDuplicateRequest, err.Error()+": use a new idempotency key for a new debit")
+		return apierr.New(http.StatusConflict, apierr.CodeDuplicateRequest, err.Error()+": a new grant or debit needs a new idempotency key")
 	}
 	return nil
 }

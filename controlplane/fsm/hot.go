@@ -108,6 +108,8 @@ func (s *state) newTables() {
 	s.deliveries.group = func(d *Delivery) ([]string, int64) { return []string{d.WebhookID}, d.CreatedAt }
 	s.debits = newTable[Debit](bucketHotDebits, gen, staging)
 	s.debits.at = func(d *Debit) (int64, bool) { return d.CreatedAt, true }
+	s.grants = newTable[KeyedGrant](bucketHotGrants, gen, staging)
+	s.grants.at = func(g *KeyedGrant) (int64, bool) { return g.CreatedAt, true }
 	s.appLedger = newTable[LedgerEntry](bucketAppLedger, gen, staging)
 	s.appEvents = newTable[VideoEvent](bucketAppEvents, gen, staging)
 	s.eventLog = newTable[LoggedEvent](bucketEventLog, gen, staging)
@@ -135,7 +137,7 @@ type anyTable interface {
 }
 
 func (s *state) tables() []anyTable {
-	return []anyTable{s.idem, s.events, s.deliveries, s.debits, s.eventLog, s.appLedger, s.appEvents}
+	return []anyTable{s.idem, s.events, s.deliveries, s.debits, s.eventLog, s.appLedger, s.appEvents, s.grants}
 }
 
 // clean drops the entries a checkpoint of generation gen wrote and that did

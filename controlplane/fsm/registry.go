@@ -91,6 +91,7 @@ const (
 	SpecsByReferenceType     MessageType = 69
 	DerivedCreatedEventsType MessageType = 70
 	ActiveWebhookLimitType   MessageType = 71
+	GrantCreditsOnceType     MessageType = 72
 )
 
 // entry is one command of the registry: its name (in logs and metrics), a
@@ -198,6 +199,7 @@ var registry = [256]entry{
 	SpecsByReferenceType:     command("specs_by_reference", (*state).applySpecsByReference),
 	DerivedCreatedEventsType: command("derived_created_events", (*state).applyDerivedCreatedEvents),
 	ActiveWebhookLimitType:   command("active_webhook_limit", (*state).applyActiveWebhookLimit),
+	GrantCreditsOnceType:     command("grant_credits_once", (*state).applyGrantCreditsOnce),
 }
 
 // What each command answers, in type order: the R of its apply function and
@@ -236,6 +238,7 @@ func (*AppRows) answers([]AppRowResult)                  {}
 func (*SetAppExport) answers(Nothing)                    {}
 func (*TrimExported) answers(Nothing)                    {}
 func (*DebitCredits) answers(DebitResult)                {}
+func (*GrantCreditsOnce) answers(GrantResult)            {}
 func (*SetMember) answers(Member)                        {}
 func (*RemoveMember) answers(bool)                       {}
 func (*BlobsDeleted) answers(int)                        {}

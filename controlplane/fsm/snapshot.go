@@ -172,7 +172,8 @@ func (s *state) records(hotOnly bool) []record {
 	out = append(out, s.outboxRecords(hotOnly)...)
 	out = append(out, s.eventLogRecords(hotOnly)...)
 	out = append(out, s.routingRecords()...)
-	return append(out, s.webhookLimitRecords()...)
+	out = append(out, s.webhookLimitRecords()...)
+	return append(out, s.grantRecords(hotOnly)...)
 }
 
 // outboxRecords copies the webhook outbox: events, then deliveries, by id
@@ -494,6 +495,8 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 		return s.restoreRouting(body)
 	case recActiveWebhookLimit:
 		return s.restoreWebhookLimit(body)
+	case recGrant:
+		return s.restoreGrant(body)
 	case recAsset:
 		var as Asset
 		if err := msgpack.Unmarshal(body, &as); err != nil {

@@ -179,6 +179,10 @@ func (g *cmdGen) next(t *rapid.T) fsm.Command {
 	case 2:
 		return &fsm.RevokeKey{KeyID: pick(t, g.keys, "key"), Now: g.now}
 	case 3:
+		if rapid.Bool().Draw(t, "keyed") { // a few keys and amounts: replays and conflicts
+			return &fsm.GrantCreditsOnce{AccountID: pick(t, g.accounts, "acct"), Amount: rapid.Int64Range(-1, 3).Draw(t, "amount"),
+				Key: rapid.SampledFrom([]string{"", "g1", "g2", "g3"}).Draw(t, "grant_key"), Now: g.now}
+		}
 		return &fsm.GrantCredits{AccountID: pick(t, g.accounts, "acct"), Amount: rapid.Int64Range(-2, 40).Draw(t, "amount"), Now: g.now}
 	case 4:
 		return &fsm.SetPlan{AccountID: pick(t, g.accounts, "acct"), Plan: rapid.SampledFrom(plans).Draw(t, "plan"), Now: g.now}

@@ -93,6 +93,8 @@ type state struct {
 	debits    *table[Debit] // by idemID
 	appLedger *table[LedgerEntry]
 	appEvents *table[VideoEvent]
+	// grants are the admin API's keyed grants, by idemID (grants.go).
+	grants *table[KeyedGrant]
 }
 
 func newState() *state {

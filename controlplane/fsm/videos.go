@@ -132,5 +132,9 @@ func (s *state) applyExpireIdempotency(c *ExpireIdempotency) (int, error) {
 		s.debits.del(k)
 		n++
 	}
+	for _, k := range s.grants.before(c.Before) {
+		s.grants.del(k)
+		n++
+	}
 	return n, nil
 }

@@ -17,17 +17,7 @@ func TestAPIAdminDebit(t *testing.T) {
 	h := start(t)
 	ctx := context.Background()
 	acct, key := h.account("pro", 100)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := h.admin.Debit(ctx, acct, 30, "render-42"); err != nil {
-				t.Errorf("debit: %v", err)
-			}
-		}()
-	}
-	wg.Wait()
+	racing(t, 8, "debit", func() error { _, err := h.admin.Debit(ctx, acct, 30, "render-42"); return err })
 	if got := h.balance(key); got != 70 {
 		t.Fatalf("balance %d after 8 retries of one debit, want 70", got)
 	}
@@ -56,4 +46,65 @@ func TestAPIAdminDebit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAPIAdminGrantOnce: a grant with an idempotency key adds its credits
+// once however often it is sent, the retries racing, and a replay says so
+// (Idempotent-Replayed); the key with another amount is a 409 and moves
+// nothing; without a key every grant adds.
+func TestAPIAdminGrantOnce(t *testing.T) {
+	t.Parallel()
+	h := start(t)
+	ctx := context.Background()
+	acct, key := h.account("pro", 100)
+	racing(t, 8, "grant", func() error { _, err := h.admin.GrantCreditsOnce(ctx, acct, 50, "purchase-7"); return err })
+	if got := h.balance(key); got != 150 {
+		t.Fatalf("balance %d after 8 sends of one keyed grant of 50, want 150", got)
+	}
+	r := h.adminPost("/admin/v1/accounts/"+acct+"/credits", map[string]any{"amount": 50, "idempotency_key": "purchase-7"})
+	if r.Status != http.StatusOK || r.Header.Get("Idempotent-Replayed") != "true" || r.json(t)["credits"] != float64(150) {
+		t.Fatalf("replay: %d %v %s", r.Status, r.Header, r.Body)
+	}
+	for _, c := range []struct {
+		name   string
+		body   map[string]any
+		status int
+		code   string
+	}{
+		{"key reused for another amount", map[string]any{"amount": 51, "idempotency_key": "purchase-7"}, http.StatusConflict, apierr.CodeDuplicateRequest},
+		{"a key too long", map[string]any{"amount": 1, "idempotency_key": string(make([]byte, 256))}, http.StatusBadRequest, apierr.CodeInvalidRequest},
+		{"a key that is not a string", map[string]any{"amount": 1, "idempotency_key": 7}, http.StatusBadRequest, apierr.CodeInvalidRequest},
+	} {
+		r := h.adminPost("/admin/v1/accounts/"+acct+"/credits", c.body)
+		if r.Status != c.status || r.errorCode(t) != c.code {
+			t.Errorf("%s: %d %s, want %d %s", c.name, r.Status, r.Body, c.status, c.code)
+		}
+		if got := h.balance(key); got != 150 {
+			t.Fatalf("%s: a refused grant moved the balance to %d", c.name, got)
+		}
+	}
+	for range 2 {
+		if _, err := h.admin.GrantCredits(ctx, acct, 5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := h.balance(key); got != 160 {
+		t.Fatalf("balance %d after two grants of 5 without a key, want 160", got)
+	}
+}
+
+// racing runs call n times at once and fails the test on any error.
+func racing(t *testing.T, n int, what string, call func() error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := call(); err != nil {
+				t.Errorf("%s: %v", what, err)
+			}
+		}()
+	}
+	wg.Wait()
 }
