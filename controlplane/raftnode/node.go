@@ -254,7 +254,7 @@ func openTransport(cfg Config, adv net.Addr, log hclog.Logger) (*raft.NetworkTra
 		t, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, adv, 3, 10*time.Second, log)
 		return t, nil, err
 	}
-	stream, err := newTLSStream(cfg.RaftAddr, adv, cfg.TLS, cfg.Logger)
+	stream, err := newTLSStream(cfg.RaftAddr, adv, cfg.TLS, cfg.Logger.With(raftComponentKey, "raft"))
 	if err != nil {
 		return nil, nil, err
 	}
