@@ -150,6 +150,9 @@ func checkInvariants(s *State) error {
 				if e.head != aq.head() {
 					return fmt.Errorf("bucket (%d,%d): stale head copy for %s", p, ci, aq.acct.id)
 				}
+				if e.n != aq.tasks.Len() {
+					return fmt.Errorf("bucket (%d,%d): stale task count copy for %s: %d, holds %d", p, ci, aq.acct.id, e.n, aq.tasks.Len())
+				}
 				if e.key != keyOf(aq.acct) {
 					return fmt.Errorf("bucket (%d,%d): stale key copy for %s", p, ci, aq.acct.id)
 				}

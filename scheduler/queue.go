@@ -68,6 +68,11 @@ type bucketEntry struct {
 	key  topKey
 	aq   *acctQueue
 	head *task // aq's oldest task, copied so that retop reads only the heap
+	// n is aq's task count, copied like key (the account's running count
+	// and last service) so that a queue position (State.position), which
+	// visits every entry of the bucket, reads the heap alone and not three
+	// records per account.
+	n int
 }
 
 // acctQueue is one account's ready tasks of one (priority, class).
@@ -81,10 +86,11 @@ type acctQueue struct {
 	aIdx  int     // index in acct.queues
 }
 
-// newHead refreshes the copies of aq's oldest task after its task heap
-// changed.
+// newHead refreshes the copies of aq's oldest task and task count after
+// its task heap changed.
 func (aq *acctQueue) newHead() {
 	e := &aq.b.heap[aq.bIdx]
+	e.n = aq.tasks.Len()
 	if h := aq.head(); e.head != h {
 		e.head = h
 		if aq.bIdx == 0 {
@@ -220,7 +226,7 @@ func (b *bucket) swap(i, j int) {
 
 func (b *bucket) push(aq *acctQueue) {
 	aq.bIdx = len(b.heap)
-	b.heap = append(b.heap, bucketEntry{key: keyOf(aq.acct), aq: aq, head: aq.head()})
+	b.heap = append(b.heap, bucketEntry{key: keyOf(aq.acct), aq: aq, head: aq.head(), n: aq.tasks.Len()})
 	b.up(aq.bIdx)
 	b.retop()
 }

@@ -168,18 +168,21 @@ func (s *State) position(t *task) int {
 	// (start level, highest first; then the fair-share stamp and id).
 	a := aq.acct
 	level := a.running + rank // the level at which t is served
-	for _, e := range aq.b.heap {
-		other := e.aq
-		if other == aq {
+	// Each entry's copies of its account's running count and last service
+	// (key) and of its task count (n) make this a pass over the heap's
+	// array: only a tie on both reads the other account, for its id.
+	heap := aq.b.heap
+	for i := range heap {
+		e := &heap[i]
+		if e.aq == aq {
 			pos += rank
 			continue
 		}
-		o := other.acct
-		below := min(max(level-o.running, 0), other.tasks.Len()) // its services at lower levels
-		pos += below
-		active := o.running <= level && level < o.running+other.tasks.Len()
-		if active && (o.running > a.running || (o.running == a.running && (o.lastServed < a.lastServed ||
-			(o.lastServed == a.lastServed && o.id < a.id)))) {
+		running, n := e.key.running, e.n
+		pos += min(max(level-running, 0), n) // its services at lower levels
+		active := running <= level && level < running+n
+		if active && (running > a.running || (running == a.running && (e.key.served < a.lastServed ||
+			(e.key.served == a.lastServed && e.key.acct.id < a.id)))) {
 			pos++ // served before t at t's own level
 		}
 	}
