@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 
 	chart "github.com/wcharczuk/go-chart/v2"
 	"github.com/wcharczuk/go-chart/v2/drawing"
@@ -49,26 +50,33 @@ func fmtHours(h float64) string { return strconv.FormatFloat(h, 'f', -1, 64) + "
 
 // WriteSVG draws the report's timeline: GPU-wait p50/p95/p99 (left axis)
 // and GPU and CPU utilisation (right axis, dashed) over simulated hours.
+// An interval in which no GPU task was leased (in any run) has no GPU
+// wait: the wait lines skip it, joining the intervals either side, rather
+// than dropping to 0 as though nothing had waited.
 func (r SimReport) WriteSVG(w io.Writer) error {
 	n := len(r.Timeline)
 	if n == 0 {
 		return fmt.Errorf("bench: the report has no timeline to chart")
 	}
+	var measured []TimelinePoint // the intervals with a GPU wait
 	top := 0.0
 	for _, p := range r.Timeline {
-		top = max(top, p.GPUWaitP99)
+		if !p.GPUWaitNoData {
+			measured = append(measured, p)
+			top = max(top, p.GPUWaitP99)
+		}
 	}
 	// With replications each wait line has a band: its interval at each
-	// interval of the run.
+	// interval of the run that has one.
 	var bands []band
-	if r.Replications > 1 {
+	if r.Replications > 1 && len(measured) > 0 {
 		est := r.estimates()
 		for _, q := range []struct {
 			key string
 			c   drawing.Color
 		}{{"gpu_wait_p50", colP50}, {"gpu_wait_p95", colP95}, {"gpu_wait_p99", colP99}} {
 			bd := band{colour: q.c}
-			for _, p := range r.Timeline {
+			for _, p := range measured {
 				e := est["timeline/"+strconv.FormatFloat(p.StartHours, 'f', -1, 64)+"/"+q.key]
 				bd.xs = append(bd.xs, p.StartHours+p.Hours/2)
 				bd.lo, bd.hi = append(bd.lo, e.CILow), append(bd.hi, e.CIHigh)
@@ -84,17 +92,31 @@ func (r SimReport) WriteSVG(w io.Writer) error {
 		}
 	}
 	xs := make([]float64, n)
-	p50, p95, p99 := make([]float64, n), make([]float64, n), make([]float64, n)
 	gpu, cpu := make([]float64, n), make([]float64, n)
 	for i, p := range r.Timeline {
 		xs[i] = p.StartHours + p.Hours/2
-		p50[i], p95[i], p99[i] = p.GPUWaitP50/unit.seconds, p.GPUWaitP95/unit.seconds, p.GPUWaitP99/unit.seconds
 		gpu[i], cpu[i] = p.GPUUtilisation, p.CPUUtilisation
 	}
+	var wxs, p50, p95, p99 []float64
+	for _, p := range measured {
+		wxs = append(wxs, p.StartHours+p.Hours/2)
+		p50, p95, p99 = append(p50, p.GPUWaitP50/unit.seconds), append(p95, p.GPUWaitP95/unit.seconds), append(p99, p.GPUWaitP99/unit.seconds)
+	}
+	wait := func(name string, c drawing.Color, ys []float64) chart.ContinuousSeries {
+		if len(wxs) == 0 {
+			// No GPU task leased in the whole run: go-chart wants a value
+			// in every series, so one it does not draw, and the legend
+			// says why the line is missing.
+			s := line(name+" (no data)", c, nil, chart.YAxisSecondary, xs[:1], []float64{0})
+			s.Style.Hidden = true
+			return s
+		}
+		return line(name, c, nil, chart.YAxisSecondary, wxs, ys)
+	}
 	series := []chart.Series{
-		line("GPU wait p50", colP50, nil, chart.YAxisSecondary, xs, p50),
-		line("GPU wait p95", colP95, nil, chart.YAxisSecondary, xs, p95),
-		line("GPU wait p99", colP99, nil, chart.YAxisSecondary, xs, p99),
+		wait("GPU wait p50", colP50, p50),
+		wait("GPU wait p95", colP95, p95),
+		wait("GPU wait p99", colP99, p99),
 		line("GPU utilisation", colGPU, dashUtilisation, chart.YAxisPrimary, xs, gpu),
 		line("CPU utilisation", colCPU, dashUtilisation, chart.YAxisPrimary, xs, cpu),
 	}
@@ -143,30 +165,44 @@ func (r SweepResult) WriteSVG(w io.Writer) error {
 	metric := metricLabel[r.Metric]
 	waitY, unit, top := waitAxis("p95 "+metric, sweepChartSpan*r.TargetP95)
 	target := r.TargetP95 / unit.seconds
-	xs, p95, gpu := make([]float64, n), make([]float64, n), make([]float64, n)
+	xs, gpu := make([]float64, n), make([]float64, n)
+	// The p95 line skips the sizes at which nothing reached the metric
+	// (P95NoData), as the timeline's wait lines skip intervals: 0 there
+	// would be the best p95 of the sweep.
+	var pxs, p95 []float64
 	name := "p95 " + metric
 	for i, p := range r.Points {
-		xs[i], p95[i], gpu[i] = float64(p.Count), min(p.P95/unit.seconds, top), p.GPUUtilisation
+		xs[i], gpu[i] = float64(p.Count), p.GPUUtilisation
+		if p.P95NoData {
+			continue
+		}
+		pxs, p95 = append(pxs, xs[i]), append(p95, min(p.P95/unit.seconds, top))
 		if p.P95/unit.seconds > top {
 			name = fmt.Sprintf("p95 %s, clipped at %s", metric, fmtWait(top*unit.seconds))
 		}
 	}
 	first, last := xs[0], xs[n-1]
 	var bands []band
-	if r.Replications > 1 {
-		bd := band{colour: colP95, xs: xs}
+	if r.Replications > 1 && len(pxs) > 0 {
+		bd := band{colour: colP95, xs: pxs}
 		for _, p := range r.Points {
-			if p.CI != nil {
+			if p.CI != nil && !p.P95NoData {
 				bd.lo, bd.hi = append(bd.lo, p.CI.P95.Low/unit.seconds), append(bd.hi, p.CI.P95.High/unit.seconds)
 			}
 		}
-		if len(bd.lo) == n {
+		if len(bd.lo) == len(pxs) {
 			bands = append(bands, bd)
 		}
 	}
+	p95Line := line(name, colP95, nil, chart.YAxisSecondary, pxs, p95)
+	if len(pxs) == 0 {
+		// go-chart wants a value in every series: one it does not draw.
+		p95Line = line(name+" (no data)", colP95, nil, chart.YAxisSecondary, xs[:1], []float64{0})
+		p95Line.Style.Hidden = true
+	}
 	goal := fmt.Sprintf("target: p95 ≤ %s", fmtWait(r.TargetP95))
 	series := []chart.Series{
-		line(name, colP95, nil, chart.YAxisSecondary, xs, p95),
+		p95Line,
 		line(goal, colGoal, dashTarget, chart.YAxisSecondary, []float64{first, last}, []float64{target, target}),
 		line("GPU utilisation", colGPU, dashUtilisation, chart.YAxisPrimary, xs, gpu),
 	}
@@ -181,19 +217,28 @@ func (r SweepResult) WriteSVG(w io.Writer) error {
 			answer = fmt.Sprintf("smallest certain to meet %s: %d", fmtWait(r.TargetP95), r.Smallest)
 		}
 	}
-	if len(r.Uncertain) > 0 {
-		answer += "; uncertain: " + joinCounts(r.Uncertain)
-	}
+	names := sweepAxisNames(fmt.Sprintf("nodes in group %s (%s", r.Group, answer), r.Uncertain)
 	c := chart.Chart{
 		Width:      1100,
 		Height:     560,
 		Background: chart.Style{Padding: chart.Box{Top: 50, Left: plotPadLeft, Right: lg.reserve(), Bottom: 20}},
-		XAxis: chart.XAxis{Name: xmlEscape(fmt.Sprintf("nodes in group %s (%s)", r.Group, answer)),
+		XAxis: chart.XAxis{Name: xmlEscape(names[0]),
 			Range: newFittedRange(first, last, countTicks(r.Points))},
 		YAxis:          percentAxis(),
 		YAxisSecondary: waitY,
 		Series:         series,
 	}
+	// A long list of uncertain sizes ran past the image's edges: the name
+	// is the longest that fits the plot go-chart lays out.
+	plot, err := plotBox(c)
+	if err != nil {
+		return err
+	}
+	axisName, err := fitXName(plot, c.Width, names)
+	if err != nil {
+		return err
+	}
+	c.XAxis.Name = xmlEscape(axisName)
 	// The target line is named on the plot too, at its right end where an
 	// adequate fleet's p95 lies far below it.
 	label := func(plot chart.Box) string {
@@ -205,6 +250,27 @@ func (r SweepResult) WriteSVG(w io.Writer) error {
 	title := fmt.Sprintf("%s: p95 %s against %s nodes, %s simulated, %s",
 		farmName(r.Farm), metric, r.Group, fmtHours(r.Hours), seedsLabel(r.Seed, r.Replications))
 	return renderWithLegend(w, c, title, lg, label)
+}
+
+// sweepAxisNames are the choices of the sweep chart's x-axis name, from
+// head (the group and the answer, its parenthesis open), longest first:
+// every uncertain size, then the first few of them, an ellipsis, the last
+// and how many there are ("uncertain: 5, 6, …, 29 (25 sizes)"), down to
+// the count alone (fitXName picks one).
+func sweepAxisNames(head string, uncertain []int) []string {
+	if len(uncertain) == 0 {
+		return []string{head + ")"}
+	}
+	names := []string{head + "; uncertain: " + joinCounts(uncertain) + ")"}
+	last := uncertain[len(uncertain)-1]
+	for k := len(uncertain) - 2; k >= 1; k-- {
+		shown := make([]string, k)
+		for i, c := range uncertain[:k] {
+			shown[i] = strconv.Itoa(c)
+		}
+		names = append(names, fmt.Sprintf("%s; uncertain: %s, …, %d (%d sizes))", head, strings.Join(shown, ", "), last, len(uncertain)))
+	}
+	return append(names, fmt.Sprintf("%s; %d sizes uncertain)", head, len(uncertain)))
 }
 
 // countTicks are the choices of ticks for a sweep's size axis, densest

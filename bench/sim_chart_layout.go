@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -324,6 +325,80 @@ func leftAxisName(plot chart.Box, y chart.YAxis) (string, error) {
 		x, cy, x, cy, fontAttrs(chart.DefaultAxisFontSize), textColour, xmlEscape(y.Name)), nil
 }
 
+// plotBox is where go-chart puts c's plot when renderWithLegend renders
+// it: c is rendered once, to nowhere, to find out. The box does not
+// depend on the x axis' name, only on whether it has one (a row of text
+// below the labels), so a name can be chosen to fit the box (fitXName)
+// and c rendered again with it.
+func plotBox(c chart.Chart) (chart.Box, error) {
+	var plot chart.Box
+	c.Elements = append(slices.Clone(c.Elements), func(_ chart.Renderer, cb chart.Box, _ chart.Style) { plot = cb })
+	c.YAxisSecondary.NameStyle.Hidden = true // as renderWithLegend does
+	if err := c.Render(chart.SVG, io.Discard); err != nil {
+		return chart.Box{}, err
+	}
+	return plot, nil
+}
+
+// xNameMargin is the least room between the x axis' name (or the title)
+// and the image's edges.
+const xNameMargin = 4
+
+// fitXName is the first of names (longest first, unescaped) that fits an
+// image width px wide as the x axis' name under plot, or the last cut
+// short with an ellipsis until it fits. go-chart centres the name on the
+// plot by its width in Roboto, which is left of the image's centre (the
+// legend is on the right), so the name starts at the plot's centre less
+// half that width; a viewer without Roboto draws it from there in a wider
+// font (labelWidth's 0.65 em a character), so it must fit to the right as
+// well.
+func fitXName(plot chart.Box, width int, names []string) (string, error) {
+	r, err := measurer(chart.DefaultAxisFontSize)
+	if err != nil {
+		return "", err
+	}
+	px := drawing.PointsToPixels(chart.DefaultDPI, chart.DefaultAxisFontSize)
+	fits := func(name string) bool {
+		w := r.MeasureText(name).Width()
+		x0 := plot.Right - (plot.Width()>>1 + w>>1) // as go-chart's XAxis.Render
+		return x0 >= xNameMargin && float64(x0)+max(float64(w), labelWidth(name, px)) <= float64(width-xNameMargin)
+	}
+	for _, n := range names[:len(names)-1] {
+		if fits(n) {
+			return n, nil
+		}
+	}
+	return cutToFit(names[len(names)-1], fits), nil
+}
+
+// cutToFit is s, or s cut short with an ellipsis until it fits: a name
+// from the user's files (a farm's, a group's) can be any length.
+func cutToFit(s string, fits func(string) bool) string {
+	if fits(s) {
+		return s
+	}
+	rs := []rune(s)
+	for k := len(rs) - 1; k > 0; k-- {
+		if c := strings.TrimRight(string(rs[:k]), " ") + "…"; fits(c) {
+			return c
+		}
+	}
+	return "…"
+}
+
+// fitTitle is title cut to fit an image width px wide, centred on it,
+// in the title's font or a wider one (labelWidth's 0.65 em a character).
+func fitTitle(title string, width int) (string, error) {
+	r, err := measurer(titleFontPoints)
+	if err != nil {
+		return "", err
+	}
+	px := drawing.PointsToPixels(chart.DefaultDPI, titleFontPoints)
+	return cutToFit(title, func(t string) bool {
+		return max(float64(r.MeasureText(t).Width()), labelWidth(t, px)) <= float64(width-2*xNameMargin)
+	}), nil
+}
+
 // reserve is the right padding the chart needs for the legend.
 func (l legend) reserve() int { return l.width + 2*legendMargin }
 
@@ -377,6 +452,10 @@ func renderWithLegend(w io.Writer, c chart.Chart, title string, l legend, extra 
 	b.WriteString(out)
 	fmt.Fprintf(&b, `<rect id="plot-area" x="%d" y="%d" width="%d" height="%d" fill="none" stroke="none"/>`,
 		plot.Left, plot.Top, plot.Width(), plot.Height())
+	title, err := fitTitle(title, c.Width)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(&b, `<text id="title" x="%d" y="%d" text-anchor="middle" %s fill="%s">%s</text>`,
 		c.Width/2, titleBaseline, fontAttrs(titleFontPoints), textColour, xmlEscape(title))
 	name, err := leftAxisName(plot, leftAxis)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"math"
 	"slices"
@@ -300,4 +301,83 @@ func checkTargetLine(t *testing.T, root svgElem, plot box, left []tick) {
 		}
 	}
 	t.Error("no target label")
+}
+
+// TestChartsSkipPointsWithoutData: a timeline interval in which no GPU
+// task was leased, and a sweep size at which nothing reached the metric,
+// have no wait: the wait lines join their neighbours instead of dropping
+// to the axis' 0, as though nothing had waited; a line with no point at
+// all is left out and its legend entry says so.
+func TestChartsSkipPointsWithoutData(t *testing.T) {
+	tl := chartReport() // waits of 15 min to 5 h from 5 h to 11 h
+	measured := 0
+	for i := range tl.Timeline {
+		p := &tl.Timeline[i]
+		if p.GPUWaitP99 > 0 && i%3 == 0 {
+			p.GPUWaitP50, p.GPUWaitP95, p.GPUWaitP99, p.GPUWaitNoData = 0, 0, 0, true
+		} else {
+			measured++
+		}
+	}
+	sw := chartSweep()
+	for i := range sw.Points {
+		if i%2 == 0 {
+			sw.Points[i].P95, sw.Points[i].P95NoData = 0, true
+		}
+	}
+	empty := chartReport()
+	for i := range empty.Timeline {
+		empty.Timeline[i] = TimelinePoint{StartHours: empty.Timeline[i].StartHours, Hours: empty.Timeline[i].Hours, GPUWaitNoData: true}
+	}
+	for _, tc := range []struct {
+		name   string
+		write  func(io.Writer) error
+		colour string
+		points int  // the line's, 0 for none
+		zeros  bool // measured waits of 0 (chartReport's before 5 h) are on the line
+	}{
+		{"timeline", tl.WriteSVG, colP99.String(), measured, true},
+		{"timeline-ci", withCI(tl).WriteSVG, colP99.String(), measured, true},
+		{"sweep", sw.WriteSVG, colP95.String(), len(sw.Points) / 2, false},
+		{"sweep-ci", sweepWithCI(sw).WriteSVG, colP95.String(), len(sw.Points) / 2, false},
+		{"timeline of no GPU wait", empty.WriteSVG, colP99.String(), 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := tc.write(&b); err != nil {
+				t.Fatal(err)
+			}
+			doc := b.String()
+			var root svgElem
+			if err := xml.Unmarshal(b.Bytes(), &root); err != nil {
+				t.Fatal(err)
+			}
+			plot, _ := root.byID("plot-area")
+			bottom := plot.rectBox(t).y1
+			var ys []float64
+			for _, e := range root.Kids {
+				if e.XMLName.Local != "path" || !strings.Contains(e.attr("style"), "stroke:"+tc.colour) {
+					continue
+				}
+				for _, v := range strings.FieldsFunc(e.attr("d"), func(r rune) bool { return r == 'M' || r == 'L' || r == '\n' }) {
+					var x, y float64
+					if _, err := fmt.Sscanf(strings.TrimSpace(v), "%g %g", &x, &y); err != nil {
+						t.Fatalf("path vertex %q: %v", v, err)
+					}
+					ys = append(ys, y)
+				}
+			}
+			if len(ys) != tc.points {
+				t.Errorf("the line has %d points, want %d", len(ys), tc.points)
+			}
+			for _, y := range ys {
+				if y >= bottom && !tc.zeros {
+					t.Errorf("a point at y %v, on the axis' 0 (plot bottom %v)", y, bottom)
+				}
+			}
+			if (tc.points == 0) != strings.Contains(doc, "(no data)") {
+				t.Errorf("legend says no data: %v, want %v", !(tc.points == 0), tc.points == 0)
+			}
+		})
+	}
 }

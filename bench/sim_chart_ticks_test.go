@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/xml"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strings"
@@ -28,9 +29,11 @@ type axisText struct {
 }
 
 // readAxes sorts a chart's text into the x axis' labels (the row nearest
-// below the plot), the left and right axes' labels, and the axes' names
-// (turned text), each in order of position.
-func readAxes(t *testing.T, doc []byte) (x, left, right, names []axisText, width float64) {
+// below the plot), the left and right axes' labels, the axes' names
+// (turned text), each in order of position, and the x axis' name and the
+// chart's title (x their start and centre: go-chart starts the name at
+// x, the title is centred on it).
+func readAxes(t *testing.T, doc []byte) (x, left, right, names []axisText, xName, title axisText, width float64) {
 	t.Helper()
 	var root svgElem
 	if err := xml.Unmarshal(doc, &root); err != nil {
@@ -43,7 +46,11 @@ func readAxes(t *testing.T, doc []byte) (x, left, right, names []axisText, width
 	plot := p.rectBox(t)
 	var below []axisText
 	for _, e := range root.Kids {
-		if e.XMLName.Local != "text" || e.attr("id") == "title" {
+		if e.XMLName.Local != "text" {
+			continue
+		}
+		if e.attr("id") == "title" {
+			title = axisText{x: e.num(t, "x"), y: e.num(t, "y"), text: e.Text}
 			continue
 		}
 		a := axisText{x: e.num(t, "x"), y: e.num(t, "y"), text: e.Text}
@@ -69,23 +76,36 @@ func readAxes(t *testing.T, doc []byte) (x, left, right, names []axisText, width
 		row = min(row, a.y)
 	}
 	for _, a := range below {
-		if a.y == row {
+		switch {
+		case a.y == row:
 			x = append(x, a)
+		case a.y > xName.y:
+			xName = a
 		}
 	}
 	slices.SortFunc(x, func(a, b axisText) int { return cmp.Compare(a.x, b.x) })
-	return x, left, right, names, root.num(t, "width")
+	return x, left, right, names, xName, title, root.num(t, "width")
 }
 
 // checkAxes wants at least minX labels on the x axis, each starting at
 // least its own width and a quarter em after the one before starts, all
-// inside the image, and every axis name clear of its axis' labels: a name
-// turned by 90° has its letters on the right of its baseline, so the left
-// axis' must end before the left labels begin, and the right axis' must
-// begin after the right labels end.
+// inside the image, the x axis' name and the chart's title inside the
+// image too, and every axis name clear of its axis' labels: a name turned
+// by 90° has its letters on the right of its baseline, so the left axis'
+// must end before the left labels begin, and the right axis' must begin
+// after the right labels end.
 func checkAxes(t *testing.T, name string, doc []byte, minX int) {
 	t.Helper()
-	x, left, right, names, width := readAxes(t, doc)
+	x, left, right, names, xName, title, width := readAxes(t, doc)
+	if xName.text == "" {
+		t.Errorf("%s: no x-axis name", name)
+	} else if b := textBox(xName.x, xName.y, xName.text); b.x0 < 0 || b.x1 > width {
+		t.Errorf("%s: x-axis name %q at %.0f–%.0f runs past the %v px image", name, xName.text, b.x0, b.x1, width)
+	}
+	// The title's font is 14 pt, where textBox's is 9.6 pt (12.8 px).
+	if half := textBox(0, 0, title.text).x1 * 14 / 9.6 / 2; title.x-half < 0 || title.x+half > width {
+		t.Errorf("%s: title %q at %.0f–%.0f runs past the %v px image", name, title.text, title.x-half, title.x+half, width)
+	}
 	if len(x) < minX {
 		t.Errorf("%s: %d x-axis labels %v, want at least %d", name, len(x), x, minX)
 	}
@@ -160,20 +180,43 @@ func TestChartAxisLabelsDoNotOverlap(t *testing.T) {
 		{1, 7, 14}, {1, 1, 200}, {99000, 5, 200}, {99801, 1, 200}, {90000, 50, 200},
 	} {
 		for _, target := range []float64{1e-6, 120, 7 * 86400} {
-			r := SweepResult{Farm: "f", Hours: 24, Seed: 1, Group: "g", Metric: MetricTurnaround, TargetP95: target, Replications: 1000}
-			for i := range sr.n {
-				// From far over the target down: the legend's longest
-				// label, "clipped at".
-				p := SweepPoint{Count: sr.min + i*sr.step, P95: target * 100 / float64(i+1)}
-				p.CI = &SweepCI{P95: Interval{p.P95 * 0.9, p.P95 * 1.1}}
-				r.Points = append(r.Points, p)
+			// The x axis' name lists the sizes the sweep cannot tell
+			// apart from the answer: none, a few, or every size but the
+			// last, the answer (uncertain up to 199 sizes of 6 digits).
+			for _, uncertain := range []int{0, 3, sr.n - 1} {
+				r := SweepResult{Farm: "f", Hours: 24, Seed: 1, Group: "g", Metric: MetricTurnaround, TargetP95: target, Replications: 1000,
+					Found: true, Smallest: sr.min + (sr.n-1)*sr.step}
+				for i := range sr.n {
+					// From far over the target down: the legend's longest
+					// label, "clipped at".
+					p := SweepPoint{Count: sr.min + i*sr.step, P95: target * 100 / float64(i+1)}
+					p.CI = &SweepCI{P95: Interval{p.P95 * 0.9, p.P95 * 1.1}}
+					r.Points = append(r.Points, p)
+					if i >= sr.n-1-uncertain && i < sr.n-1 {
+						r.Uncertain = append(r.Uncertain, p.Count)
+					}
+				}
+				var b bytes.Buffer
+				if err := r.WriteSVG(&b); err != nil {
+					t.Fatal(err)
+				}
+				checkAxes(t, fmt.Sprintf("sweep %d..%d step %d, target %v s, %d uncertain", sr.min, sr.min+(sr.n-1)*sr.step, sr.step, target, uncertain),
+					b.Bytes(), 2)
 			}
-			var b bytes.Buffer
-			if err := r.WriteSVG(&b); err != nil {
-				t.Fatal(err)
-			}
-			checkAxes(t, fmt.Sprintf("sweep %d..%d step %d, target %v s", sr.min, sr.min+(sr.n-1)*sr.step, sr.step, target), b.Bytes(), 2)
 		}
+	}
+	// Farm and group names come from the user's files, of any length.
+	long := strings.Repeat("a very long name ", 12)
+	sw := chartSweep()
+	sw.Farm, sw.Group = long, long
+	tl := chartReport()
+	tl.Farm = long
+	for name, write := range map[string]func(io.Writer) error{"sweep of long names": sw.WriteSVG, "timeline of a long name": tl.WriteSVG} {
+		var b bytes.Buffer
+		if err := write(&b); err != nil {
+			t.Fatal(err)
+		}
+		checkAxes(t, name, b.Bytes(), 2)
 	}
 }
 

@@ -164,9 +164,12 @@ type FaultStats struct {
 	ColdStarts   int     `json:"cold_starts"`
 	LoadGPUHours float64 `json:"load_gpu_hours"`
 	// GPUPlacements are the GPU tasks leased on nodes that track warm
-	// models; WarmHitShare the share of them whose model was warm there.
-	GPUPlacements int     `json:"gpu_placements"`
-	WarmHitShare  float64 `json:"warm_hit_share"`
+	// models; WarmHitShare the share of them whose model was warm there,
+	// none when there were no placements (WarmHitShareNoData; with
+	// replications, in no run).
+	GPUPlacements      int     `json:"gpu_placements"`
+	WarmHitShare       float64 `json:"warm_hit_share"`
+	WarmHitShareNoData bool    `json:"warm_hit_share_no_data,omitempty"`
 }
 
 // setupFaults parses the groups' fault settings and, when a group has
@@ -344,6 +347,8 @@ func (s *sim) faultStats() *FaultStats {
 	}
 	if fs.GPUPlacements > 0 {
 		fs.WarmHitShare = float64(s.flt.warmPlaces) / float64(fs.GPUPlacements)
+	} else {
+		fs.WarmHitShareNoData = true
 	}
 	return fs
 }

@@ -21,17 +21,37 @@ type figure struct {
 	// hidden figures (sample sizes) are averaged but not in the CSV.
 	hidden bool
 	// n, when set, is the sample size the figure was measured on: with
-	// none it has no value (an SLO's attainment of nothing), so the CSV
-	// leaves it empty and replications average only the runs that
-	// measured something.
+	// none it has no value (an SLO's attainment of nothing, the p95 of a
+	// class with no video finished), so the CSV leaves it empty and
+	// replications average only the runs that measured something. A zero
+	// in its place would read as instant service or a free render.
 	n *int
+	// noData, set with n, is the report's flag that says the figure has
+	// no value: combine sets it when no run measured the figure (n
+	// itself is then a mean over all runs, rounded, and may be 0 while
+	// some run measured it).
+	noData *bool
 	// unit figures are proportions, in [0, 1]: their intervals are cut to
-	// it (sim_repl.go).
+	// it; every other figure's at 0 below (sim_repl.go).
 	unit bool
 }
 
 // empty: the figure was measured on nothing.
 func (f figure) empty() bool { return f.n != nil && *f.n == 0 }
+
+// top is the largest value the figure can take: 1 for a proportion, no
+// bound for the others. Every figure is at least 0: counts, durations,
+// rates, shares and costs (TestFiguresAreNotNegative).
+func (f figure) top() float64 {
+	if f.unit {
+		return 1
+	}
+	return math.Inf(1)
+}
+
+// measuredOn makes f a figure of a possibly empty sample of size n,
+// whose emptiness is reported in noData.
+func (f *figure) measuredOn(n *int, noData *bool) { f.n, f.noData = n, noData }
 
 func (f figure) value() float64 {
 	switch {
@@ -92,7 +112,9 @@ func (r *SimReport) figures() []figure {
 	add("farm", "", "videos_per_gpu_hour", &r.VideosPerGPUHour)
 	add("farm", "", "rendered_minutes", &r.RenderedMinutes)
 	fixed("farm", "cost", &r.Cost)
-	add("farm", "", "cost_per_rendered_minute", &r.CostPerRenderedMinute)
+	// Nothing rendered: the cost per minute is no number (not 0, the
+	// cheapest farm of all). Every completed video rendered some minutes.
+	add("farm", "", "cost_per_rendered_minute", &r.CostPerRenderedMinute).measuredOn(&r.Completed, &r.CostPerRenderedMinuteNoData)
 	if f := r.Faults; f != nil {
 		add("farm", "", "node_availability", &f.NodeAvailability).unit = true
 		add("farm", "", "node_failures", &f.NodeFailures)
@@ -102,7 +124,9 @@ func (r *SimReport) figures() []figure {
 		add("farm", "", "cold_starts", &f.ColdStarts)
 		add("farm", "", "load_gpu_hours", &f.LoadGPUHours)
 		add("farm", "", "gpu_placements", &f.GPUPlacements)
-		add("farm", "", "warm_hit_share", &f.WarmHitShare).unit = true
+		w := add("farm", "", "warm_hit_share", &f.WarmHitShare)
+		w.unit = true
+		w.measuredOn(&f.GPUPlacements, &f.WarmHitShareNoData)
 	}
 	group := func(scope string, g *GroupStats) {
 		add(scope, g.Name, "submitted", &g.Submitted)
@@ -112,18 +136,20 @@ func (r *SimReport) figures() []figure {
 			p *Percentiles
 		}{{"wait", &g.Wait}, {"gpu_wait", &g.GPUWait}, {"turnaround", &g.Turnaround}} {
 			add(scope, g.Name, m.k+"_count", &m.p.Count).hidden = true
-			add(scope, g.Name, m.k+"_mean", &m.p.Mean)
-			add(scope, g.Name, m.k+"_p50", &m.p.P50)
-			add(scope, g.Name, m.k+"_p95", &m.p.P95)
-			add(scope, g.Name, m.k+"_p99", &m.p.P99)
-			add(scope, g.Name, m.k+"_max", &m.p.Max)
+			for _, q := range []struct {
+				k string
+				v *float64
+			}{{"_mean", &m.p.Mean}, {"_p50", &m.p.P50}, {"_p95", &m.p.P95}, {"_p99", &m.p.P99}, {"_max", &m.p.Max}} {
+				add(scope, g.Name, m.k+q.k, q.v).measuredOn(&m.p.Count, &m.p.NoData)
+			}
 		}
 		for i := range g.SLOs {
 			o := &g.SLOs[i]
 			k := sloKey(o.SLO)
 			add(scope, g.Name, k+"_count", &o.Count).hidden = true
 			a := add(scope, g.Name, k+"_attained", &o.Attained)
-			a.n, a.unit = &o.Count, true
+			a.unit = true
+			a.measuredOn(&o.Count, &o.NoData)
 			add(scope, g.Name, k+"_met", &o.Met)
 		}
 	}
@@ -141,9 +167,13 @@ func (r *SimReport) figures() []figure {
 	for i := range r.Timeline {
 		p := &r.Timeline[i]
 		at := strconv.FormatFloat(p.StartHours, 'f', -1, 64)
-		add("timeline", at, "gpu_wait_p50", &p.GPUWaitP50)
-		add("timeline", at, "gpu_wait_p95", &p.GPUWaitP95)
-		add("timeline", at, "gpu_wait_p99", &p.GPUWaitP99)
+		// An interval in which no GPU task was leased has no GPU wait
+		// (its GPUs may all have been busy with long renders, the queue
+		// full), not a wait of 0.
+		add("timeline", at, "gpu_leased", &p.gpuLeased).hidden = true
+		add("timeline", at, "gpu_wait_p50", &p.GPUWaitP50).measuredOn(&p.gpuLeased, &p.GPUWaitNoData)
+		add("timeline", at, "gpu_wait_p95", &p.GPUWaitP95).measuredOn(&p.gpuLeased, &p.GPUWaitNoData)
+		add("timeline", at, "gpu_wait_p99", &p.GPUWaitP99).measuredOn(&p.gpuLeased, &p.GPUWaitNoData)
 		add("timeline", at, "gpu_utilisation", &p.GPUUtilisation).unit = true
 		add("timeline", at, "cpu_utilisation", &p.CPUUtilisation).unit = true
 		add("timeline", at, "completed", &p.Completed)

@@ -62,9 +62,11 @@ type Candidate struct {
 	Verdict string      `json:"verdict"`
 	Classes []ClassSLOs `json:"classes"`
 	// GPUUtilisation and CostPerRenderedMinute are the whole fleet's.
-	GPUUtilisation        float64     `json:"gpu_utilisation"`
-	CostPerRenderedMinute float64     `json:"cost_per_rendered_minute"`
-	ClassCosts            []ClassCost `json:"class_costs"`
+	GPUUtilisation        float64 `json:"gpu_utilisation"`
+	CostPerRenderedMinute float64 `json:"cost_per_rendered_minute"`
+	// CostPerRenderedMinuteNoData: no run rendered anything.
+	CostPerRenderedMinuteNoData bool        `json:"cost_per_rendered_minute_no_data,omitempty"`
+	ClassCosts                  []ClassCost `json:"class_costs"`
 }
 
 // OptimizeResult is the search and its answer.
@@ -292,7 +294,8 @@ func simulateCandidates(fleet Fleet, wl Workload, cfg SimConfig, par int, cands 
 		c := cands[ci]
 		cl, v := classChecks(rep)
 		out[k] = Candidate{Counts: c.counts, GPUs: c.gpus, CostPerHour: c.cost, Verdict: v, Classes: cl,
-			GPUUtilisation: rep.GPUUtilisation, CostPerRenderedMinute: rep.CostPerRenderedMinute, ClassCosts: rep.CostByClass()}
+			GPUUtilisation: rep.GPUUtilisation, CostPerRenderedMinute: rep.CostPerRenderedMinute,
+			CostPerRenderedMinuteNoData: rep.CostPerRenderedMinuteNoData, ClassCosts: rep.CostByClass()}
 	}
 	return out, nil
 }

@@ -101,8 +101,9 @@ func (r OptimizeResult) String() string {
 		return b.String()
 	}
 	best := r.Best
-	fmt.Fprintf(&b, "\ncheapest: %s (%d GPUs) at %.2f%s per hour, %.3f%s per rendered minute overall, GPU utilisation %.1f%%\n",
-		r.mix(best.Counts), best.GPUs, best.CostPerHour, unit, best.CostPerRenderedMinute, unit, 100*best.GPUUtilisation)
+	fmt.Fprintf(&b, "\ncheapest: %s (%d GPUs) at %.2f%s per hour, %s%s per rendered minute overall, GPU utilisation %.1f%%\n",
+		r.mix(best.Counts), best.GPUs, best.CostPerHour, unit,
+		orDash(!best.CostPerRenderedMinuteNoData, "%.3f", best.CostPerRenderedMinute), unit, 100*best.GPUUtilisation)
 	fmt.Fprintf(&b, "%-14s %-28s %7s %12s %14s\n", "class", "binding SLO", "share", "per video", "per rend. min")
 	for i, cc := range best.ClassCosts {
 		binding := "—"
@@ -110,7 +111,8 @@ func (r OptimizeResult) String() string {
 			o := c.SLOs[c.Binding]
 			binding = fmt.Sprintf("%s %.2f%%", sloLabel(o.SLO), 100*o.Attained)
 		}
-		fmt.Fprintf(&b, "%-14s %-28s %6.1f%% %12.3f %14.3f\n", cc.Name, binding, 100*cc.Share, cc.CostPerVideo, cc.CostPerRenderedMinute)
+		fmt.Fprintf(&b, "%-14s %-28s %6.1f%% %12s %14s\n", cc.Name, binding, 100*cc.Share,
+			orDash(cc.Videos > 0, "%.3f", cc.CostPerVideo), orDash(cc.RenderedMinutes > 0, "%.3f", cc.CostPerRenderedMinute))
 	}
 	b.WriteString("(the fleet's cost is split between the classes by the GPU-seconds they used)\n")
 	uncertain()
@@ -127,7 +129,8 @@ func orCPU(model string) string {
 // WriteCSV writes one row per candidate tried and class: the counts (a
 // column per group), GPUs, cost per hour, the verdict, the class's
 // binding SLO and attainment, and its cost per video and per rendered
-// minute; best is true on the answer's rows.
+// minute (empty when it completed or rendered nothing); best is true on
+// the answer's rows.
 func (r OptimizeResult) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	var head []string
@@ -156,7 +159,14 @@ func (r OptimizeResult) WriteCSV(w io.Writer) error {
 				row = append(row, "", "", "", "")
 			}
 			cc := c.ClassCosts[i]
-			row = append(row, strconv.FormatBool(cl.Met), f(cc.CostPerVideo), f(cc.CostPerRenderedMinute))
+			perVideo, perMinute := "", "" // none completed, nothing rendered: no number
+			if cc.Videos > 0 {
+				perVideo = f(cc.CostPerVideo)
+			}
+			if cc.RenderedMinutes > 0 {
+				perMinute = f(cc.CostPerRenderedMinute)
+			}
+			row = append(row, strconv.FormatBool(cl.Met), perVideo, perMinute)
 			_ = cw.Write(row)
 		}
 	}

@@ -18,7 +18,8 @@ func (r SimReport) String() string {
 	fmt.Fprintf(&b, "videos: %d submitted, %d completed, %d in flight at the end\n", r.Submitted, r.Completed, r.InFlight)
 	fmt.Fprintf(&b, "throughput %.1f videos/h, %.2f videos per GPU-hour, GPU utilisation %.1f%%, CPU utilisation %.1f%%\n",
 		r.ThroughputPerHour, r.VideosPerGPUHour, 100*r.GPUUtilisation, 100*r.CPUUtilisation)
-	fmt.Fprintf(&b, "rendered %.1f min for a cost of %.2f%s: %.3f%s per rendered minute\n", r.RenderedMinutes, r.Cost, r.unit(), r.CostPerRenderedMinute, r.unit())
+	fmt.Fprintf(&b, "rendered %.1f min for a cost of %.2f%s: %s%s per rendered minute\n", r.RenderedMinutes, r.Cost, r.unit(),
+		orDash(r.Completed > 0, "%.3f", r.CostPerRenderedMinute), r.unit())
 	b.WriteString(r.Faults.lines())
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "%-18s %9s %9s  %-36s  %-36s  %s\n", "group", "submitted", "completed",
@@ -60,9 +61,19 @@ func (f *FaultStats) lines() string {
 		return ""
 	}
 	return fmt.Sprintf("faults: nodes up %.2f%% of the time, %d node failures, %d agent restarts, %d tasks requeued, %.1f GPU-hours lost\n"+
-		"models: %d cold starts, %.1f GPU-hours loading, %.1f%% of %d GPU placements on a node with the model warm\n",
+		"models: %d cold starts, %.1f GPU-hours loading, %s%% of %d GPU placements on a node with the model warm\n",
 		100*f.NodeAvailability, f.NodeFailures, f.AgentRestarts, f.TasksRequeued, f.GPUHoursLost,
-		f.ColdStarts, f.LoadGPUHours, 100*f.WarmHitShare, f.GPUPlacements)
+		f.ColdStarts, f.LoadGPUHours, orDash(f.GPUPlacements > 0, "%.1f", 100*f.WarmHitShare), f.GPUPlacements)
+}
+
+// orDash formats v, or is a dash when it was measured on nothing
+// (measured false): a cost per minute of nothing rendered is no number,
+// and 0 would read as free.
+func orDash(measured bool, format string, v float64) string {
+	if !measured {
+		return "—"
+	}
+	return fmt.Sprintf(format, v)
 }
 
 // unit is " USD" for a fleet priced in USD, "" for one without a currency.
@@ -84,8 +95,8 @@ func (r SimReport) classCostTable() string {
 	fmt.Fprintf(&b, "\ncost by class (the fleet's %.2f%s split by GPU-seconds used)\n%-18s %12s %7s %12s %10s %14s %14s\n",
 		r.Cost, r.unit(), "class", "GPU-hours", "share", "cost", "videos", "per video", "per rend. min")
 	for _, c := range r.ClassCosts {
-		fmt.Fprintf(&b, "%-18s %12.1f %6.1f%% %12.2f %10.0f %14.3f %14.3f\n", "class "+c.Name, c.GPUSeconds/3600, 100*c.Share,
-			c.Cost, c.Videos, c.CostPerVideo, c.CostPerRenderedMinute)
+		fmt.Fprintf(&b, "%-18s %12.1f %6.1f%% %12.2f %10.0f %14s %14s\n", "class "+c.Name, c.GPUSeconds/3600, 100*c.Share,
+			c.Cost, c.Videos, orDash(c.Videos > 0, "%.3f", c.CostPerVideo), orDash(c.RenderedMinutes > 0, "%.3f", c.CostPerRenderedMinute))
 	}
 	return b.String()
 }
@@ -111,8 +122,15 @@ func summary(p Percentiles) string {
 // replications each row also has ci_low,ci_high, the 95% confidence
 // interval of the mean in value (empty for what the inputs fix, such as
 // the GPU count, and for an SLO's met, which follows the mean attainment).
-// An SLO's attainment is empty when nothing was measured against it (its
-// met is 0: not met).
+// A figure measured on nothing has an empty value (and, with
+// replications, interval): an SLO's attainment (its met is 0: not met),
+// a group's waits and percentiles when it has no sample, a timeline
+// interval's GPU wait when no GPU task was leased in it, the cost per
+// rendered minute (overall or a class's) when nothing was rendered, the
+// cost per video of a class that completed none, the warm-hit share
+// without GPU placements. With replications that is when no run measured
+// it; otherwise value and interval are over the runs that did, and from
+// one run there is a value and no interval (empty ci_low, ci_high).
 func (r SimReport) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	num := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
@@ -129,11 +147,14 @@ func (r SimReport) WriteCSV(w io.Writer) error {
 		}
 		row := []string{f.scope, f.name, f.metric, num(f.value())}
 		if f.empty() {
-			row[3] = "" // an attainment of nothing: no number
+			row[3] = "" // measured on nothing: no number
 		}
 		if repl {
 			if e, ok := est[f.scope+"/"+f.name+"/"+f.metric]; ok {
 				row = append(row[:3], num(e.Mean), num(e.CILow), num(e.CIHigh))
+				if e.oneRun() {
+					row[4], row[5] = "", "" // one run: no interval
+				}
 			} else {
 				row = append(row, "", "")
 			}
@@ -150,10 +171,16 @@ func (r SimReport) WriteCSV(w io.Writer) error {
 		_ = cw.Write(pad([]string{"farm", "", "currency", r.Currency}))
 		for _, c := range r.ClassCosts {
 			for _, m := range []struct {
-				k string
-				v float64
-			}{{"cost", c.Cost}, {"cost_per_video", c.CostPerVideo}, {"cost_per_rendered_minute", c.CostPerRenderedMinute}} {
-				_ = cw.Write(pad([]string{"class", c.Name, m.k, num(m.v)}))
+				k  string
+				v  float64
+				ok bool // measured on something
+			}{{"cost", c.Cost, true}, {"cost_per_video", c.CostPerVideo, c.Videos > 0},
+				{"cost_per_rendered_minute", c.CostPerRenderedMinute, c.RenderedMinutes > 0}} {
+				v := ""
+				if m.ok {
+					v = num(m.v)
+				}
+				_ = cw.Write(pad([]string{"class", c.Name, m.k, v}))
 			}
 		}
 	}

@@ -11,11 +11,15 @@ import (
 func (r SimReport) replicatedTable() string {
 	est := r.estimates()
 	// pm is the figure scope/name/metric as "mean ± half" in format (one
-	// verb, used for both), times scale.
+	// verb, used for both), times scale; a dash for a figure without an
+	// interval, one no run measured.
 	pm := func(scope, name, metric, format string, scale float64) string {
 		e, ok := est[scope+"/"+name+"/"+metric]
-		if !ok {
+		switch {
+		case !ok:
 			return "—"
+		case e.oneRun():
+			return fmt.Sprintf(format, scale*e.Mean) + oneRunNote
 		}
 		return plusMinus(format, format, scale*e.Mean, scale*e.CILow, scale*e.CIHigh)
 	}
@@ -53,19 +57,22 @@ func (r SimReport) replicatedTable() string {
 			if i > 0 {
 				lead = strings.Repeat(" ", len([]rune(lead)))
 			}
-			cells := []string{"—", "—", "—", "—"}
-			if m.p.Count > 0 {
-				for j, q := range []string{"mean", "p50", "p95", "p99"} {
-					cells[j] = pm(scope, g.Name, m.key+"_"+q, "%.1f", 1)
-				}
+			// A dash when no run measured the group (pm finds no
+			// interval): its mean count may round to 0 while a run did.
+			cells := make([]string, 4)
+			for j, q := range []string{"mean", "p50", "p95", "p99"} {
+				cells[j] = pm(scope, g.Name, m.key+"_"+q, "%.1f", 1)
 			}
 			fmt.Fprintf(&b, "%s %-11s "+cell+" "+cell+" "+cell+" %s\n", lead, m.label, cells[0], cells[1], cells[2], cells[3])
 		}
 		for _, o := range g.SLOs {
 			e := est[scope+"/"+g.Name+"/"+sloKey(o.SLO)+"_attained"]
 			attained, v := plusMinus("%6.2f%%", "%5.2f%%", 100*e.Mean, 100*e.CILow, 100*e.CIHigh), verdict(e, o.target())
-			if o.NoData {
+			switch {
+			case o.NoData:
 				attained, v = fmt.Sprintf("%16s", "—"), sloNoData
+			case e.oneRun():
+				attained = fmt.Sprintf("%6.2f%%%-9s", 100*e.Mean, oneRunNote) // as wide as the ±
 			}
 			fmt.Fprintf(&slos, "%-18s %-10s <= %7.0f s  %s of %-8d (target %.2f%%)  %s\n", label, o.Metric, o.Seconds,
 				attained, o.Count, 100*o.Target, v)
@@ -85,11 +92,16 @@ func (r SimReport) replicatedTable() string {
 	return b.String()
 }
 
+// oneRunNote follows a mean that only one run measured, in place of an
+// interval (Estimate.Runs).
+const oneRunNote = " (1 run)"
+
 // plusMinus writes a mean and its 95% interval, the mean in meanFormat
 // and the distances to the bounds in halfFormat: "97.50% ±  1.20%" when
 // the interval is symmetric about the mean, as Student's t is, and
-// "99.60% −1.30%/+0.40%" when it is not, as a proportion's cut to [0, 1]
-// is (unitInterval): a ± would draw it past 100%.
+// "99.60% −1.30%/+0.40%" when it is not, as one cut at a bound is
+// (cutInterval: a proportion's to [0, 1], any other figure's at 0): a ±
+// would draw it past 100% or below 0.
 func plusMinus(meanFormat, halfFormat string, mean, lo, hi float64) string {
 	m := fmt.Sprintf(meanFormat, mean)
 	below, above := fmt.Sprintf(halfFormat, mean-lo), fmt.Sprintf(halfFormat, hi-mean)
@@ -101,9 +113,12 @@ func plusMinus(meanFormat, halfFormat string, mean, lo, hi float64) string {
 
 // verdict says where an attainment's confidence interval lies against its
 // target: "met" wholly at or above, "MISSED" wholly below, "uncertain"
-// across it (more replications or longer runs narrow the interval).
+// across it (more replications or longer runs narrow the interval), or
+// when only one run measured it: one run has no interval.
 func verdict(e Estimate, target float64) string {
 	switch {
+	case e.oneRun():
+		return "uncertain"
 	case e.CILow >= target:
 		return "met"
 	case e.CIHigh < target:

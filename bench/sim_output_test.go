@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"math"
 	"strconv"
 	"strings"
@@ -140,5 +141,82 @@ func TestTableMeanAndEmptyGroups(t *testing.T) {
 	}
 	if l := find("mode auto"); strings.Contains(l, "0.0") || strings.Count(l, "—") != 3 {
 		t.Errorf("empty auto row %q, want a dash for each measure", l)
+	}
+}
+
+// TestGroupsWithoutSamples: a group with nothing measured has no numbers
+// in any format (an empty CSV cell, no_data in the JSON, a dash in the
+// table), in a run and in replications; and a class measured in only
+// some replications has the mean of those, as though the others were
+// not there, where it was averaged with their zeros.
+func TestGroupsWithoutSamples(t *testing.T) {
+	fleet, wl := mmcSetup(2, 0.5) // 30 manual videos an hour: mode auto has none
+	wl.Accounts = []AccountClass{{Name: "big", Count: 10, Share: 0.97}, {Name: "rare", Count: 1, Share: 0.03}}
+	cfg := SimConfig{Hours: 1, Seed: 1, Replications: 6}
+	var measured []float64 // the rare class's p95 turnaround, in the runs that have one
+	for i := range cfg.Replications {
+		r, err := Simulate(fleet, wl, replicaConfig(cfg, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q := r.Accounts[1].Turnaround; q.Count > 0 {
+			measured = append(measured, q.P95)
+		} else if !q.NoData {
+			t.Fatalf("seed %d: rare turnaround %+v has no sample and data", cfg.Seed+uint64(i), q)
+		}
+	}
+	if len(measured) == 0 || len(measured) == cfg.Replications {
+		t.Fatalf("the rare class finished videos in %d of %d runs; the test needs some, not all", len(measured), cfg.Replications)
+	}
+	want, _, _ := meanCI(measured)
+	for _, repl := range []int{1, cfg.Replications} {
+		c := cfg
+		c.Replications = repl
+		rep, err := Simulate(fleet, wl, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := outputs(t, rep)
+		// Mode auto made no video in any run: nothing of it is a number.
+		for _, m := range []string{"wait", "gpu_wait", "turnaround"} {
+			for _, q := range []string{"mean", "p50", "p95", "p99", "max"} {
+				row := "\nmode,auto," + m + "_" + q + ",\n"
+				if repl > 1 {
+					row = "\nmode,auto," + m + "_" + q + ",,,\n"
+				}
+				if !bytes.Contains(out["csv"], []byte(row)) {
+					t.Errorf("%d replications: CSV lacks %q", repl, row[1:])
+				}
+			}
+		}
+		var js struct {
+			Modes []struct {
+				Wait struct {
+					NoData bool `json:"no_data"`
+				} `json:"wait"`
+				GPUWait struct {
+					NoData bool `json:"no_data"`
+				} `json:"gpu_wait"`
+				Turnaround struct {
+					NoData bool `json:"no_data"`
+				} `json:"turnaround"`
+			}
+		}
+		if err := json.Unmarshal(out["json"], &js); err != nil {
+			t.Fatal(err)
+		}
+		if a := js.Modes[1]; !a.Wait.NoData || !a.GPUWait.NoData || !a.Turnaround.NoData || js.Modes[0].Turnaround.NoData {
+			t.Errorf("%d replications: JSON modes %+v, want no_data for auto's measures only", repl, js.Modes)
+		}
+		if repl == 1 {
+			continue
+		}
+		rare := rep.Accounts[1].Turnaround
+		if rare.NoData || math.Abs(rare.P95-want) > 1e-9 {
+			t.Errorf("rare p95 turnaround %v (no data %v), want %v, the mean of the %d runs that measured it", rare.P95, rare.NoData, want, len(measured))
+		}
+		if e := rep.estimates()["class/rare/turnaround_p95"]; e.Runs != len(measured) || e.Mean != rare.P95 {
+			t.Errorf("rare p95 turnaround estimate %+v, want of %d runs", e, len(measured))
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"slices"
 	"sync"
 	"time"
 
@@ -38,9 +37,20 @@ type Estimate struct {
 	Mean   float64 `json:"mean"`
 	CILow  float64 `json:"ci_low"`
 	CIHigh float64 `json:"ci_high"`
+	// Runs is how many runs measured the figure when fewer than all did
+	// (absent: all of them); mean and interval are over those. One run
+	// gives no interval (Student's t needs two): CILow and CIHigh are
+	// then its value and say nothing of how sure it is (oneRun).
+	Runs int `json:"runs,omitempty"`
 }
 
-// HalfWidth is the interval's half-width, the ± of the table.
+// oneRun: only one run measured the figure, so it has a mean and no
+// interval; a verdict on it is uncertain.
+func (e Estimate) oneRun() bool { return e.Runs == 1 }
+
+// HalfWidth is half the interval's width: the ± of the table when the
+// interval is symmetric about the mean (not when cut at a bound:
+// cutInterval).
 func (e Estimate) HalfWidth() float64 { return (e.CIHigh - e.CILow) / 2 }
 
 // meanCI returns the mean of xs and its confidence interval (the mean
@@ -133,26 +143,38 @@ func replicate(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 	return combine(reps), nil
 }
 
-// unitInterval cuts a proportion's interval to [0, 1]. The interval is
-// Student's t over the runs, not a binomial one: each run's share (of
-// videos within an SLO, of time a GPU was busy) is one observation, and
-// the interval is for the mean of those shares. The videos of one run are
-// not independent trials (one backlog delays hundreds of them at once),
-// so a Wilson score interval over the pooled videos would claim a
-// precision the runs do not have. The mean of shares lies in [0, 1], so
-// the part of the t interval outside it cannot hold the mean: cutting it
-// off (clamping) keeps the interval's 95% coverage, and verdicts against
-// a target in (0, 1] do not change.
-func unitInterval(lo, hi float64) (float64, float64) {
-	return min(max(lo, 0), 1), min(max(hi, 0), 1)
+// cutInterval cuts the interval of a mean to [0, top], the values the
+// figure can take: [0, 1] for a proportion, [0, ∞) for everything else a
+// report holds (counts, waits and other durations, rates, costs). The
+// interval is Student's t over the runs: each run's figure (its share of
+// videos within an SLO, its p95 wait) is one observation, and the
+// interval is for the mean of those. With few runs it reaches past the
+// bounds: two runs with 0 and 1 videos in flight give 0.5 ± 6.4, and a
+// p95 wait near 0 reaches below 0 the same way. The mean of values in
+// [0, top] lies in [0, top] itself, so the part of the interval outside
+// cannot hold it: cutting it off (clamping) keeps the interval's 95%
+// coverage, only shortens it, and changes no verdict against a target in
+// (0, 1]. It makes the interval asymmetric about the mean, which the
+// table then writes as −a/+b (plusMinus).
+//
+// Not a Wilson score interval for proportions either: that is for
+// independent trials, and the videos of one run are not (one backlog
+// delays hundreds of them at once), so over the pooled videos it would
+// claim a precision the runs do not have.
+func cutInterval(lo, hi, top float64) (float64, float64) {
+	return min(max(lo, 0), top), min(max(hi, 0), top)
 }
 
 // combine is the report of replicated runs of one fleet and workload:
 // each figure the mean over reps (counts rounded; the CI list keeps the
 // exact mean), SLOs met when the mean attainment is, and CI the interval
 // of every figure in CSV order. A figure measured on nothing in some runs
-// (an SLO's attainment) is the mean of the other runs; in none, it has no
-// interval and its SLO has no data.
+// (an SLO's attainment, a class's p95 wait in runs in which none of its
+// videos got a GPU, the GPU wait of a timeline interval without a lease)
+// is the mean and interval of the other runs: a run without a sample has
+// no value to average, and a 0 in its place would pull the mean towards
+// instant service. Measured in none, the figure is 0 with its no-data
+// flag set and has no interval; its SLO has no data.
 func combine(reps []SimReport) SimReport {
 	out := reps[0].clone()
 	out.Replications = len(reps)
@@ -175,27 +197,27 @@ func combine(reps []SimReport) SimReport {
 				xs = append(xs, g.value())
 			}
 		}
+		if f.noData != nil {
+			*f.noData = len(xs) == 0
+		}
 		if len(xs) == 0 {
 			f.set(0)
 			continue
 		}
 		m, lo, hi := meanCI(xs)
-		if f.unit {
-			lo, hi = unitInterval(lo, hi)
-		}
+		lo, hi = cutInterval(lo, hi, f.top())
 		f.set(m)
 		if !f.hidden {
-			out.CI = append(out.CI, Estimate{Scope: f.scope, Name: f.name, Metric: f.metric, Mean: m, CILow: lo, CIHigh: hi})
+			e := Estimate{Scope: f.scope, Name: f.name, Metric: f.metric, Mean: m, CILow: lo, CIHigh: hi}
+			if len(xs) < len(reps) {
+				e.Runs = len(xs)
+			}
+			out.CI = append(out.CI, e)
 		}
 	}
-	repGroups := make([][]*GroupStats, len(reps))
-	for r := range reps {
-		repGroups[r] = reps[r].groups()
-	}
-	for gi, g := range out.groups() {
+	for _, g := range out.groups() {
 		for i := range g.SLOs {
 			o := &g.SLOs[i]
-			o.NoData = !slices.ContainsFunc(repGroups, func(gs []*GroupStats) bool { return gs[gi].SLOs[i].Count > 0 })
 			o.Met = !o.NoData && o.Attained >= o.target()
 		}
 	}

@@ -2,9 +2,11 @@ package bench
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -197,29 +199,43 @@ func TestSweepReplicationsUncertain(t *testing.T) {
 	}
 }
 
-// TestProportionIntervalsStayInUnit: with few replications Student's t
-// reaches past 100% (or below 0%) for a share near it; a proportion's
-// interval is cut to [0, 1], any other figure's is not, and the table
-// writes the cut interval as it is rather than as a ±.
-func TestProportionIntervalsStayInUnit(t *testing.T) {
+// TestIntervalsStayInRange: with few replications Student's t reaches
+// past 100% (or below 0%) for a share near it, and below 0 for a count or
+// a wait near 0; a proportion's interval is cut to [0, 1], every other
+// figure's at 0 (none is negative), and the table writes the cut interval
+// as it is rather than as a ±.
+func TestIntervalsStayInRange(t *testing.T) {
 	slo := SLO{Metric: MetricGPUWait, Seconds: 60, Target: 0.99}
 	run := func(attained, util float64, completed int) SimReport {
 		return SimReport{Hours: 1, GPUUtilisation: util, Completed: completed,
 			Overall: GroupStats{Name: "all", SLOs: []SLOResult{{SLO: slo, Count: 100, Attained: attained, Met: attained >= 0.99}}}}
 	}
+	// waits is a run whose videos waited p95 s (and in flight videos were
+	// left at the end).
+	waits := func(p95 float64, inFlight int) SimReport {
+		r := run(1, 0.5, 10)
+		r.InFlight = inFlight
+		r.Overall.GPUWait = Percentiles{Count: 50, Mean: p95 / 2, P50: p95 / 4, P95: p95, P99: p95, Max: p95}
+		return r
+	}
+	h := func(sd float64, n int) float64 { return tQuantile(n-1) * sd / math.Sqrt(float64(n)) }
 	for _, tc := range []struct {
 		name           string
 		reps           []SimReport
 		metric         string
-		lo, hi         float64 // want, within 1e-9; NaN: below 0 allowed
+		lo, hi         float64 // want, within 1e-9
 		table, notable string
 	}{
 		{"attainment near 100%", []SimReport{run(0.95, 0.5, 10), run(1, 0.5, 10)}, "all/all/" + sloKey(slo) + "_attained",
-			0.975 - tQuantile(1)*math.Sqrt(0.00125)/math.Sqrt(2), 1, "97.50% −31.77%/+2.50%", "± 31.77%"},
+			0.975 - h(math.Sqrt(0.00125), 2), 1, "97.50% −31.77%/+2.50%", "± 31.77%"},
 		{"utilisation near 0%", []SimReport{run(1, 0.01, 10), run(1, 0.03, 10), run(1, 0.02, 10)}, "farm//gpu_utilisation",
-			0, 0.02 + tQuantile(2)*0.01/math.Sqrt(3), "GPU utilisation 2.0 −2.0/+2.5%", ""},
-		{"a count is not a proportion", []SimReport{run(1, 0.5, 1), run(1, 0.5, 30)}, "farm//completed",
-			15.5 - tQuantile(1)*math.Sqrt(420.5)/math.Sqrt(2), 15.5 + tQuantile(1)*math.Sqrt(420.5)/math.Sqrt(2), "", ""},
+			0, 0.02 + h(0.01, 3), "GPU utilisation 2.0 −2.0/+2.5%", ""},
+		{"a count is cut at 0, not at 1", []SimReport{run(1, 0.5, 1), run(1, 0.5, 30)}, "farm//completed",
+			0, 15.5 + h(math.Sqrt(420.5), 2), "16 −16/+184 completed", "± 184"},
+		{"in flight near 0", []SimReport{waits(10, 0), waits(10, 1)}, "farm//in_flight",
+			0, 0.5 + h(math.Sqrt(0.5), 2), "0 −0/+6 in flight", "0 ± 6"},
+		{"a p95 wait near 0", []SimReport{waits(1, 0), waits(14.4, 0), waits(7.7, 0)}, "all/all/gpu_wait_p95",
+			0, 7.7 + h(6.7, 3), "7.7 −7.7/+16.6", "± 16.6"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := combine(tc.reps)
@@ -231,10 +247,9 @@ func TestProportionIntervalsStayInUnit(t *testing.T) {
 				t.Errorf("interval [%v, %v], want [%v, %v]", e.CILow, e.CIHigh, tc.lo, tc.hi)
 			}
 			for _, x := range c.CI {
-				if strings.Contains(x.Metric, "attained") || strings.Contains(x.Metric, "utilisation") {
-					if x.CILow < 0 || x.CIHigh > 1 || x.CILow > x.Mean || x.Mean > x.CIHigh {
-						t.Errorf("%s/%s/%s: %v in [%v, %v]", x.Scope, x.Name, x.Metric, x.Mean, x.CILow, x.CIHigh)
-					}
+				unit := strings.Contains(x.Metric, "attained") || strings.Contains(x.Metric, "utilisation")
+				if x.CILow < 0 || (unit && x.CIHigh > 1) || x.CILow > x.Mean || x.Mean > x.CIHigh {
+					t.Errorf("%s/%s/%s: %v in [%v, %v]", x.Scope, x.Name, x.Metric, x.Mean, x.CILow, x.CIHigh)
 				}
 			}
 			out := c.String()
@@ -257,6 +272,121 @@ func TestPlusMinus(t *testing.T) {
 	} {
 		if got := plusMinus("%6.2f%%", "%5.2f%%", tc.mean, tc.lo, tc.hi); got != tc.want {
 			t.Errorf("plusMinus(%v, %v, %v) = %q, want %q", tc.mean, tc.lo, tc.hi, got, tc.want)
+		}
+	}
+}
+
+// TestCombineSkipsRunsWithoutSamples: a figure measured on nothing in
+// some runs (the waits of a class none of whose videos got that far, a
+// timeline interval without a GPU lease, the cost per rendered minute of
+// a run that rendered nothing, the warm-hit share without placements) is
+// the mean of the runs that measured it, not pulled towards 0 by the
+// others; its interval is theirs, none from one run; and measured in
+// none it has no data: no interval, its flag set, an empty CSV cell and
+// a dash in the table.
+func TestCombineSkipsRunsWithoutSamples(t *testing.T) {
+	// run measured each figure on n samples, all of value v (0 for none).
+	run := func(n int, v float64) SimReport {
+		q := Percentiles{Count: n, Mean: v, P50: v, P95: v, P99: v, Max: v, NoData: n == 0}
+		all := Percentiles{Count: 10, Mean: 1, P50: 1, P95: 1, P99: 1, Max: 1}
+		return SimReport{Hours: 1, Completed: n, RenderedMinutes: float64(n), CostPerRenderedMinute: v, CostPerRenderedMinuteNoData: n == 0,
+			Faults:   &FaultStats{GPUPlacements: n, WarmHitShare: v / 1000, WarmHitShareNoData: n == 0},
+			Overall:  GroupStats{Name: "all", Submitted: 10, Completed: 10, Wait: all, GPUWait: all, Turnaround: all},
+			Accounts: []GroupStats{{Name: "rare", Submitted: n, Completed: n, Wait: q, GPUWait: q, Turnaround: q}},
+			Timeline: []TimelinePoint{{Hours: 1, GPUWaitP50: v, GPUWaitP95: v, GPUWaitP99: v, GPUWaitNoData: n == 0, gpuLeased: n}},
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		reps []SimReport
+		mean float64
+		runs int // that measured the figures: Estimate.Runs, or 0 when all did
+		cell string
+	}{
+		{"all measured", []SimReport{run(2, 190), run(3, 200), run(1, 210)}, 200, 0, "200.0 ± 24.8"},
+		{"one run without", []SimReport{run(2, 190), run(0, 0), run(1, 210)}, 200, 2, "200.0 ± 127.1"},
+		{"one run with", []SimReport{run(0, 0), run(4, 150), run(0, 0)}, 150, 1, "150.0 (1 run)"},
+		{"none with", []SimReport{run(0, 0), run(0, 0)}, 0, 0, "—"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := combine(tc.reps)
+			none := tc.cell == "—"
+			est := c.estimates()
+			var csvOut bytes.Buffer
+			if err := c.WriteCSV(&csvOut); err != nil {
+				t.Fatal(err)
+			}
+			for key, got := range map[string]struct {
+				v      float64
+				noData bool
+			}{
+				"class/rare/wait_mean":           {c.Accounts[0].Wait.Mean, c.Accounts[0].Wait.NoData},
+				"class/rare/gpu_wait_p50":        {c.Accounts[0].GPUWait.P50, c.Accounts[0].GPUWait.NoData},
+				"class/rare/turnaround_p95":      {c.Accounts[0].Turnaround.P95, c.Accounts[0].Turnaround.NoData},
+				"class/rare/turnaround_max":      {c.Accounts[0].Turnaround.Max, c.Accounts[0].Turnaround.NoData},
+				"timeline/0/gpu_wait_p99":        {c.Timeline[0].GPUWaitP99, c.Timeline[0].GPUWaitNoData},
+				"farm//cost_per_rendered_minute": {c.CostPerRenderedMinute, c.CostPerRenderedMinuteNoData},
+				"farm//warm_hit_share":           {1000 * c.Faults.WarmHitShare, c.Faults.WarmHitShareNoData},
+			} {
+				if math.Abs(got.v-tc.mean) > 1e-9 || got.noData != none {
+					t.Errorf("%s = %v (no data %v), want the measuring runs' mean %v (no data %v)", key, got.v, got.noData, tc.mean, none)
+				}
+				e, ok := est[key]
+				if ok == none || e.Runs != tc.runs {
+					t.Errorf("%s: estimate %+v (present %v), want one of %d runs (0: all) unless none measured it", key, e, ok, tc.runs)
+				}
+				// The CSV: value and interval empty for no data, the
+				// interval empty for one run.
+				parts := strings.Split(key, "/")
+				var row string
+				for _, l := range strings.Split(csvOut.String(), "\n") {
+					if strings.HasPrefix(l, strings.Join(parts, ",")+",") {
+						row = l
+					}
+				}
+				cells := strings.Split(row, ",")
+				if len(cells) != 6 || (cells[3] == "") != none || (cells[4] == "") != (none || tc.runs == 1) {
+					t.Errorf("%s: CSV row %q", key, row)
+				}
+			}
+			lines := strings.Split(c.String(), "\n")
+			i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "class rare") })
+			if i < 0 || !strings.Contains(lines[i+2], "turnaround  "+tc.cell) {
+				t.Errorf("table's rare turnaround row, want %q:\n%s", tc.cell, strings.Join(lines, "\n"))
+			}
+			js, err := json.Marshal(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, flag := range []string{`"no_data":true`, `"gpu_wait_no_data":true`, `"cost_per_rendered_minute_no_data":true`, `"warm_hit_share_no_data":true`} {
+				if bytes.Contains(js, []byte(flag)) != none {
+					t.Errorf("JSON has %s: %v, want %v", flag, !none, none)
+				}
+			}
+		})
+	}
+}
+
+// TestFiguresAreNotNegative: cutInterval cuts every interval at 0, which
+// keeps its coverage only if no figure can be negative: none is, in a
+// run with faults, cold starts and a timeline; a proportion is at most 1;
+// and every figure measured on a sample has a flag to say it has none.
+func TestFiguresAreNotNegative(t *testing.T) {
+	fleet := mustDecodeFile(t, "examples/fleet-faults.yaml", DecodeFleet)
+	wl := mustDecodeFile(t, "examples/workload.yaml", DecodeWorkload)
+	rep, err := Simulate(fleet, wl, SimConfig{Hours: 2, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Faults == nil {
+		t.Fatal("no fault figures")
+	}
+	for _, f := range rep.figures() {
+		if v := f.value(); v < 0 || v > f.top() {
+			t.Errorf("%s/%s/%s = %v, outside [0, %v]", f.scope, f.name, f.metric, v, f.top())
+		}
+		if (f.n == nil) != (f.noData == nil) {
+			t.Errorf("%s/%s/%s: a sample size without a no-data flag, or the reverse", f.scope, f.name, f.metric)
 		}
 	}
 }

@@ -37,6 +37,9 @@ type SimReport struct {
 	RenderedMinutes       float64 `json:"rendered_minutes"`
 	Cost                  float64 `json:"cost"`
 	CostPerRenderedMinute float64 `json:"cost_per_rendered_minute"`
+	// CostPerRenderedMinuteNoData: nothing was rendered (in any run), so
+	// there is no cost per rendered minute; CostPerRenderedMinute is 0.
+	CostPerRenderedMinuteNoData bool `json:"cost_per_rendered_minute_no_data,omitempty"`
 	// Currency is the fleet's: the unit of every cost (absent: none named).
 	Currency string `json:"currency,omitempty"`
 	// ClassCosts, when the fleet names a currency, apportion Cost to the
@@ -84,6 +87,12 @@ type Percentiles struct {
 	P95   float64 `json:"p95"`
 	P99   float64 `json:"p99"`
 	Max   float64 `json:"max"`
+	// NoData: nothing was measured (a group without videos, a class none
+	// of whose videos finished), so the figures above, all 0, say
+	// nothing. With replications: no run measured anything; the figures
+	// are then the means over the runs that did, and Count the mean over
+	// all runs, rounded (it may be 0 while NoData is false).
+	NoData bool `json:"no_data,omitempty"`
 }
 
 type groupRec struct {
@@ -294,6 +303,8 @@ func (s *sim) report() SimReport {
 	rep.ThroughputPerHour = float64(r.completedAll) / s.cfg.Hours
 	if rep.RenderedMinutes > 0 {
 		rep.CostPerRenderedMinute = rep.Cost / rep.RenderedMinutes
+	} else {
+		rep.CostPerRenderedMinuteNoData = true
 	}
 	rep.Timeline = r.tl.points(rep.GPUs, rep.CPUSlots)
 	rep.Faults = s.faultStats()
@@ -312,10 +323,13 @@ type ClassCost struct {
 	Name       string  `json:"name"`
 	GPUSeconds float64 `json:"gpu_seconds"`
 	// Share of the fleet's GPU-seconds, 0..1, and so of its cost.
-	Share                 float64 `json:"share"`
-	Cost                  float64 `json:"cost"`
-	Videos                float64 `json:"videos"` // completed in the run
-	RenderedMinutes       float64 `json:"rendered_minutes"`
+	Share           float64 `json:"share"`
+	Cost            float64 `json:"cost"`
+	Videos          float64 `json:"videos"` // completed in the run
+	RenderedMinutes float64 `json:"rendered_minutes"`
+	// CostPerVideo and CostPerRenderedMinute are 0 when the class
+	// completed no video (Videos 0): no number, so the CSV leaves them
+	// empty and the table writes a dash.
 	CostPerVideo          float64 `json:"cost_per_video"`
 	CostPerRenderedMinute float64 `json:"cost_per_rendered_minute"`
 }

@@ -132,7 +132,7 @@ func (s *samples) nth(i int) time.Duration {
 func (s *samples) summary() Percentiles {
 	n := s.len()
 	if n == 0 {
-		return Percentiles{}
+		return Percentiles{NoData: true}
 	}
 	var sum time.Duration
 	for _, c := range s.chunks() {

@@ -111,6 +111,7 @@ func TestCombineAveragesOnlyMeasuredRuns(t *testing.T) {
 		{"all measured", []SimReport{run(10, 0.9), run(10, 1), run(10, 0.95)}, 0.95, false},
 		{"one measured nothing", []SimReport{run(10, 0.9), run(0, 0), run(10, 1)}, 0.95, false},
 		{"none measured", []SimReport{run(0, 0), run(0, 0)}, 0, true},
+		{"one measured", []SimReport{run(0, 0), run(10, 1), run(0, 0)}, 1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := combine(tc.reps)
@@ -118,9 +119,14 @@ func TestCombineAveragesOnlyMeasuredRuns(t *testing.T) {
 			if math.Abs(o.Attained-tc.mean) > 1e-12 || o.NoData != tc.noData || (tc.noData && o.Met) {
 				t.Errorf("combined %+v, want attained %v, no data %v", o, tc.mean, tc.noData)
 			}
-			_, hasCI := c.estimates()["all/all/"+sloKey(slo)+"_attained"]
+			e, hasCI := c.estimates()["all/all/"+sloKey(slo)+"_attained"]
 			if hasCI == tc.noData {
 				t.Errorf("interval present: %v, want %v", hasCI, !tc.noData)
+			}
+			// One run has no interval: whatever its attainment, the
+			// verdict is uncertain.
+			if v := verdict(e, slo.Target); e.oneRun() && (v != "uncertain" || !strings.Contains(c.String(), "100.00% (1 run)  of 3 ")) {
+				t.Errorf("one run measured the SLO: verdict %q, table\n%s", v, c.String())
 			}
 		})
 	}

@@ -40,6 +40,12 @@ type SweepPoint struct {
 	CostPerHour    float64 `json:"cost_per_hour"`
 	// CostPerRenderedMinute is the fleet's cost over the minutes rendered.
 	CostPerRenderedMinute float64 `json:"cost_per_rendered_minute"`
+	// P95NoData: no video (GPU task for gpu_wait) of any run reached the
+	// metric, so P95 is 0 and says nothing, although pending misses may
+	// still make Attained; CostPerRenderedMinuteNoData: no run rendered
+	// anything. Such a figure is empty in the CSV and a dash in the table.
+	P95NoData                   bool `json:"p95_no_data,omitempty"`
+	CostPerRenderedMinuteNoData bool `json:"cost_per_rendered_minute_no_data,omitempty"`
 	// With replications the figures above are means over them, CI has
 	// their 95% confidence intervals, and Verdict says where the
 	// attainment's interval lies: "meets" (wholly at or above the 95% the
@@ -264,7 +270,9 @@ func classChecks(rep SimReport) ([]ClassSLOs, string) {
 				ch.Verdict, ch.NoData = VerdictNoData, true
 			case repl:
 				e := est["class/"+g.Name+"/"+sloKey(o.SLO)+"_attained"]
-				ch.CI = &Interval{e.CILow, e.CIHigh}
+				if !e.oneRun() {
+					ch.CI = &Interval{e.CILow, e.CIHigh}
+				}
 				ch.Verdict = sweepVerdict(e, o.target())
 				ch.Met = ch.Verdict == VerdictMeets
 			case o.Met:
@@ -329,7 +337,7 @@ func sweepPoint(count int, reps []SimReport, metric string, byClass bool) SweepP
 	p := SweepPoint{
 		Count: count, GPUs: rep.GPUs,
 		GPUUtilisation: rep.GPUUtilisation, CostPerHour: rep.Cost / rep.Hours,
-		CostPerRenderedMinute: rep.CostPerRenderedMinute,
+		CostPerRenderedMinute: rep.CostPerRenderedMinute, CostPerRenderedMinuteNoData: rep.CostPerRenderedMinuteNoData,
 	}
 	var o SLOResult
 	if byClass {
@@ -347,14 +355,14 @@ func sweepPoint(count int, reps []SimReport, metric string, byClass bool) SweepP
 		}
 	}
 	p95Key := metric + "_p95"
+	q := rep.Overall.Turnaround
 	switch metric {
 	case MetricWait:
-		p.P95 = rep.Overall.Wait.P95
+		q = rep.Overall.Wait
 	case MetricGPUWait:
-		p.P95 = rep.Overall.GPUWait.P95
-	default:
-		p.P95 = rep.Overall.Turnaround.P95
+		q = rep.Overall.GPUWait
 	}
+	p.P95, p.P95NoData = q.P95, q.NoData
 	if len(reps) == 1 {
 		return p
 	}
@@ -372,7 +380,7 @@ func sweepPoint(count int, reps []SimReport, metric string, byClass bool) SweepP
 		return p
 	}
 	p.CI.Attained = iv("all/all", sloKey(o.SLO)+"_attained")
-	p.Verdict = sweepVerdict(Estimate{Mean: p.Attained, CILow: p.CI.Attained.Low, CIHigh: p.CI.Attained.High}, o.target())
+	p.Verdict = sweepVerdict(est["all/all/"+sloKey(o.SLO)+"_attained"], o.target())
 	p.Met = p.Verdict == VerdictMeets
 	return p
 }

@@ -26,8 +26,8 @@ func (r SweepResult) String() string {
 		case p.Met:
 			mark = "  meets"
 		}
-		s += fmt.Sprintf("%8d %6d %12.1f %s %7.1f%% %10.2f %14.3f%s\n", p.Count, p.GPUs, p.P95, within,
-			100*p.GPUUtilisation, p.CostPerHour, p.CostPerRenderedMinute, mark)
+		s += fmt.Sprintf("%8d %6d %12s %s %7.1f%% %10.2f %14s%s\n", p.Count, p.GPUs, orDash(!p.P95NoData, "%.1f", p.P95), within,
+			100*p.GPUUtilisation, p.CostPerHour, orDash(!p.CostPerRenderedMinuteNoData, "%.3f", p.CostPerRenderedMinute), mark)
 	}
 	s += r.noDataNote()
 	if r.Found {
@@ -48,17 +48,16 @@ func (r SweepResult) replicatedTable() string {
 		r.Group, r.Metric, r.TargetP95, r.Replications, r.Seed)
 	fmt.Fprintf(&b, "%8s %6s %18s %18s %14s %10s %18s  %s\n", "count", "GPUs", "p95 s", "within", "GPU use", "cost/h", "cost/rend. min", "verdict")
 	for _, p := range r.Points {
-		pm := func(mean float64, iv Interval, meanFormat, halfFormat string, scale float64) string {
+		pm := func(noData bool, mean float64, iv Interval, meanFormat, halfFormat string, scale float64) string {
+			if noData {
+				return "—"
+			}
 			return plusMinus(meanFormat, halfFormat, scale*mean, scale*iv.Low, scale*iv.High)
 		}
-		within := pm(p.Attained, p.CI.Attained, "%.2f%%", "%.2f%%", 100)
-		if p.NoData {
-			within = "—"
-		}
 		fmt.Fprintf(&b, "%8d %6d %18s %18s %14s %10.2f %18s  %s\n", p.Count, p.GPUs,
-			pm(p.P95, p.CI.P95, "%.1f", "%.1f", 1), within,
-			pm(p.GPUUtilisation, p.CI.GPUUtilisation, "%.1f", "%.1f%%", 100),
-			p.CostPerHour, pm(p.CostPerRenderedMinute, p.CI.CostPerRenderedMinute, "%.3f", "%.3f", 1), p.Verdict)
+			pm(p.P95NoData, p.P95, p.CI.P95, "%.1f", "%.1f", 1), pm(p.NoData, p.Attained, p.CI.Attained, "%.2f%%", "%.2f%%", 100),
+			pm(false, p.GPUUtilisation, p.CI.GPUUtilisation, "%.1f", "%.1f%%", 100),
+			p.CostPerHour, pm(p.CostPerRenderedMinuteNoData, p.CostPerRenderedMinute, p.CI.CostPerRenderedMinute, "%.3f", "%.3f", 1), p.Verdict)
 	}
 	b.WriteString(r.noDataNote())
 	b.WriteString("\n")
@@ -117,7 +116,8 @@ func joinCounts(cs []int) string {
 // WriteCSV writes one row per size tried; with replications each figure
 // that varies between runs has _ci_low and _ci_high columns, and a
 // verdict column says meets, misses, uncertain or no data (attained and
-// its interval are then empty, for one run too).
+// its interval are then empty, for one run too). A p95 or a cost per
+// rendered minute measured on nothing is empty too, with its interval.
 func (r SweepResult) WriteCSV(w io.Writer) error {
 	if r.ByClass {
 		return r.writeClassCSV(w)
@@ -139,12 +139,27 @@ func (r SweepResult) WriteCSV(w io.Writer) error {
 		if p.NoData {
 			attained, low, high = "", "", "" // measured on nothing
 		}
-		row := []string{r.Group, strconv.Itoa(p.Count), strconv.Itoa(p.GPUs), r.Metric, f(r.TargetP95), f(p.P95),
-			attained, strconv.FormatBool(p.Met), f(p.GPUUtilisation), f(p.CostPerHour), f(p.CostPerRenderedMinute)}
+		// or is f of each of vs, or empty cells for a figure measured
+		// on nothing.
+		or := func(noData bool, vs ...float64) []string {
+			out := make([]string, len(vs))
+			for i, v := range vs {
+				if !noData {
+					out[i] = f(v)
+				}
+			}
+			return out
+		}
+		row := []string{r.Group, strconv.Itoa(p.Count), strconv.Itoa(p.GPUs), r.Metric, f(r.TargetP95)}
+		row = append(row, or(p.P95NoData, p.P95)...)
+		row = append(row, attained, strconv.FormatBool(p.Met), f(p.GPUUtilisation), f(p.CostPerHour))
+		row = append(row, or(p.CostPerRenderedMinuteNoData, p.CostPerRenderedMinute)...)
 		if repl {
 			c := p.CI
-			row = append(row, f(c.P95.Low), f(c.P95.High), low, high, f(c.GPUUtilisation.Low),
-				f(c.GPUUtilisation.High), f(c.CostPerRenderedMinute.Low), f(c.CostPerRenderedMinute.High), p.Verdict)
+			row = append(row, or(p.P95NoData, c.P95.Low, c.P95.High)...)
+			row = append(row, low, high, f(c.GPUUtilisation.Low), f(c.GPUUtilisation.High))
+			row = append(row, or(p.CostPerRenderedMinuteNoData, c.CostPerRenderedMinute.Low, c.CostPerRenderedMinute.High)...)
+			row = append(row, p.Verdict)
 		}
 		_ = cw.Write(row)
 	}

@@ -126,3 +126,54 @@ func checkSVG(t *testing.T, doc []byte, labels ...string) {
 		}
 	}
 }
+
+// TestSweepFiguresOfNothing: at sizes where no video finished (in any
+// run), the p95 turnaround and the cost per rendered minute are no
+// numbers, though the target's attainment is (the videos past it still
+// pending are misses): a dash in the table, empty in the CSV, flagged in
+// the JSON, and no point on the chart, where they were 0, the best p95
+// and the cheapest minute of the sweep.
+func TestSweepFiguresOfNothing(t *testing.T) {
+	fleet, wl := mmcSetup(1, 10) // 600 videos an hour, each 60 s on a GPU
+	wl.ExponentialService = false
+	for _, repl := range []int{1, 3} {
+		res, err := Sweep(fleet, wl, SimConfig{Hours: 0.014, Seed: 1, Replications: repl}, // 50 s: none finishes
+			SweepConfig{Group: "h100", Min: 1, Max: 2, Metric: MetricTurnaround, TargetP95: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range res.Points {
+			if p.NoData || p.Met || !p.P95NoData || !p.CostPerRenderedMinuteNoData {
+				t.Errorf("%d replications, size %d: no data %v, met %v, p95 no data %v, cost no data %v; want the attainment measured, not met, and the p95 and cost not",
+					repl, p.Count, p.NoData, p.Met, p.P95NoData, p.CostPerRenderedMinuteNoData)
+			}
+		}
+		out := outputs(t, res)
+		for _, l := range strings.Split(string(out["txt"]), "\n") {
+			if f := strings.Fields(l); len(f) > 2 && (f[0] == "1" || f[0] == "2") && strings.Count(l, "—") != 2 {
+				t.Errorf("%d replications: row %q, want a dash for the p95 and the cost per minute", repl, l)
+			}
+		}
+		rows, err := csv.NewReader(bytes.NewReader(out["csv"])).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range rows[1:] {
+			for i, col := range rows[0] {
+				if strings.HasPrefix(col, "p95") || strings.HasPrefix(col, "cost_per_rendered_minute") {
+					if row[i] != "" {
+						t.Errorf("%d replications: CSV %s = %q, want empty", repl, col, row[i])
+					}
+				}
+			}
+		}
+		for _, flag := range []string{`"p95_no_data": true`, `"cost_per_rendered_minute_no_data": true`} {
+			if c := bytes.Count(out["json"], []byte(flag)); c != 2 {
+				t.Errorf("%d replications: JSON has %s %d times, want 2", repl, flag, c)
+			}
+		}
+		if !bytes.Contains(out["svg"], []byte("p95 turnaround (no data)")) {
+			t.Errorf("%d replications: the chart's legend does not say the p95 has no data", repl)
+		}
+	}
+}

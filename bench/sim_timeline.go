@@ -11,10 +11,13 @@ type TimelinePoint struct {
 	StartHours float64 `json:"start_hours"`
 	Hours      float64 `json:"hours"` // the interval's length
 	// GPUWait percentiles (seconds) of the GPU tasks leased in the
-	// interval (2 significant digits); zero when none was.
-	GPUWaitP50 float64 `json:"gpu_wait_p50"`
-	GPUWaitP95 float64 `json:"gpu_wait_p95"`
-	GPUWaitP99 float64 `json:"gpu_wait_p99"`
+	// interval (2 significant digits); zero, and GPUWaitNoData set, when
+	// none was (with replications: in no run; the percentiles are then
+	// the means over the runs that leased one).
+	GPUWaitP50    float64 `json:"gpu_wait_p50"`
+	GPUWaitP95    float64 `json:"gpu_wait_p95"`
+	GPUWaitP99    float64 `json:"gpu_wait_p99"`
+	GPUWaitNoData bool    `json:"gpu_wait_no_data,omitempty"`
 	// GPUUtilisation and CPUUtilisation are the busy fractions in the
 	// interval.
 	GPUUtilisation float64 `json:"gpu_utilisation"`
@@ -22,6 +25,9 @@ type TimelinePoint struct {
 	Completed      int     `json:"completed"`
 	// QueuedGPUTasks are the ready GPU tasks at the interval's last event.
 	QueuedGPUTasks int `json:"queued_gpu_tasks"`
+	// gpuLeased is how many GPU tasks were leased in the interval: the
+	// sample size of the GPU-wait percentiles.
+	gpuLeased int
 }
 
 // timelineWidths are the interval lengths a timeline may use: the smallest
@@ -97,7 +103,9 @@ func (tl *timeline) points(gpus, cpuSlots int) []TimelinePoint {
 		start := time.Duration(i) * tl.width
 		length := min(tl.width, tl.horizon-start)
 		p := TimelinePoint{StartHours: start.Hours(), Hours: length.Hours(), Completed: b.completed, QueuedGPUTasks: b.queued}
+		p.GPUWaitNoData = b.wait == nil
 		if b.wait != nil {
+			p.gpuLeased = int(b.wait.TotalCount())
 			p.GPUWaitP50 = float64(b.wait.ValueAtQuantile(50)) / 1000
 			p.GPUWaitP95 = float64(b.wait.ValueAtQuantile(95)) / 1000
 			p.GPUWaitP99 = float64(b.wait.ValueAtQuantile(99)) / 1000
