@@ -422,7 +422,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			for _, fw := range forwarders {
 				fw.LeaderIs(id)
 			}
-			if others, removed := node.Removed(); id == "" && removed && !said {
+			if id != "" || said {
+				return
+			}
+			if others, removed := node.Removed(); removed {
 				said = true
 				cfg.Logger.Error("this node was removed from the cluster and will have no leader again: it answers every request that needs one with 503; stop it, or empty its data directory and start it with --join to add it anew",
 					"node_id", node.ID(), "members", others)
