@@ -165,18 +165,20 @@ func (s *LocalStore) Put(ctx context.Context, key string, r io.Reader) (int64, e
 	if err := os.Chmod(tmp, 0o640); err != nil {
 		return n, fmt.Errorf("put %s: %w", key, err)
 	}
-	// A Delete of the last key under the same directory may remove it
-	// between the two steps (pruneEmpty): make it again and retry, a few
-	// times, which only a storm of such deletes could exhaust.
+	// A Delete of the last key under a directory on the way may remove it
+	// (pruneEmpty) while MkdirAll makes the ones below it, or between
+	// MkdirAll and the rename: either then fails as not existing. Make the
+	// path again and retry, a few times, which only a storm of such deletes
+	// could exhaust.
 	for try := 1; ; try++ {
-		if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
-			return n, fmt.Errorf("put %s: %w", key, err)
+		err := os.MkdirAll(filepath.Dir(p), 0o750)
+		if err == nil {
+			err = os.Rename(tmp, p)
 		}
-		err := os.Rename(tmp, p)
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, fs.ErrNotExist) || try == 5 {
+		if !errors.Is(err, fs.ErrNotExist) || try == 10 {
 			return n, fmt.Errorf("put %s: %w", key, err)
 		}
 	}
