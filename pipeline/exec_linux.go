@@ -7,12 +7,11 @@ import (
 	"syscall"
 )
 
-// diesWithParent has the kernel kill the program when the agent dies, so a
-// SIGKILLed or crashed agent does not leave a runner holding a GPU until it
-// ends on its own. (Its own children, if it does not end them, are killed
-// by the next agent's start: agent.prepareWorkDir.)
-func diesWithParent(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGKILL }
-
+// The kernel SIGKILLs every program the pipeline starts when the agent
+// dies (Pdeathsig), so a SIGKILLed or crashed agent does not leave a runner
+// holding a GPU until it ends on its own. (Its own children, if it does not
+// end them, are killed by the next agent's start: agent.prepareWorkDir.)
+//
 // The kernel sends Pdeathsig when the thread that forked the child exits,
 // not the process, and Go ends a thread whose goroutine exits while locked
 // to it. So every program is started from one goroutine locked to its
@@ -29,8 +28,12 @@ type startRequest struct {
 	done chan error
 }
 
-// start runs cmd.Start on the starter thread.
+// start runs cmd.Start on the starter thread, with the parent-death signal.
 func start(cmd *exec.Cmd) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	starterOnce.Do(func() {
 		starts = make(chan startRequest)
 		go func() {
