@@ -25,12 +25,18 @@ func prepareWorkDir(dir string, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("%w: work dir: %w", ErrConfig, err)
 	}
+	var leftovers []string
 	for _, e := range entries {
 		if e.IsDir() && strings.HasPrefix(e.Name(), taskDirPrefix) {
-			killWorkingIn(filepath.Join(dir, e.Name()), log)
-			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-				return fmt.Errorf("work dir: remove leftover %s: %w", e.Name(), err)
-			}
+			leftovers = append(leftovers, filepath.Join(dir, e.Name()))
+		}
+	}
+	if len(leftovers) > 0 {
+		killWorkingIn(leftovers, log)
+	}
+	for _, d := range leftovers {
+		if err := os.RemoveAll(d); err != nil {
+			return fmt.Errorf("work dir: remove leftover %s: %w", filepath.Base(d), err)
 		}
 	}
 	return nil

@@ -6,4 +6,4 @@ import "log/slog"
 
 // killWorkingIn does nothing where there is no /proc to find a process's
 // working directory in.
-func killWorkingIn(string, *slog.Logger) {}
+func killWorkingIn([]string, *slog.Logger) {}
