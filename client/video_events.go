@@ -89,6 +89,7 @@ func (c *Client) VideoEvents(ctx context.Context, id, lastEventID string) (*Even
 		resp.Body.Close()
 		return nil, ErrStreamFinal
 	case resp.StatusCode >= 300:
+		c.streams.PassRemoved(ctx, at, resp.Header)
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 		return nil, parseError(resp.StatusCode, b, parseRetryAfter(resp.Header.Get("Retry-After")), resp.Header.Get("X-Request-Id"))

@@ -274,6 +274,22 @@ func (copyBuffers) Put(b []byte) {
 	}
 }
 
+// refusedAsRemoved answers r as a node removed from the cluster does, and
+// reports whether this node is one; only a node that knows no leader is
+// asked (a member always knows one but for an election).
+func (f *Forwarder) refusedAsRemoved(w http.ResponseWriter, r *http.Request) bool {
+	if id, _ := f.Node.Leader(); id != "" {
+		return false
+	}
+	others, removed := f.Node.Removed()
+	if !removed {
+		return false
+	}
+	w.Header().Set(vfmembers.HeaderRemoved, f.Node.ID())
+	refuse(w, r, f.removed(others))
+	return true
+}
+
 // removed is the answer of a node removed from the cluster: it will never
 // have a leader again, so "retry shortly" would send the caller round for
 // ever. It names the members left and their addresses for this listener,
@@ -323,6 +339,12 @@ func refuse(w http.ResponseWriter, r *http.Request, e *apierr.Error) {
 func (f *Forwarder) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if f.Local != nil && f.Local(r) {
+			// A removed node's state stopped at its removal: it still
+			// answers its own status and metrics (admin), but no public
+			// request from it (a video's event stream) would be current.
+			if f.Listener == Public && f.refusedAsRemoved(w, r) {
+				return
+			}
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -346,9 +368,7 @@ func (f *Forwarder) Wrap(next http.Handler) http.Handler {
 		}
 		id, _ := f.Node.Leader()
 		if id == "" {
-			if others, removed := f.Node.Removed(); removed {
-				w.Header().Set(vfmembers.HeaderRemoved, f.Node.ID())
-				refuse(w, r, f.removed(others))
+			if f.refusedAsRemoved(w, r) {
 				return
 			}
 			refuse(w, r, unavailable("no leader is elected at the moment").With("node", f.Node.ID()))

@@ -83,4 +83,25 @@ func TestRemovedNodeSaysSo(t *testing.T) {
 	if _, err := sdk.Me(ctx); err != nil {
 		t.Fatalf("the SDK, given the members, did not move past the removed node: %v", err)
 	}
+
+	// A video's event stream, which a member serves from its own state, is
+	// refused too: the removed node's state stopped at its removal. The
+	// SDK's stream, which makes one attempt, tries the next member on the
+	// next one.
+	v, err := sdk.CreateAuto(ctx, client.AutoVideoRequest{Mode: "auto", Prompt: "a lighthouse at dusk", DurationSeconds: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = gone.do("GET", "/v1/videos/"+v.ID+"/events", key, nil)
+	if r.Status != 503 || r.Header.Get(members.HeaderRemoved) != goneID {
+		t.Fatalf("the removed node's event stream: %d %v %s", r.Status, r.Header, r.Body)
+	}
+	if _, err := sdk.VideoEvents(ctx, v.ID, ""); err == nil {
+		t.Fatal("the SDK's first stream, at the removed node, was served")
+	}
+	stream, err := sdk.VideoEvents(ctx, v.ID, "")
+	if err != nil {
+		t.Fatalf("the SDK's next stream did not move past the removed node: %v", err)
+	}
+	stream.Close()
 }

@@ -106,15 +106,25 @@ func (c *Cursor) Follow(h http.Header) {
 }
 
 // Answered takes the headers of an answer from member from, sent under
-// ctx: the cursor follows the leader they name (Follow), or, when from says
-// it was removed from the cluster (HeaderRemoved), moves off it as Failover
-// does, so the client's retry goes to a member that serves.
+// ctx: the cursor follows the leader they name (Follow), unless from said
+// it was removed (PassRemoved).
 func (c *Cursor) Answered(ctx context.Context, from *url.URL, h http.Header) {
-	if h.Get(HeaderRemoved) != "" {
-		c.Failover(ctx, from)
-		return
+	if !c.PassRemoved(ctx, from, h) {
+		c.Follow(h)
 	}
-	c.Follow(h)
+}
+
+// PassRemoved moves the cursor off from, as Failover does, when its answer
+// (headers h, sent under ctx) says it was removed from the cluster
+// (HeaderRemoved), so the client's retry goes to a member that serves; it
+// reports whether it said so. A cursor that does not follow the leader
+// (the SDK's event streams) calls it alone.
+func (c *Cursor) PassRemoved(ctx context.Context, from *url.URL, h http.Header) bool {
+	if h.Get(HeaderRemoved) == "" {
+		return false
+	}
+	c.Failover(ctx, from)
+	return true
 }
 
 // Home moves the cursor back to the base URL: for a client that must keep
