@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -483,4 +484,72 @@ func TestSetCapacityKeepsTheNode(t *testing.T) {
 	if _, ok := e.fsm.Voice("af_bella"); ok {
 		t.Fatal("the voice the node withdrew is still in the catalogue")
 	}
+}
+
+// An agent that lost its credential on the machine that holds a live
+// node's GPUs takes the node's name back once the node has been silent for
+// three heartbeats, not the node timeout; a second agent there while the
+// node still heartbeats, another machine, and virtual GPUs are refused.
+func TestRegisterFromTheSameMachine(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	e := newEnv(t, func(c *agentapi.Config) {
+		c.HeartbeatInterval = 5 * time.Second
+		c.Now = func() time.Time { return time.Unix(0, clock.Load()) }
+	})
+	gpus := func(ids ...string) wire.Capacity {
+		c := capacity("gpu-1")
+		c.GPUs = nil
+		for _, id := range ids {
+			c.GPUs = append(c.GPUs, scheduler.GPU{ID: id, MemoryTotalGB: 80, MemoryFreeGB: 80})
+		}
+		return c
+	}
+	var first wire.RegisterResponse
+	r := e.registerAs("gpu-1", gpus("GPU-a1", "GPU-a2"), "")
+	want(t, r, http.StatusCreated, "")
+	if err := json.Unmarshal(r.body, &first); err != nil {
+		t.Fatal(err)
+	}
+	refused := func(what string, c wire.Capacity, same bool) {
+		t.Helper()
+		r := e.registerAs("gpu-1", c, "")
+		want(t, r, http.StatusConflict, apierr.CodeNodeNameInUse)
+		var env struct {
+			Error struct {
+				Message string         `json:"message"`
+				Details map[string]any `json:"details"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(r.body, &env); err != nil || env.Error.Details["same_machine"] != same ||
+			env.Error.Details["node_id"] != first.NodeID || (same && !strings.Contains(env.Error.Message, "another agent runs under this name here")) {
+			t.Fatalf("%s: refusal %s", what, r.body)
+		}
+	}
+	refused("the same GPUs while the node heartbeats", gpus("GPU-a2"), true)
+	refused("another machine's GPUs", gpus("GPU-b1"), false)
+
+	clock.Add(int64(14 * time.Second)) // under three heartbeats of silence
+	refused("the same GPUs, silent 14 s", gpus("GPU-a1"), true)
+	clock.Add(int64(2 * time.Second))
+	refused("another machine's GPUs, silent 16 s", gpus("GPU-b1"), false)
+
+	var again wire.RegisterResponse
+	r = e.registerAs("gpu-1", gpus("GPU-a1", "GPU-a2"), "")
+	want(t, r, http.StatusCreated, "")
+	if err := json.Unmarshal(r.body, &again); err != nil {
+		t.Fatal(err)
+	}
+	want(t, e.call("POST", "/agent/v1/heartbeat", first.Credential, wire.HeartbeatRequest{}), http.StatusUnauthorized, apierr.CodeUnauthorized)
+	want(t, e.call("POST", "/agent/v1/heartbeat", again.Credential, wire.HeartbeatRequest{}), http.StatusOK, "")
+	if n := len(e.fsm.Nodes()); n != 1 {
+		t.Fatalf("%d nodes, want the one that replaced the first", n)
+	}
+
+	// Virtual GPUs are the same ids on every machine: they prove nothing.
+	v := capacity("cpu-1")
+	v.GPUs, v.Virtual = []scheduler.GPU{{ID: "virtual-0", MemoryTotalGB: 24, MemoryFreeGB: 24}}, true
+	want(t, e.registerAs("cpu-1", v, ""), http.StatusCreated, "")
+	clock.Add(int64(time.Minute))
+	want(t, e.registerAs("cpu-1", v, ""), http.StatusConflict, apierr.CodeNodeNameInUse)
 }

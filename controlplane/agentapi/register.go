@@ -78,7 +78,7 @@ func (s *server) register(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, e)
 		return
 	}
-	if e := s.nameFree(name, r.Header.Get(wire.HeaderPreviousCredential)); e != nil {
+	if e := s.nameFree(name, r.Header.Get(wire.HeaderPreviousCredential), req.Capacity); e != nil {
 		apierr.Write(w, r, e)
 		return
 	}
@@ -112,7 +112,17 @@ func (s *server) register(w http.ResponseWriter, r *http.Request) {
 // --name does not take it over; it is refused until the node it would
 // replace is down (Config.NodeTimeout after its last heartbeat), so a
 // standby takes over from a dead machine by itself. The agent retries a 409.
-func (s *server) nameFree(name, prev string) *apierr.Error {
+//
+// An agent that lost its credential (a wiped work dir, or an answer to
+// its registration that never reached it) would wait that long on its
+// own node, so a registration that presents one of the node's GPUs, by
+// the UUID NVML gives it, is the same machine: only the machine that
+// holds a GPU can report its UUID. It replaces the node once the node
+// has been silent for sameMachineSilence, so that a second agent started
+// on the same machine under the same name, while the first still
+// heartbeats, is refused as before. Virtual GPUs name nothing and do not
+// count.
+func (s *server) nameFree(name, prev string, c wire.Capacity) *apierr.Error {
 	var h [32]byte
 	if prev != "" {
 		h = HashCredential(prev)
@@ -121,14 +131,42 @@ func (s *server) nameFree(name, prev string) *apierr.Error {
 		if v.Node.Name != name || v.Info.Down || (prev != "" && v.Node.CredHash == h) {
 			continue
 		}
-		e := apierr.New(http.StatusConflict, apierr.CodeNodeNameInUse, fmt.Sprintf(
-			"node %s is registered as %q and is live (last heartbeat %s): give this agent another --name; "+
-				"if it is the same machine and its work dir was lost, it may register once that node is down",
-			v.Node.ID, name, v.Info.LastHeartbeat.UTC().Format(time.RFC3339)))
+		silent := s.cfg.Now().Sub(v.Info.LastHeartbeat)
+		same := !c.Virtual && !v.Node.Virtual && sharesGPU(c.GPUs, v.Info.GPUs)
+		if same && silent >= s.sameMachineSilence() {
+			continue
+		}
+		last := v.Info.LastHeartbeat.UTC().Format(time.RFC3339)
+		msg := fmt.Sprintf("node %s is registered as %q and is live (last heartbeat %s): give this agent another --name; "+
+			"if it is the same machine and its work dir was lost, it may register once that node is down", v.Node.ID, name, last)
+		if same {
+			msg = fmt.Sprintf("node %s is registered as %q on this machine's GPUs and its agent sent a heartbeat %s ago (%s): "+
+				"another agent runs under this name here; stop it, or give this one another --name. "+
+				"If that agent is gone, this one registers once the node has been silent for %s",
+				v.Node.ID, name, silent.Round(time.Second), last, s.sameMachineSilence())
+		}
+		e := apierr.New(http.StatusConflict, apierr.CodeNodeNameInUse, msg)
 		e.Retryable = true
-		return e.With("field", "name").With("node_id", v.Node.ID)
+		return e.With("field", "name").With("node_id", v.Node.ID).With("same_machine", same)
 	}
 	return nil
+}
+
+// sameMachineSilence is how long a node must have sent nothing before an
+// agent on the same machine may take its name without its credential:
+// three heartbeats missed, which an agent that still runs does not miss.
+func (s *server) sameMachineSilence() time.Duration { return 3 * s.cfg.HeartbeatInterval }
+
+// sharesGPU reports whether a and b name a GPU in common.
+func sharesGPU(a, b []scheduler.GPU) bool {
+	for _, g := range a {
+		for _, o := range b {
+			if g.ID != "" && g.ID == o.ID {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // checkCapacity refuses what no scheduler should have to read; the scheduler
