@@ -38,6 +38,6 @@ func BenchmarkSimWeek1000GPUs(b *testing.B) {
 	if cpu1, ok := threadCPU(); cpuOK && ok {
 		b.ReportMetric((cpu1-cpu0).Seconds()/float64(b.N), "sim-cpu-s")
 	}
-	b.ReportMetric(float64(rep.Submitted), "videos")
+	b.ReportMetric(rep.Submitted, "videos")
 	b.ReportMetric(hours*3600/(b.Elapsed().Seconds()/float64(b.N)), "x-realtime")
 }

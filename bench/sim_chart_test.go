@@ -135,7 +135,7 @@ func sweepWithCI(r SweepResult) SweepResult {
 	r.Replications = 10
 	for i := range r.Points {
 		p := &r.Points[i]
-		p.CI = &SweepCI{P95: Interval{0.8 * p.P95, 1.2 * p.P95}}
+		p.CI = &SweepCI{P95: Interval{Low: 0.8 * p.P95, High: 1.2 * p.P95}}
 		p.Verdict = VerdictMisses
 		if p.Met {
 			p.Verdict = VerdictMeets

@@ -190,7 +190,7 @@ func TestChartAxisLabelsDoNotOverlap(t *testing.T) {
 					// From far over the target down: the legend's longest
 					// label, "clipped at".
 					p := SweepPoint{Count: sr.min + i*sr.step, P95: target * 100 / float64(i+1)}
-					p.CI = &SweepCI{P95: Interval{p.P95 * 0.9, p.P95 * 1.1}}
+					p.CI = &SweepCI{P95: Interval{Low: p.P95 * 0.9, High: p.P95 * 1.1}}
 					r.Points = append(r.Points, p)
 					if i >= sr.n-1-uncertain && i < sr.n-1 {
 						r.Uncertain = append(r.Uncertain, p.Count)

@@ -153,21 +153,22 @@ type faultRec struct {
 type FaultStats struct {
 	// NodeAvailability is the mean fraction of nodes up over the run.
 	NodeAvailability float64 `json:"node_availability"`
-	NodeFailures     int     `json:"node_failures"`
-	AgentRestarts    int     `json:"agent_restarts"`
+	// The counts are means with replications (SimReport.Submitted).
+	NodeFailures  float64 `json:"node_failures"`
+	AgentRestarts float64 `json:"agent_restarts"`
 	// GPUHoursLost is the GPU time of tasks lost to failures and restarts
 	// (they ran, then started over elsewhere).
 	GPUHoursLost  float64 `json:"gpu_hours_lost"`
-	TasksRequeued int     `json:"tasks_requeued"`
+	TasksRequeued float64 `json:"tasks_requeued"`
 	// ColdStarts counts GPU tasks that loaded their model first;
 	// LoadGPUHours is the GPU time spent loading models.
-	ColdStarts   int     `json:"cold_starts"`
+	ColdStarts   float64 `json:"cold_starts"`
 	LoadGPUHours float64 `json:"load_gpu_hours"`
 	// GPUPlacements are the GPU tasks leased on nodes that track warm
 	// models; WarmHitShare the share of them whose model was warm there,
 	// none when there were no placements (WarmHitShareNoData; with
 	// replications, in no run).
-	GPUPlacements      int     `json:"gpu_placements"`
+	GPUPlacements      float64 `json:"gpu_placements"`
 	WarmHitShare       float64 `json:"warm_hit_share"`
 	WarmHitShareNoData bool    `json:"warm_hit_share_no_data,omitempty"`
 }
@@ -337,16 +338,16 @@ func (s *sim) faultStats() *FaultStats {
 	run := float64(s.horizon.Milliseconds()) * float64(len(s.nodes))
 	fs := &FaultStats{
 		NodeAvailability: 1 - float64(down)/run,
-		NodeFailures:     s.flt.failures,
-		AgentRestarts:    s.flt.restarts,
+		NodeFailures:     float64(s.flt.failures),
+		AgentRestarts:    float64(s.flt.restarts),
 		GPUHoursLost:     float64(s.flt.lostGPUMS) / 3.6e6,
-		TasksRequeued:    s.flt.requeued,
-		ColdStarts:       s.flt.coldStarts,
+		TasksRequeued:    float64(s.flt.requeued),
+		ColdStarts:       float64(s.flt.coldStarts),
 		LoadGPUHours:     float64(s.flt.loadGPUMS) / 3.6e6,
-		GPUPlacements:    s.flt.gpuPlacements,
+		GPUPlacements:    float64(s.flt.gpuPlacements),
 	}
 	if fs.GPUPlacements > 0 {
-		fs.WarmHitShare = float64(s.flt.warmPlaces) / float64(fs.GPUPlacements)
+		fs.WarmHitShare = float64(s.flt.warmPlaces) / fs.GPUPlacements
 	} else {
 		fs.WarmHitShareNoData = true
 	}

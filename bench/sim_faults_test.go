@@ -39,7 +39,7 @@ func TestFaultAvailabilityMatchesTheory(t *testing.T) {
 				t.Fatal(err)
 			}
 			f := rep.Faults
-			t.Logf("availability %.4f (theory %.4f), %d failures, %d restarts, %d requeued, %.1f GPU-h lost",
+			t.Logf("availability %.4f (theory %.4f), %.0f failures, %.0f restarts, %.0f requeued, %.1f GPU-h lost",
 				f.NodeAvailability, tc.expect, f.NodeFailures, f.AgentRestarts, f.TasksRequeued, f.GPUHoursLost)
 			if math.Abs(f.NodeAvailability-tc.expect) > 0.015 {
 				t.Fatalf("nodes up %.4f of the time, theory says %.4f", f.NodeAvailability, tc.expect)
@@ -67,18 +67,18 @@ func TestFaultLostWorkCompletes(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := rep.Faults
-	t.Logf("%d submitted, %d completed, %d in flight; %d failures, %d restarts, %d requeued, %.1f GPU-h lost",
+	t.Logf("%.0f submitted, %.0f completed, %.0f in flight; %.0f failures, %.0f restarts, %.0f requeued, %.1f GPU-h lost",
 		rep.Submitted, rep.Completed, rep.InFlight, f.NodeFailures, f.AgentRestarts, f.TasksRequeued, f.GPUHoursLost)
 	if f.TasksRequeued < 50 {
-		t.Fatalf("only %d tasks requeued: the test needs lost work", f.TasksRequeued)
+		t.Fatalf("only %.0f tasks requeued: the test needs lost work", f.TasksRequeued)
 	}
 	if rep.Completed+rep.InFlight != rep.Submitted || rep.InFlight > 20 {
-		t.Fatalf("%d submitted, %d completed, %d in flight", rep.Submitted, rep.Completed, rep.InFlight)
+		t.Fatalf("%.0f submitted, %.0f completed, %.0f in flight", rep.Submitted, rep.Completed, rep.InFlight)
 	}
 	// One GPU-wait sample per GPU task however often it ran: a manual
 	// video has one, an auto video one per scene.
 	if got := rep.Overall.GPUWait.Count; got > rep.Submitted*6 {
-		t.Fatalf("%d GPU-wait samples for %d videos", got, rep.Submitted)
+		t.Fatalf("%.0f GPU-wait samples for %.0f videos", got, rep.Submitted)
 	}
 }
 
@@ -100,10 +100,10 @@ func TestColdStartOncePerNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := rep.Faults
-	if f.ColdStarts == 0 || f.ColdStarts > rep.Nodes {
-		t.Fatalf("%d cold starts on %d nodes, want 1..%d", f.ColdStarts, rep.Nodes, rep.Nodes)
+	if f.ColdStarts == 0 || f.ColdStarts > float64(rep.Nodes) {
+		t.Fatalf("%.0f cold starts on %d nodes, want 1..%d", f.ColdStarts, rep.Nodes, rep.Nodes)
 	}
-	if want := float64(f.ColdStarts) * 90 / 3600; math.Abs(f.LoadGPUHours-want) > 1e-9 {
+	if want := f.ColdStarts * 90 / 3600; math.Abs(f.LoadGPUHours-want) > 1e-9 {
 		t.Fatalf("%.4f GPU-hours loading, want %.4f (90 s per cold start)", f.LoadGPUHours, want)
 	}
 	if f.NodeAvailability != 1 || f.TasksRequeued != 0 {
@@ -125,7 +125,7 @@ func TestColdStartWarmPreference(t *testing.T) {
 	cfg := SimConfig{Hours: 100, Seed: 4}
 	check := func(r SimReport) {
 		if r.InFlight > 50 {
-			t.Fatalf("the farm is overloaded: %d videos in flight", r.InFlight)
+			t.Fatalf("the farm is overloaded: %.0f videos in flight", r.InFlight)
 		}
 	}
 	with, err := Simulate(fleet, wl, cfg)
@@ -139,8 +139,8 @@ func TestColdStartWarmPreference(t *testing.T) {
 	}
 	check(with)
 	check(without)
-	share := func(f *FaultStats) float64 { return float64(f.ColdStarts) / float64(f.GPUPlacements) }
-	t.Logf("cold starts: %d of %d placements with the warm preference (%.3f), %d of %d without (%.3f)",
+	share := func(f *FaultStats) float64 { return f.ColdStarts / f.GPUPlacements }
+	t.Logf("cold starts: %.0f of %.0f placements with the warm preference (%.3f), %.0f of %.0f without (%.3f)",
 		with.Faults.ColdStarts, with.Faults.GPUPlacements, share(with.Faults),
 		without.Faults.ColdStarts, without.Faults.GPUPlacements, share(without.Faults))
 	if s := share(without.Faults); s < 0.4 || s > 0.6 {

@@ -25,15 +25,18 @@ type figure struct {
 	// class with no video finished), so the CSV leaves it empty and
 	// replications average only the runs that measured something. A zero
 	// in its place would read as instant service or a free render.
-	n *int
+	n *float64
 	// noData, set with n, is the report's flag that says the figure has
-	// no value: combine sets it when no run measured the figure (n
-	// itself is then a mean over all runs, rounded, and may be 0 while
-	// some run measured it).
+	// no value: combine sets it when no run measured the figure (n itself
+	// is then the mean over all runs: 0 only when every run measured
+	// nothing).
 	noData *bool
 	// unit figures are proportions, in [0, 1]: their intervals are cut to
 	// it; every other figure's at 0 below (sim_repl.go).
 	unit bool
+	// slo is the SLO an SLO's met figure is of: with replications the CSV
+	// follows that row with the SLO's verdict.
+	slo *SLOResult
 }
 
 // empty: the figure was measured on nothing.
@@ -51,7 +54,7 @@ func (f figure) top() float64 {
 
 // measuredOn makes f a figure of a possibly empty sample of size n,
 // whose emptiness is reported in noData.
-func (f *figure) measuredOn(n *int, noData *bool) { f.n, f.noData = n, noData }
+func (f *figure) measuredOn(n *float64, noData *bool) { f.n, f.noData = n, noData }
 
 func (f figure) value() float64 {
 	switch {
@@ -67,14 +70,15 @@ func (f figure) value() float64 {
 	return 0
 }
 
-// set stores v, rounded for a count.
+// set stores a mean over runs. Only float figures are averaged: a count
+// rounded to a whole number would say 0 for a class with 0.4 videos a run
+// while its interval and the waits of its videos say otherwise. The ints
+// are the inputs' sizes, fixed, and never set.
 func (f figure) set(v float64) {
-	switch {
-	case f.f != nil:
-		*f.f = v
-	case f.i != nil:
-		*f.i = int(math.Round(v))
+	if f.f == nil {
+		panic(fmt.Sprintf("bench: figure %s/%s/%s is averaged but not a float64", f.scope, f.name, f.metric))
 	}
+	*f.f = v
 }
 
 // figures lists every number of r in CSV order, pointing into r.
@@ -114,6 +118,20 @@ func (r *SimReport) figures() []figure {
 	fixed("farm", "cost", &r.Cost)
 	// Nothing rendered: the cost per minute is no number (not 0, the
 	// cheapest farm of all). Every completed video rendered some minutes.
+	//
+	// With replications it is, like every figure, the mean of the runs'
+	// own ratios (cost over minutes rendered) with Student's t over them:
+	// each run's ratio is one independent observation, the replication/
+	// deletion estimator whose interval is honest without more theory. A
+	// ratio of sums (total cost over total minutes) would weight runs by
+	// their minutes and need a delta-method or jackknife interval; the
+	// cost of a run is fixed by the fleet and the hours, so it differs
+	// from the mean of ratios only by the spread of the minutes (Jensen:
+	// the mean of ratios is at least cost over mean minutes, by about
+	// their squared coefficient of variation, 10⁻⁵ on the example farm).
+	// A run that rendered nothing has no ratio and is left out, as for
+	// any figure measured on nothing, where a ratio of sums would still
+	// charge its cost. docs/capacity-planning.md says which it is.
 	add("farm", "", "cost_per_rendered_minute", &r.CostPerRenderedMinute).measuredOn(&r.Completed, &r.CostPerRenderedMinuteNoData)
 	if f := r.Faults; f != nil {
 		add("farm", "", "node_availability", &f.NodeAvailability).unit = true
@@ -150,7 +168,7 @@ func (r *SimReport) figures() []figure {
 			a := add(scope, g.Name, k+"_attained", &o.Attained)
 			a.unit = true
 			a.measuredOn(&o.Count, &o.NoData)
-			add(scope, g.Name, k+"_met", &o.Met)
+			add(scope, g.Name, k+"_met", &o.Met).slo = o
 		}
 	}
 	group("all", &r.Overall)

@@ -15,7 +15,7 @@ func (r SimReport) String() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "simulated %.1f h (seed %d): %d nodes, %d GPUs, %d CPU slots\n", r.Hours, r.Seed, r.Nodes, r.GPUs, r.CPUSlots)
-	fmt.Fprintf(&b, "videos: %d submitted, %d completed, %d in flight at the end\n", r.Submitted, r.Completed, r.InFlight)
+	fmt.Fprintf(&b, "videos: %.0f submitted, %.0f completed, %.0f in flight at the end\n", r.Submitted, r.Completed, r.InFlight)
 	fmt.Fprintf(&b, "throughput %.1f videos/h, %.2f videos per GPU-hour, GPU utilisation %.1f%%, CPU utilisation %.1f%%\n",
 		r.ThroughputPerHour, r.VideosPerGPUHour, 100*r.GPUUtilisation, 100*r.CPUUtilisation)
 	fmt.Fprintf(&b, "rendered %.1f min for a cost of %.2f%s: %s%s per rendered minute\n", r.RenderedMinutes, r.Cost, r.unit(),
@@ -27,17 +27,17 @@ func (r SimReport) String() string {
 	var slos strings.Builder
 	row := func(kind string, g GroupStats) {
 		label := strings.TrimSpace(kind + " " + g.Name)
-		fmt.Fprintf(&b, "%-18s %9d %9d  %-36s  %-36s  %s\n", label, g.Submitted, g.Completed,
+		fmt.Fprintf(&b, "%-18s %9.0f %9.0f  %-36s  %-36s  %s\n", label, g.Submitted, g.Completed,
 			summary(g.Wait), summary(g.GPUWait), summary(g.Turnaround))
 		for _, o := range g.SLOs {
 			verdict, attained := "MISSED", fmt.Sprintf("%6.2f%%", 100*o.Attained)
 			switch {
 			case o.NoData:
-				verdict, attained = sloNoData, "      —"
+				verdict, attained = SLONoData, "      —"
 			case o.Met:
 				verdict = "met"
 			}
-			fmt.Fprintf(&slos, "%-18s %-10s <= %7.0f s  %s of %-8d (target %.2f%%)  %s\n", label, o.Metric, o.Seconds,
+			fmt.Fprintf(&slos, "%-18s %-10s <= %7.0f s  %s of %-8.0f (target %.2f%%)  %s\n", label, o.Metric, o.Seconds,
 				attained, o.Count, 100*o.Target, verdict)
 		}
 	}
@@ -60,8 +60,8 @@ func (f *FaultStats) lines() string {
 	if f == nil {
 		return ""
 	}
-	return fmt.Sprintf("faults: nodes up %.2f%% of the time, %d node failures, %d agent restarts, %d tasks requeued, %.1f GPU-hours lost\n"+
-		"models: %d cold starts, %.1f GPU-hours loading, %s%% of %d GPU placements on a node with the model warm\n",
+	return fmt.Sprintf("faults: nodes up %.2f%% of the time, %.0f node failures, %.0f agent restarts, %.0f tasks requeued, %.1f GPU-hours lost\n"+
+		"models: %.0f cold starts, %.1f GPU-hours loading, %s%% of %.0f GPU placements on a node with the model warm\n",
 		100*f.NodeAvailability, f.NodeFailures, f.AgentRestarts, f.TasksRequeued, f.GPUHoursLost,
 		f.ColdStarts, f.LoadGPUHours, orDash(f.GPUPlacements > 0, "%.1f", 100*f.WarmHitShare), f.GPUPlacements)
 }
@@ -94,16 +94,19 @@ func (r SimReport) classCostTable() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\ncost by class (the fleet's %.2f%s split by GPU-seconds used)\n%-18s %12s %7s %12s %10s %14s %14s\n",
 		r.Cost, r.unit(), "class", "GPU-hours", "share", "cost", "videos", "per video", "per rend. min")
+	est := r.estimates()
 	for _, c := range r.ClassCosts {
-		fmt.Fprintf(&b, "%-18s %12.1f %6.1f%% %12.2f %10.0f %14s %14s\n", "class "+c.Name, c.GPUSeconds/3600, 100*c.Share,
-			c.Cost, c.Videos, orDash(c.Videos > 0, "%.3f", c.CostPerVideo), orDash(c.RenderedMinutes > 0, "%.3f", c.CostPerRenderedMinute))
+		// With replications Videos is a mean: 0.4 is not "0" beside a
+		// cost per video.
+		videos := meanCount(est["class/"+c.Name+"/cost_completed"], 0)
+		if r.Replications <= 1 {
+			videos = fmt.Sprintf("%.0f", c.Videos)
+		}
+		fmt.Fprintf(&b, "%-18s %12.1f %6.1f%% %12.2f %10s %14s %14s\n", "class "+c.Name, c.GPUSeconds/3600, 100*c.Share,
+			c.Cost, videos, orDash(c.Videos > 0, "%.3f", c.CostPerVideo), orDash(c.RenderedMinutes > 0, "%.3f", c.CostPerRenderedMinute))
 	}
 	return b.String()
 }
-
-// sloNoData is an SLO's verdict in a report's table when nothing was
-// measured against it: neither met nor missed.
-const sloNoData = "no data"
 
 // summary is a table cell: mean / p50 / p95 / p99, or a dash for a group
 // with nothing measured, which "0.0 / 0.0 / 0.0" would pass off as
@@ -121,7 +124,11 @@ func summary(p Percentiles) string {
 // hours). A spreadsheet pivot or pandas turns it into any table. With
 // replications each row also has ci_low,ci_high, the 95% confidence
 // interval of the mean in value (empty for what the inputs fix, such as
-// the GPU count, and for an SLO's met, which follows the mean attainment).
+// the GPU count, and for an SLO's met and verdict), counts are means, an
+// SLO's met is 1 only when its attainment's interval lies wholly at or
+// above the target, and a verdict row follows it with the table's
+// verdict (met, missed, uncertain, no data), so that an uncertain SLO is
+// not read as missed either.
 // A figure measured on nothing has an empty value (and, with
 // replications, interval): an SLO's attainment (its met is 0: not met),
 // a group's waits and percentiles when it has no sample, a timeline
@@ -160,6 +167,9 @@ func (r SimReport) WriteCSV(w io.Writer) error {
 			}
 		}
 		_ = cw.Write(row)
+		if repl && f.slo != nil {
+			_ = cw.Write([]string{f.scope, f.name, strings.TrimSuffix(f.metric, "_met") + "_verdict", f.slo.Verdict, "", ""})
+		}
 	}
 	if r.Currency != "" {
 		pad := func(row []string) []string {

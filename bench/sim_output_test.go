@@ -43,7 +43,7 @@ func TestSimOutputsAndTimeline(t *testing.T) {
 		t.Fatalf("overall SLOs %+v", all)
 	}
 	if ent := rep.Accounts[0].SLOs; len(ent) != 1 || !ent[0].Met || ent[0].Attained != 1 || ent[0].Count != rep.Accounts[0].Submitted {
-		t.Fatalf("enterprise SLOs %+v (submitted %d)", ent, rep.Accounts[0].Submitted)
+		t.Fatalf("enterprise SLOs %+v (submitted %.0f)", ent, rep.Accounts[0].Submitted)
 	}
 	if len(rep.Accounts[1].SLOs) != 2 {
 		t.Fatalf("pro should inherit the workload's SLOs: %+v", rep.Accounts[1].SLOs)
@@ -53,7 +53,7 @@ func TestSimOutputsAndTimeline(t *testing.T) {
 	if len(rep.Timeline) != 144 || rep.Timeline[1].StartHours != 5.0/60 {
 		t.Fatalf("timeline of %d points starting %v, want 144 of 5 min", len(rep.Timeline), rep.Timeline[1].StartHours)
 	}
-	done, gpuBusy := 0, 0.0
+	done, gpuBusy := 0.0, 0.0
 	for _, p := range rep.Timeline {
 		done += p.Completed
 		gpuBusy += p.GPUUtilisation * p.Hours
@@ -62,7 +62,7 @@ func TestSimOutputsAndTimeline(t *testing.T) {
 		}
 	}
 	if done != rep.Completed {
-		t.Fatalf("timeline completes %d, report %d", done, rep.Completed)
+		t.Fatalf("timeline completes %.0f, report %.0f", done, rep.Completed)
 	}
 	if got := gpuBusy / rep.Hours; math.Abs(got-rep.GPUUtilisation) > 1e-6 {
 		t.Fatalf("timeline GPU utilisation %v, report %v", got, rep.GPUUtilisation)
@@ -78,12 +78,12 @@ func TestSimOutputsAndTimeline(t *testing.T) {
 		got[r[0]+"/"+r[1]+"/"+r[2]] = r[3]
 	}
 	for key, want := range map[string]float64{
-		"farm//completed":                              float64(rep.Completed),
+		"farm//completed":                              rep.Completed,
 		"farm//gpu_utilisation":                        rep.GPUUtilisation,
 		"class/free/gpu_wait_p95":                      rep.Accounts[2].GPUWait.P95,
 		"all/all/slo_turnaround_le_1s_met":             0,
 		"class/enterprise/slo_wait_le_1e+06s_attained": 1,
-		"timeline/0.5/completed":                       float64(rep.Timeline[6].Completed),
+		"timeline/0.5/completed":                       rep.Timeline[6].Completed,
 	} {
 		v, err := strconv.ParseFloat(got[key], 64)
 		if err != nil || math.Abs(v-want) > 1e-6*math.Max(1, math.Abs(want)) {
@@ -105,7 +105,7 @@ func TestShippedExamplesDecode(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rep.GPUs != 376 || rep.Completed == 0 || len(rep.Accounts[0].SLOs) != 2 {
-		t.Fatalf("example run: %d GPUs, %d completed, %+v", rep.GPUs, rep.Completed, rep.Accounts[0].SLOs)
+		t.Fatalf("example run: %d GPUs, %.0f completed, %+v", rep.GPUs, rep.Completed, rep.Accounts[0].SLOs)
 	}
 	if calls < 50 || last[0] != last[1] || last[1] != 2*time.Hour {
 		t.Fatalf("progress: %d calls, last %v", calls, last)

@@ -166,9 +166,9 @@ func cutInterval(lo, hi, top float64) (float64, float64) {
 }
 
 // combine is the report of replicated runs of one fleet and workload:
-// each figure the mean over reps (counts rounded; the CI list keeps the
-// exact mean), SLOs met when the mean attainment is, and CI the interval
-// of every figure in CSV order. A figure measured on nothing in some runs
+// each figure the mean over reps (counts too, unrounded), CI the interval
+// of every figure in CSV order, and each SLO's verdict from its
+// attainment's interval, Met only when that is certain. A figure measured on nothing in some runs
 // (an SLO's attainment, a class's p95 wait in runs in which none of its
 // videos got a GPU, the GPU wait of a timeline interval without a lease)
 // is the mean and interval of the other runs: a run without a sample has
@@ -207,18 +207,31 @@ func combine(reps []SimReport) SimReport {
 		m, lo, hi := meanCI(xs)
 		lo, hi = cutInterval(lo, hi, f.top())
 		f.set(m)
-		if !f.hidden {
-			e := Estimate{Scope: f.scope, Name: f.name, Metric: f.metric, Mean: m, CILow: lo, CIHigh: hi}
-			if len(xs) < len(reps) {
-				e.Runs = len(xs)
-			}
+		e := Estimate{Scope: f.scope, Name: f.name, Metric: f.metric, Mean: m, CILow: lo, CIHigh: hi}
+		if len(xs) < len(reps) {
+			e.Runs = len(xs)
+		}
+		if f.hidden {
+			// Sample sizes: the table writes their means at the
+			// precision of these intervals.
+			out.hiddenCI = append(out.hiddenCI, e)
+		} else {
 			out.CI = append(out.CI, e)
 		}
 	}
-	for _, g := range out.groups() {
-		for i := range g.SLOs {
-			o := &g.SLOs[i]
-			o.Met = !o.NoData && o.Attained >= o.target()
+	// One verdict for every output, the table's: a met from the mean alone
+	// would be true where the interval reaches below the target or one
+	// run alone measured it, and a reader of the JSON or CSV would size a
+	// fleet on what the table calls uncertain.
+	est := out.estimates()
+	for _, sg := range out.scopedGroups() {
+		for i := range sg.g.SLOs {
+			o := &sg.g.SLOs[i]
+			o.Verdict = SLONoData
+			if !o.NoData {
+				o.Verdict = verdict(est[sg.scope+"/"+sg.g.Name+"/"+sloKey(o.SLO)+"_attained"], o.target())
+			}
+			o.Met = o.Verdict == SLOMet
 		}
 	}
 	out.setClassCosts(out.Currency)
@@ -231,7 +244,7 @@ func (r SimReport) clone() SimReport {
 	c.Modes = append([]GroupStats(nil), r.Modes...)
 	c.Accounts = append([]GroupStats(nil), r.Accounts...)
 	c.Timeline = append([]TimelinePoint(nil), r.Timeline...)
-	c.CI = nil
+	c.CI, c.hiddenCI = nil, nil
 	if r.Faults != nil {
 		f := *r.Faults
 		c.Faults = &f
@@ -244,21 +257,39 @@ func (r SimReport) clone() SimReport {
 
 // groups are pointers to every group of r: overall, modes, classes.
 func (r *SimReport) groups() []*GroupStats {
-	gs := []*GroupStats{&r.Overall}
-	for i := range r.Modes {
-		gs = append(gs, &r.Modes[i])
-	}
-	for i := range r.Accounts {
-		gs = append(gs, &r.Accounts[i])
+	var gs []*GroupStats
+	for _, sg := range r.scopedGroups() {
+		gs = append(gs, sg.g)
 	}
 	return gs
 }
 
-// estimates indexes r.CI by scope/name/metric.
+// scopedGroup is a group of a report and its figures' scope.
+type scopedGroup struct {
+	scope string
+	g     *GroupStats
+}
+
+// scopedGroups are r's groups in figure order, each with its scope.
+func (r *SimReport) scopedGroups() []scopedGroup {
+	gs := []scopedGroup{{"all", &r.Overall}}
+	for i := range r.Modes {
+		gs = append(gs, scopedGroup{"mode", &r.Modes[i]})
+	}
+	for i := range r.Accounts {
+		gs = append(gs, scopedGroup{"class", &r.Accounts[i]})
+	}
+	return gs
+}
+
+// estimates indexes r.CI, and the intervals of the sample sizes, by
+// scope/name/metric.
 func (r SimReport) estimates() map[string]Estimate {
-	m := make(map[string]Estimate, len(r.CI))
-	for _, e := range r.CI {
-		m[e.Scope+"/"+e.Name+"/"+e.Metric] = e
+	m := make(map[string]Estimate, len(r.CI)+len(r.hiddenCI))
+	for _, list := range [][]Estimate{r.CI, r.hiddenCI} {
+		for _, e := range list {
+			m[e.Scope+"/"+e.Name+"/"+e.Metric] = e
+		}
 	}
 	return m
 }

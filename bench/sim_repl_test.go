@@ -113,8 +113,8 @@ func TestReplicationsDeterministic(t *testing.T) {
 	}
 }
 
-// TestReplicationsCombine: the combined report's figures are the means of
-// the runs', and its SLO verdicts follow the mean attainment.
+// TestReplicationsCombine: the combined report's figures, counts
+// included, are the means of the runs'.
 func TestReplicationsCombine(t *testing.T) {
 	fleet, wl := loadExamples(t)
 	wl.SLOs = []SLO{{Metric: MetricGPUWait, Seconds: 120}}
@@ -144,8 +144,9 @@ func TestReplicationsCombine(t *testing.T) {
 			t.Errorf("%s: %v, want the runs' mean %v", name, got, want)
 		}
 	}
-	if want := int(math.Round(mean(func(r SimReport) float64 { return float64(r.Submitted) }))); rep.Submitted != want {
-		t.Errorf("submitted %d, want %d", rep.Submitted, want)
+	// Counts too: a mean, not rounded.
+	if want := mean(func(r SimReport) float64 { return r.Submitted }); math.Abs(rep.Submitted-want) > 1e-9*want {
+		t.Errorf("submitted %v, want the runs' mean %v", rep.Submitted, want)
 	}
 	if len(rep.CI) == 0 || rep.Seed != 3 || rep.GPUs != runs[0].GPUs {
 		t.Fatalf("combined report: %d CIs, seed %d, %d GPUs", len(rep.CI), rep.Seed, rep.GPUs)
@@ -206,13 +207,13 @@ func TestSweepReplicationsUncertain(t *testing.T) {
 // as it is rather than as a ±.
 func TestIntervalsStayInRange(t *testing.T) {
 	slo := SLO{Metric: MetricGPUWait, Seconds: 60, Target: 0.99}
-	run := func(attained, util float64, completed int) SimReport {
+	run := func(attained, util, completed float64) SimReport {
 		return SimReport{Hours: 1, GPUUtilisation: util, Completed: completed,
 			Overall: GroupStats{Name: "all", SLOs: []SLOResult{{SLO: slo, Count: 100, Attained: attained, Met: attained >= 0.99}}}}
 	}
 	// waits is a run whose videos waited p95 s (and in flight videos were
 	// left at the end).
-	waits := func(p95 float64, inFlight int) SimReport {
+	waits := func(p95, inFlight float64) SimReport {
 		r := run(1, 0.5, 10)
 		r.InFlight = inFlight
 		r.Overall.GPUWait = Percentiles{Count: 50, Mean: p95 / 2, P50: p95 / 4, P95: p95, P99: p95, Max: p95}
@@ -286,10 +287,10 @@ func TestPlusMinus(t *testing.T) {
 // a dash in the table.
 func TestCombineSkipsRunsWithoutSamples(t *testing.T) {
 	// run measured each figure on n samples, all of value v (0 for none).
-	run := func(n int, v float64) SimReport {
+	run := func(n, v float64) SimReport {
 		q := Percentiles{Count: n, Mean: v, P50: v, P95: v, P99: v, Max: v, NoData: n == 0}
 		all := Percentiles{Count: 10, Mean: 1, P50: 1, P95: 1, P99: 1, Max: 1}
-		return SimReport{Hours: 1, Completed: n, RenderedMinutes: float64(n), CostPerRenderedMinute: v, CostPerRenderedMinuteNoData: n == 0,
+		return SimReport{Hours: 1, Completed: n, RenderedMinutes: n, CostPerRenderedMinute: v, CostPerRenderedMinuteNoData: n == 0,
 			Faults:   &FaultStats{GPUPlacements: n, WarmHitShare: v / 1000, WarmHitShareNoData: n == 0},
 			Overall:  GroupStats{Name: "all", Submitted: 10, Completed: 10, Wait: all, GPUWait: all, Turnaround: all},
 			Accounts: []GroupStats{{Name: "rare", Submitted: n, Completed: n, Wait: q, GPUWait: q, Turnaround: q}},
@@ -388,5 +389,127 @@ func TestFiguresAreNotNegative(t *testing.T) {
 		if (f.n == nil) != (f.noData == nil) {
 			t.Errorf("%s/%s/%s: a sample size without a no-data flag, or the reverse", f.scope, f.name, f.metric)
 		}
+	}
+}
+
+// TestMeanCountsKeepTheirPrecision: a count averaged over runs is a mean,
+// not rounded: a class that submitted a video in 4 runs of 10 has 0.4
+// videos a run in the JSON (not 0), in the table at the precision of its
+// interval ("0.4 ± 0.4", not "0 ± 0"), with its SLO's count and the
+// videos of its cost share as means too, and a cost per video (over 0.4
+// videos, not "no data" over 0). Counts the same in every run, or with
+// a wide interval, stay whole.
+func TestMeanCountsKeepTheirPrecision(t *testing.T) {
+	slo := SLO{Metric: MetricTurnaround, Seconds: 600, Target: 0.9}
+	var reps []SimReport
+	for i := range 10 {
+		rare := GroupStats{Name: "rare", Wait: Percentiles{NoData: true}, GPUWait: Percentiles{NoData: true},
+			Turnaround: Percentiles{NoData: true}, SLOs: []SLOResult{{SLO: slo, NoData: true}}}
+		if i%5 < 2 { // runs 0, 1, 5, 6: one video, done in 100 s
+			rare.Submitted, rare.Completed, rare.completedAll = 1, 1, 1
+			rare.Turnaround = Percentiles{Count: 1, Mean: 100, P50: 100, P95: 100, P99: 100, Max: 100}
+			rare.SLOs[0] = SLOResult{SLO: slo, Count: 1, Attained: 1, Met: true}
+			rare.gpuSeconds, rare.renderedMinutes = 60, 0.5
+		}
+		common := GroupStats{Name: "common", Submitted: 10, Completed: 10, completedAll: 10, gpuSeconds: 600, renderedMinutes: 5}
+		r := SimReport{Hours: 1, Cost: 10, Currency: "USD", Accounts: []GroupStats{common, rare},
+			Overall: GroupStats{Name: "all", Submitted: 1000, Completed: 990}}
+		r.Overall.Submitted += 3 * float64(i)
+		reps = append(reps, r)
+	}
+	c := combine(reps)
+
+	js, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Accounts []struct {
+			Submitted, Completed float64
+			Turnaround           struct{ Count float64 }
+			SLOs                 []struct{ Count float64 }
+		}
+		ClassCosts []struct {
+			Videos       float64
+			CostPerVideo float64 `json:"cost_per_video"`
+		} `json:"class_costs"`
+	}
+	if err := json.Unmarshal(js, &doc); err != nil {
+		t.Fatal(err)
+	}
+	rare := doc.Accounts[1]
+	for name, v := range map[string]float64{"submitted": rare.Submitted, "completed": rare.Completed,
+		"turnaround count": rare.Turnaround.Count, "SLO count": rare.SLOs[0].Count, "cost share's videos": doc.ClassCosts[1].Videos} {
+		if math.Abs(v-0.4) > 1e-9 {
+			t.Errorf("JSON: rare's %s %v, want the mean 0.4", name, v)
+		}
+	}
+	if doc.ClassCosts[1].CostPerVideo <= 0 {
+		t.Errorf("JSON: rare's cost per video %v, want its share over 0.4 videos", doc.ClassCosts[1].CostPerVideo)
+	}
+
+	table := c.String()
+	for _, want := range []string{
+		"class rare         0.4 ± 0.4       0.4 ± 0.4       wait", // 0.4 ± 0.37
+		"class common       10 ± 0          10 ± 0          wait",
+		"all                1014 ± 6        990 ± 0         wait", // 1013.5 ± 6.5
+		"100.00% ±  0.00% of 0.4      (target 90.00%)  met",
+		"class rare                  0.0    3.8%         0.38        0.4          0.962",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+	var csvOut bytes.Buffer
+	if err := c.WriteCSV(&csvOut); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\nclass,rare,submitted,0.4,", "\nclass,rare,cost_per_video,0.96153846,"} {
+		if !strings.Contains(csvOut.String(), want) {
+			t.Errorf("CSV lacks %q:\n%s", want, csvOut.String())
+		}
+	}
+}
+
+func TestCountDecimals(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi float64
+		least  int
+		want   int
+	}{
+		{5, 5, 0, 0},         // every run the same
+		{0.03, 0.77, 0, 1},   // ± 0.37
+		{0.35, 0.45, 0, 2},   // ± 0.05
+		{0, 2, 0, 0},         // ± 1
+		{100, 700, 0, 0},     // ± 300
+		{2.3, 2.5, 1, 1},     // ± 0.1, at least one decimal
+		{0.399, 0.401, 0, 3}, // ± 0.001
+	} {
+		if got := countDecimals(Estimate{CILow: tc.lo, CIHigh: tc.hi}, tc.least); got != tc.want {
+			t.Errorf("countDecimals([%v, %v], %d) = %d, want %d", tc.lo, tc.hi, tc.least, got, tc.want)
+		}
+	}
+}
+
+// TestCostPerRenderedMinuteIsMeanOfRunRatios pins the estimator: with
+// replications the cost per rendered minute is the mean of the runs' own
+// ratios with its t interval (the replication/deletion estimator; see
+// sim_figures.go), not the cost over the mean minutes (a ratio of sums),
+// and a run that rendered nothing is left out.
+func TestCostPerRenderedMinuteIsMeanOfRunRatios(t *testing.T) {
+	run := func(minutes float64) SimReport {
+		r := SimReport{Hours: 1, Cost: 100, RenderedMinutes: minutes, CostPerRenderedMinute: 100 / max(minutes, 1)}
+		if minutes > 0 {
+			r.Completed = 1
+		} else {
+			r.CostPerRenderedMinute, r.CostPerRenderedMinuteNoData = 0, true
+		}
+		return r
+	}
+	c := combine([]SimReport{run(50), run(100), run(0), run(200)})
+	want := (2 + 1 + 0.5) / 3.0 // not 100·4/350 = 1.14, nor 100·3/350 = 0.86
+	e := c.estimates()["farm//cost_per_rendered_minute"]
+	if math.Abs(c.CostPerRenderedMinute-want) > 1e-12 || math.Abs(e.Mean-want) > 1e-12 || e.Runs != 3 {
+		t.Fatalf("cost per rendered minute %v (estimate %+v), want the mean of the 3 runs' ratios %v", c.CostPerRenderedMinute, e, want)
 	}
 }

@@ -18,10 +18,15 @@ type SimReport struct {
 	Nodes        int `json:"nodes"`
 	GPUs         int `json:"gpus"`
 	CPUSlots     int `json:"cpu_slots"`
-	Submitted    int `json:"submitted"`
-	Completed    int `json:"completed"`
+	// Submitted, Completed and the other counts of a report are whole
+	// numbers in one run and, with replications, the mean over the runs,
+	// unrounded: a class with 0.4 videos a run has 0.4, not 0 beside
+	// waits measured on its videos, and the JSON's field agrees with its
+	// `ci` entry.
+	Submitted float64 `json:"submitted"`
+	Completed float64 `json:"completed"`
 	// InFlight are videos submitted but not finished when the run ended.
-	InFlight int `json:"in_flight"`
+	InFlight float64 `json:"in_flight"`
 	// Overall covers every video; Modes has one entry per video mode
 	// ("manual", "auto"); Accounts one per account class, in workload order.
 	Overall  GroupStats   `json:"overall"`
@@ -34,8 +39,11 @@ type SimReport struct {
 	ThroughputPerHour float64 `json:"throughput_per_hour"` // completed videos per hour
 	VideosPerGPUHour  float64 `json:"videos_per_gpu_hour"`
 	// RenderedMinutes is the output length of the completed videos.
-	RenderedMinutes       float64 `json:"rendered_minutes"`
-	Cost                  float64 `json:"cost"`
+	RenderedMinutes float64 `json:"rendered_minutes"`
+	Cost            float64 `json:"cost"`
+	// CostPerRenderedMinute is Cost over RenderedMinutes; with
+	// replications the mean of the runs' ratios, not Cost over the mean
+	// minutes (sim_figures.go says why).
 	CostPerRenderedMinute float64 `json:"cost_per_rendered_minute"`
 	// CostPerRenderedMinuteNoData: nothing was rendered (in any run), so
 	// there is no cost per rendered minute; CostPerRenderedMinute is 0.
@@ -53,14 +61,18 @@ type SimReport struct {
 	// CI has, with replications, every figure of the CSV that varies
 	// between runs: its mean and 95% confidence interval (sim_repl.go).
 	CI []Estimate `json:"ci,omitempty"`
+	// hiddenCI are the intervals of the figures the CSV leaves out (the
+	// sample sizes): the table writes those means at their precision.
+	hiddenCI []Estimate
 }
 
 // GroupStats are the statistics of one mode or one account class. Only
 // videos submitted after the warm-up count.
 type GroupStats struct {
-	Name      string `json:"name"`
-	Submitted int    `json:"submitted"`
-	Completed int    `json:"completed"`
+	Name string `json:"name"`
+	// Submitted and Completed: with replications, means (SimReport.Submitted).
+	Submitted float64 `json:"submitted"`
+	Completed float64 `json:"completed"`
 	// Wait is from submission to the video's first lease (for auto videos
 	// that is the CPU plan task).
 	Wait Percentiles `json:"wait"`
@@ -75,13 +87,13 @@ type GroupStats struct {
 	// completed and minutes rendered in the whole run (warm-up included,
 	// as the cost covers it).
 	gpuSeconds      float64
-	completedAll    int
+	completedAll    float64
 	renderedMinutes float64
 }
 
 // Percentiles summarises a sample of durations, in seconds.
 type Percentiles struct {
-	Count int     `json:"count"`
+	Count float64 `json:"count"` // with replications, the mean over all runs
 	Mean  float64 `json:"mean"`
 	P50   float64 `json:"p50"`
 	P95   float64 `json:"p95"`
@@ -91,7 +103,7 @@ type Percentiles struct {
 	// of whose videos finished), so the figures above, all 0, say
 	// nothing. With replications: no run measured anything; the figures
 	// are then the means over the runs that did, and Count the mean over
-	// all runs, rounded (it may be 0 while NoData is false).
+	// all runs (below 1 when some runs measured nothing).
 	NoData bool `json:"no_data,omitempty"`
 }
 
@@ -112,7 +124,7 @@ type groupRec struct {
 // (sortSamples).
 func (g *groupRec) stats() GroupStats {
 	st := GroupStats{
-		Name: g.name, Submitted: g.submitted, Completed: g.completed,
+		Name: g.name, Submitted: float64(g.submitted), Completed: float64(g.completed),
 		Wait: g.wait.summary(), GPUWait: g.gpuWait.summary(), Turnaround: g.turnaround.summary(),
 	}
 	for i, o := range g.slos {
@@ -126,7 +138,7 @@ func (g *groupRec) stats() GroupStats {
 		st.SLOs = append(st.SLOs, attainment(o, sorted, g.pending[i]))
 	}
 	st.gpuSeconds = float64(g.gpuMS) / 1000
-	st.completedAll = int(g.completedAll)
+	st.completedAll = float64(g.completedAll)
 	st.renderedMinutes = float64(g.renderedS) / 60
 	return st
 }
@@ -279,7 +291,7 @@ func (s *sim) report() SimReport {
 	sortSamples(cells)
 	rep := SimReport{
 		Farm: s.fleet.Name, Hours: s.cfg.Hours, Seed: s.cfg.Seed, Nodes: len(s.nodes),
-		Submitted: r.submittedAll, Completed: r.completedAll, InFlight: r.submittedAll - r.completedAll,
+		Submitted: float64(r.submittedAll), Completed: float64(r.completedAll), InFlight: float64(r.submittedAll - r.completedAll),
 		Overall:         overall.stats(),
 		Modes:           []GroupStats{r.manual.stats(), r.auto.stats()},
 		RenderedMinutes: float64(r.renderedSeconds) / 60,
@@ -342,7 +354,7 @@ func (r SimReport) CostByClass() []ClassCost {
 	}
 	out := make([]ClassCost, len(r.Accounts))
 	for i, g := range r.Accounts {
-		c := ClassCost{Name: g.Name, GPUSeconds: g.gpuSeconds, Videos: float64(g.completedAll), RenderedMinutes: g.renderedMinutes}
+		c := ClassCost{Name: g.Name, GPUSeconds: g.gpuSeconds, Videos: g.completedAll, RenderedMinutes: g.renderedMinutes}
 		if total > 0 {
 			c.Share = g.gpuSeconds / total
 		}

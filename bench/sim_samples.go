@@ -141,7 +141,7 @@ func (s *samples) summary() Percentiles {
 		}
 	}
 	return Percentiles{
-		Count: n,
+		Count: float64(n),
 		Mean:  sum.Seconds() / float64(n),
 		P50:   s.nth(nearestRank(n, 0.50)).Seconds(),
 		P95:   s.nth(nearestRank(n, 0.95)).Seconds(),

@@ -36,7 +36,7 @@ func TestSamplesAgainstSortedSlice(t *testing.T) {
 			for _, d := range ref {
 				sum += d
 			}
-			want := Percentiles{Count: n, Mean: sum.Seconds() / float64(n),
+			want := Percentiles{Count: float64(n), Mean: sum.Seconds() / float64(n),
 				P50: percentile(ref, 0.50).Seconds(), P95: percentile(ref, 0.95).Seconds(),
 				P99: percentile(ref, 0.99).Seconds(), Max: ref[n-1].Seconds()}
 			if got := all.summary(); got != want {

@@ -53,19 +53,39 @@ type SLOResult struct {
 	SLO
 	// Count is how many videos (GPU tasks for gpu_wait) were measured,
 	// including those still pending at the end of the run that had already
-	// waited longer than Seconds: they count as misses.
-	Count int `json:"count"`
+	// waited longer than Seconds: they count as misses. With replications,
+	// the mean over all runs.
+	Count float64 `json:"count"`
 	// Attained is the fraction of Count within Seconds; 0 when Count is 0
 	// (NoData).
 	Attained float64 `json:"attained"`
-	// Met: Attained >= Target, on at least one measure.
+	// Met: Attained >= Target, on at least one measure. With replications,
+	// only when that is certain (Verdict "met"): a mean at or above the
+	// target whose interval reaches below it, or that one run alone
+	// measured, is "uncertain" in the table, and a JSON or CSV reader
+	// taking met for true would buy a fleet on it.
 	Met bool `json:"met"`
 	// NoData: nothing was measured (the group's videos never reach the
 	// metric in the run: a class of videos the workload does not make, a
 	// run too short for any to finish), so whether the SLO is met is
 	// unknown. With replications, no run measured anything.
 	NoData bool `json:"no_data,omitempty"`
+	// Verdict, with replications only, is the table's verdict: SLOMet,
+	// SLOMissed, SLOUncertain or SLONoData. One run needs none: Met and
+	// NoData say all of it, and its output stays as it was.
+	Verdict string `json:"verdict,omitempty"`
 }
+
+// SLO verdicts of a replicated report (SLOResult.Verdict), from the
+// interval of the attainment: met when it lies wholly at or above the
+// target, missed when wholly below, uncertain across it or when one run
+// alone measured it (one run has no interval), no data when none did.
+const (
+	SLOMet       = "met"
+	SLOMissed    = "missed"
+	SLOUncertain = "uncertain"
+	SLONoData    = "no data"
+)
 
 // attainment measures sorted (the group's samples for o.Metric, their
 // chunks sorted) against o, with pending more misses. With nothing to
@@ -73,7 +93,7 @@ type SLOResult struct {
 // run never tested, and a sweep would buy a fleet on it.
 func attainment(o SLO, sorted *samples, pending int) SLOResult {
 	within := sorted.atMost(secondsDur(o.Seconds))
-	r := SLOResult{SLO: o, Count: sorted.len() + pending}
+	r := SLOResult{SLO: o, Count: float64(sorted.len() + pending)}
 	if o.Target == 0 {
 		r.Target = defaultSLOTarget
 	}
@@ -81,7 +101,7 @@ func attainment(o SLO, sorted *samples, pending int) SLOResult {
 		r.NoData = true
 		return r
 	}
-	r.Attained = float64(within) / float64(r.Count)
+	r.Attained = float64(within) / r.Count
 	r.Met = r.Attained >= o.target()
 	return r
 }

@@ -60,7 +60,7 @@ func TestSLOWithoutSamplesReportsNoData(t *testing.T) {
 		}
 		auto := rep.Modes[1]
 		if auto.Name != "auto" || auto.Submitted != 0 {
-			t.Fatalf("mode %q has %d videos", auto.Name, auto.Submitted)
+			t.Fatalf("mode %q has %.0f videos", auto.Name, auto.Submitted)
 		}
 		if o := auto.SLOs[0]; !o.NoData || o.Met || o.Count != 0 {
 			t.Errorf("%d replications: auto's SLO %+v, want no data, not met", repl, o)
@@ -99,7 +99,7 @@ func TestSLOWithoutSamplesReportsNoData(t *testing.T) {
 func TestCombineAveragesOnlyMeasuredRuns(t *testing.T) {
 	slo := SLO{Metric: MetricGPUWait, Seconds: 60, Target: 0.9}
 	run := func(count int, attained float64) SimReport {
-		o := SLOResult{SLO: slo, Count: count, Attained: attained, Met: count > 0 && attained >= 0.9, NoData: count == 0}
+		o := SLOResult{SLO: slo, Count: float64(count), Attained: attained, Met: count > 0 && attained >= 0.9, NoData: count == 0}
 		return SimReport{Hours: 1, Overall: GroupStats{Name: "all", SLOs: []SLOResult{o}}}
 	}
 	for _, tc := range []struct {

@@ -76,8 +76,9 @@ type ClassSLOs struct {
 }
 
 // SLOCheck is one SLO's attainment at one size; CI comes with
-// replications. Verdict is "no data" when nothing was measured against
-// the SLO (NoData), whatever the replications.
+// replications (with Runs 1 when one run alone measured it: no interval,
+// and the verdict uncertain). Verdict is "no data" when nothing was
+// measured against the SLO (NoData), whatever the replications.
 type SLOCheck struct {
 	SLO
 	Attained float64   `json:"attained"`
@@ -99,7 +100,14 @@ type SweepCI struct {
 type Interval struct {
 	Low  float64 `json:"ci_low"`
 	High float64 `json:"ci_high"`
+	// Runs is, as in Estimate, how many runs measured the figure when
+	// fewer than all did; from one there is no interval (Low and High
+	// are its value), and the table and CSV say so rather than ± 0.
+	Runs int `json:"runs,omitempty"`
 }
+
+// oneRun: one run alone measured the figure, so it has no interval.
+func (iv Interval) oneRun() bool { return iv.Runs == 1 }
 
 // Sweep verdicts. VerdictNoData is an SLO nothing was measured against
 // (its group's videos never reached the metric in the run): it is not
@@ -270,9 +278,7 @@ func classChecks(rep SimReport) ([]ClassSLOs, string) {
 				ch.Verdict, ch.NoData = VerdictNoData, true
 			case repl:
 				e := est["class/"+g.Name+"/"+sloKey(o.SLO)+"_attained"]
-				if !e.oneRun() {
-					ch.CI = &Interval{e.CILow, e.CIHigh}
-				}
+				ch.CI = &Interval{Low: e.CILow, High: e.CIHigh, Runs: e.Runs}
 				ch.Verdict = sweepVerdict(e, o.target())
 				ch.Met = ch.Verdict == VerdictMeets
 			case o.Met:
@@ -315,7 +321,7 @@ func binding(slos []SLOCheck, classVerdict string) int {
 
 // sweepVerdict is verdict in the sweep's words.
 func sweepVerdict(e Estimate, target float64) string {
-	return map[string]string{"met": VerdictMeets, "MISSED": VerdictMisses, "uncertain": VerdictUncertain}[verdict(e, target)]
+	return map[string]string{SLOMet: VerdictMeets, SLOMissed: VerdictMisses, SLOUncertain: VerdictUncertain}[verdict(e, target)]
 }
 
 // worse is the worse of two verdicts: misses, then no data, then
@@ -369,7 +375,7 @@ func sweepPoint(count int, reps []SimReport, metric string, byClass bool) SweepP
 	est := rep.estimates()
 	iv := func(scope, metric string) Interval {
 		e := est[scope+"/"+metric]
-		return Interval{e.CILow, e.CIHigh}
+		return Interval{Low: e.CILow, High: e.CIHigh, Runs: e.Runs}
 	}
 	p.CI = &SweepCI{
 		P95:                   iv("all/all", p95Key),

@@ -49,8 +49,11 @@ func (r SweepResult) replicatedTable() string {
 	fmt.Fprintf(&b, "%8s %6s %18s %18s %14s %10s %18s  %s\n", "count", "GPUs", "p95 s", "within", "GPU use", "cost/h", "cost/rend. min", "verdict")
 	for _, p := range r.Points {
 		pm := func(noData bool, mean float64, iv Interval, meanFormat, halfFormat string, scale float64) string {
-			if noData {
+			switch {
+			case noData:
 				return "—"
+			case iv.oneRun():
+				return fmt.Sprintf(meanFormat, scale*mean) + oneRunNote
 			}
 			return plusMinus(meanFormat, halfFormat, scale*mean, scale*iv.Low, scale*iv.High)
 		}
@@ -117,7 +120,8 @@ func joinCounts(cs []int) string {
 // that varies between runs has _ci_low and _ci_high columns, and a
 // verdict column says meets, misses, uncertain or no data (attained and
 // its interval are then empty, for one run too). A p95 or a cost per
-// rendered minute measured on nothing is empty too, with its interval.
+// rendered minute measured on nothing is empty too, with its interval; a
+// figure that one run alone measured has its value and no interval.
 func (r SweepResult) WriteCSV(w io.Writer) error {
 	if r.ByClass {
 		return r.writeClassCSV(w)
@@ -133,7 +137,7 @@ func (r SweepResult) WriteCSV(w io.Writer) error {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
 	for _, p := range r.Points {
 		attained, low, high := f(p.Attained), "", ""
-		if p.CI != nil {
+		if p.CI != nil && !p.CI.Attained.oneRun() {
 			low, high = f(p.CI.Attained.Low), f(p.CI.Attained.High)
 		}
 		if p.NoData {
@@ -150,15 +154,17 @@ func (r SweepResult) WriteCSV(w io.Writer) error {
 			}
 			return out
 		}
+		// ci is an interval's cells: empty from one run, which has none.
+		ci := func(noData bool, iv Interval) []string { return or(noData || iv.oneRun(), iv.Low, iv.High) }
 		row := []string{r.Group, strconv.Itoa(p.Count), strconv.Itoa(p.GPUs), r.Metric, f(r.TargetP95)}
 		row = append(row, or(p.P95NoData, p.P95)...)
 		row = append(row, attained, strconv.FormatBool(p.Met), f(p.GPUUtilisation), f(p.CostPerHour))
 		row = append(row, or(p.CostPerRenderedMinuteNoData, p.CostPerRenderedMinute)...)
 		if repl {
 			c := p.CI
-			row = append(row, or(p.P95NoData, c.P95.Low, c.P95.High)...)
+			row = append(row, ci(p.P95NoData, c.P95)...)
 			row = append(row, low, high, f(c.GPUUtilisation.Low), f(c.GPUUtilisation.High))
-			row = append(row, or(p.CostPerRenderedMinuteNoData, c.CostPerRenderedMinute.Low, c.CostPerRenderedMinute.High)...)
+			row = append(row, ci(p.CostPerRenderedMinuteNoData, c.CostPerRenderedMinute)...)
 			row = append(row, p.Verdict)
 		}
 		_ = cw.Write(row)
@@ -182,6 +188,8 @@ func classCell(c ClassSLOs) string {
 	switch {
 	case o.NoData:
 		s = sloLabel(o.SLO) + " " + VerdictNoData
+	case o.CI != nil && o.CI.oneRun():
+		s = fmt.Sprintf("%s %.2f%%%s", sloLabel(o.SLO), 100*o.Attained, oneRunNote)
 	case o.CI != nil:
 		s = sloLabel(o.SLO) + " " + plusMinus("%.2f%%", "%.2f%%", 100*o.Attained, 100*o.CI.Low, 100*o.CI.High)
 	default:
@@ -282,7 +290,7 @@ func (r SweepResult) writeClassCSV(w io.Writer) error {
 		for _, c := range p.Classes {
 			for i, o := range c.SLOs {
 				attained, low, high := f(o.Attained), "", ""
-				if o.CI != nil {
+				if o.CI != nil && !o.CI.oneRun() {
 					low, high = f(o.CI.Low), f(o.CI.High)
 				}
 				if o.NoData {

@@ -110,7 +110,7 @@ func TestSimulateMMcMatchesErlangC(t *testing.T) {
 	}
 	want := erlangCWait(c, lambda, 1/service)
 	got := rep.Modes[0].Wait.Mean
-	t.Logf("M/M/%d rho=%.2f: %d videos, simulated mean wait %.3f s, Erlang C %.3f s, GPU utilisation %.3f",
+	t.Logf("M/M/%d rho=%.2f: %.0f videos, simulated mean wait %.3f s, Erlang C %.3f s, GPU utilisation %.3f",
 		c, rho, rep.Modes[0].Wait.Count, got, want, rep.GPUUtilisation)
 	if math.Abs(got-want)/want > 0.05 {
 		t.Fatalf("mean wait %.3f s, Erlang C says %.3f s (more than 5%% off)", got, want)
@@ -136,7 +136,7 @@ func TestSimulateDiurnalMeanRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := rate * hours
-	if got := float64(rep.Submitted); math.Abs(got-want)/want > 0.04 {
+	if got := rep.Submitted; math.Abs(got-want)/want > 0.04 {
 		t.Fatalf("submitted %v videos, want about %v", got, want)
 	}
 	// A burst adds arrivals.
@@ -146,7 +146,7 @@ func TestSimulateDiurnalMeanRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	if burst.Submitted < rep.Submitted+200 {
-		t.Fatalf("burst: %d submitted, without: %d", burst.Submitted, rep.Submitted)
+		t.Fatalf("burst: %.0f submitted, without: %.0f", burst.Submitted, rep.Submitted)
 	}
 }
 

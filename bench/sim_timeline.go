@@ -22,12 +22,12 @@ type TimelinePoint struct {
 	// interval.
 	GPUUtilisation float64 `json:"gpu_utilisation"`
 	CPUUtilisation float64 `json:"cpu_utilisation"`
-	Completed      int     `json:"completed"`
+	Completed      float64 `json:"completed"`
 	// QueuedGPUTasks are the ready GPU tasks at the interval's last event.
-	QueuedGPUTasks int `json:"queued_gpu_tasks"`
+	QueuedGPUTasks float64 `json:"queued_gpu_tasks"`
 	// gpuLeased is how many GPU tasks were leased in the interval: the
 	// sample size of the GPU-wait percentiles.
-	gpuLeased int
+	gpuLeased float64
 }
 
 // timelineWidths are the interval lengths a timeline may use: the smallest
@@ -102,10 +102,10 @@ func (tl *timeline) points(gpus, cpuSlots int) []TimelinePoint {
 	for i, b := range tl.buckets {
 		start := time.Duration(i) * tl.width
 		length := min(tl.width, tl.horizon-start)
-		p := TimelinePoint{StartHours: start.Hours(), Hours: length.Hours(), Completed: b.completed, QueuedGPUTasks: b.queued}
+		p := TimelinePoint{StartHours: start.Hours(), Hours: length.Hours(), Completed: float64(b.completed), QueuedGPUTasks: float64(b.queued)}
 		p.GPUWaitNoData = b.wait == nil
 		if b.wait != nil {
-			p.gpuLeased = int(b.wait.TotalCount())
+			p.gpuLeased = float64(b.wait.TotalCount())
 			p.GPUWaitP50 = float64(b.wait.ValueAtQuantile(50)) / 1000
 			p.GPUWaitP95 = float64(b.wait.ValueAtQuantile(95)) / 1000
 			p.GPUWaitP99 = float64(b.wait.ValueAtQuantile(99)) / 1000
