@@ -22,7 +22,7 @@ import (
 
 const adminUsage = `usage: vidfarm admin [--server URL[,URL...]] [--admin-token T] [--ca-file PEM] <command>
 
-  account create --name N --plan free|pro|max [--credits C]
+  account create --name N --plan free|pro|max [--credits C] [--idempotency-key K]   (with K, a retry opens no second account; its answer's key replaces the earlier answer's)
   account get --account ID
   key create --account ID
   key revoke --key ID
@@ -106,7 +106,7 @@ func runAdmin(args []string) error {
 	eventID := sub.String("event", "", "event id (evt_...)")
 	state := sub.String("state", "", "delivery state: pending, delivered, abandoned or cancelled")
 	limit := sub.Int("limit", 0, "at most this many deliveries, newest first (default 50, at most 500), or waiting videos (queue: default 100, at most 1000)")
-	idemKey := sub.String("idempotency-key", "", "grant or debit key: the same key and amount never grants or debits twice")
+	idemKey := sub.String("idempotency-key", "", "account creation, grant or debit key: the same key and request never opens an account, grants or debits twice")
 	node := sub.String("node", "", "control-plane node id")
 	raftAddr := sub.String("raft-addr", "", "the node's Raft address (cluster add)")
 	publicURL := sub.String("public-url", "", "the node's public URL (cluster add)")
@@ -170,7 +170,7 @@ func runAdmin(args []string) error {
 		}
 		out, nodes = n, []admin.NodeJSON{n}
 	case "account create":
-		out, err = cl.CreateAccount(ctx, *name, *plan, *credits)
+		out, err = cl.CreateAccountOnce(ctx, *name, *plan, *credits, *idemKey)
 	case "account get":
 		out, err = cl.Account(ctx, *account)
 	case "key create":

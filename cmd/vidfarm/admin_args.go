@@ -15,7 +15,7 @@ import (
 // forgotten flag is named instead of reaching the server as an empty id,
 // and a flag of another command is refused instead of ignored.
 var adminFlags = map[string]struct{ need, may []string }{
-	"account create":     {need: []string{"name", "plan"}, may: []string{"credits"}},
+	"account create":     {need: []string{"name", "plan"}, may: []string{"credits", "idempotency-key"}},
 	"account get":        {need: []string{"account"}},
 	"key create":         {need: []string{"account"}},
 	"key revoke":         {need: []string{"key"}},

@@ -35,6 +35,27 @@ func TestAdminCLI(t *testing.T) {
 	if code != 0 || id == "" || acct["api_key"] == nil {
 		t.Fatalf("account create: exit %d, %v", code, acct)
 	}
+	// A retried keyed creation opens one account, and only the latest
+	// answer's key works: the earlier answer's secret cannot be shown again.
+	var signup []map[string]any
+	for range 2 {
+		r, code := adminCLI(t, p, "account", "create", "--name", "Bolt", "--plan", "pro", "--credits", "7", "--idempotency-key", "signup-1")
+		if code != 0 || r["account_id"] == nil || r["api_key"] == nil {
+			t.Fatalf("account create --idempotency-key: exit %d, %v", code, r)
+		}
+		signup = append(signup, r)
+	}
+	if signup[0]["account_id"] != signup[1]["account_id"] || signup[0]["api_key"] == signup[1]["api_key"] {
+		t.Fatalf("a retried keyed creation: %v then %v, want one account with a new key", signup[0], signup[1])
+	}
+	for i, want := range []int{401, 200} {
+		if r := p.call("GET", "/v1/me", signup[i]["api_key"].(string), ""); r.status != want {
+			t.Fatalf("the key of keyed creation #%d answers %d, want %d", i+1, r.status, want)
+		}
+	}
+	if r, code := adminCLI(t, p, "account", "create", "--name", "Bolt", "--plan", "max", "--idempotency-key", "signup-1"); code != 1 || r["error"].(map[string]any)["code"] != "duplicate_request" {
+		t.Fatalf("creation key reused for another request: exit %d, %v", code, r)
+	}
 	key, code := adminCLI(t, p, "key", "create", "--account", id)
 	keyID, _ := key["key_id"].(string)
 	if code != 0 || keyID == "" || key["api_key"] == nil {

@@ -7,7 +7,9 @@ package admin
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -317,11 +319,21 @@ func badPlan(plan string) *apierr.Error {
 	return apierr.Invalid("plan", fmt.Sprintf("plan %q is not valid: use free, pro or max", plan)).With("allowed", []string{fsm.PlanFree, fsm.PlanPro, fsm.PlanMax})
 }
 
+// createAccount opens an account with its first API key. With an
+// idempotency_key the account is opened once (fsm.CreateAccountOnce), so
+// the app may retry a sign-up whose answer it lost: the same key, name,
+// plan and credits again, within 24 h, answer that account with
+// Idempotent-Replayed: true and a new API key, and the key the earlier
+// answer carried is revoked (the state keeps only hashes, so that secret
+// cannot be shown again); another request under the key is a 409. Without
+// one, every request opens an account (fsm.CreateAccount), as before keys
+// existed and while a rolling upgrade is under way.
 func (s *server) createAccount(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Name    string `json:"name"`
-		Plan    string `json:"plan"`
-		Credits int64  `json:"credits"`
+		Name           string `json:"name"`
+		Plan           string `json:"plan"`
+		Credits        int64  `json:"credits"`
+		IdempotencyKey string `json:"idempotency_key"`
 	}
 	if !decode(w, r, &req) {
 		return
@@ -342,14 +354,42 @@ func (s *server) createAccount(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, aboveCeiling("credits", "opening balance", req.Credits))
 		return
 	}
+	if len(req.IdempotencyKey) > fsm.MaxDebitKey {
+		apierr.Write(w, r, apierr.Invalid("idempotency_key", fmt.Sprintf("idempotency_key is at most %d characters", fsm.MaxDebitKey)))
+		return
+	}
 	key, hash := ids.NewAPIKey()
 	cmd := &fsm.CreateAccount{AccountID: ids.New("acct"), Name: req.Name, Plan: req.Plan, Credits: req.Credits,
 		KeyID: ids.New("key"), KeyHash: hash, KeyHint: ids.KeyHint(key), Now: s.cfg.Now().UnixNano()}
-	acct, ok := apply(s, w, r, cmd)
+	if req.IdempotencyKey == "" {
+		if acct, ok := apply(s, w, r, cmd); ok {
+			apierr.WriteJSON(w, http.StatusCreated, CreatedAccount{AccountID: cmd.AccountID, KeyID: cmd.KeyID, APIKey: key, Account: accountView(acct)})
+		}
+		return
+	}
+	res, ok := apply(s, w, r, &fsm.CreateAccountOnce{AccountID: cmd.AccountID, Name: cmd.Name, Plan: cmd.Plan, Credits: cmd.Credits,
+		KeyID: cmd.KeyID, KeyHash: cmd.KeyHash, KeyHint: cmd.KeyHint, Now: cmd.Now,
+		Key: req.IdempotencyKey, RequestHash: accountRequestHash(req.Name, req.Plan, req.Credits)})
 	if !ok {
 		return
 	}
-	apierr.WriteJSON(w, http.StatusCreated, CreatedAccount{AccountID: cmd.AccountID, KeyID: cmd.KeyID, APIKey: key, Account: accountView(acct)})
+	if res.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	apierr.WriteJSON(w, http.StatusCreated, CreatedAccount{AccountID: res.Account.ID, KeyID: res.KeyID, APIKey: key, Account: accountView(res.Account)})
+}
+
+// accountRequestHash stands for an account creation's request, so that a
+// retry is told from another request under the same idempotency key. Each
+// string goes with its length before it, so that no two requests share an
+// encoding (name "ab", plan "c" against name "a", plan "bc").
+func accountRequestHash(name, plan string, credits int64) [32]byte {
+	b := binary.AppendUvarint(nil, uint64(len(name)))
+	b = append(b, name...)
+	b = binary.AppendUvarint(b, uint64(len(plan)))
+	b = append(b, plan...)
+	b = binary.BigEndian.AppendUint64(b, uint64(credits))
+	return sha256.Sum256(b)
 }
 
 func (s *server) getAccount(w http.ResponseWriter, r *http.Request) {

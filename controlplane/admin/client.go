@@ -151,8 +151,20 @@ func (c *Client) into(ctx context.Context, method, path string, body, out any) e
 
 // CreateAccount opens an account and returns it with its first key.
 func (c *Client) CreateAccount(ctx context.Context, name, plan string, credits int64) (CreatedAccount, error) {
+	return c.CreateAccountOnce(ctx, name, plan, credits, "")
+}
+
+// CreateAccountOnce opens an account once per idempotency key ("": every
+// call opens one): a retry with the same key and request answers the same
+// account with a new key, and the key of the earlier answer no longer
+// works.
+func (c *Client) CreateAccountOnce(ctx context.Context, name, plan string, credits int64, key string) (CreatedAccount, error) {
 	var out CreatedAccount
-	err := c.into(ctx, http.MethodPost, "/admin/v1/accounts", map[string]any{"name": name, "plan": plan, "credits": credits}, &out)
+	body := map[string]any{"name": name, "plan": plan, "credits": credits}
+	if key != "" {
+		body["idempotency_key"] = key
+	}
+	err := c.into(ctx, http.MethodPost, "/admin/v1/accounts", body, &out)
 	return out, err
 }
 

@@ -111,7 +111,9 @@ func (s *server) debit(w http.ResponseWriter, r *http.Request) {
 		Replayed: d.Replayed, CreatedAt: d.CreatedAt / 1e9})
 }
 
-// debitRefusal maps the refusals only a debit meets.
+// debitRefusal maps the refusals of a debit (a balance that does not cover
+// it) and of an idempotency key reused for another request (a debit, a
+// keyed grant or a keyed account creation).
 func debitRefusal(err error) *apierr.Error {
 	var ins *fsm.InsufficientCreditsError
 	switch {
@@ -119,7 +121,7 @@ func debitRefusal(err error) *apierr.Error {
 		return apierr.New(http.StatusPaymentRequired, apierr.CodeInsufficientCredits, "the account's balance does not cover the debit").
 			With("required_credits", ins.Required).With("remaining_credits", ins.Remaining)
 	case errors.Is(err, fsm.ErrDuplicateRequest):
-		return apierr.New(http.StatusConflict, apierr.CodeDuplicateRequest, err.Error()+": a new grant or debit needs a new idempotency key")
+		return apierr.New(http.StatusConflict, apierr.CodeDuplicateRequest, err.Error()+": a new account, grant or debit needs a new idempotency key")
 	}
 	return nil
 }

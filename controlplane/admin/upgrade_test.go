@@ -65,3 +65,63 @@ func TestUpgradePendingEnvelope(t *testing.T) {
 		t.Fatalf("envelope %s", rec.Body)
 	}
 }
+
+// levelNode applies to f what a cluster whose lowest level is level
+// understands, and refuses the rest as the gate does.
+type levelNode struct {
+	f     *fsm.FSM
+	level fsm.MessageType
+}
+
+func (n levelNode) Apply(_ context.Context, c fsm.Command) (any, error) {
+	if c.Type() > n.level {
+		return nil, &raftnode.NotUnderstoodError{Type: c.Type(), Members: []fsm.ServerLevel{{ID: "n2", Level: n.level}}}
+	}
+	return n.f.ApplyCommand(c)
+}
+func (levelNode) Snapshot() error          { return nil }
+func (levelNode) Stats() map[string]string { return map[string]string{} }
+
+// Mid-upgrade, an account creation with an idempotency key is refused with
+// the retryable 503 and opens nothing, and one without a key opens an
+// account as before; once every member understands keyed creation, the
+// key is honoured.
+func TestAccountCreationMidUpgrade(t *testing.T) {
+	f := fsm.New()
+	post := func(level fsm.MessageType, body string) *httptest.ResponseRecorder {
+		t.Helper()
+		h := Handler(Config{Token: "tok", FSM: f, Node: levelNode{f, level},
+			Gatherer: prometheus.NewRegistry(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		r := httptest.NewRequest(http.MethodPost, "/admin/v1/accounts", strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer tok")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		return rec
+	}
+	const keyed = `{"name":"a","plan":"pro","credits":1,"idempotency_key":"signup-1"}`
+	rec := post(fsm.CreateAccountOnceType-1, keyed)
+	var env struct {
+		Error struct {
+			Retryable bool `json:"retryable"`
+			Details   struct {
+				Reason  string `json:"reason"`
+				Command string `json:"command"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil || rec.Code != http.StatusServiceUnavailable || !env.Error.Retryable ||
+		env.Error.Details.Reason != "cluster_upgrade_in_progress" || env.Error.Details.Command != "create_account_once" {
+		t.Fatalf("keyed creation mid-upgrade: %d %s (%v)", rec.Code, rec.Body, err)
+	}
+	if n := f.Stats().Accounts; n != 0 {
+		t.Fatalf("a refused keyed creation opened %d accounts", n)
+	}
+	if rec := post(fsm.CreateAccountOnceType-1, `{"name":"a","plan":"pro","credits":1}`); rec.Code != http.StatusCreated || f.Stats().Accounts != 1 {
+		t.Fatalf("creation without a key mid-upgrade: %d %s", rec.Code, rec.Body)
+	}
+	for i, replayed := range []string{"", "true"} {
+		if rec := post(fsm.CreateAccountOnceType, keyed); rec.Code != http.StatusCreated || rec.Header().Get("Idempotent-Replayed") != replayed || f.Stats().Accounts != 2 {
+			t.Fatalf("keyed creation #%d after the upgrade: %d %v %s", i+1, rec.Code, rec.Header(), rec.Body)
+		}
+	}
+}

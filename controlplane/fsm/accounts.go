@@ -42,10 +42,15 @@ func (s *state) applyRevokeKey(c *RevokeKey) (Key, error) {
 	if !ok {
 		return Key{}, fmt.Errorf("revoke %s: %w", c.KeyID, ErrKeyNotFound)
 	}
-	if k.RevokedAt == 0 { // revoking twice keeps the first time
-		k.RevokedAt = c.Now
-	}
+	revoke(k, c.Now)
 	return *k, nil
+}
+
+// revoke revokes k at now; revoking twice keeps the first time.
+func revoke(k *Key, now int64) {
+	if k.RevokedAt == 0 {
+		k.RevokedAt = now
+	}
 }
 
 func (s *state) applyGrantCredits(c *GrantCredits) (Account, error) {

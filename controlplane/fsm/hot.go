@@ -110,6 +110,8 @@ func (s *state) newTables() {
 	s.debits.at = func(d *Debit) (int64, bool) { return d.CreatedAt, true }
 	s.grants = newTable[KeyedGrant](bucketHotGrants, gen, staging)
 	s.grants.at = func(g *KeyedGrant) (int64, bool) { return g.CreatedAt, true }
+	s.accountCreates = newTable[KeyedAccountCreate](bucketHotAccountCreates, gen, staging)
+	s.accountCreates.at = func(r *KeyedAccountCreate) (int64, bool) { return r.CreatedAt, true }
 	s.appLedger = newTable[LedgerEntry](bucketAppLedger, gen, staging)
 	s.appEvents = newTable[VideoEvent](bucketAppEvents, gen, staging)
 	s.eventLog = newTable[LoggedEvent](bucketEventLog, gen, staging)
@@ -137,7 +139,7 @@ type anyTable interface {
 }
 
 func (s *state) tables() []anyTable {
-	return []anyTable{s.idem, s.events, s.deliveries, s.debits, s.eventLog, s.appLedger, s.appEvents, s.grants}
+	return []anyTable{s.idem, s.events, s.deliveries, s.debits, s.eventLog, s.appLedger, s.appEvents, s.grants, s.accountCreates}
 }
 
 // clean drops the entries a checkpoint of generation gen wrote and that did

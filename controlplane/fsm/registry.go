@@ -92,6 +92,7 @@ const (
 	DerivedCreatedEventsType MessageType = 70
 	ActiveWebhookLimitType   MessageType = 71
 	GrantCreditsOnceType     MessageType = 72
+	CreateAccountOnceType    MessageType = 73
 )
 
 // entry is one command of the registry: its name (in logs and metrics), a
@@ -200,6 +201,7 @@ var registry = [256]entry{
 	DerivedCreatedEventsType: command("derived_created_events", (*state).applyDerivedCreatedEvents),
 	ActiveWebhookLimitType:   command("active_webhook_limit", (*state).applyActiveWebhookLimit),
 	GrantCreditsOnceType:     command("grant_credits_once", (*state).applyGrantCreditsOnce),
+	CreateAccountOnceType:    command("create_account_once", (*state).applyCreateAccountOnce),
 }
 
 // What each command answers, in type order: the R of its apply function and
@@ -239,6 +241,7 @@ func (*SetAppExport) answers(Nothing)                    {}
 func (*TrimExported) answers(Nothing)                    {}
 func (*DebitCredits) answers(DebitResult)                {}
 func (*GrantCreditsOnce) answers(GrantResult)            {}
+func (*CreateAccountOnce) answers(CreateAccountResult)   {}
 func (*SetMember) answers(Member)                        {}
 func (*RemoveMember) answers(bool)                       {}
 func (*BlobsDeleted) answers(int)                        {}

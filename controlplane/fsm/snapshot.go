@@ -173,7 +173,8 @@ func (s *state) records(hotOnly bool) []record {
 	out = append(out, s.eventLogRecords(hotOnly)...)
 	out = append(out, s.routingRecords()...)
 	out = append(out, s.webhookLimitRecords()...)
-	return append(out, s.grantRecords(hotOnly)...)
+	out = append(out, s.grantRecords(hotOnly)...)
+	return append(out, s.accountCreateRecords(hotOnly)...)
 }
 
 // outboxRecords copies the webhook outbox: events, then deliveries, by id
@@ -497,6 +498,8 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 		return s.restoreWebhookLimit(body)
 	case recGrant:
 		return s.restoreGrant(body)
+	case recAccountCreate:
+		return s.restoreAccountCreate(body)
 	case recAsset:
 		var as Asset
 		if err := msgpack.Unmarshal(body, &as); err != nil {

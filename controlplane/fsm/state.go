@@ -95,6 +95,9 @@ type state struct {
 	appEvents *table[VideoEvent]
 	// grants are the admin API's keyed grants, by idemID (grants.go).
 	grants *table[KeyedGrant]
+	// accountCreates are the admin API's keyed account creations, by
+	// accountCreateID (account_creates.go).
+	accountCreates *table[KeyedAccountCreate]
 }
 
 func newState() *state {

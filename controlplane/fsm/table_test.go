@@ -129,7 +129,7 @@ func TestTablesServeFromFile(t *testing.T) {
 	if n := len(p.pages("whk_1", 7)); n != failed {
 		t.Fatalf("%d deliveries listed from the file, want %d", n, failed)
 	}
-	want := map[string]int{"idempotency": 0, "events": 0, "deliveries": failed - delivered, "app_debits": 0, "keyed_grants": 0, "event_log": 0, "app_ledger": 0, "app_events": 0}
+	want := map[string]int{"idempotency": 0, "events": 0, "deliveries": failed - delivered, "app_debits": 0, "keyed_grants": 0, "keyed_account_creates": 0, "event_log": 0, "app_ledger": 0, "app_events": 0}
 	if got := p.inMemory(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after a checkpoint memory holds %v, want %v (only the pending deliveries)", got, want)
 	}
@@ -190,7 +190,7 @@ func TestTablesServeFromFile(t *testing.T) {
 	if n := len(p.pages("whk_1", 4)); n != failed-delivered {
 		t.Fatalf("%d deliveries listed after pruning was written, want %d", n, failed-delivered)
 	}
-	want = map[string]int{"idempotency": 0, "events": 0, "deliveries": failed - delivered, "app_debits": 0, "keyed_grants": 0, "event_log": 0, "app_ledger": 0, "app_events": 0}
+	want = map[string]int{"idempotency": 0, "events": 0, "deliveries": failed - delivered, "app_debits": 0, "keyed_grants": 0, "keyed_account_creates": 0, "event_log": 0, "app_ledger": 0, "app_events": 0}
 	if got := p.inMemory(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after the checkpoint memory holds %v, want %v", got, want)
 	}

@@ -408,7 +408,8 @@ func (f *FSM) TierStats() TierStats {
 	defer f.mu.RUnlock()
 	ts := TierStats{VideosInMemory: len(f.s.videos) - len(f.s.listedOnDisk), TableMemory: map[string]int{
 		"idempotency": len(f.s.idem.mem), "events": len(f.s.events.mem), "deliveries": len(f.s.deliveries.mem),
-		"app_debits": len(f.s.debits.mem), "keyed_grants": len(f.s.grants.mem), "event_log": len(f.s.eventLog.mem),
+		"app_debits": len(f.s.debits.mem), "keyed_grants": len(f.s.grants.mem),
+		"keyed_account_creates": len(f.s.accountCreates.mem), "event_log": len(f.s.eventLog.mem),
 		"app_ledger": len(f.s.appLedger.mem), "app_events": len(f.s.appEvents.mem),
 	}}
 	for _, c := range f.s.diskCounts {

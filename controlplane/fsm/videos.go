@@ -136,5 +136,9 @@ func (s *state) applyExpireIdempotency(c *ExpireIdempotency) (int, error) {
 		s.grants.del(k)
 		n++
 	}
+	for _, k := range s.accountCreates.before(c.Before) {
+		s.accountCreates.del(k)
+		n++
+	}
 	return n, nil
 }
