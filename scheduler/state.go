@@ -19,6 +19,9 @@ type State struct {
 	// queues' order; nil otherwise.
 	ranks rankMemo
 
+	// nextInLine: see SetNextInLine.
+	nextInLine bool
+
 	nextToken uint64 // last fencing token handed out
 	serveSeq  uint64 // last fair-share service stamp
 	videoSeq  uint64 // last video sequence number

@@ -34,6 +34,11 @@ const (
 	// ReasonRetrying: the video's next task failed and waits before it is
 	// tried again (retry.go).
 	ReasonRetrying Reason = "retrying_after_failure"
+	// ReasonNextInLine: nodes that can run the task exist and nothing waits
+	// ahead of it for them; it starts when one of them has room and asks
+	// for work (agents pull their work). Given only once the state says so
+	// (SetNextInLine); before, such a task was ReasonNodesBusy.
+	ReasonNextInLine Reason = "next_in_line"
 )
 
 // VideoStatus is what a waiting or running video reports.
@@ -119,7 +124,7 @@ func (s *State) VideoStatus(videoID string) (VideoStatus, error) {
 		return st, nil
 	}
 	st.QueuePosition = s.position(waiting)
-	st.Reason, st.Message = s.reason(waiting)
+	st.Reason, st.Message = s.reason(waiting, st.QueuePosition)
 	return st, nil
 }
 
@@ -189,8 +194,8 @@ func (s *State) position(t *task) int {
 	return pos
 }
 
-// reason says why ready task t is not running.
-func (s *State) reason(t *task) (Reason, string) {
+// reason says why ready task t, at queue position pos, is not running.
+func (s *State) reason(t *task, pos int) (Reason, string) {
 	if t.cls.capable == 0 {
 		return s.diagnose(&t.cls.req)
 	}
@@ -198,8 +203,20 @@ func (s *State) reason(t *task) (Reason, string) {
 	if a := t.v.acct; top != a && a.running > 0 && top.running < a.running {
 		return ReasonFairShare, fmt.Sprintf("the account already runs %d task(s); accounts with fewer running tasks go first", a.running)
 	}
+	// A video created on an idle farm is not yet placed when its create
+	// answers (the node takes it at its next poll), so "busy with work
+	// ahead" would be untrue of it, and of any task first in line.
+	if pos == 1 && s.nextInLine {
+		return ReasonNextInLine, fmt.Sprintf("next in line for the %d node(s) that can run %s: it starts when one of them has room and asks for work", t.cls.capable, t.kind)
+	}
 	return ReasonNodesBusy, fmt.Sprintf("all %d node(s) that can run %s are busy with work ahead of this video", t.cls.capable, t.kind)
 }
+
+// SetNextInLine makes a task first in line for capable nodes report
+// ReasonNextInLine instead of ReasonNodesBusy. The reason a create reports
+// is kept in replicated state (its video.created event), so the control
+// plane turns this on at one log entry, once every member knows the reason.
+func (s *State) SetNextInLine(on bool) { s.nextInLine = on }
 
 // diagnose explains why no live node can run r. It scans the nodes, which
 // is fine: it only runs for work no node can take.

@@ -50,6 +50,40 @@ func TestStatusReasons(t *testing.T) {
 	}
 }
 
+// Once SetNextInLine is on, a task that nothing waits ahead of says it is
+// next in line, not that the nodes are busy with work ahead of it: a video
+// created on an idle farm before a node takes it, or the first in line for
+// a full one. The task behind it is still behind work.
+func TestStatusNextInLine(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		s := newState(t, Config{})
+		s.SetNextInLine(on)
+		must(t, s.UpsertNode(gpuNode("n", 1, 24, "wan"), at(0)))
+		submitManual(t, s, "idle-farm", "a", 0, gpuReq("wan", 1, 8), at(1))
+		first, err := s.VideoStatus("idle-farm")
+		must(t, err)
+		submitManual(t, s, "behind", "b", 0, gpuReq("wan", 1, 8), at(2))
+		behind, err := s.VideoStatus("behind")
+		must(t, err)
+		wantFirst := ReasonNodesBusy
+		if on {
+			wantFirst = ReasonNextInLine
+		}
+		if first.QueuePosition != 1 || first.Reason != wantFirst || first.Message == "" {
+			t.Errorf("on=%v: first in line on an idle node: %+v", on, first)
+		}
+		if behind.QueuePosition != 2 || behind.Reason != ReasonNodesBusy {
+			t.Errorf("on=%v: second in line: %+v", on, behind)
+		}
+		mustPlace(t, s, "n", at(3)) // the node takes the first; the other is now first, the node full
+		st, err := s.VideoStatus("behind")
+		must(t, err)
+		if st.QueuePosition != 1 || st.Reason != wantFirst {
+			t.Errorf("on=%v: first in line for a full node: %+v", on, st)
+		}
+	}
+}
+
 // Queue positions follow the order in which Place then serves the videos
 // when nothing finishes meanwhile.
 func TestQueuePositionMatchesServiceOrder(t *testing.T) {

@@ -280,6 +280,7 @@ func (c *upgradeCluster) eventLogStarted() {
 		eventually(c.t, 30*time.Second, n.id+" to derive created events", func() bool { return c.applied(n, fsm.DerivedCreatedEventsType) == 1 })
 		eventually(c.t, 30*time.Second, n.id+" to start routing", func() bool { return c.applied(n, fsm.StartRoutingType) == 1 })
 		eventually(c.t, 30*time.Second, n.id+" to count active webhooks only", func() bool { return c.applied(n, fsm.ActiveWebhookLimitType) == 1 })
+		eventually(c.t, 30*time.Second, n.id+" to say next_in_line", func() bool { return c.applied(n, fsm.NextInLineType) == 1 })
 	}
 	before := slices.Clone(c.videos)
 	c.createVideo(c.nodes[0], "after the upgrade")
@@ -396,6 +397,7 @@ func (c *upgradeCluster) run(plan upgradePlan) {
 			c.noneApplied(fsm.SortableEventIDsType, n.id+" runs the old build")
 			c.noneApplied(fsm.SpecsByReferenceType, n.id+" runs the old build")
 			c.noneApplied(fsm.ActiveWebhookLimitType, n.id+" runs the old build")
+			c.noneApplied(fsm.NextInLineType, n.id+" runs the old build")
 			c.stop(i)
 		}
 		c.start(i, c.new)
@@ -409,6 +411,7 @@ func (c *upgradeCluster) run(plan upgradePlan) {
 			c.noneApplied(fsm.SortableEventIDsType, "an old member remains")
 			c.noneApplied(fsm.SpecsByReferenceType, "an old member remains")
 			c.noneApplied(fsm.ActiveWebhookLimitType, "an old member remains")
+			c.noneApplied(fsm.NextInLineType, "an old member remains")
 		}
 	}
 	if !leaderUpgraded {

@@ -93,6 +93,7 @@ const (
 	ActiveWebhookLimitType   MessageType = 71
 	GrantCreditsOnceType     MessageType = 72
 	CreateAccountOnceType    MessageType = 73
+	NextInLineType           MessageType = 74
 )
 
 // entry is one command of the registry: its name (in logs and metrics), a
@@ -202,6 +203,7 @@ var registry = [256]entry{
 	ActiveWebhookLimitType:   command("active_webhook_limit", (*state).applyActiveWebhookLimit),
 	GrantCreditsOnceType:     command("grant_credits_once", (*state).applyGrantCreditsOnce),
 	CreateAccountOnceType:    command("create_account_once", (*state).applyCreateAccountOnce),
+	NextInLineType:           command("next_in_line", (*state).applyNextInLine),
 }
 
 // What each command answers, in type order: the R of its apply function and
@@ -242,6 +244,7 @@ func (*TrimExported) answers(Nothing)                    {}
 func (*DebitCredits) answers(DebitResult)                {}
 func (*GrantCreditsOnce) answers(GrantResult)            {}
 func (*CreateAccountOnce) answers(CreateAccountResult)   {}
+func (*NextInLine) answers(bool)                         {}
 func (*SetMember) answers(Member)                        {}
 func (*RemoveMember) answers(bool)                       {}
 func (*BlobsDeleted) answers(int)                        {}

@@ -39,8 +39,8 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("%s: decoded %#v (%v), want %#v", e.name, back, err, c)
 		}
 	}
-	if n != 61 {
-		t.Errorf("%d commands registered, want 61: a new one also needs a line in controlplane/README.md", n)
+	if n != 62 {
+		t.Errorf("%d commands registered, want 62: a new one also needs a line in controlplane/README.md", n)
 	}
 	for _, hole := range []byte{0, 9, 10, 11, 26, 27, 35, 36, 37, 42, 43, 44, 45, 255} {
 		if _, err := Decode([]byte{hole, 0x80}); err == nil {
@@ -73,6 +73,7 @@ var declared = []answerType{
 	answerOf(&StartRouting{}),
 	answerOf(&GrantCreditsOnce{}),
 	answerOf(&CreateAccountOnce{}),
+	answerOf(&NextInLine{}),
 }
 
 type answerType struct {

@@ -174,7 +174,8 @@ func (s *state) records(hotOnly bool) []record {
 	out = append(out, s.routingRecords()...)
 	out = append(out, s.webhookLimitRecords()...)
 	out = append(out, s.grantRecords(hotOnly)...)
-	return append(out, s.accountCreateRecords(hotOnly)...)
+	out = append(out, s.accountCreateRecords(hotOnly)...)
+	return append(out, s.nextInLineRecords()...)
 }
 
 // outboxRecords copies the webhook outbox: events, then deliveries, by id
@@ -332,6 +333,7 @@ func readSnapshot(r io.Reader, opts readOpts) (*state, error) {
 	if err := eachRecord(r, s.restoreRecord); err != nil {
 		return nil, err
 	}
+	s.sched.SetNextInLine(s.nextInLine)
 	s.voices.sync()
 	return s, nil
 }
@@ -498,6 +500,8 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 		return s.restoreWebhookLimit(body)
 	case recGrant:
 		return s.restoreGrant(body)
+	case recNextInLine:
+		return s.restoreNextInLine(body)
 	case recAccountCreate:
 		return s.restoreAccountCreate(body)
 	case recAsset:

@@ -190,6 +190,9 @@ func (g *cmdGen) next(t *rapid.T) fsm.Command {
 		}
 		return &fsm.GrantCredits{AccountID: pick(t, g.accounts, "acct"), Amount: rapid.Int64Range(-2, 40).Draw(t, "amount"), Now: g.now}
 	case 4:
+		if rapid.IntRange(0, 9).Draw(t, "next_in_line") == 0 { // the created events' reasons switch mid-run
+			return &fsm.NextInLine{Now: g.now}
+		}
 		return &fsm.SetPlan{AccountID: pick(t, g.accounts, "acct"), Plan: rapid.SampledFrom(plans).Draw(t, "plan"), Now: g.now}
 	case 5:
 		acct := pick(t, g.accounts, "acct")

@@ -62,6 +62,8 @@ type state struct {
 	// activeWebhookLimit: MaxWebhooksPerAccount counts enabled endpoints
 	// only (ActiveWebhookLimit).
 	activeWebhookLimit bool
+	// nextInLine: the scheduler says next_in_line (next_in_line.go).
+	nextInLine bool
 
 	// members are the control-plane nodes' addresses, by Raft server id.
 	members map[string]*Member

@@ -68,6 +68,14 @@ func (s *Server) activeWebhookLimit(ctx context.Context, level fsm.MessageType) 
 		"webhook limit counts active endpoints: a disabled endpoint no longer blocks registering another")
 }
 
+// nextInLine makes a video first in line say next_in_line rather than
+// that the nodes are busy with work ahead of it (fsm.NextInLine) once every
+// member understands it.
+func (s *Server) nextInLine(ctx context.Context, level fsm.MessageType) {
+	s.switchOn(ctx, level, &fsm.NextInLine{Now: time.Now().UnixNano()}, s.Node.FSM.NextInLineOn,
+		"wait reason next_in_line: a video first in line no longer says the nodes are busy with work ahead of it")
+}
+
 // switchOn proposes cmd, which switches something on for good, once every
 // member understands it. It proposes nothing once on reports it on, and
 // waits for the cluster's level rather than be refused by the gate every

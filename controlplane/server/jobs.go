@@ -95,6 +95,7 @@ func (s *Server) leaderJobs(ctx context.Context) {
 				s.deriveCreatedEvents(ctx, level)
 				s.startRouting(ctx, level)
 				s.activeWebhookLimit(ctx, level)
+				s.nextInLine(ctx, level)
 			}
 		}
 	}
