@@ -3,6 +3,8 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -100,10 +102,21 @@ func TestWireCapacity(t *testing.T) {
 
 func TestFailReason(t *testing.T) {
 	err := fmt.Errorf("render: %w", &pipeline.ToolError{Tool: "ffmpeg", ExitCode: 1, Stderr: "line one\n\n  line two\t end\n"})
-	if got := failReason(err); got != "render: ffmpeg exited with status 1: line one line two end" {
+	if got := failReason(err, ""); got != "render: ffmpeg exited with status 1: line one line two end" {
 		t.Errorf("failReason = %q", got)
 	}
-	long := failReason(errors.New(strings.Repeat("é", 2000)))
+	// The customer reads it: no path of the node's work dir, in any form.
+	work := t.TempDir()
+	link := filepath.Join(t.TempDir(), "work-link")
+	if err := os.Symlink(work, link); err != nil {
+		t.Fatal(err)
+	}
+	stderr := fmt.Sprintf("%s/task-1/in.mp4: Invalid data found\nError opening input file %s/task-1/scene.mp4.", work, link)
+	err = &pipeline.ToolError{Tool: "/usr/bin/ffmpeg", ExitCode: 1, Stderr: stderr}
+	if got, want := failReason(err, link), "ffmpeg exited with status 1: task-1/in.mp4: Invalid data found Error opening input file task-1/scene.mp4."; got != want {
+		t.Errorf("failReason = %q, want %q", got, want)
+	}
+	long := failReason(errors.New(strings.Repeat("é", 2000)), "")
 	if n := len([]rune(long)); n != maxReasonRunes || !strings.HasSuffix(long, "…") {
 		t.Errorf("long reason has %d runes: %q…", n, long[:20])
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -132,7 +134,7 @@ func (a *agent) runTask(asg wire.Assignment) {
 	}
 	if err != nil {
 		t.log.Warn("task failed", "err", err, "elapsed", time.Since(start).Round(time.Millisecond).String())
-		reason := failReason(err)
+		reason := failReason(err, a.cfg.WorkDir)
 		if a.report(ctx, t, "fail", func(ctx context.Context, cred string) error {
 			return a.cp.fail(ctx, cred, asg.TaskID, wire.FailRequest{Token: asg.Token, Reason: reason})
 		}) {
@@ -220,14 +222,39 @@ func (a *agent) reportProgress(ctx context.Context, t *task) {
 }
 
 // failReason is the text of a fail report: the error on one line, white
-// space collapsed, cut to maxReasonRunes.
-func failReason(err error) string {
-	s := strings.Join(strings.Fields(err.Error()), " ")
+// space collapsed, the work dir taken out of the paths in it, cut to
+// maxReasonRunes. The text becomes a failed video's error.message, which
+// the customer reads: a tool's stderr names its files by the paths the
+// agent gave it, and where the node keeps its work is none of their
+// business (the agent's own log keeps the whole error).
+func failReason(err error, workDir string) string {
+	s := err.Error()
+	for _, d := range workDirForms(workDir) {
+		s = strings.ReplaceAll(s, d+string(filepath.Separator), "")
+	}
+	s = strings.Join(strings.Fields(s), " ")
 	if utf8.RuneCountInString(s) <= maxReasonRunes {
 		return s
 	}
 	r := []rune(s)
 	return string(r[:maxReasonRunes-1]) + "…"
+}
+
+// workDirForms are the ways a path under dir may be written: as given and
+// absolute, longest first, so that the longer is taken out whole.
+func workDirForms(dir string) []string {
+	if dir == "" {
+		return nil
+	}
+	forms := []string{filepath.Clean(dir)}
+	if abs, err := filepath.Abs(dir); err == nil && abs != forms[0] {
+		forms = append(forms, abs)
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil && !slices.Contains(forms, real) {
+		forms = append(forms, real)
+	}
+	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	return forms
 }
 
 // removeTaskDir removes a task's directory, logging what it cannot.
