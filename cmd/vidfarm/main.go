@@ -19,7 +19,11 @@ usage:
   vidfarm agent    run a render node: register, lease tasks, render (--print-capacity: what NVML sees)
   vidfarm bench    load tools for capacity planning
 
-Every flag has a VIDFARM_ environment equivalent (--data-dir = VIDFARM_DATA_DIR).
+Every flag of dev, server, agent and bench, and admin's own flags before its
+command, has a VIDFARM_ environment equivalent (--data-dir = VIDFARM_DATA_DIR,
+--admin-token = VIDFARM_ADMIN_TOKEN); video and webhook read VIDFARM_URL and
+VIDFARM_API_KEY. The flags of a single request (admin's, video's and webhook's
+subcommands, such as --idempotency-key) come from the command line only.
 Run "vidfarm <command> -h" for the flags of a command.
 `
 
