@@ -89,6 +89,27 @@ func (c *limitClass) take(ctx context.Context, key string) (ok bool, retryAfter 
 	return true, 0, "", nil
 }
 
+// giveBack returns the token take spent in every window for key, to a
+// window that is not full: a request the limit let through that then made
+// nothing (refused for credits, the free plan, a reused key) must not use
+// the quota, or a client told 402 that buys credits and retries finds
+// itself rate limited. A window that rolled over since the take is full
+// again and gets nothing.
+func (c *limitClass) giveBack(ctx context.Context, key string) error {
+	for _, w := range c.windows {
+		limit, remaining, err := w.store.Get(ctx, key)
+		if err != nil {
+			return fmt.Errorf("rate limiter %s: %w", c.name, err)
+		}
+		if remaining < limit {
+			if err := w.store.Burst(ctx, key, 1); err != nil {
+				return fmt.Errorf("rate limiter %s: %w", c.name, err)
+			}
+		}
+	}
+	return nil
+}
+
 func (c *limitClass) close(ctx context.Context) {
 	for _, w := range c.windows {
 		_ = w.store.Close(ctx)
@@ -149,6 +170,16 @@ func (l *limiters) close() {
 // or nil.
 func (l *limiters) check(ctx context.Context, c *limitClass, scope, account string) *apierr.Error {
 	return l.checkKey(ctx, c, scope, account, account)
+}
+
+// giveBack returns to class the token check took for account, for a
+// request that made nothing after all.
+func (l *limiters) giveBack(ctx context.Context, c *limitClass, account string) {
+	if l.disabled {
+		return
+	}
+	// A broken limiter only errs on the strict side.
+	_ = c.giveBack(ctx, account)
 }
 
 // checkKey takes from class for key, which belongs to account (an API

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -49,6 +50,15 @@ func (a *API) createVideo(w http.ResponseWriter, r *http.Request) {
 	now := a.cfg.Now().UnixNano()
 	// A retry that will replay its first answer creates nothing, so it does not
 	// spend the creation quota: clients can always recover their original response.
+	// Nor does a request refused below because the account cannot pay for
+	// it or its key is in use (402, 409): refused gives its token back, so a
+	// client told 402 that buys credits and retries is not then rate
+	// limited. A refusal of the free plan (403) keeps it: an upgrade moves
+	// the account to the premium limits anyway, and the free plan's 2 a
+	// minute still bound what a free account hammering the farm costs it. A
+	// request whose outcome is unknown (a 5xx: Raft may have applied it)
+	// keeps it too, erring on the strict side.
+	refused := func() {}
 	if idemKey == "" || !a.fsm.IdempotencyReplays(p.AccountID, idemKey, bodyHash, now) {
 		class, scope := a.lim.freeAcc, "free video creation"
 		if fsm.Premium(acct.Plan) {
@@ -58,10 +68,12 @@ func (a *API) createVideo(w http.ResponseWriter, r *http.Request) {
 			apierr.Write(w, r, e)
 			return
 		}
+		refused = func() { a.lim.giveBack(context.WithoutCancel(r.Context()), class, p.AccountID) }
 	}
 	if idemKey != "" {
 		k := inflightKey{account: p.AccountID, key: idemKey}
 		if !a.inflight.acquire(k) {
+			refused()
 			e := apierr.New(http.StatusConflict, apierr.CodeIdempotencyInFlight,
 				"a request with this Idempotency-Key is still being processed; retry shortly")
 			e.Retryable = true
@@ -76,7 +88,11 @@ func (a *API) createVideo(w http.ResponseWriter, r *http.Request) {
 		IdempotencyKey: idemKey, BodyHash: bodyHash, Now: now,
 	})
 	if err != nil {
-		apierr.Write(w, r, a.fromApply(r, err))
+		e := a.fromApply(r, err)
+		if e.Status == http.StatusPaymentRequired || e.Status == http.StatusConflict {
+			refused()
+		}
+		apierr.Write(w, r, e)
 		return
 	}
 	if res.Replayed {

@@ -48,9 +48,31 @@ func TestAPIRateLimits(t *testing.T) {
 		h.create(otherKey, autoReq("duration_seconds", 5))
 	})
 
+	// A create refused because the account cannot pay for it, or because
+	// its Idempotency-Key names another body, made nothing and does not use
+	// the quota: a client told 402 that retries after buying credits is not
+	// then told 429.
+	t.Run("refused creates give their token back", func(t *testing.T) {
+		_, key := h.account("pro", 20)
+		for range 7 {
+			expectAPIError(t, h.do("POST", "/v1/videos", key, autoReq("duration_seconds", 60)), http.StatusPaymentRequired, "insufficient_credits")
+		}
+		expectAPIStatus(t, h.do("POST", "/v1/videos", key, autoReq("duration_seconds", 5), "Idempotency-Key", "k1"), http.StatusCreated)
+		expectAPIError(t, h.do("POST", "/v1/videos", key, autoReq("duration_seconds", 10), "Idempotency-Key", "k1"), http.StatusConflict, "duplicate_request")
+		for range 5 {
+			h.create(key, autoReq("duration_seconds", 5))
+		}
+		expectAPIRateLimited(t, h.do("POST", "/v1/videos", key, autoReq("duration_seconds", 5)))
+		if h.total(key) != 6 || h.balance(key) != 20-6*3 {
+			t.Fatalf("total %d balance %d, want 6 videos and %d credits", h.total(key), h.balance(key), 20-6*3)
+		}
+	})
+
 	t.Run("free creation: 2 per minute", func(t *testing.T) {
 		_, key := h.account("free", 0)
 		h.create(key, autoReq()) // the preview
+		// A refusal of the free plan keeps its token (an upgrade moves the
+		// account to the premium limits).
 		expectAPIError(t, h.do("POST", "/v1/videos", key, autoReq()), http.StatusForbidden, "free_limit_reached")
 		expectAPIRateLimited(t, h.do("POST", "/v1/videos", key, autoReq()))
 	})
