@@ -182,6 +182,14 @@ func (l *limiters) giveBack(ctx context.Context, c *limitClass, account string) 
 	_ = c.giveBack(ctx, account)
 }
 
+// refusalGivesBack reports whether a request refused with e, after the
+// limit let it through, gets its token back: the account could not pay
+// (402) or its key was in use (409), so it made nothing and the client's
+// fix is to retry. Other refusals keep it (see createVideo).
+func refusalGivesBack(e *apierr.Error) bool {
+	return e.Status == http.StatusPaymentRequired || e.Status == http.StatusConflict
+}
+
 // checkKey takes from class for key, which belongs to account (an API
 // key's id), and returns the 429 to send, or nil.
 func (l *limiters) checkKey(ctx context.Context, c *limitClass, scope, key, account string) *apierr.Error {

@@ -89,7 +89,7 @@ func (a *API) createVideo(w http.ResponseWriter, r *http.Request) {
 	})
 	if err != nil {
 		e := a.fromApply(r, err)
-		if e.Status == http.StatusPaymentRequired || e.Status == http.StatusConflict {
+		if refusalGivesBack(e) {
 			refused()
 		}
 		apierr.Write(w, r, e)
