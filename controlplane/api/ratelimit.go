@@ -91,10 +91,9 @@ func (c *limitClass) take(ctx context.Context, key string) (ok bool, retryAfter 
 
 // giveBack returns the token take spent in every window for key, to a
 // window that is not full: a request the limit let through that then made
-// nothing (refused for credits, the free plan, a reused key) must not use
-// the quota, or a client told 402 that buys credits and retries finds
-// itself rate limited. A window that rolled over since the take is full
-// again and gets nothing.
+// nothing (refusalGivesBack) must not use the quota, or a client told 402
+// that buys credits and retries finds itself rate limited. A window that
+// rolled over since the take is full again and gets nothing.
 func (c *limitClass) giveBack(ctx context.Context, key string) error {
 	for _, w := range c.windows {
 		limit, remaining, err := w.store.Get(ctx, key)
@@ -173,13 +172,15 @@ func (l *limiters) check(ctx context.Context, c *limitClass, scope, account stri
 }
 
 // giveBack returns to class the token check took for account, for a
-// request that made nothing after all.
+// request that made nothing after all; nil (no token was taken) gives
+// nothing. It runs to the end even if the client has gone: the token is
+// the account's either way.
 func (l *limiters) giveBack(ctx context.Context, c *limitClass, account string) {
-	if l.disabled {
+	if l.disabled || c == nil {
 		return
 	}
 	// A broken limiter only errs on the strict side.
-	_ = c.giveBack(ctx, account)
+	_ = c.giveBack(context.WithoutCancel(ctx), account)
 }
 
 // refusalGivesBack reports whether a request refused with e, after the

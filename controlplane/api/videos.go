@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -51,14 +50,14 @@ func (a *API) createVideo(w http.ResponseWriter, r *http.Request) {
 	// A retry that will replay its first answer creates nothing, so it does not
 	// spend the creation quota: clients can always recover their original response.
 	// Nor does a request refused below because the account cannot pay for
-	// it or its key is in use (402, 409): refused gives its token back, so a
+	// it or its key is in use (402, 409): it gives its token back, so a
 	// client told 402 that buys credits and retries is not then rate
 	// limited. A refusal of the free plan (403) keeps it: an upgrade moves
 	// the account to the premium limits anyway, and the free plan's 2 a
 	// minute still bound what a free account hammering the farm costs it. A
 	// request whose outcome is unknown (a 5xx: Raft may have applied it)
 	// keeps it too, erring on the strict side.
-	refused := func() {}
+	var spent *limitClass // the class a token was taken from, if any
 	if idemKey == "" || !a.fsm.IdempotencyReplays(p.AccountID, idemKey, bodyHash, now) {
 		class, scope := a.lim.freeAcc, "free video creation"
 		if fsm.Premium(acct.Plan) {
@@ -68,12 +67,12 @@ func (a *API) createVideo(w http.ResponseWriter, r *http.Request) {
 			apierr.Write(w, r, e)
 			return
 		}
-		refused = func() { a.lim.giveBack(context.WithoutCancel(r.Context()), class, p.AccountID) }
+		spent = class
 	}
 	if idemKey != "" {
 		k := inflightKey{account: p.AccountID, key: idemKey}
 		if !a.inflight.acquire(k) {
-			refused()
+			a.lim.giveBack(r.Context(), spent, p.AccountID)
 			e := apierr.New(http.StatusConflict, apierr.CodeIdempotencyInFlight,
 				"a request with this Idempotency-Key is still being processed; retry shortly")
 			e.Retryable = true
@@ -90,7 +89,7 @@ func (a *API) createVideo(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		e := a.fromApply(r, err)
 		if refusalGivesBack(e) {
-			refused()
+			a.lim.giveBack(r.Context(), spent, p.AccountID)
 		}
 		apierr.Write(w, r, e)
 		return
