@@ -25,15 +25,31 @@ func (c *Client) Models(ctx context.Context) (*List[Model], error) {
 	return &l, nil
 }
 
-// Folders reads every folder of the account (GET /v1/folders, one page
-// holding all). A video's FolderID names one.
+// Folders reads every folder of the account, oldest first (GET
+// /v1/folders), in one List: the server answers pages of at most 100, which
+// Folders follows with starting_after while has_more, so an account with
+// more folders than a page still gets them all. A video's FolderID names one.
 func (c *Client) Folders(ctx context.Context) (*List[Folder], error) {
-	var l List[Folder]
-	if err := c.do(ctx, "GET", "/v1/folders", nil, nil, "", &l); err != nil {
-		return nil, err
+	all := List[Folder]{Object: "list", Data: []Folder{}}
+	for f, err := range pages("", "list folders", func(after string) ([]Folder, bool, error) {
+		var l List[Folder]
+		if err := c.do(ctx, "GET", "/v1/folders", pageQuery(maxFolderPage, after), nil, "", &l); err != nil {
+			return nil, false, err
+		}
+		all.Total = l.Total
+		return l.Data, l.HasMore, nil
+	}, func(f Folder) string { return f.ID }) {
+		if err != nil {
+			return nil, err
+		}
+		all.Data = append(all.Data, f)
 	}
-	return &l, nil
+	all.Count = len(all.Data)
+	return &all, nil
 }
+
+// maxFolderPage is the largest page GET /v1/folders answers.
+const maxFolderPage = 100
 
 // ListVoicesParams filters GET /v1/voices. Zero values are left out.
 type ListVoicesParams struct {
@@ -41,8 +57,9 @@ type ListVoicesParams struct {
 	Gender   string // male or female
 	Search   string // text in the id or name
 	Limit    int    // page size, 1 to 500 (server default 100)
-	// StartingAfter continues with the voices whose id sorts after this one
-	// (it need not still exist).
+	// StartingAfter continues with the voices whose id sorts after this one,
+	// which must be a voice of the farm (the server answers 400 otherwise);
+	// it need not match the filters.
 	StartingAfter string
 }
 

@@ -27,19 +27,20 @@ import (
 // to a retry is taken as deleted, as DeleteWebhook does), and a PUT of the
 // same bytes stores them again (retried only when the body can be rewound).
 
-// ListAvatarsParams filters GET /v1/avatars. Zero values are left out. The
-// list has no cursor: HasMore says there are more than Limit; raise Limit
-// (up to 100) or narrow the filters.
+// ListAvatarsParams filters GET /v1/avatars. Zero values are left out.
+// While HasMore is true, the next page starts after the last avatar's id
+// (StartingAfter, with the same filters).
 type ListAvatarsParams struct {
-	View   string // AvatarViewCharacters (server default) or AvatarViewCatalogue
-	Search string // text in the id or name, case-insensitive
-	Gender string // female or male
-	Limit  int    // 1 to 100 (server default 20)
+	View          string // AvatarViewCharacters (server default) or AvatarViewCatalogue
+	Search        string // text in the id or name, case-insensitive
+	Gender        string // female or male
+	Limit         int    // 1 to 100 (server default 20)
+	StartingAfter string // the id of the last avatar of the previous page
 }
 
 func (p ListAvatarsParams) query() url.Values {
 	q := url.Values{}
-	for k, v := range map[string]string{"view": p.View, "search": p.Search, "gender": p.Gender} {
+	for k, v := range map[string]string{"view": p.View, "search": p.Search, "gender": p.Gender, "starting_after": p.StartingAfter} {
 		if v != "" {
 			q.Set(k, v)
 		}

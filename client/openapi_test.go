@@ -154,7 +154,7 @@ func TestQueryMatchesOpenAPI(t *testing.T) {
 	}{
 		{"/v1/videos", ListVideosParams{Status: "queued", FolderID: "fld_1", Limit: 1, StartingAfter: "vid_1"}.query()},
 		{"/v1/voices", ListVoicesParams{Language: "en", Gender: "male", Search: "us", Limit: 1, StartingAfter: "en-gb"}.query()},
-		{"/v1/avatars", ListAvatarsParams{View: AvatarViewCatalogue, Search: "a", Gender: "female", Limit: 1}.query()},
+		{"/v1/avatars", ListAvatarsParams{View: AvatarViewCatalogue, Search: "a", Gender: "female", Limit: 1, StartingAfter: "av_x"}.query()},
 		{"/v1/brand-kits", pageQuery(1, "br_1")},
 		{"/v1/assets", pageQuery(1, "as_1")},
 	}

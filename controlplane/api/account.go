@@ -59,7 +59,13 @@ func (a *API) me(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// listModels answers the catalog whole: the contract calls it the full
+// catalog of 32, too few for pages to help.
 func (a *API) listModels(w http.ResponseWriter, r *http.Request) {
+	if e := checkWholeListQuery(r.URL.Query(), "GET /v1/models"); e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
 	all := models.All()
 	apierr.WriteJSON(w, http.StatusOK, listJSON[models.Model]{Object: "list", Data: all, Count: len(all), Total: len(all)})
 }
@@ -75,8 +81,16 @@ func folderView(f fsm.Folder) folderJSON {
 	return folderJSON{ID: f.ID, Object: "folder", Name: f.Name, CreatedAt: time.Unix(0, f.CreatedAt).Unix()}
 }
 
+// listFolders pages like assets and brand kits, since an account may make
+// any number of folders, but oldest first as the list always was: a client
+// that read it whole keeps its order.
 func (a *API) listFolders(w http.ResponseWriter, r *http.Request) {
-	apierr.WriteJSON(w, http.StatusOK, wholeList(a.fsm.Folders(principalOf(r).AccountID), folderView))
+	pg, e := parsePage(r)
+	if e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	writePage(w, r, pg, a.fsm.Folders(principalOf(r).AccountID), func(f fsm.Folder) string { return f.ID }, folderView)
 }
 
 const maxFolderName = 100

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -27,14 +26,12 @@ import (
 
 // Limits of the avatar endpoints.
 const (
-	defaultAvatarLimit = 20
-	maxAvatarLimit     = 100
-	maxAvatarName      = 100
-	maxAvatarSearch    = 100
+	maxAvatarName   = 100
+	maxAvatarSearch = 100
 )
 
 var (
-	avatarQueryParams = []string{"view", "search", "gender", "limit"}
+	avatarQueryParams = []string{"view", "search", "gender", "limit", "starting_after"}
 	avatarViews       = []string{"characters", "catalogue"}
 	avatarKinds       = []string{fsm.AvatarKindPrompt, fsm.AvatarKindPhoto}
 	avatarGenders     = []string{models.GenderFemale, models.GenderMale}
@@ -92,7 +89,7 @@ type avatarFilter struct {
 	catalogue bool
 	search    string // lower case
 	gender    string
-	limit     int
+	page      page
 }
 
 func (f avatarFilter) match(id, name, gender string) bool {
@@ -107,7 +104,7 @@ func parseAvatarQuery(r *http.Request) (avatarFilter, *apierr.Error) {
 	if e := checkQuery(q, avatarQueryParams); e != nil {
 		return avatarFilter{}, e
 	}
-	f := avatarFilter{search: strings.ToLower(q.Get("search")), gender: q.Get("gender"), limit: defaultAvatarLimit}
+	f := avatarFilter{search: strings.ToLower(q.Get("search")), gender: q.Get("gender")}
 	if view := q.Get("view"); q.Has("view") && !slices.Contains(avatarViews, view) {
 		return f, apierr.Invalid("view", fmt.Sprintf("view %q is not valid: characters (your avatars and the stock presenters) or catalogue (stock presenters only)", view)).
 			With("allowed", slices.Clone(avatarViews))
@@ -119,15 +116,16 @@ func parseAvatarQuery(r *http.Request) (avatarFilter, *apierr.Error) {
 	if utf8.RuneCountInString(f.search) > maxAvatarSearch {
 		return f, apierr.Invalid("search", fmt.Sprintf("search is longer than %d characters", maxAvatarSearch)).With("max_length", maxAvatarSearch)
 	}
-	if q.Has("limit") {
-		n, err := strconv.Atoi(q.Get("limit"))
-		if err != nil || n < 1 || n > maxAvatarLimit {
-			return f, apierr.Invalid("limit", fmt.Sprintf("limit must be an integer from 1 to %d", maxAvatarLimit)).
-				With("minimum", 1).With("maximum", maxAvatarLimit)
-		}
-		f.limit = n
-	}
-	return f, nil
+	pg, e := pageOf(q)
+	f.page = pg
+	return f, e
+}
+
+// avatarItem is an avatar of the list before its page is cut, so that only
+// the avatars of the page have their image URL signed.
+type avatarItem struct {
+	id   string
+	view func() avatarJSON
 }
 
 func (a *API) listAvatars(w http.ResponseWriter, r *http.Request) {
@@ -136,26 +134,23 @@ func (a *API) listAvatars(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, e)
 		return
 	}
-	var all []avatarJSON
+	var all []avatarItem
 	if !f.catalogue {
 		exp := a.readExpiry()
 		for _, av := range a.fsm.Avatars(principalOf(r).AccountID) {
 			if f.match(av.ID, av.Name, av.Gender) {
-				all = append(all, a.avatarView(av, exp))
+				all = append(all, avatarItem{av.ID, func() avatarJSON { return a.avatarView(av, exp) }})
 			}
 		}
 	}
 	for _, s := range models.StockAvatars() {
 		if f.match(s.ID, s.Name, s.Gender) {
-			all = append(all, stockView(s))
+			all = append(all, avatarItem{s.ID, func() avatarJSON { return stockView(s) }})
 		}
 	}
-	out := listJSON[avatarJSON]{Object: "list", Data: all[:min(len(all), f.limit)], Total: len(all), HasMore: len(all) > f.limit}
-	if out.Data == nil {
-		out.Data = []avatarJSON{}
-	}
-	out.Count = len(out.Data)
-	apierr.WriteJSON(w, http.StatusOK, out)
+	// The cursor must be an avatar of this filtered view: an avatar's name,
+	// gender and kind never change, so the last one of a page stays in it.
+	writePage(w, r, f.page, all, func(it avatarItem) string { return it.id }, func(it avatarItem) avatarJSON { return it.view() })
 }
 
 func (a *API) getAvatar(w http.ResponseWriter, r *http.Request) {

@@ -2,9 +2,12 @@ package api
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 )
@@ -16,18 +19,50 @@ type page struct {
 	startingAfter string
 }
 
+// pageParams are the query parameters of a list that takes no filter.
+var pageParams = []string{"limit", "starting_after"}
+
+// parsePage reads the paging of a list whose query is pageParams alone.
 func parsePage(r *http.Request) (page, *apierr.Error) {
 	q := r.URL.Query()
-	for k := range q {
-		if k != "limit" && k != "starting_after" {
-			return page{}, apierr.Invalid(k, fmt.Sprintf("unknown query parameter %q; use limit or starting_after", k))
-		}
+	if e := checkQuery(q, pageParams); e != nil {
+		return page{}, e
 	}
+	return pageOf(q)
+}
+
+// pageOf reads limit and starting_after from a query its list has already
+// checked for unknown and repeated parameters, so that a list with filters
+// pages the way the others do.
+func pageOf(q url.Values) (page, *apierr.Error) {
 	limit, e := parseLimit(q)
 	if e != nil {
 		return page{}, e
 	}
 	return page{limit: limit, startingAfter: q.Get("starting_after")}, nil
+}
+
+// checkWholeListQuery refuses any query parameter on a list that is always
+// answered whole (the model catalog, an account's few webhook endpoints).
+// Paging parameters get a message of their own: a client sending them
+// expects pages, and should learn it already has everything.
+func checkWholeListQuery(q url.Values, endpoint string) *apierr.Error {
+	if len(q) == 0 {
+		return nil
+	}
+	keys := slices.Sorted(maps.Keys(q))
+	for _, k := range keys {
+		if slices.Contains(pageParams, k) {
+			return apierr.Invalid(k, fmt.Sprintf("query parameter %q is not taken here: %s returns the whole list in one page (has_more is always false)", k, endpoint)).
+				With("allowed", []string{})
+		}
+	}
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = strconv.Quote(k)
+	}
+	return apierr.Invalid(keys[0], fmt.Sprintf("unknown query parameter %s; %s takes none: it returns the whole list in one page", strings.Join(names, ", "), endpoint)).
+		With("allowed", []string{})
 }
 
 // parseLimit reads a list's limit: 1-100, default 20.
@@ -42,8 +77,8 @@ func parseLimit(q url.Values) (int, *apierr.Error) {
 	return n, nil
 }
 
-// writePage answers one page of items (newest first) in the list shape every
-// list endpoint uses.
+// writePage answers one page of items, in the order given, in the list shape
+// every list endpoint uses.
 func writePage[T, J any](w http.ResponseWriter, r *http.Request, pg page, items []T, id func(T) string, view func(T) J) {
 	start := 0
 	if pg.startingAfter != "" {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
@@ -152,7 +153,7 @@ func (a *API) Close() { a.lim.close() }
 
 func (a *API) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(apierr.RequestIDs, apierr.Recoverer(a.log, "public API"), a.observe, a.limitBody)
+	r.Use(apierr.RequestIDs, apierr.Recoverer(a.log, "public API"), a.observe, a.limitBody, getHead)
 	r.NotFound(a.notFound)
 	r.MethodNotAllowed(a.methodNotAllowed)
 	r.Get("/", a.root)
@@ -192,6 +193,7 @@ func (a *API) routes() chi.Router {
 		r.Post("/v1/uploads", a.createUpload)
 		r.Post("/v1/assets", a.createAsset)
 		r.Get("/v1/assets", a.listAssets)
+		r.Delete("/v1/assets", a.deleteNamedAsset)
 		r.Get("/v1/assets/{id}", a.getAsset)
 		r.Delete("/v1/assets/{id}", a.deleteAsset)
 		r.Post("/v1/assets/{id}/complete", a.completeAsset)
@@ -202,6 +204,44 @@ func (a *API) routes() chi.Router {
 	})
 	return r
 }
+
+// getHead serves HEAD on every GET route (uptime probes use it) by routing
+// it as the GET; a route with a HEAD of its own (GET /files/*) keeps it.
+// net/http sends no body for a HEAD, but a handler that streams (GET
+// /v1/videos/{id}/events) would keep running for nobody: the request's
+// context ends once the header is written, as nothing after it is sent.
+func getHead(next http.Handler) http.Handler {
+	return middleware.GetHead(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodHead {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		next.ServeHTTP(&headWriter{ResponseWriter: w, done: cancel}, r.WithContext(ctx))
+	}))
+}
+
+// headWriter ends a HEAD request's context when its header is written.
+type headWriter struct {
+	http.ResponseWriter
+	done context.CancelFunc
+}
+
+func (h *headWriter) WriteHeader(code int) {
+	h.ResponseWriter.WriteHeader(code)
+	if code >= 200 {
+		h.done()
+	}
+}
+
+func (h *headWriter) Write(b []byte) (int, error) {
+	n, err := h.ResponseWriter.Write(b)
+	h.done()
+	return n, err
+}
+
+func (h *headWriter) Unwrap() http.ResponseWriter { return h.ResponseWriter }
 
 // inflight holds the idempotency keys whose create is being committed on this node.
 type inflightKey struct{ account, key string }

@@ -118,12 +118,21 @@ func validLanguageQuery(s string) bool {
 
 // listVoices serves GET /v1/voices: the catalogue sorted by id, filtered, one
 // page of at most limit voices; starting_after (a voice id, an extension of
-// the contract) continues after that id.
+// the contract) continues after that id. The cursor need not match the
+// filters, as a video cursor need not match the status filter, but it must
+// be a voice: an id that never was one is a client's mistake, answered 400
+// as the other lists answer it rather than with a page that looks like the end.
 func (a *API) listVoices(w http.ResponseWriter, r *http.Request) {
 	f, e := parseVoiceQuery(r)
 	if e != nil {
 		apierr.Write(w, r, e)
 		return
+	}
+	if f.startingAfter != "" {
+		if _, ok := a.fsm.Voice(f.startingAfter); !ok {
+			apierr.Write(w, r, apierr.Invalid("starting_after", fmt.Sprintf("starting_after %q is not a voice of this farm; give the id of the last voice of the previous page", f.startingAfter)))
+			return
+		}
 	}
 	out := listJSON[voiceJSON]{Object: "list", Data: []voiceJSON{}}
 	for _, v := range a.fsm.Voices() {

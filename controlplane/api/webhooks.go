@@ -64,7 +64,14 @@ func (a *API) EventVideo(v fsm.Video, urlExpiry time.Time) any {
 	return a.videoView(fsm.QueuedVideo{Video: v}, urlExpiry)
 }
 
+// listWebhooks answers every endpoint in one page: an account has at most 5
+// enabled ones, plus those disabled after days of failed deliveries that it
+// has not deleted, too few for pages to help.
 func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request) {
+	if e := checkWholeListQuery(r.URL.Query(), "GET /v1/webhooks"); e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
 	now := a.cfg.Now()
 	apierr.WriteJSON(w, http.StatusOK, wholeList(a.fsm.Webhooks(principalOf(r).AccountID),
 		func(h fsm.Webhook) webhookJSON { return webhookViewAt(h, now) }))

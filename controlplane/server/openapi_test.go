@@ -375,7 +375,7 @@ func TestOpenAPIDocumentMatchesServer(t *testing.T) {
 	if voices["total"] != float64(len(testVoices)) {
 		t.Errorf("voices after a node registered %d: %v", len(testVoices), voices)
 	}
-	o.run(h, exchange{name: "voices, filtered", method: "GET", path: "/v1/voices?language=EN&gender=female&search=america&limit=1&starting_after=en", key: key,
+	o.run(h, exchange{name: "voices, filtered", method: "GET", path: "/v1/voices?language=EN&gender=female&search=america&limit=1&starting_after=en-gb", key: key,
 		status: 200, template: "/v1/voices"})
 	for q, req := range map[string]reqCheck{"limit=0": reqInvalid, "limit=501": reqInvalid, "gender=other": reqInvalid,
 		"language=": reqInvalid, "language=en%20us": reqInvalid, "colour=red": reqInvalid} {
@@ -389,6 +389,10 @@ func TestOpenAPIDocumentMatchesServer(t *testing.T) {
 	// What a queued video uses is kept.
 	o.run(h, exchange{name: "delete a kit in use", method: "DELETE", path: "/v1/brand-kits/" + kitID, key: key, status: 400, code: "invalid_request", template: "/v1/brand-kits/{id}"})
 	o.run(h, exchange{name: "delete an asset in use", method: "DELETE", path: "/v1/assets/" + assetID, key: key, status: 400, code: "invalid_request", template: "/v1/assets/{id}"})
+	o.run(h, exchange{name: "delete an asset in use, by query", method: "DELETE", path: "/v1/assets?asset_id=" + assetID, key: key, status: 400, code: "invalid_request", template: "/v1/assets"})
+	o.run(h, exchange{name: "delete an asset in use, by body", method: "DELETE", path: "/v1/assets", key: key, body: []byte(`{"asset_id":"` + assetID + `"}`), status: 400, code: "invalid_request", template: "/v1/assets"})
+	o.run(h, exchange{name: "delete assets, none named", method: "DELETE", path: "/v1/assets", key: key, status: 400, code: "invalid_request", template: "/v1/assets"})
+	o.run(h, exchange{name: "delete a missing asset, by query", method: "DELETE", path: "/v1/assets?asset_id=as_missing", key: key, status: 404, code: "not_found", template: "/v1/assets"})
 
 	// A failed video.
 	if _, err := h.admin.FailVideo(ctx, autoID, "GPU node lost"); err != nil {
@@ -396,6 +400,9 @@ func TestOpenAPIDocumentMatchesServer(t *testing.T) {
 	}
 	o.run(h, exchange{name: "delete a kit", method: "DELETE", path: "/v1/brand-kits/" + kitID, key: key, status: 200, template: "/v1/brand-kits/{id}"})
 	o.run(h, exchange{name: "delete an asset", method: "DELETE", path: "/v1/assets/" + assetID, key: key, status: 200, template: "/v1/assets/{id}"})
+	pending := o.run(h, exchange{name: "an asset to delete by name", method: "POST", path: "/v1/assets", key: key,
+		body: []byte(`{"filename":"x.png","content_type":"image/png","size_bytes":10}`), status: 201, template: "/v1/assets"})
+	o.run(h, exchange{name: "delete an asset by query", method: "DELETE", path: "/v1/assets?asset_id=" + pending["id"].(string), key: key, status: 200, template: "/v1/assets"})
 	failed := o.run(h, exchange{name: "failed video", method: "GET", path: "/v1/videos/" + autoID, key: key, status: 200, template: "/v1/videos/{id}"})
 	if failed["status"] != "failed" {
 		t.Errorf("failed video: status %v", failed["status"])

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vidfarm/vidfarm/client"
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
 
@@ -112,6 +114,37 @@ func TestSDKFolders(t *testing.T) {
 	var e *client.Error
 	if _, err := bad.Folders(ctx); !errors.As(err, &e) || e.Status != http.StatusUnauthorized {
 		t.Fatalf("folders with a wrong key: %v", err)
+	}
+}
+
+// Folders gets every folder of an account with more than the server's
+// largest page, in creation order, each once.
+func TestSDKFoldersPastOnePage(t *testing.T) {
+	t.Parallel()
+	h := start(t)
+	ctx := context.Background()
+	acct, key := h.account("pro", 0)
+	var made []string
+	for i := range 101 {
+		id := fmt.Sprintf("fld_%03d", i)
+		if _, err := h.srv.Node.Apply(ctx, &fsm.CreateFolder{FolderID: id, AccountID: acct, Name: id, Now: time.Now().UnixNano()}); err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, id)
+	}
+	if l := expectAPIStatus(t, h.do("GET", "/v1/folders", key, nil), http.StatusOK); l["has_more"] != true {
+		t.Fatalf("the server's first page holds them all: %v", l["count"])
+	}
+	l, err := sdkClient(t, h.base, key).Folders(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range l.Data {
+		got = append(got, f.ID)
+	}
+	if !slices.Equal(got, made) || l.Count != 101 || l.Total != 101 || l.HasMore {
+		t.Fatalf("count %d total %d has_more %v, ids %v", l.Count, l.Total, l.HasMore, got)
 	}
 }
 
