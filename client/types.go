@@ -16,19 +16,38 @@ const (
 // follows Status: Progress while queued or processing, VideoURL when completed,
 // Error when failed, Preview when preview, Cancellation when canceled.
 type Video struct {
-	ID                  string             `json:"id"`
-	Object              string             `json:"object"`
-	Mode                string             `json:"mode"`
-	Model               string             `json:"model,omitempty"`
-	Operation           string             `json:"operation,omitempty"`
-	Status              string             `json:"status"`
-	Name                string             `json:"name"`
-	FolderID            *string            `json:"folder_id"`
-	Prompt              string             `json:"prompt"`
-	DurationSeconds     int                `json:"duration_seconds"`
-	Resolution          string             `json:"resolution,omitempty"`
-	AspectRatio         string             `json:"aspect_ratio,omitempty"`
-	Orientation         string             `json:"orientation,omitempty"`
+	ID              string  `json:"id"`
+	Object          string  `json:"object"`
+	Mode            string  `json:"mode"`
+	Model           string  `json:"model,omitempty"`
+	Operation       string  `json:"operation,omitempty"`
+	Status          string  `json:"status"`
+	Name            string  `json:"name"`
+	FolderID        *string `json:"folder_id"`
+	Prompt          string  `json:"prompt"`
+	DurationSeconds int     `json:"duration_seconds"`
+	Resolution      string  `json:"resolution,omitempty"`
+	AspectRatio     string  `json:"aspect_ratio,omitempty"`
+	Orientation     string  `json:"orientation,omitempty"`
+	// The options the request set, echoed as the render uses them (auto:
+	// AvatarID to FileAssetIDs; manual: the rest); empty when none.
+	AvatarID            string             `json:"avatar_id,omitempty"`
+	VoiceID             string             `json:"voice_id,omitempty"`
+	BrandKitID          string             `json:"brand_kit_id,omitempty"`
+	StyleID             string             `json:"style_id,omitempty"`
+	FileAssetIDs        []string           `json:"file_asset_ids,omitempty"`
+	ImageURL            string             `json:"image_url,omitempty"`
+	FirstFrameURL       string             `json:"first_frame_url,omitempty"`
+	LastFrameURL        string             `json:"last_frame_url,omitempty"`
+	ImageURLs           []string           `json:"image_urls,omitempty"`
+	NegativePrompt      *string            `json:"negative_prompt,omitempty"`
+	Seed                *int64             `json:"seed,omitempty"`
+	GenerateAudio       *bool              `json:"generate_audio,omitempty"`
+	Style               *string            `json:"style,omitempty"`
+	MovementAmplitude   *string            `json:"movement_amplitude,omitempty"`
+	CfgScale            *float64           `json:"cfg_scale,omitempty"`
+	CameraFixed         *bool              `json:"camera_fixed,omitempty"`
+	AutoFix             *bool              `json:"auto_fix,omitempty"`
 	CreditsCharged      int64              `json:"credits_charged"`
 	PollIntervalSeconds int                `json:"poll_interval_seconds"`
 	Progress            *VideoProgress     `json:"progress,omitempty"`

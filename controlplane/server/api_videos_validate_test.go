@@ -288,3 +288,38 @@ func TestAPIOperationInference(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIVideoEchoesItsOptions: the video object says what the render
+// uses: an auto video's presenter and voice, a manual video's input image
+// and model options, in the create's answer and in a read; options the
+// request did not set are absent.
+func TestAPIVideoEchoesItsOptions(t *testing.T) {
+	t.Parallel()
+	h := start(t)
+	_, key := h.account("pro", 10_000)
+	auto := h.create(key, autoReq("duration_seconds", 5, "avatar_id", "av_stock_amara", "voice_id", "en-gb"))
+	kling := catalogModel(t, "kling-2.1-master")
+	manual := h.create(key, manualReq("model", kling.ID, "image_url", publicImg, "negative_prompt", "blur", "cfg_scale", 0.25))
+	for _, c := range []struct {
+		v           map[string]any
+		want        map[string]any
+		wantMissing []string
+	}{
+		{auto, map[string]any{"avatar_id": "av_stock_amara", "voice_id": "en-gb"}, []string{"image_url", "cfg_scale", "seed"}},
+		{manual, map[string]any{"image_url": publicImg, "negative_prompt": "blur", "cfg_scale": 0.25}, []string{"avatar_id", "voice_id", "seed", "auto_fix"}},
+	} {
+		read := expectAPIStatus(t, h.do("GET", "/v1/videos/"+c.v["id"].(string), key, nil), http.StatusOK)
+		for _, v := range []map[string]any{c.v, read} {
+			for k, want := range c.want {
+				if v[k] != want {
+					t.Errorf("%s: %s = %v, want %v", v["id"], k, v[k], want)
+				}
+			}
+			for _, k := range c.wantMissing {
+				if _, ok := v[k]; ok {
+					t.Errorf("%s: %s = %v, want it absent", v["id"], k, v[k])
+				}
+			}
+		}
+	}
+}
