@@ -123,9 +123,63 @@ var imageExt = map[string]string{
 	"image/bmp":  ".bmp",
 }
 
+// unusableInputError marks a failure of the video's own input that no
+// attempt gets past, on this node or another: the task is reported failed
+// permanently (wire.FailRequest.Permanent) and the video fails now rather
+// than after minutes of retries that would all end the same way.
+type unusableInputError struct{ error }
+
+func (e unusableInputError) Unwrap() error { return e.error }
+
+// isUnusableInput reports whether err is a failure no retry gets past.
+func isUnusableInput(err error) bool {
+	var u unusableInputError
+	return errors.As(err, &u)
+}
+
+// statusError is an input address that answered other than 200.
+type statusError struct {
+	shown string
+	code  int
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("%s: %s answered HTTP %d", ErrInputRefused, e.shown, e.code)
+}
+
+func (e *statusError) Unwrap() error { return ErrInputRefused }
+
+// unusable reports whether a download failed for a reason of the address
+// itself: every refusal (not https, a private address, too large, not an
+// image, a 4xx) but a status a server gives while it is busy or down
+// (408, 429, 5xx), and a certificate for another name (the audit's
+// https://93.184.216.34/a.png), which the next attempt meets again. A
+// network error, a timeout or a certificate this node cannot verify (its
+// own CA bundle may be the fault) is retried, on another node when there
+// is one.
+func unusable(err error) bool {
+	var hostname x509.HostnameError
+	if errors.As(err, &hostname) {
+		return true
+	}
+	if se := (*statusError)(nil); errors.As(err, &se) {
+		return se.code != http.StatusRequestTimeout && se.code != http.StatusTooManyRequests && se.code < 500
+	}
+	return errors.Is(err, ErrInputRefused)
+}
+
 // fetch downloads the image at rawURL to dst plus an extension that fits
-// its content, and returns the path written.
+// its content, and returns the path written. An error the address itself
+// causes is an unusableInputError.
 func (f *inputFetcher) fetch(ctx context.Context, rawURL, dst string) (string, error) {
+	path, err := f.download(ctx, rawURL, dst)
+	if err != nil && unusable(err) {
+		err = unusableInputError{err}
+	}
+	return path, err
+}
+
+func (f *inputFetcher) download(ctx context.Context, rawURL, dst string) (string, error) {
 	u, err := f.checkURL(rawURL, "")
 	if err != nil {
 		return "", err
@@ -143,7 +197,7 @@ func (f *inputFetcher) fetch(ctx context.Context, rawURL, dst string) (string, e
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("%w: %s answered HTTP %d", ErrInputRefused, shown, resp.StatusCode)
+		return "", &statusError{shown: shown, code: resp.StatusCode}
 	}
 	if resp.ContentLength > MaxInputImageBytes {
 		return "", fmt.Errorf("%w: %s is %d bytes; the limit is %d", ErrInputRefused, shown, resp.ContentLength, MaxInputImageBytes)

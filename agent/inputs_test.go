@@ -94,6 +94,52 @@ func TestInputFetchRefusals(t *testing.T) {
 	}
 }
 
+// A failure the address itself causes is unusable input (the video fails
+// at once, FailRequest.Permanent); one a busy or broken server causes, or
+// the network, is retried.
+func TestInputFetchUnusable(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/text":
+			_, _ = w.Write([]byte("<html>not an image</html>"))
+		case "/busy":
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case "/slow-down":
+			w.WriteHeader(http.StatusTooManyRequests)
+		case "/gone":
+			w.WriteHeader(http.StatusGone)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	roots := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	f := newInputFetcher(true, roots)
+	// httptest's certificate names example.com, 127.0.0.1 and ::1, not localhost.
+	otherName := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+	closed := httptest.NewTLSServer(http.NotFoundHandler())
+	closed.Close()
+	for _, tc := range []struct {
+		url      string
+		unusable bool
+	}{
+		{srv.URL + "/missing", true},
+		{srv.URL + "/gone", true},
+		{srv.URL + "/text", true},
+		{"http://example.com/a.png", true},
+		{otherName + "/a.png", true},
+		{srv.URL + "/busy", false},
+		{srv.URL + "/slow-down", false},
+		{closed.URL + "/a.png", false},
+	} {
+		_, err := f.fetch(context.Background(), tc.url, filepath.Join(t.TempDir(), "x"))
+		if err == nil || isUnusableInput(err) != tc.unusable {
+			t.Errorf("fetch %s = %v: unusable %v, want %v", tc.url, err, isUnusableInput(err), tc.unusable)
+		}
+	}
+}
+
 // urlTable is netguard's table of refused and accepted URLs, the one every
 // entry point that takes a URL is tested with.
 type urlTable struct {

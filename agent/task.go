@@ -136,7 +136,7 @@ func (a *agent) runTask(asg wire.Assignment) {
 		t.log.Warn("task failed", "err", err, "elapsed", time.Since(start).Round(time.Millisecond).String())
 		reason := failReason(err, a.cfg.WorkDir)
 		if a.report(ctx, t, "fail", func(ctx context.Context, cred string) error {
-			return a.cp.fail(ctx, cred, asg.TaskID, wire.FailRequest{Token: asg.Token, Reason: reason})
+			return a.cp.fail(ctx, cred, asg.TaskID, wire.FailRequest{Token: asg.Token, Reason: reason, Permanent: isUnusableInput(err)})
 		}) {
 			outcome = outcomeFailed
 		}

@@ -287,9 +287,27 @@ func (s *State) Fail(ref LeaseRef, message string, now time.Time) (Outcome, erro
 	return s.FailWithBackoff(ref, message, now, 0)
 }
 
+// FailPermanently records that the holder could not run its task and that
+// no attempt can: the holder found the video's own input unusable (an
+// image address that answers 404, or a certificate for another name), so
+// the task and its video fail now, as they would after the last retry,
+// rather than wait out retries that would all fail the same way.
+func (s *State) FailPermanently(ref LeaseRef, message string, now time.Time) (Outcome, error) {
+	t, err := s.holder(ref)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return s.endAttempt(t, message, ms(now), 0, true), nil
+}
+
 // failAttempt ends t's lease as a failure on its node; a requeued task
 // waits out its backoff from base (see requeue).
 func (s *State) failAttempt(t *task, message string, now, base int64) Outcome {
+	return s.endAttempt(t, message, now, base, false)
+}
+
+// endAttempt is failAttempt; final fails the task whatever its retries left.
+func (s *State) endAttempt(t *task, message string, now, base int64, final bool) Outcome {
 	out := Outcome{TaskID: t.id, VideoID: t.v.id}
 	nodeID := t.lease.node.spec.ID
 	s.releaseLease(t)
@@ -298,7 +316,7 @@ func (s *State) failAttempt(t *task, message string, now, base int64) Outcome {
 	if !slices.Contains(h.failedNodes, nodeID) {
 		h.failedNodes = append(h.failedNodes, nodeID)
 	}
-	if len(h.failedNodes) < s.cfg.MaxNodeFailures && h.failures < s.cfg.MaxAttempts {
+	if !final && len(h.failedNodes) < s.cfg.MaxNodeFailures && h.failures < s.cfg.MaxAttempts {
 		s.requeue(t, message, now, base)
 		out.Requeued = true
 		return out
@@ -307,6 +325,9 @@ func (s *State) failAttempt(t *task, message string, now, base int64) Outcome {
 	v := t.v
 	v.failedTask = t.id
 	v.failure = fmt.Sprintf("task %s failed %d time(s) on %d node(s); last: %s", t.name(), h.failures, len(h.failedNodes), message)
+	if final {
+		v.failure = fmt.Sprintf("task %s failed and was not retried, as no attempt can succeed: %s", t.name(), message)
+	}
 	out.VideoFailed = true
 	out.Failure = v.failure
 	s.endVideo(v, VideoFailed, &out)

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -236,6 +237,39 @@ func TestExpireTwoLeasesOfOneVideo(t *testing.T) {
 	tk, _ := s.Task("v/tts")
 	if tk.State != TaskCanceled {
 		t.Fatalf("tts is %s after its video failed", tk.State)
+	}
+	must(t, checkInvariants(s))
+}
+
+// A task failed permanently fails its video at once, with capable nodes
+// and attempts left, and releases the video's other work; a plain failure
+// of the same task is retried.
+func TestFailPermanently(t *testing.T) {
+	s := newState(t, Config{})
+	for _, id := range []string{"n1", "n2"} {
+		must(t, s.UpsertNode(gpuNode(id, 1, 48, "wan"), at(0)))
+	}
+	submitManual(t, s, "retried", "a", 0, gpuReq("wan", 1, 8), at(0))
+	submitManual(t, s, "bad-input", "b", 0, gpuReq("wan", 1, 8), at(0))
+	first := mustPlace(t, s, "n1", at(1))
+	second := mustPlace(t, s, "n2", at(1))
+	byVideo := map[string]Lease{first.VideoID: first, second.VideoID: second}
+
+	out, err := s.Fail(byVideo["retried"].Ref(), "oom", at(2))
+	must(t, err)
+	if !out.Requeued || out.VideoFailed {
+		t.Fatalf("a plain failure: %+v", out)
+	}
+	out, err = s.FailPermanently(byVideo["bad-input"].Ref(), "input image https://x.example/a.png answered HTTP 404", at(2))
+	must(t, err)
+	if out.Requeued || !out.VideoFailed || !strings.Contains(out.Failure, "not retried") || !strings.Contains(out.Failure, "HTTP 404") {
+		t.Fatalf("a permanent failure: %+v", out)
+	}
+	if st, _ := s.VideoStatus("bad-input"); st.State != VideoFailed {
+		t.Fatalf("bad-input: %+v", st)
+	}
+	if _, err := s.FailPermanently(byVideo["bad-input"].Ref(), "again", at(3)); err == nil {
+		t.Fatal("a second report of the same lease was taken")
 	}
 	must(t, checkInvariants(s))
 }

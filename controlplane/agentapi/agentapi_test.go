@@ -14,6 +14,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/agentapi"
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/raftnode"
 	"github.com/vidfarm/vidfarm/models"
 	"github.com/vidfarm/vidfarm/scheduler"
 	"github.com/vidfarm/vidfarm/scheduler/wire"
@@ -336,6 +337,56 @@ func TestFailRequeues(t *testing.T) {
 	}
 	if v, _ := e.fsm.Video("", vid); v.Status != fsm.StatusProcessing {
 		t.Fatalf("video after one failure: %s", v.Status)
+	}
+}
+
+// A failure the node says is permanent (the video's own input is
+// unusable) fails and refunds the video at once; nothing is leased again.
+func TestFailPermanently(t *testing.T) {
+	e := newEnv(t)
+	cred := e.register("gpu-1").Credential
+	vid := e.createVideo()
+	l, _ := e.lease(cred, 5)
+	want(t, e.call("POST", taskPath(l.TaskID, "fail"), cred,
+		wire.FailRequest{Token: l.Token, Reason: "input image https://x.example/a.png answered HTTP 404", Permanent: true}), http.StatusNoContent, "")
+	v, _ := e.fsm.Video("", vid)
+	if v.Status != fsm.StatusFailed || !v.CreditsRefunded || !strings.Contains(v.ErrorMessage, "not retried") {
+		t.Fatalf("video after a permanent failure: %s refunded=%v %q", v.Status, v.CreditsRefunded, v.ErrorMessage)
+	}
+	if _, r := e.lease(cred, 0); r.status != http.StatusNoContent {
+		t.Fatalf("a task was leased after its video failed: %s", r)
+	}
+}
+
+// olderMembers is a cluster with a member of an older release: it refuses
+// to propose a command type above level, as raftnode's gate does.
+type olderMembers struct {
+	agentapi.Store
+	level fsm.MessageType
+}
+
+func (o olderMembers) Apply(ctx context.Context, c fsm.Command) (any, error) {
+	if c.Type() > o.level {
+		return nil, &raftnode.NotUnderstoodError{Type: c.Type()}
+	}
+	return o.Store.Apply(ctx, c)
+}
+
+// Mid-upgrade a permanent failure is sent as a plain one: retried, as it
+// was before the permanent kind existed.
+func TestFailPermanentlyMidUpgrade(t *testing.T) {
+	e := newEnv(t, func(c *agentapi.Config) {
+		c.Store = olderMembers{Store: c.Store, level: fsm.FailTaskPermanentlyType - 1}
+	})
+	cred := e.register("gpu-1").Credential
+	vid := e.createVideo()
+	l, _ := e.lease(cred, 5)
+	want(t, e.call("POST", taskPath(l.TaskID, "fail"), cred, wire.FailRequest{Token: l.Token, Reason: "HTTP 404", Permanent: true}), http.StatusNoContent, "")
+	if v, _ := e.fsm.Video("", vid); v.Status == fsm.StatusFailed {
+		t.Fatalf("a member that does not know permanent failures would not fail the video: %q", v.ErrorMessage)
+	}
+	if again, r := e.lease(cred, 5); r.status != http.StatusOK || again.TaskID != l.TaskID {
+		t.Fatalf("the task was not retried: %s", r)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/blob"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/controlplane/raftnode"
 	"github.com/vidfarm/vidfarm/scheduler"
 	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
@@ -412,15 +413,24 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, taskID string) {
 		}
 		reason = reason[:cut] + "..."
 	}
-	o, err := apply(s, r, &fsm.FailTask{NodeID: n.ID, TaskID: taskID, Token: req.Token, Reason: reason, Now: s.cfg.Now().UnixNano(),
-		BackoffMS: s.cfg.RetryBackoff.Milliseconds()})
+	now := s.cfg.Now().UnixNano()
+	var o scheduler.Outcome
+	var err error
+	if req.Permanent {
+		o, err = apply(s, r, &fsm.FailTaskPermanently{NodeID: n.ID, TaskID: taskID, Token: req.Token, Reason: reason, Now: now})
+	}
+	if !req.Permanent || errors.Is(err, raftnode.ErrNotUnderstood) {
+		// Mid-upgrade a permanent failure is retried as any other, as it was.
+		o, err = apply(s, r, &fsm.FailTask{NodeID: n.ID, TaskID: taskID, Token: req.Token, Reason: reason, Now: now,
+			BackoffMS: s.cfg.RetryBackoff.Milliseconds()})
+	}
 	if err != nil {
 		apierr.Write(w, r, s.fromApply(r, err))
 		return
 	}
 	s.notify.Notify()
 	s.log.Warn("task failed", "node_id", n.ID, "task_id", taskID, "video_id", o.VideoID, "reason", reason,
-		"requeued", o.Requeued, "video_failed", o.VideoFailed)
+		"permanent", req.Permanent, "requeued", o.Requeued, "video_failed", o.VideoFailed)
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -94,6 +94,7 @@ const (
 	GrantCreditsOnceType     MessageType = 72
 	CreateAccountOnceType    MessageType = 73
 	NextInLineType           MessageType = 74
+	FailTaskPermanentlyType  MessageType = 75
 )
 
 // entry is one command of the registry: its name (in logs and metrics), a
@@ -204,6 +205,7 @@ var registry = [256]entry{
 	GrantCreditsOnceType:     command("grant_credits_once", (*state).applyGrantCreditsOnce),
 	CreateAccountOnceType:    command("create_account_once", (*state).applyCreateAccountOnce),
 	NextInLineType:           command("next_in_line", (*state).applyNextInLine),
+	FailTaskPermanentlyType:  command("fail_task_permanently", (*state).applyFailTaskPermanently),
 }
 
 // What each command answers, in type order: the R of its apply function and
@@ -245,6 +247,7 @@ func (*DebitCredits) answers(DebitResult)                {}
 func (*GrantCreditsOnce) answers(GrantResult)            {}
 func (*CreateAccountOnce) answers(CreateAccountResult)   {}
 func (*NextInLine) answers(bool)                         {}
+func (*FailTaskPermanently) answers(scheduler.Outcome)   {}
 func (*SetMember) answers(Member)                        {}
 func (*RemoveMember) answers(bool)                       {}
 func (*BlobsDeleted) answers(int)                        {}

@@ -39,8 +39,8 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("%s: decoded %#v (%v), want %#v", e.name, back, err, c)
 		}
 	}
-	if n != 62 {
-		t.Errorf("%d commands registered, want 62: a new one also needs a line in controlplane/README.md", n)
+	if n != 63 {
+		t.Errorf("%d commands registered, want 63: a new one also needs a line in controlplane/README.md", n)
 	}
 	for _, hole := range []byte{0, 9, 10, 11, 26, 27, 35, 36, 37, 42, 43, 44, 45, 255} {
 		if _, err := Decode([]byte{hole, 0x80}); err == nil {
@@ -74,6 +74,7 @@ var declared = []answerType{
 	answerOf(&GrantCreditsOnce{}),
 	answerOf(&CreateAccountOnce{}),
 	answerOf(&NextInLine{}),
+	answerOf(&FailTaskPermanently{}),
 }
 
 type answerType struct {

@@ -268,6 +268,9 @@ func (g *cmdGen) next(t *rapid.T) fsm.Command {
 			Scenes: rapid.IntRange(0, 3).Draw(t, "scenes"), DurationSeconds: rapid.Float64Range(0, 20).Draw(t, "secs"), Now: g.now}
 	case 15:
 		l := g.lease(t)
+		if rapid.IntRange(0, 4).Draw(t, "permanently") == 0 { // the node found the video's input unusable
+			return &fsm.FailTaskPermanently{NodeID: l.NodeID, TaskID: l.TaskID, Token: l.Token, Reason: "input refused", Now: g.now}
+		}
 		return &fsm.FailTask{NodeID: l.NodeID, TaskID: l.TaskID, Token: l.Token, Reason: "boom", Now: g.now}
 	case 16:
 		node := pick(t, g.nodes, "node")

@@ -404,6 +404,12 @@ type CompleteRequest struct {
 type FailRequest struct {
 	Token  uint64 `json:"token"`
 	Reason string `json:"reason"`
+	// Permanent says no attempt can succeed: the node found the video's
+	// own input unusable (an input image that answers 404, is not an
+	// image, or whose server's certificate is for another name), so the
+	// video fails now instead of being retried. A control plane of an
+	// older release ignores it and retries, as before.
+	Permanent bool `json:"permanent,omitempty"`
 }
 
 // Artifact file names the final tasks upload. The control plane serves them as
