@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"strings"
+	"unicode"
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/ids"
@@ -52,6 +53,31 @@ func apiKey(r *http.Request) string {
 	return strings.TrimSpace(r.Header.Get("X-API-Key"))
 }
 
+// missingKeyMessage says why no key was read: none sent, or an
+// Authorization header in another form than Bearer (a key sent as Basic,
+// or bare), which a client debugging its 401 would otherwise take for a
+// wrong key.
+func missingKeyMessage(r *http.Request) string {
+	const how = "send it as 'Authorization: Bearer <API_KEY>' or 'X-API-Key: <API_KEY>'"
+	h := strings.TrimSpace(r.Header.Get("Authorization"))
+	if h == "" {
+		return "no API key: " + how
+	}
+	scheme, _, found := strings.Cut(h, " ")
+	if strings.EqualFold(scheme, "Bearer") {
+		return "no API key: the Authorization header says Bearer but carries no key; " + how
+	}
+	if !found {
+		return "no API key: the Authorization header has no scheme (the key alone?); " + how
+	}
+	// The scheme is the client's text: named only when it looks like one.
+	named := "the " + scheme + " scheme"
+	if len(scheme) > 20 || strings.IndexFunc(scheme, func(c rune) bool { return !unicode.IsLetter(c) && c != '-' }) >= 0 {
+		named = "a scheme"
+	}
+	return "no API key: the Authorization header uses " + named + ", which this API does not read; " + how
+}
+
 func unauthorized(code, msg string) *apierr.Error {
 	return apierr.New(http.StatusUnauthorized, code, msg)
 }
@@ -63,8 +89,7 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 		key := apiKey(r)
 		if key == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="vidfarm"`)
-			apierr.Write(w, r, unauthorized(apierr.CodeMissingAPIKey,
-				"no API key: send it as 'Authorization: Bearer <API_KEY>' or 'X-API-Key: <API_KEY>'"))
+			apierr.Write(w, r, unauthorized(apierr.CodeMissingAPIKey, missingKeyMessage(r)))
 			return
 		}
 		h := ids.HashKey(key)

@@ -57,6 +57,23 @@ func TestAPIAuthentication(t *testing.T) {
 		}
 	})
 
+	// A key sent in another form than Bearer is not read, and the 401 says
+	// which form it was, so a client does not take it for a wrong key.
+	t.Run("a key under another scheme", func(t *testing.T) {
+		for _, c := range []struct{ header, says string }{
+			{"Basic " + key, "uses the Basic scheme"},
+			{key, "has no scheme"},
+			{"Bearer ", "says Bearer but carries no key"},
+			{strings.Repeat("Token", 5) + " " + key, "uses a scheme, which"},
+		} {
+			r := h.do("GET", "/v1/me", "", nil, "Authorization", c.header)
+			e := expectAPIError(t, r, http.StatusUnauthorized, "missing_api_key")
+			if msg, _ := e["message"].(string); !strings.Contains(msg, c.says) || strings.Contains(msg, key) {
+				t.Errorf("Authorization %.12q…: message %q, want it to say %q and not echo the key", c.header, msg, c.says)
+			}
+		}
+	})
+
 	t.Run("revoked key", func(t *testing.T) {
 		if _, err := h.admin.RevokeKey(context.Background(), keyID); err != nil {
 			t.Fatalf("revoke: %v", err)
