@@ -151,10 +151,10 @@ func TestImageInputs(t *testing.T) {
 		urls []string
 	}{
 		{wire.Video{}, pipeline.TextToVideo, nil},
-		{wire.Video{ImageURL: "https://a/1.png"}, pipeline.ImageToVideo, []string{"https://a/1.png"}},
-		{wire.Video{FirstFrameURL: "https://a/f.png", LastFrameURL: "https://a/l.png"}, pipeline.FirstLastFrame, []string{"https://a/f.png", "https://a/l.png"}},
-		{wire.Video{ImageURLs: []string{"https://a/1", "https://a/2"}}, pipeline.MultipleImages, []string{"https://a/1", "https://a/2"}},
-		{wire.Video{Operation: pipeline.ImageToVideo, ImageURL: "https://a/1.png", ImageURLs: []string{"x"}}, pipeline.ImageToVideo, []string{"https://a/1.png"}},
+		{wire.Video{VideoOptions: wire.VideoOptions{ImageURL: "https://a/1.png"}}, pipeline.ImageToVideo, []string{"https://a/1.png"}},
+		{wire.Video{VideoOptions: wire.VideoOptions{FirstFrameURL: "https://a/f.png", LastFrameURL: "https://a/l.png"}}, pipeline.FirstLastFrame, []string{"https://a/f.png", "https://a/l.png"}},
+		{wire.Video{VideoOptions: wire.VideoOptions{ImageURLs: []string{"https://a/1", "https://a/2"}}}, pipeline.MultipleImages, []string{"https://a/1", "https://a/2"}},
+		{wire.Video{Operation: pipeline.ImageToVideo, VideoOptions: wire.VideoOptions{ImageURL: "https://a/1.png", ImageURLs: []string{"x"}}}, pipeline.ImageToVideo, []string{"https://a/1.png"}},
 	} {
 		op, urls := imageInputs(&tc.v)
 		if op != tc.op || !reflect.DeepEqual(urls, tc.urls) {

@@ -156,7 +156,8 @@ func TestManualRenderAndFinalize(t *testing.T) {
 
 	seedV := int64(7)
 	v := wire.Video{Mode: "manual", Model: "kling-2.1-pro", Operation: pipeline.ImageToVideo, Prompt: "the boat sails away",
-		Resolution: "120p", AspectRatio: "16:9", DurationSeconds: 2, ImageURL: images.URL + "/boat.png", Seed: &seedV}
+		Resolution: "120p", AspectRatio: "16:9", DurationSeconds: 2,
+		VideoOptions: wire.VideoOptions{ImageURL: images.URL + "/boat.png", Seed: &seedV}}
 	render := assignment("vid_manual", "render", scheduler.KindRender, v)
 	render.GPUIDs = []string{"virtual-0"}
 	f.enqueue(render)
@@ -210,8 +211,9 @@ func TestAutoVideo(t *testing.T) {
 	// A kit whose only font no machine has: the captions fall back to the
 	// default font, and the log says so.
 	v := wire.Video{Mode: "auto", Prompt: "Bees build their hives from wax. They dance to share where flowers grow.",
-		DurationSeconds: 10, Orientation: pipeline.Portrait, Resolution: "120p", VoiceID: "en-us+f3", AvatarID: "av_stock_ben",
-		Brand: &wire.Brand{Colors: []string{"#112233"}, Fonts: []string{"No Such Typeface"}, MotionStyle: pipeline.MotionDynamic}}
+		DurationSeconds: 10, Orientation: pipeline.Portrait, Resolution: "120p",
+		VideoOptions: wire.VideoOptions{VoiceID: "en-us+f3", AvatarID: "av_stock_ben"},
+		Brand:        &wire.Brand{Colors: []string{"#112233"}, Fonts: []string{"No Such Typeface"}, MotionStyle: pipeline.MotionDynamic}}
 
 	plan := assignment("vid_auto", "plan", scheduler.KindPlan, v)
 	f.enqueue(plan)

@@ -267,12 +267,8 @@ func wireVideo(v fsm.Video) wire.Video {
 	s := v.Spec
 	return wire.Video{
 		ID: v.ID, Mode: s.Mode, Prompt: s.Prompt, DurationSeconds: s.DurationSeconds,
-		AvatarID: s.AvatarID, VoiceID: s.VoiceID, BrandKitID: s.BrandKitID, StyleID: s.StyleID,
-		FileAssetIDs: s.FileAssetIDs, Orientation: s.Orientation,
+		VideoOptions: s.Options(), Orientation: s.Orientation,
 		Model: s.Model, Operation: s.Operation, Resolution: s.Resolution, AspectRatio: s.AspectRatio,
-		ImageURL: s.ImageURL, FirstFrameURL: s.FirstFrameURL, LastFrameURL: s.LastFrameURL, ImageURLs: s.ImageURLs,
-		NegativePrompt: s.NegativePrompt, Seed: s.Seed, GenerateAudio: s.GenerateAudio, Style: s.Style,
-		MovementAmplitude: s.MovementAmplitude, CfgScale: s.CfgScale, CameraFixed: s.CameraFixed, AutoFix: s.AutoFix,
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/scheduler"
+	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
 
 // PollIntervalSeconds is the polling interval suggested on every video.
@@ -65,7 +66,7 @@ type videoJSON struct {
 	Orientation     string  `json:"orientation,omitempty"`
 	// The rest of the request, echoed as the render uses it (defaults
 	// filled in), so a client can check what a video was made with.
-	videoOptions
+	wire.VideoOptions
 	CreditsCharged     int64             `json:"credits_charged"`
 	PollInterval       int               `json:"poll_interval_seconds"`
 	Progress           *progressJSON     `json:"progress,omitempty"`
@@ -78,39 +79,6 @@ type videoJSON struct {
 	Preview            *previewJSON      `json:"preview,omitempty"`
 	Cancellation       *cancellationJSON `json:"cancellation,omitempty"`
 	CreatedAt          int64             `json:"created_at"`
-}
-
-// videoOptions are the options of a create the video object echoes: auto's
-// presenter, voice, brand kit, template and assets; manual's input images
-// and model options. Each is absent when the request (with its defaults)
-// had none.
-type videoOptions struct {
-	AvatarID          string   `json:"avatar_id,omitempty"`
-	VoiceID           string   `json:"voice_id,omitempty"`
-	BrandKitID        string   `json:"brand_kit_id,omitempty"`
-	StyleID           string   `json:"style_id,omitempty"`
-	FileAssetIDs      []string `json:"file_asset_ids,omitempty"`
-	ImageURL          string   `json:"image_url,omitempty"`
-	FirstFrameURL     string   `json:"first_frame_url,omitempty"`
-	LastFrameURL      string   `json:"last_frame_url,omitempty"`
-	ImageURLs         []string `json:"image_urls,omitempty"`
-	NegativePrompt    *string  `json:"negative_prompt,omitempty"`
-	Seed              *int64   `json:"seed,omitempty"`
-	GenerateAudio     *bool    `json:"generate_audio,omitempty"`
-	Style             *string  `json:"style,omitempty"`
-	MovementAmplitude *string  `json:"movement_amplitude,omitempty"`
-	CfgScale          *float64 `json:"cfg_scale,omitempty"`
-	CameraFixed       *bool    `json:"camera_fixed,omitempty"`
-	AutoFix           *bool    `json:"auto_fix,omitempty"`
-}
-
-func optionsOf(s *fsm.Spec) videoOptions {
-	return videoOptions{
-		AvatarID: s.AvatarID, VoiceID: s.VoiceID, BrandKitID: s.BrandKitID, StyleID: s.StyleID, FileAssetIDs: s.FileAssetIDs,
-		ImageURL: s.ImageURL, FirstFrameURL: s.FirstFrameURL, LastFrameURL: s.LastFrameURL, ImageURLs: s.ImageURLs,
-		NegativePrompt: s.NegativePrompt, Seed: s.Seed, GenerateAudio: s.GenerateAudio, Style: s.Style,
-		MovementAmplitude: s.MovementAmplitude, CfgScale: s.CfgScale, CameraFixed: s.CameraFixed, AutoFix: s.AutoFix,
-	}
 }
 
 // previewNote and previewMessage are shown with every preview.
@@ -126,7 +94,7 @@ func (a *API) videoView(q fsm.QueuedVideo, urlExpiry time.Time) videoJSON {
 	out := videoJSON{
 		ID: v.ID, Object: "video", Mode: s.Mode, Model: s.Model, Operation: s.Operation,
 		Status: v.Status, Name: s.Name, Prompt: s.Prompt, DurationSeconds: s.DurationSeconds,
-		Resolution: s.Resolution, AspectRatio: s.AspectRatio, Orientation: s.Orientation, videoOptions: optionsOf(&s),
+		Resolution: s.Resolution, AspectRatio: s.AspectRatio, Orientation: s.Orientation, VideoOptions: s.Options(),
 		CreditsCharged: v.CreditsCharged, PollInterval: PollIntervalSeconds,
 		CreatedAt: time.Unix(0, v.CreatedAt).Unix(),
 	}

@@ -1,5 +1,7 @@
 package fsm
 
+import "github.com/vidfarm/vidfarm/scheduler/wire"
+
 // Plans an account can be on. Premium plans render; the free plan gets one preview.
 const (
 	PlanFree = "free"
@@ -92,6 +94,16 @@ type Spec struct {
 	CfgScale          *float64 `msgpack:"cfg_scale,omitempty"`
 	CameraFixed       *bool    `msgpack:"camera_fixed,omitempty"`
 	AutoFix           *bool    `msgpack:"auto_fix,omitempty"`
+}
+
+// Options are the options s sets, as a task and the video object carry them.
+func (s *Spec) Options() wire.VideoOptions {
+	return wire.VideoOptions{
+		AvatarID: s.AvatarID, VoiceID: s.VoiceID, BrandKitID: s.BrandKitID, StyleID: s.StyleID, FileAssetIDs: s.FileAssetIDs,
+		ImageURL: s.ImageURL, FirstFrameURL: s.FirstFrameURL, LastFrameURL: s.LastFrameURL, ImageURLs: s.ImageURLs,
+		NegativePrompt: s.NegativePrompt, Seed: s.Seed, GenerateAudio: s.GenerateAudio, Style: s.Style,
+		MovementAmplitude: s.MovementAmplitude, CfgScale: s.CfgScale, CameraFixed: s.CameraFixed, AutoFix: s.AutoFix,
+	}
 }
 
 // Outputs are the blob keys of a finished video.

@@ -282,22 +282,31 @@ type Video struct {
 	Prompt          string `json:"prompt"`
 	DurationSeconds int    `json:"duration_seconds"`
 
-	AvatarID     string   `json:"avatar_id,omitempty"`
-	VoiceID      string   `json:"voice_id,omitempty"`
-	BrandKitID   string   `json:"brand_kit_id,omitempty"`
-	StyleID      string   `json:"style_id,omitempty"`
-	FileAssetIDs []string `json:"file_asset_ids,omitempty"`
-	Orientation  string   `json:"orientation,omitempty"`
+	// The request's options: auto's presenter, voice, brand kit, template
+	// and assets; manual's input images and model options.
+	VideoOptions
+	Orientation string `json:"orientation,omitempty"`
 	// Brand is the video's brand kit as the composite draws it; nil without one.
 	Brand *Brand `json:"brand,omitempty"`
 	// AssetInputs name, in file_asset_ids order, the Assignment.Inputs entry of
 	// each file asset (an image the scenes show).
 	AssetInputs []string `json:"asset_inputs,omitempty"`
 
-	Model             string   `json:"model,omitempty"`
-	Operation         string   `json:"operation,omitempty"`
-	Resolution        string   `json:"resolution,omitempty"`
-	AspectRatio       string   `json:"aspect_ratio,omitempty"`
+	Model       string `json:"model,omitempty"`
+	Operation   string `json:"operation,omitempty"`
+	Resolution  string `json:"resolution,omitempty"`
+	AspectRatio string `json:"aspect_ratio,omitempty"`
+}
+
+// VideoOptions are the options a create request set, each absent when
+// it set none: what a task renders with, and what the public video
+// object echoes back (controlplane/api), so the two cannot drift.
+type VideoOptions struct {
+	AvatarID          string   `json:"avatar_id,omitempty"`
+	VoiceID           string   `json:"voice_id,omitempty"`
+	BrandKitID        string   `json:"brand_kit_id,omitempty"`
+	StyleID           string   `json:"style_id,omitempty"`
+	FileAssetIDs      []string `json:"file_asset_ids,omitempty"`
 	ImageURL          string   `json:"image_url,omitempty"`
 	FirstFrameURL     string   `json:"first_frame_url,omitempty"`
 	LastFrameURL      string   `json:"last_frame_url,omitempty"`
