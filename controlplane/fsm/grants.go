@@ -63,13 +63,13 @@ func (s *state) applyGrantCreditsOnce(c *GrantCreditsOnce) (GrantResult, error) 
 		}
 		return GrantResult{Account: *a, Grant: *g, Replayed: true}, nil
 	}
-	if err := s.checkCredit("grant", a.ID, a, c.Amount); err != nil {
+	acct, err := s.applyGrantCredits(&GrantCredits{AccountID: c.AccountID, Amount: c.Amount, Now: c.Now})
+	if err != nil {
 		return GrantResult{}, err
 	}
-	s.move(a, LedgerGrant, c.Amount, "", "", c.Now)
-	g := &KeyedGrant{AccountID: c.AccountID, Key: c.Key, Amount: c.Amount, Balance: a.Credits, CreatedAt: c.Now}
+	g := &KeyedGrant{AccountID: c.AccountID, Key: c.Key, Amount: c.Amount, Balance: acct.Credits, CreatedAt: c.Now}
 	s.grants.put(k, g)
-	return GrantResult{Account: *a, Grant: *g}, nil
+	return GrantResult{Account: acct, Grant: *g}, nil
 }
 
 // grantRecords copies the keyed grants by account and key (unless
