@@ -86,9 +86,8 @@ func (s *sim) serviceSeconds(mean float64) float64 {
 // stages need, so a new tool there cannot leave simulated tasks unplaceable.
 func nodeTools() []string {
 	var out []string
-	for _, r := range []scheduler.Requirements{scheduler.DefaultPlanReq(), scheduler.DefaultTTSReq(),
-		scheduler.DefaultFinalizeReq(), scheduler.DefaultCompositeReq()} {
-		for _, t := range r.Tools {
+	for _, st := range allCPUStages() {
+		for _, t := range st.req.Tools {
 			if !slices.Contains(out, t) {
 				out = append(out, t)
 			}

@@ -80,12 +80,14 @@ type gpuNeed struct {
 	memGB      int // on each GPU
 }
 
-// gpuNeeds lists the GPU tasks of wl's mixes that it can draw.
+// gpuNeeds lists the GPU tasks of wl's mixes that it can draw, sized as
+// the simulation submits them (gpuReq).
 func (w Workload) gpuNeeds() []gpuNeed {
 	var out []gpuNeed
 	add := func(field, model, res string) {
-		gpus, mem, _, _ := models.GPUNeeds(model, res) // validated: the model and resolution exist
-		out = append(out, gpuNeed{field: field, model: model, res: res, gpus: gpus, memGB: mem})
+		m, _ := models.Get(model) // validated: the model and resolution exist
+		r := gpuReq(m, res)
+		out = append(out, gpuNeed{field: field, model: model, res: res, gpus: r.GPUs, memGB: int(r.GPUMemoryGB)})
 	}
 	if w.ManualShare > 0 {
 		for i, m := range w.Manual {
@@ -128,18 +130,33 @@ type cpuStage struct {
 	req        scheduler.Requirements
 }
 
-// cpuStages lists the CPU tasks of the modes wl draws, with what the
-// scheduler's graphs ask of them.
+// cpuStages lists the CPU tasks of the modes wl draws, read from the
+// scheduler's own graphs, so a stage added there is checked here too.
 func (w Workload) cpuStages() []cpuStage {
 	var out []cpuStage
 	if w.ManualShare > 0 {
-		out = append(out, cpuStage{"finalize", string(scheduler.ModeManual), scheduler.DefaultFinalizeReq()})
+		out = append(out, graphCPUStages(scheduler.ManualGraph(scheduler.VideoInfo{}, scheduler.Requirements{}))...)
 	}
 	if w.ManualShare < 1 {
-		out = append(out,
-			cpuStage{"plan", string(scheduler.ModeAuto), scheduler.DefaultPlanReq()},
-			cpuStage{"tts", string(scheduler.ModeAuto), scheduler.DefaultTTSReq()},
-			cpuStage{"composite", string(scheduler.ModeAuto), scheduler.DefaultCompositeReq()})
+		out = append(out, graphCPUStages(scheduler.AutoGraph(scheduler.VideoInfo{}))...)
+	}
+	return out
+}
+
+// allCPUStages are the CPU tasks of every mode's graph.
+func allCPUStages() []cpuStage {
+	return append(graphCPUStages(scheduler.ManualGraph(scheduler.VideoInfo{}, scheduler.Requirements{})),
+		graphCPUStages(scheduler.AutoGraph(scheduler.VideoInfo{}))...)
+}
+
+// graphCPUStages are g's tasks that take CPU slots and no GPU (a manual
+// graph's render, given no requirements here, is not one).
+func graphCPUStages(g scheduler.Graph) []cpuStage {
+	var out []cpuStage
+	for _, t := range g.Tasks {
+		if t.Req.GPUs == 0 && t.Req.CPUSlots > 0 {
+			out = append(out, cpuStage{t.Name, string(g.Mode), t.Req})
+		}
 	}
 	return out
 }
