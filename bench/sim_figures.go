@@ -20,16 +20,13 @@ type figure struct {
 	fixed bool
 	// hidden figures (sample sizes) are averaged but not in the CSV.
 	hidden bool
-	// n, when set, is the sample size the figure was measured on: with
-	// none it has no value (an SLO's attainment of nothing, the p95 of a
-	// class with no video finished), so the CSV leaves it empty and
-	// replications average only the runs that measured something. A zero
-	// in its place would read as instant service or a free render.
-	n *float64
-	// noData, set with n, is the report's flag that says the figure has
-	// no value: combine sets it when no run measured the figure (n itself
-	// is then the mean over all runs: 0 only when every run measured
-	// nothing).
+	// noData, when set, is the report's flag that says the figure was
+	// measured on nothing and has no value (an SLO's attainment of
+	// nothing, the p95 of a class with no video finished): the CSV leaves
+	// it empty and replications average only the runs that measured
+	// something, as a zero would read as instant service or a free
+	// render. A run's report sets it; combine sets it when no run
+	// measured the figure.
 	noData *bool
 	// unit figures are proportions, in [0, 1]: their intervals are cut to
 	// it; every other figure's at 0 below (sim_repl.go).
@@ -40,7 +37,7 @@ type figure struct {
 }
 
 // empty: the figure was measured on nothing.
-func (f figure) empty() bool { return f.n != nil && *f.n == 0 }
+func (f figure) empty() bool { return f.noData != nil && *f.noData }
 
 // top is the largest value the figure can take: 1 for a proportion, no
 // bound for the others. Every figure is at least 0: counts, durations,
@@ -52,9 +49,9 @@ func (f figure) top() float64 {
 	return math.Inf(1)
 }
 
-// measuredOn makes f a figure of a possibly empty sample of size n,
-// whose emptiness is reported in noData.
-func (f *figure) measuredOn(n *float64, noData *bool) { f.n, f.noData = n, noData }
+// measuredOn makes f a figure of a possibly empty sample, whose emptiness
+// the report says in noData.
+func (f *figure) measuredOn(noData *bool) { f.noData = noData }
 
 func (f figure) value() float64 {
 	switch {
@@ -132,7 +129,7 @@ func (r *SimReport) figures() []figure {
 	// A run that rendered nothing has no ratio and is left out, as for
 	// any figure measured on nothing, where a ratio of sums would still
 	// charge its cost. docs/capacity-planning.md says which it is.
-	add("farm", "", "cost_per_rendered_minute", &r.CostPerRenderedMinute).measuredOn(&r.Completed, &r.CostPerRenderedMinuteNoData)
+	add("farm", "", "cost_per_rendered_minute", &r.CostPerRenderedMinute).measuredOn(&r.CostPerRenderedMinuteNoData)
 	if f := r.Faults; f != nil {
 		add("farm", "", "node_availability", &f.NodeAvailability).unit = true
 		add("farm", "", "node_failures", &f.NodeFailures)
@@ -144,7 +141,7 @@ func (r *SimReport) figures() []figure {
 		add("farm", "", "gpu_placements", &f.GPUPlacements)
 		w := add("farm", "", "warm_hit_share", &f.WarmHitShare)
 		w.unit = true
-		w.measuredOn(&f.GPUPlacements, &f.WarmHitShareNoData)
+		w.measuredOn(&f.WarmHitShareNoData)
 	}
 	group := func(scope string, g *GroupStats) {
 		add(scope, g.Name, "submitted", &g.Submitted)
@@ -158,7 +155,7 @@ func (r *SimReport) figures() []figure {
 				k string
 				v *float64
 			}{{"_mean", &m.p.Mean}, {"_p50", &m.p.P50}, {"_p95", &m.p.P95}, {"_p99", &m.p.P99}, {"_max", &m.p.Max}} {
-				add(scope, g.Name, m.k+q.k, q.v).measuredOn(&m.p.Count, &m.p.NoData)
+				add(scope, g.Name, m.k+q.k, q.v).measuredOn(&m.p.NoData)
 			}
 		}
 		for i := range g.SLOs {
@@ -167,7 +164,7 @@ func (r *SimReport) figures() []figure {
 			add(scope, g.Name, k+"_count", &o.Count).hidden = true
 			a := add(scope, g.Name, k+"_attained", &o.Attained)
 			a.unit = true
-			a.measuredOn(&o.Count, &o.NoData)
+			a.measuredOn(&o.NoData)
 			add(scope, g.Name, k+"_met", &o.Met).slo = o
 		}
 	}
@@ -188,10 +185,9 @@ func (r *SimReport) figures() []figure {
 		// An interval in which no GPU task was leased has no GPU wait
 		// (its GPUs may all have been busy with long renders, the queue
 		// full), not a wait of 0.
-		add("timeline", at, "gpu_leased", &p.gpuLeased).hidden = true
-		add("timeline", at, "gpu_wait_p50", &p.GPUWaitP50).measuredOn(&p.gpuLeased, &p.GPUWaitNoData)
-		add("timeline", at, "gpu_wait_p95", &p.GPUWaitP95).measuredOn(&p.gpuLeased, &p.GPUWaitNoData)
-		add("timeline", at, "gpu_wait_p99", &p.GPUWaitP99).measuredOn(&p.gpuLeased, &p.GPUWaitNoData)
+		add("timeline", at, "gpu_wait_p50", &p.GPUWaitP50).measuredOn(&p.GPUWaitNoData)
+		add("timeline", at, "gpu_wait_p95", &p.GPUWaitP95).measuredOn(&p.GPUWaitNoData)
+		add("timeline", at, "gpu_wait_p99", &p.GPUWaitP99).measuredOn(&p.GPUWaitNoData)
 		add("timeline", at, "gpu_utilisation", &p.GPUUtilisation).unit = true
 		add("timeline", at, "cpu_utilisation", &p.CPUUtilisation).unit = true
 		add("timeline", at, "completed", &p.Completed)

@@ -19,7 +19,7 @@ func (r SimReport) String() string {
 	fmt.Fprintf(&b, "throughput %.1f videos/h, %.2f videos per GPU-hour, GPU utilisation %.1f%%, CPU utilisation %.1f%%\n",
 		r.ThroughputPerHour, r.VideosPerGPUHour, 100*r.GPUUtilisation, 100*r.CPUUtilisation)
 	fmt.Fprintf(&b, "rendered %.1f min for a cost of %.2f%s: %s%s per rendered minute\n", r.RenderedMinutes, r.Cost, r.unit(),
-		orDash(r.Completed > 0, "%.3f", r.CostPerRenderedMinute), r.unit())
+		orDash(!r.CostPerRenderedMinuteNoData, "%.3f", r.CostPerRenderedMinute), r.unit())
 	b.WriteString(r.Faults.lines())
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "%-18s %9s %9s  %-36s  %-36s  %s\n", "group", "submitted", "completed",
@@ -63,7 +63,7 @@ func (f *FaultStats) lines() string {
 	return fmt.Sprintf("faults: nodes up %.2f%% of the time, %.0f node failures, %.0f agent restarts, %.0f tasks requeued, %.1f GPU-hours lost\n"+
 		"models: %.0f cold starts, %.1f GPU-hours loading, %s%% of %.0f GPU placements on a node with the model warm\n",
 		100*f.NodeAvailability, f.NodeFailures, f.AgentRestarts, f.TasksRequeued, f.GPUHoursLost,
-		f.ColdStarts, f.LoadGPUHours, orDash(f.GPUPlacements > 0, "%.1f", 100*f.WarmHitShare), f.GPUPlacements)
+		f.ColdStarts, f.LoadGPUHours, orDash(!f.WarmHitShareNoData, "%.1f", 100*f.WarmHitShare), f.GPUPlacements)
 }
 
 // orDash formats v, or is a dash when it was measured on nothing

@@ -25,9 +25,6 @@ type TimelinePoint struct {
 	Completed      float64 `json:"completed"`
 	// QueuedGPUTasks are the ready GPU tasks at the interval's last event.
 	QueuedGPUTasks float64 `json:"queued_gpu_tasks"`
-	// gpuLeased is how many GPU tasks were leased in the interval: the
-	// sample size of the GPU-wait percentiles.
-	gpuLeased float64
 }
 
 // timelineWidths are the interval lengths a timeline may use: the smallest
@@ -105,7 +102,6 @@ func (tl *timeline) points(gpus, cpuSlots int) []TimelinePoint {
 		p := TimelinePoint{StartHours: start.Hours(), Hours: length.Hours(), Completed: float64(b.completed), QueuedGPUTasks: float64(b.queued)}
 		p.GPUWaitNoData = b.wait == nil
 		if b.wait != nil {
-			p.gpuLeased = float64(b.wait.TotalCount())
 			p.GPUWaitP50 = float64(b.wait.ValueAtQuantile(50)) / 1000
 			p.GPUWaitP95 = float64(b.wait.ValueAtQuantile(95)) / 1000
 			p.GPUWaitP99 = float64(b.wait.ValueAtQuantile(99)) / 1000
