@@ -367,8 +367,7 @@ func (s *server) createAccount(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	res, ok := apply(s, w, r, &fsm.CreateAccountOnce{AccountID: cmd.AccountID, Name: cmd.Name, Plan: cmd.Plan, Credits: cmd.Credits,
-		KeyID: cmd.KeyID, KeyHash: cmd.KeyHash, KeyHint: cmd.KeyHint, Now: cmd.Now,
+	res, ok := apply(s, w, r, &fsm.CreateAccountOnce{CreateAccount: *cmd,
 		Key: req.IdempotencyKey, RequestHash: accountRequestHash(req.Name, req.Plan, req.Credits)})
 	if !ok {
 		return

@@ -33,16 +33,9 @@ const recAccountCreate recordType = 31
 // that the state can tell a retry from another request under the same key
 // without keeping the request.
 type CreateAccountOnce struct {
-	AccountID   string   `msgpack:"account"`
-	Name        string   `msgpack:"name"`
-	Plan        string   `msgpack:"plan"`
-	Credits     int64    `msgpack:"credits"`
-	KeyID       string   `msgpack:"key"`
-	KeyHash     [32]byte `msgpack:"key_hash"`
-	KeyHint     string   `msgpack:"key_hint"`
-	Key         string   `msgpack:"idempotency_key"`
-	RequestHash [32]byte `msgpack:"request_hash"`
-	Now         int64    `msgpack:"now"`
+	CreateAccount          // its fields inlined in the encoding
+	Key           string   `msgpack:"idempotency_key"`
+	RequestHash   [32]byte `msgpack:"request_hash"`
 }
 
 // Type implements Command.
@@ -80,8 +73,7 @@ func (s *state) applyCreateAccountOnce(c *CreateAccountOnce) (CreateAccountResul
 	k := accountCreateID(c.Key)
 	rec, seen := s.accountCreates.get(k)
 	if !seen {
-		a, err := s.applyCreateAccount(&CreateAccount{AccountID: c.AccountID, Name: c.Name, Plan: c.Plan, Credits: c.Credits,
-			KeyID: c.KeyID, KeyHash: c.KeyHash, KeyHint: c.KeyHint, Now: c.Now})
+		a, err := s.applyCreateAccount(&c.CreateAccount)
 		if err != nil {
 			return CreateAccountResult{}, err
 		}

@@ -11,9 +11,9 @@ import (
 // createOnce is the keyed creation of account id with API key keyID, the
 // request standing for body.
 func createOnce(key, body, id, keyID string, credits, now int64) *fsm.CreateAccountOnce {
-	return &fsm.CreateAccountOnce{AccountID: id, Name: "name of " + id, Plan: fsm.PlanPro, Credits: credits,
-		KeyID: keyID, KeyHash: keyHash("secret-" + keyID), KeyHint: "vf_live_" + keyID[:1],
-		Key: key, RequestHash: keyHash(body), Now: now}
+	return &fsm.CreateAccountOnce{CreateAccount: fsm.CreateAccount{AccountID: id, Name: "name of " + id, Plan: fsm.PlanPro, Credits: credits,
+		KeyID: keyID, KeyHash: keyHash("secret-" + keyID), KeyHint: "vf_live_" + keyID[:1], Now: now},
+		Key: key, RequestHash: keyHash(body)}
 }
 
 // TestCreateAccountOnce: a keyed creation opens one account however often

@@ -172,8 +172,7 @@ func (g *cmdGen) next(t *rapid.T) fsm.Command {
 		g.accounts = append(g.accounts, id)
 		g.keys = append(g.keys, key)
 		if rapid.Bool().Draw(t, "keyed_create") { // a few keys and bodies: replays and conflicts
-			return &fsm.CreateAccountOnce{AccountID: c.AccountID, Name: c.Name, Plan: c.Plan, Credits: c.Credits,
-				KeyID: c.KeyID, KeyHash: c.KeyHash, KeyHint: c.KeyHint, Now: c.Now,
+			return &fsm.CreateAccountOnce{CreateAccount: *c,
 				Key: rapid.SampledFrom([]string{"", "c1", "c2", "c3"}).Draw(t, "create_key"), RequestHash: [32]byte{rapid.Byte().Draw(t, "request") % 2}}
 		}
 		return c
