@@ -185,6 +185,16 @@ func (t *table[V]) restore(k string, v *V) {
 	t.mark(k)
 }
 
+// expire deletes the records whose time (at) is before end and says how
+// many.
+func (t *table[V]) expire(end int64) int {
+	keys := t.before(end)
+	for _, k := range keys {
+		t.del(k)
+	}
+	return len(keys)
+}
+
 // before returns the keys of the records whose time (at) is before end, in
 // no particular order.
 func (t *table[V]) before(end int64) []string {

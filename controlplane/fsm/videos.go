@@ -123,22 +123,8 @@ func (s *state) applyFailVideo(c *FailVideo) (Video, error) {
 }
 
 func (s *state) applyExpireIdempotency(c *ExpireIdempotency) (int, error) {
-	n := 0
-	for _, k := range s.idem.before(c.Before) {
-		s.idem.del(k)
-		n++
-	}
-	for _, k := range s.debits.before(c.Before) {
-		s.debits.del(k)
-		n++
-	}
-	for _, k := range s.grants.before(c.Before) {
-		s.grants.del(k)
-		n++
-	}
-	for _, k := range s.accountCreates.before(c.Before) {
-		s.accountCreates.del(k)
-		n++
-	}
+	// Every record an idempotency key makes is kept IdempotencyTTL.
+	n := s.idem.expire(c.Before) + s.debits.expire(c.Before) + s.grants.expire(c.Before) +
+		s.accountCreates.expire(c.Before)
 	return n, nil
 }

@@ -206,11 +206,7 @@ func (s *state) applyRecordDelivery(c *RecordDelivery) (Delivery, error) {
 func (s *state) applyPruneDeliveries(c *PruneDeliveries) (int, error) {
 	// Both scans read the tables' time indexes: finished deliveries by when
 	// they finished, events by when they were made.
-	n := 0
-	for _, key := range s.deliveries.before(c.Before) {
-		s.deliveries.del(key)
-		n++
-	}
+	n := s.deliveries.expire(c.Before)
 	for _, id := range s.events.before(c.Before) {
 		if !s.deliveries.hasPrefix(deliveryKey(id, "")) {
 			s.events.del(id)
