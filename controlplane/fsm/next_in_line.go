@@ -1,7 +1,5 @@
 package fsm
 
-import "fmt"
-
 // A video created on an idle farm is answered before a node takes it (the
 // node takes it at its next poll for work), and its create said
 // "all_matching_nodes_busy": nodes busy with work ahead of it, which was
@@ -31,31 +29,7 @@ func (s *state) applyNextInLine(*NextInLine) (bool, error) {
 	return !was, nil
 }
 
-// nextInLineRecord is the switch's snapshot record, present once it is on.
-type nextInLineRecord struct {
-	On bool `msgpack:"on"`
-}
-
 const recNextInLine recordType = 32
-
-func (s *state) nextInLineRecords() []record {
-	if !s.nextInLine {
-		return nil
-	}
-	return []record{{recNextInLine, nextInLineRecord{On: true}}}
-}
-
-// restoreNextInLine sets the switch; readSnapshot hands it to the
-// scheduler once every record is read, as the scheduler's own record may
-// come after it and replace the scheduler.
-func (s *state) restoreNextInLine(body []byte) error {
-	r, err := decodeRecord[nextInLineRecord](body, "next in line")
-	if err != nil {
-		return fmt.Errorf("restore: %w", err)
-	}
-	s.nextInLine = r.On
-	return nil
-}
 
 // NextInLineOn reports whether a task first in line says next_in_line
 // (NextInLine).

@@ -126,25 +126,7 @@ func (s *state) runnerReq(req scheduler.Requirements, tool string) scheduler.Req
 	return req
 }
 
-// routingRecord is routing's snapshot record, present once it is on.
-type routingRecord struct {
-	On bool `msgpack:"on"`
-}
-
 const recRouting recordType = 28
-
-func (s *state) routingRecords() []record {
-	if !s.routing {
-		return nil
-	}
-	return []record{{recRouting, routingRecord{On: true}}}
-}
-
-func (s *state) restoreRouting(body []byte) error {
-	r, err := decodeRecord[routingRecord](body, "routing")
-	s.routing = r.On
-	return err
-}
 
 // RoutingOn reports whether tts tasks are routed to their voice's
 // nodes (StartRouting).

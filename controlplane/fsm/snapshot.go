@@ -171,11 +171,11 @@ func (s *state) records(hotOnly bool) []record {
 	}
 	out = append(out, s.outboxRecords(hotOnly)...)
 	out = append(out, s.eventLogRecords(hotOnly)...)
-	out = append(out, s.routingRecords()...)
-	out = append(out, s.webhookLimitRecords()...)
+	out = append(out, switchRecords(recRouting, s.routing)...)
+	out = append(out, switchRecords(recActiveWebhookLimit, s.activeWebhookLimit)...)
 	out = append(out, s.grantRecords(hotOnly)...)
 	out = append(out, s.accountCreateRecords(hotOnly)...)
-	return append(out, s.nextInLineRecords()...)
+	return append(out, switchRecords(recNextInLine, s.nextInLine)...)
 }
 
 // outboxRecords copies the webhook outbox: events, then deliveries, by id
@@ -495,13 +495,13 @@ func (s *state) restoreRecord(t recordType, body []byte) error {
 	case recEventLog, recLoggedEvent:
 		return s.restoreEventLogRecord(t, body)
 	case recRouting:
-		return s.restoreRouting(body)
+		return restoreSwitch(body, "routing", &s.routing)
 	case recActiveWebhookLimit:
-		return s.restoreWebhookLimit(body)
+		return restoreSwitch(body, "active webhook limit", &s.activeWebhookLimit)
 	case recGrant:
 		return s.restoreGrant(body)
 	case recNextInLine:
-		return s.restoreNextInLine(body)
+		return restoreSwitch(body, "next in line", &s.nextInLine)
 	case recAccountCreate:
 		return s.restoreAccountCreate(body)
 	case recAsset:
@@ -549,5 +549,29 @@ func (s *state) restoreOutboxRecord(t recordType, body []byte) error {
 			s.pending.add(&d)
 		}
 	}
+	return nil
+}
+
+// switchRecord is the snapshot record of a switch (StartRouting,
+// ActiveWebhookLimit, NextInLine), present once it is on.
+type switchRecord struct {
+	On bool `msgpack:"on"`
+}
+
+// switchRecords is the record of type t of a switch, none while it is off.
+func switchRecords(t recordType, on bool) []record {
+	if !on {
+		return nil
+	}
+	return []record{{t, switchRecord{On: true}}}
+}
+
+// restoreSwitch sets *on from a switch's record.
+func restoreSwitch(body []byte, what string, on *bool) error {
+	r, err := decodeRecord[switchRecord](body, what)
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	*on = r.On
 	return nil
 }

@@ -1,7 +1,5 @@
 package fsm
 
-import "fmt"
-
 // The contract allows "at most 5 active endpoints per account". A disabled
 // endpoint (DisableWebhook, after days of failed attempts) is not active: it
 // is sent nothing until the account enables it. Counting it would leave an
@@ -44,28 +42,7 @@ func (s *state) countedWebhooks(accountID string) int {
 	return n
 }
 
-// webhookLimitRecord is the switch's snapshot record, present once it is on.
-type webhookLimitRecord struct {
-	On bool `msgpack:"on"`
-}
-
 const recActiveWebhookLimit recordType = 29
-
-func (s *state) webhookLimitRecords() []record {
-	if !s.activeWebhookLimit {
-		return nil
-	}
-	return []record{{recActiveWebhookLimit, webhookLimitRecord{On: true}}}
-}
-
-func (s *state) restoreWebhookLimit(body []byte) error {
-	r, err := decodeRecord[webhookLimitRecord](body, "active webhook limit")
-	if err != nil {
-		return fmt.Errorf("restore: %w", err)
-	}
-	s.activeWebhookLimit = r.On
-	return nil
-}
 
 // ActiveWebhookLimitOn reports whether the webhook limit counts enabled
 // endpoints only (ActiveWebhookLimit).
