@@ -77,9 +77,7 @@ func Handler(cfg Config) http.Handler {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.New(http.StatusNotFound, apierr.CodeNotFound, "no admin endpoint "+r.Method+" "+r.URL.Path))
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		apierr.Write(w, r, apierr.New(http.StatusMethodNotAllowed, apierr.CodeInvalidRequest, r.Method+" is not allowed on "+r.URL.Path))
-	})
+	r.MethodNotAllowed(apierr.MethodNotAllowed(r, false))
 	r.Group(func(r chi.Router) {
 		r.Use(s.auth)
 		r.Handle("/metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))

@@ -83,3 +83,30 @@ func TestProfilesBehindTheToken(t *testing.T) {
 		}
 	}
 }
+
+// A method a path does not take is a 405 with the Allow header RFC 9110
+// requires (the admin listener had none), before authentication: the
+// methods a path takes are no secret.
+func TestAdminMethodNotAllowed(t *testing.T) {
+	h := Handler(Config{Token: "s3cret-admin", Gatherer: prometheus.NewRegistry(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	for _, c := range []struct{ method, path, allow string }{
+		{http.MethodDelete, "/admin/v1/accounts", "POST"},
+		{http.MethodPost, "/admin/v1/accounts/acct_x", "GET"},
+	} {
+		r := httptest.NewRequest(c.method, c.path, nil)
+		r.Header.Set("Authorization", "Bearer s3cret-admin")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		var env struct {
+			Error struct {
+				Code    string         `json:"code"`
+				Details map[string]any `json:"details"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(rec.Body.Bytes(), &env)
+		if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != c.allow || env.Error.Code != "invalid_request" || env.Error.Details["allowed_methods"] == nil {
+			t.Errorf("%s %s: %d, Allow %q, want 405 and %q: %s", c.method, c.path, rec.Code, rec.Header().Get("Allow"), c.allow, rec.Body)
+		}
+	}
+}

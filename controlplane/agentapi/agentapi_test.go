@@ -433,7 +433,11 @@ func TestBlobRules(t *testing.T) {
 func TestUnknownRoutesUseTheEnvelope(t *testing.T) {
 	e := newEnv(t)
 	want(t, e.call("GET", "/agent/v1/nope", "", nil), http.StatusNotFound, apierr.CodeNotFound)
-	want(t, e.call("GET", "/agent/v1/register", "", nil), http.StatusMethodNotAllowed, apierr.CodeInvalidRequest)
+	r := e.call("GET", "/agent/v1/register", "", nil)
+	want(t, r, http.StatusMethodNotAllowed, apierr.CodeInvalidRequest)
+	if r.header.Get("Allow") != "POST" {
+		t.Errorf("405 with Allow %q, want POST", r.header.Get("Allow"))
+	}
 	cred := e.register("gpu-1").Credential
 	want(t, e.call("POST", "/agent/v1/tasks/vid_x%2Frender/explode", cred, nil), http.StatusNotFound, apierr.CodeNotFound)
 }

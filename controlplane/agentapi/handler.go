@@ -138,10 +138,7 @@ func Handler(cfg Config) http.Handler {
 		apierr.Write(w, r, apierr.New(http.StatusNotFound, apierr.CodeNotFound,
 			fmt.Sprintf("no agent endpoint %s %s; the agent protocol lives under /agent/v1", r.Method, r.URL.Path)))
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		apierr.Write(w, r, apierr.New(http.StatusMethodNotAllowed, apierr.CodeInvalidRequest,
-			r.Method+" is not allowed on "+r.URL.Path))
-	})
+	r.MethodNotAllowed(apierr.MethodNotAllowed(r, false))
 	r.Post("/agent/v1/register", s.register)
 	r.Group(func(r chi.Router) {
 		r.Use(s.authenticate)

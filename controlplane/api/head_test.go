@@ -79,6 +79,15 @@ func TestHead(t *testing.T) {
 	if status, h := rawHead(t, e, "/v1/videos/"+vid+"/cancel", key); status != http.StatusMethodNotAllowed || h.Get("Allow") != "POST" {
 		t.Errorf("HEAD of a POST route: %d, Allow %q", status, h.Get("Allow"))
 	}
+	// A 405 on a GET route lists HEAD beside GET (RFC 9110 section 15.5.6:
+	// Allow names every method the resource supports).
+	if status, h := rawHead(t, e, "/v1/videos/"+vid, key); status != http.StatusOK || h.Get("Allow") != "" {
+		t.Errorf("HEAD of a video: %d, Allow %q", status, h.Get("Allow"))
+	}
+	put := e.do(http.MethodPut, "/v1/videos", key, "")
+	if put.Status != http.StatusMethodNotAllowed || put.Header.Get("Allow") != "GET, HEAD, POST" {
+		t.Errorf("PUT /v1/videos: %d, Allow %q, want GET, HEAD, POST", put.Status, put.Header.Get("Allow"))
+	}
 	// The event stream: its header, then the end of the answer (rawHead's
 	// deadline fails a stream that goes on).
 	status, h := rawHead(t, e, "/v1/videos/"+vid+"/events", key)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -75,22 +74,4 @@ func readBody(r *http.Request) ([]byte, *apierr.Error) {
 func (a *API) notFound(w http.ResponseWriter, r *http.Request) {
 	apierr.Write(w, r, apierr.New(http.StatusNotFound, apierr.CodeNotFound,
 		fmt.Sprintf("no endpoint %s %s; see GET /v1 for the API", r.Method, r.URL.Path)))
-}
-
-func (a *API) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	allowed := a.allowedMethods(r.URL.Path)
-	w.Header().Set("Allow", strings.Join(allowed, ", "))
-	apierr.Write(w, r, apierr.New(http.StatusMethodNotAllowed, apierr.CodeInvalidRequest,
-		fmt.Sprintf("%s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allowed, " or "))).
-		With("allowed_methods", allowed))
-}
-
-func (a *API) allowedMethods(path string) []string {
-	var out []string
-	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-		if a.router.Match(chi.NewRouteContext(), m, path) {
-			out = append(out, m)
-		}
-	}
-	return out
 }

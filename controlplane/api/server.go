@@ -155,7 +155,7 @@ func (a *API) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Use(apierr.RequestIDs, apierr.Recoverer(a.log, "public API"), a.observe, a.limitBody, getHead)
 	r.NotFound(a.notFound)
-	r.MethodNotAllowed(a.methodNotAllowed)
+	r.MethodNotAllowed(apierr.MethodNotAllowed(r, true))
 	r.Get("/", a.root)
 	r.Get("/v1", a.root)
 	r.Get("/files/previews/{id}.png", a.previewFile)
