@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -607,4 +609,33 @@ func TestRegisterFromTheSameMachine(t *testing.T) {
 	want(t, e.registerAs("cpu-1", v, ""), http.StatusCreated, "")
 	clock.Add(int64(time.Minute))
 	want(t, e.registerAs("cpu-1", v, ""), http.StatusConflict, apierr.CodeNodeNameInUse)
+}
+
+// Agents on several machines registering the same name at once: one node
+// takes the name, and every other registration is refused, where all could
+// pass the name check before and each later apply replaced the node before.
+func TestRegisterTheSameNameAtOnce(t *testing.T) {
+	e := newEnv(t)
+	const n = 8
+	statuses := make(chan int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		c := capacity("gpu-race")
+		for j := range c.GPUs {
+			c.GPUs[j].ID = fmt.Sprintf("GPU-machine-%d-%d", i, j) // another machine each
+		}
+		wg.Go(func() { statuses <- e.registerAs("gpu-race", c, "").status })
+	}
+	wg.Wait()
+	close(statuses)
+	got := map[int]int{}
+	for s := range statuses {
+		got[s]++
+	}
+	if got[http.StatusCreated] != 1 || got[http.StatusConflict] != n-1 {
+		t.Fatalf("statuses %v, want one 201 and %d 409", got, n-1)
+	}
+	if nodes := e.fsm.Nodes(); len(nodes) != 1 {
+		t.Fatalf("%d nodes, want 1", len(nodes))
+	}
 }

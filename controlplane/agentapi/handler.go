@@ -106,6 +106,11 @@ type server struct {
 	fsm    *fsm.FSM
 	log    *slog.Logger
 	notify *Notifier
+	// registering makes a registration's name check and its apply one
+	// step on this member (the leader, which applies them): two agents
+	// registering the same name at once would otherwise both pass the
+	// check, and the later apply would replace the earlier one's node.
+	registering chan struct{} // a slot: a channel, so a wait ends with its request
 }
 
 // Handler returns the agent listener's HTTP handler.
@@ -131,7 +136,7 @@ func Handler(cfg Config) http.Handler {
 	if cfg.Notifier == nil {
 		cfg.Notifier = NewNotifier()
 	}
-	s := &server{cfg: cfg, fsm: cfg.FSM, log: cfg.Logger, notify: cfg.Notifier}
+	s := &server{cfg: cfg, fsm: cfg.FSM, log: cfg.Logger, notify: cfg.Notifier, registering: make(chan struct{}, 1)}
 	r := chi.NewRouter()
 	r.Use(apierr.RequestIDs, s.withInfo, s.observe, apierr.Recoverer(s.log, "agent"))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {

@@ -78,7 +78,13 @@ func (s *server) register(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, e)
 		return
 	}
+	select {
+	case s.registering <- struct{}{}:
+	case <-r.Context().Done():
+		return // the agent gave up; it registers again
+	}
 	if e := s.nameFree(name, r.Header.Get(wire.HeaderPreviousCredential), req.Capacity); e != nil {
+		<-s.registering
 		apierr.Write(w, r, e)
 		return
 	}
@@ -91,6 +97,7 @@ func (s *server) register(w http.ResponseWriter, r *http.Request) {
 		Node:   scheduler.Node{ID: nodeID, GPUs: c.GPUs, CPUSlots: c.CPUSlots, Tools: c.Tools, Models: c.Models, WarmModels: c.WarmModels},
 		Voices: fsmVoices(c.Voices),
 	})
+	<-s.registering
 	if err != nil {
 		apierr.Write(w, r, s.fromApply(r, err))
 		return
