@@ -42,6 +42,7 @@ type Client struct {
 	maxBackoff     time.Duration
 	pollInterval   time.Duration
 	streamIdle     time.Duration
+	waitRetry      func(err error, next time.Duration)
 }
 
 // Option configures a Client.
@@ -66,6 +67,15 @@ func WithBackoff(first, limit time.Duration) Option {
 // WithPollInterval makes Wait poll at d instead of the video's
 // poll_interval_seconds. Use it sparingly: polls count toward the rate limit.
 func WithPollInterval(d time.Duration) Option { return func(c *Client) { c.pollInterval = d } }
+
+// WithWaitRetry calls f each time Wait (or WaitPolling) could not read the
+// video and will read it again after next: the server unreachable, busy
+// (429) or failing (5xx) past the call's own retries. Wait rides such
+// failures out until its context ends, so a restart or a leader election
+// does not end a wait; f lets a caller say why nothing moves meanwhile.
+func WithWaitRetry(f func(err error, next time.Duration)) Option {
+	return func(c *Client) { c.waitRetry = f }
+}
 
 // WithMembers names the other members of a cluster whose one member is the
 // base URL. A follower forwards every call to the leader and names it in

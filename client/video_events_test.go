@@ -3,12 +3,15 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/vidfarm/vidfarm/client"
 )
@@ -130,5 +133,68 @@ func TestWaitPollsWhenTheStreamIsRefused(t *testing.T) {
 	}
 	if api.gets != len(everyState)-1 {
 		t.Errorf("%d reads, want %d", api.gets, len(everyState)-1)
+	}
+}
+
+// A wait outlives a server that goes away for longer than a call's own
+// retries (a restart, an election): it reads again at the poll interval,
+// saying why through WithWaitRetry, until the server answers; a 404 still
+// ends it.
+func TestWaitOutlivesAServerAway(t *testing.T) {
+	api := &streamAPI{states: videoStates(), refuse: http.StatusNotFound}
+	first := httptest.NewServer(api)
+	addr := first.Listener.Addr().String()
+	var mu sync.Mutex
+	var retries []error
+	again := make(chan struct{})
+	c, err := client.New(first.URL, "vf_test_key", client.WithMaxAttempts(1), client.WithPollInterval(20*time.Millisecond),
+		client.WithWaitRetry(func(err error, next time.Duration) {
+			mu.Lock()
+			defer mu.Unlock()
+			retries = append(retries, err)
+			if len(retries) == 3 {
+				close(again) // the server comes back
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		<-again
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Errorf("listen again on %s: %v", addr, err)
+			return
+		}
+		api.mu.Lock()
+		api.at = len(api.states) - 2 // it rendered meanwhile
+		api.mu.Unlock()
+		second := &httptest.Server{Listener: l, Config: &http.Server{Handler: api}}
+		second.Start()
+		t.Cleanup(second.Close)
+	}()
+	var once sync.Once
+	final, err := c.Wait(context.Background(), "vid_1", func(client.Video) {
+		once.Do(first.Close) // the server goes away after the first read
+	})
+	if err != nil || final.Status != "completed" {
+		t.Fatalf("Wait: %+v, %v", final, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(retries) < 3 {
+		t.Fatalf("%d retries reported, want 3 or more", len(retries))
+	}
+	var ae *client.Error
+	if errors.As(retries[0], &ae) {
+		t.Errorf("the first retry's error is an API error (%v), want no answer at all", retries[0])
+	}
+
+	// An answer that will not change ends the wait at once.
+	missing := httptest.NewServer(http.NotFoundHandler())
+	defer missing.Close()
+	c2 := newTestClient(t, missing.URL)
+	if _, err := c2.Wait(context.Background(), "vid_1", nil); err == nil {
+		t.Fatal("Wait on a 404: no error")
 	}
 }

@@ -17,27 +17,52 @@ type updates interface {
 }
 
 // poller reads the video every poll_interval_seconds (or the client's
-// WithPollInterval).
+// WithPollInterval). A read that fails for a reason that passes (no answer,
+// 429, 5xx) is tried again at that interval until the context ends: a wait
+// outlives a server's restart or a leader election, where the call's own
+// retries (seconds) do not.
 type poller struct {
 	c     *Client
 	id    string
 	wait  time.Duration // before the next read; 0 on the first
 	fixed time.Duration
+	every time.Duration // the video's poll_interval_seconds, once read
 }
 
+// defaultPoll is the interval before the video has said its own: the
+// contract's "usually 5".
+const defaultPoll = 5 * time.Second
+
 func (p *poller) next(ctx context.Context) (*Video, error) {
-	if err := sleep(ctx, p.wait); err != nil {
-		return nil, err
+	for {
+		if err := sleep(ctx, p.wait); err != nil {
+			return nil, err
+		}
+		v, err := p.c.GetVideo(ctx, p.id)
+		if err == nil {
+			p.every = time.Duration(max(v.PollIntervalSeconds, 1)) * time.Second
+			p.wait = p.interval()
+			return v, nil
+		}
+		if ctx.Err() != nil || !retryable(err) {
+			return nil, err
+		}
+		p.wait = p.interval()
+		if p.c.waitRetry != nil {
+			p.c.waitRetry(err, p.wait)
+		}
 	}
-	v, err := p.c.GetVideo(ctx, p.id)
-	if err != nil {
-		return nil, err
+}
+
+// interval is the wait between reads.
+func (p *poller) interval() time.Duration {
+	switch {
+	case p.fixed > 0:
+		return p.fixed
+	case p.every > 0:
+		return p.every
 	}
-	p.wait = p.fixed
-	if p.wait <= 0 {
-		p.wait = time.Duration(max(v.PollIntervalSeconds, 1)) * time.Second
-	}
-	return v, nil
+	return defaultPoll
 }
 
 // streamer reads the video's events stream, resuming with the last event's
@@ -104,11 +129,13 @@ func (s *streamer) close() {
 // Wait follows video id until it is final (completed, failed, canceled, or a
 // free plan's preview) and returns it. It listens to the video's events
 // stream, and polls every poll_interval_seconds (or WithPollInterval) while
-// the stream cannot be had. A failed or canceled video is not an error: check
-// Status. onChange, when not nil, is called with the first state seen and
-// then with every state whose status or progress differs from the one
-// before. Errors are ctx's, or an API error the client's retries did not get
-// past.
+// the stream cannot be had; a read that fails for a reason that passes (the
+// server unreachable, 429, 5xx) is tried again at that interval until ctx
+// ends (WithWaitRetry says when). A failed or canceled video is not an
+// error: check Status. onChange, when not nil, is called with the first
+// state seen and then with every state whose status or progress differs
+// from the one before. Errors are ctx's, or an API error that retrying
+// cannot change (404 for an id the account does not have, 401).
 func (c *Client) Wait(ctx context.Context, id string, onChange func(Video)) (*Video, error) {
 	s := &streamer{c: c, id: id, poll: &poller{c: c, id: id, fixed: c.pollInterval}}
 	defer s.close()
