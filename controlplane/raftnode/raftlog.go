@@ -49,18 +49,19 @@ type raftLog struct {
 	// floor is a further minimum set by SetLevel (hclog.NoLevel: none),
 	// shared with the loggers made from this one as hclog does.
 	floor *atomic.Int32
+	rep   *repeats // shared too: which warnings and errors are written
 }
 
 var _ hclog.Logger = (*raftLog)(nil)
 
 // newRaftLog is the logger Raft and its stores get: l's handler, named "raft".
 func newRaftLog(l *slog.Logger) hclog.Logger {
-	return newRaftLogFrom(l.Handler(), "raft", nil, new(atomic.Int32))
+	return newRaftLogFrom(l.Handler(), "raft", nil, new(atomic.Int32), newRepeats())
 }
 
-func newRaftLogFrom(base slog.Handler, name string, implied []any, floor *atomic.Int32) *raftLog {
+func newRaftLogFrom(base slog.Handler, name string, implied []any, floor *atomic.Int32, rep *repeats) *raftLog {
 	attrs := append([]slog.Attr{slog.String(raftComponentKey, name)}, hclogAttrs(implied)...)
-	return &raftLog{base: base, h: base.WithAttrs(attrs), name: name, implied: implied, floor: floor}
+	return &raftLog{base: base, h: base.WithAttrs(attrs), name: name, implied: implied, floor: floor, rep: rep}
 }
 
 // slogLevel maps an hclog level to slog's; false for Off, which logs nothing.
@@ -99,11 +100,22 @@ func (l *raftLog) log(level hclog.Level, msg string, args []any) {
 	if !l.enabled(level) {
 		return
 	}
+	skipped := 0
+	if level >= hclog.Warn { // see repeatWindow
+		ok, n := l.rep.admit(repeatKey(l.name, level, msg, l.implied, args))
+		if !ok {
+			return
+		}
+		skipped = n
+	}
 	sl, _ := slogLevel(level)
 	var pcs [1]uintptr
 	runtime.Callers(3, pcs[:]) // runtime.Callers, log, the exported method
 	r := slog.NewRecord(time.Now(), sl, msg, pcs[0])
 	r.AddAttrs(hclogAttrs(args)...)
+	if skipped > 0 {
+		r.AddAttrs(slog.Int("repeated", skipped))
+	}
 	_ = l.h.Handle(context.Background(), r)
 }
 
@@ -176,7 +188,7 @@ func (l *raftLog) ImpliedArgs() []any { return l.implied }
 // With adds args to every line of the logger it returns.
 func (l *raftLog) With(args ...any) hclog.Logger {
 	implied := append(l.implied[:len(l.implied):len(l.implied)], args...)
-	return newRaftLogFrom(l.base, l.name, implied, l.floor)
+	return newRaftLogFrom(l.base, l.name, implied, l.floor, l.rep)
 }
 
 func (l *raftLog) Name() string { return l.name }
@@ -186,11 +198,11 @@ func (l *raftLog) Named(name string) hclog.Logger {
 	if l.name != "" {
 		name = l.name + "." + name
 	}
-	return newRaftLogFrom(l.base, name, l.implied, l.floor)
+	return newRaftLogFrom(l.base, name, l.implied, l.floor, l.rep)
 }
 
 func (l *raftLog) ResetNamed(name string) hclog.Logger {
-	return newRaftLogFrom(l.base, name, l.implied, l.floor)
+	return newRaftLogFrom(l.base, name, l.implied, l.floor, l.rep)
 }
 
 // SetLevel raises the minimum of this logger and those made from it above

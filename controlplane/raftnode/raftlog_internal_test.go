@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -175,5 +178,51 @@ func TestRaftLogStandardLogger(t *testing.T) {
 	want := "WARN:careful INFO:[WARN] plain ERROR:forced DEBUG:stamped"
 	if strings.Join(got, " ") != want {
 		t.Errorf("got %v, want %s", got, want)
+	}
+}
+
+// Raft logs an unreachable peer's failures about twice a second: one line
+// per peer and message per repeatWindow is written, the next one saying how
+// many were left out; other peers, other messages and lines below Warn are
+// not held back.
+func TestRaftLogRepeats(t *testing.T) {
+	l, b := jsonLog(slog.LevelDebug, false)
+	now := time.Unix(1_000_000, 0)
+	l.(*raftLog).rep.now = func() time.Time { return now }
+	down := errors.New("dial tcp 127.0.0.1:7001: connect: connection refused")
+	beat := func(peer string) {
+		l.Error("failed to heartbeat to", "peer", peer, "backoff time", 10*time.Millisecond, "error", down)
+	}
+	for range 10 {
+		beat("127.0.0.1:7001")
+		beat("127.0.0.1:7002")
+		l.Named("replication").Debug("sending heartbeat", "peer", "127.0.0.1:7001")
+		now = now.Add(500 * time.Millisecond)
+	}
+	l.Warn("failed to heartbeat to", "peer", "127.0.0.1:7001") // another level: its own kind
+	now = now.Add(repeatWindow)
+	beat("127.0.0.1:7001")
+
+	var heartbeats []map[string]any
+	debug := 0
+	for _, m := range decodeLines(t, b) {
+		switch m["msg"] {
+		case "failed to heartbeat to":
+			if m["level"] == "ERROR" {
+				heartbeats = append(heartbeats, m)
+			}
+		case "sending heartbeat":
+			debug++
+		}
+	}
+	if debug != 10 {
+		t.Errorf("%d debug lines, want all 10", debug)
+	}
+	var peers []string
+	for _, m := range heartbeats {
+		peers = append(peers, fmt.Sprintf("%v/%v", m["peer"], m["repeated"]))
+	}
+	if want := []string{"127.0.0.1:7001/<nil>", "127.0.0.1:7002/<nil>", "127.0.0.1:7001/9"}; !slices.Equal(peers, want) {
+		t.Errorf("heartbeat errors written %q, want %q", peers, want)
 	}
 }
