@@ -93,6 +93,20 @@ func TestThreeNodeClusterForwardsAndFailsOver(t *testing.T) {
 		return leaders == 1, all
 	})
 
+	// Each member's /metrics says how many voters it sees, its term (which
+	// counts elections) and, on a follower, how long since the leader spoke.
+	terms := map[string]float64{}
+	for id, h := range nodes {
+		waitShowing(t, id+"'s Raft metrics", 20*time.Second, func() (bool, any) {
+			page := h.adminGet("/metrics")
+			voters, _ := metricSample(page, "vidfarm_raft_voters")
+			term, okTerm := metricSample(page, "vidfarm_raft_term")
+			contact, okContact := metricSample(page, "vidfarm_raft_last_contact_seconds")
+			terms[id] = term
+			return voters == 3 && okTerm && term >= 1 && okContact && contact < 10, []float64{voters, term, contact}
+		})
+	}
+
 	// Writes retry what the contract says is retryable (503 while leadership
 	// moves, which a loaded machine makes happen at any time), as clients do;
 	// the Idempotency-Key makes a retried create safe.
@@ -164,6 +178,12 @@ func TestThreeNodeClusterForwardsAndFailsOver(t *testing.T) {
 	waitUntil(t, "a new leader is elected", 30*time.Second, func() bool {
 		return nodes[members(survivors[0]).Leader] != nil
 	})
+	for _, h := range survivors {
+		waitShowing(t, h.cfg.NodeID+"'s term after the election", 20*time.Second, func() (bool, any) {
+			term, _ := metricSample(h.adminGet("/metrics"), "vidfarm_raft_term")
+			return term > terms[h.cfg.NodeID], term
+		})
+	}
 	if r := write("a create after failover", survivors[1], acct.APIKey, manualReq("duration_seconds", 5), "Idempotency-Key", "second"); r.Status != http.StatusCreated {
 		t.Fatalf("create after failover: %d %s", r.Status, r.Body)
 	}
