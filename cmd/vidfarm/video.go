@@ -44,7 +44,7 @@ type videoCLI struct {
 }
 
 func runVideo(args []string) error {
-	c, asJSON, rest, err := clientCommand("video", videoUsage, args)
+	c, asJSON, rest, err := clientCommand("video", videoUsage, args, true)
 	if err != nil {
 		return err
 	}
@@ -55,17 +55,29 @@ func runVideo(args []string) error {
 }
 
 // clientCommand parses the flags every API client command (video, webhook)
-// shares, --url, --key, --json and --poll-interval, and makes the SDK
-// client; rest holds at least the command's name.
-func clientCommand(name, usage string, args []string) (*client.Client, bool, []string, error) {
+// shares, --url, --key and --json, and --poll-interval where the command
+// follows videos (waits), and makes the SDK client; rest holds at least the
+// command's name.
+func clientCommand(name, usage string, args []string, waits bool) (*client.Client, bool, []string, error) {
 	fs := flag.NewFlagSet(name, flag.ExitOnError)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, usage); fs.PrintDefaults() }
 	baseURL := fs.String("url", envOr("VIDFARM_URL", client.DefaultBaseURL), "API address, or a cluster's members separated by commas [$VIDFARM_URL]")
-	key := fs.String("key", os.Getenv("VIDFARM_API_KEY"), "API key [$VIDFARM_API_KEY]")
-	poll := fs.Duration("poll-interval", 0, "how often --wait and watch read the video while its events stream cannot be had (default: the video's poll_interval_seconds)")
+	// The key is read from the environment after parsing, not given as the
+	// flag's default: -h prints defaults, and the key is a secret (admin's
+	// token is kept out of -h the same way).
+	key := fs.String("key", "", "API key [$VIDFARM_API_KEY]")
+	var poll *time.Duration
+	if waits {
+		poll = fs.Duration("poll-interval", 0, "how often --wait and watch read the video while its events stream cannot be had (default: the video's poll_interval_seconds)")
+	}
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := fs.Parse(args); err != nil {
 		return nil, false, nil, err
+	}
+	keySet := false
+	fs.Visit(func(f *flag.Flag) { keySet = keySet || f.Name == "key" })
+	if !keySet {
+		*key = os.Getenv("VIDFARM_API_KEY")
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
@@ -73,7 +85,7 @@ func clientCommand(name, usage string, args []string) (*client.Client, bool, []s
 		return nil, false, nil, errors.New("no command given")
 	}
 	opts := []client.Option{client.WithUserAgent("vidfarm-cli")}
-	if *poll > 0 {
+	if poll != nil && *poll > 0 {
 		opts = append(opts, client.WithPollInterval(*poll))
 	}
 	urls := members.Split(*baseURL)

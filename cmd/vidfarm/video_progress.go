@@ -17,20 +17,25 @@ import (
 type videoProgress struct {
 	w   io.Writer
 	bar *progressbar.ProgressBar
+	// completed: the last state shown was completed, whose bar stays.
+	completed bool
 }
 
 func newVideoProgress(w io.Writer) *videoProgress {
-	p := &videoProgress{w: w}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		p.bar = progressbar.NewOptions(100,
-			progressbar.OptionSetWriter(w),
-			progressbar.OptionSetWidth(30),
-			progressbar.OptionShowElapsedTimeOnFinish(),
-			progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionClearOnFinish(),
-		)
+		return newVideoBar(w)
 	}
-	return p
+	return &videoProgress{w: w}
+}
+
+// newVideoBar shows the progress as a bar on w, a terminal.
+func newVideoBar(w io.Writer) *videoProgress {
+	return &videoProgress{w: w, bar: progressbar.NewOptions(100,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionShowElapsedTimeOnFinish(),
+		progressbar.OptionThrottle(100*time.Millisecond),
+	)}
 }
 
 func (p *videoProgress) update(v client.Video) {
@@ -38,20 +43,37 @@ func (p *videoProgress) update(v client.Video) {
 		fmt.Fprintf(p.w, "%s %s\n", v.ID, progressText(&v))
 		return
 	}
+	p.completed = v.Status == client.StatusCompleted
+	if p.completed {
+		// A completed video has no progress to take a percent from: its
+		// bar is full. Filled before it is described, as Describe draws at
+		// once with the bar's percent of the moment (the last one seen, or
+		// 0 for a video that had finished before the watch began).
+		_ = p.bar.Set(100)
+		p.bar.Describe(progressText(&v))
+		return
+	}
 	p.bar.Describe(progressText(&v))
 	percent := 0
 	if v.Progress != nil {
 		percent = v.Progress.Percent
-	} else if v.Status == client.StatusCompleted {
-		percent = 100
 	}
 	_ = p.bar.Set(percent)
 }
 
 func (p *videoProgress) finish() {
-	if p.bar != nil {
-		_ = p.bar.Finish()
+	if p.bar == nil {
+		return
 	}
+	if p.completed {
+		// The full bar stays, with the time it took, on a line of its own.
+		_ = p.bar.Finish()
+		fmt.Fprintln(p.w)
+		return
+	}
+	// Failed, canceled, a preview, or the wait ended: the bar's percent
+	// is not where the video stands; what is printed next says that.
+	_ = p.bar.Clear()
 }
 
 // progressText is a video's state in a few words: "queued #3 (eta 40-90 s)",

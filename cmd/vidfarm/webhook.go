@@ -46,7 +46,7 @@ type webhookCLI struct {
 }
 
 func runWebhook(args []string) error {
-	c, asJSON, rest, err := clientCommand("webhook", webhookUsage, args)
+	c, asJSON, rest, err := clientCommand("webhook", webhookUsage, args, false)
 	if err != nil {
 		return err
 	}
@@ -210,7 +210,11 @@ func (cli *webhookCLI) printEndpoint(w *client.WebhookEndpoint) {
 
 // printDelivery prints a delivery and its last attempt.
 func (cli *webhookCLI) printDelivery(d *client.WebhookDelivery) {
-	line := fmt.Sprintf("%s  %-9s  %-16s  %d attempts", d.ID, d.Status, d.EventType, len(d.Attempts))
+	attempts := "attempts"
+	if len(d.Attempts) == 1 {
+		attempts = "attempt"
+	}
+	line := fmt.Sprintf("%s  %-9s  %-16s  %d %s", d.ID, d.Status, d.EventType, len(d.Attempts), attempts)
 	if n := len(d.Attempts); n > 0 {
 		a := d.Attempts[n-1]
 		status := "no answer"

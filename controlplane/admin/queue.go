@@ -47,17 +47,25 @@ type WaitingJSON struct {
 
 // VideoInspectJSON answers GET /admin/v1/videos/{id}.
 type VideoInspectJSON struct {
-	VideoID         string     `json:"video_id"`
-	AccountID       string     `json:"account_id"`
-	Status          string     `json:"status"`
-	Mode            string     `json:"mode"`
-	Model           string     `json:"model,omitempty"`
-	Percent         int        `json:"percent"`
-	QueuePosition   uint64     `json:"queue_position,omitempty"`
-	Reason          string     `json:"reason,omitempty"`
-	Message         string     `json:"message,omitempty"`
-	CreditsCharged  int64      `json:"credits_charged"`
-	CreditsRefunded bool       `json:"credits_refunded"`
+	VideoID   string `json:"video_id"`
+	AccountID string `json:"account_id"`
+	Status    string `json:"status"`
+	Mode      string `json:"mode"`
+	Model     string `json:"model,omitempty"`
+	// Percent is 100 once completed and the scheduler's while queued or
+	// processing; the state does not keep where a failed or canceled
+	// video stopped, so for those it is 0 and means nothing.
+	Percent         int    `json:"percent"`
+	QueuePosition   uint64 `json:"queue_position,omitempty"`
+	Reason          string `json:"reason,omitempty"`
+	Message         string `json:"message,omitempty"`
+	CreditsCharged  int64  `json:"credits_charged"`
+	CreditsRefunded bool   `json:"credits_refunded"`
+	// RefundedCredits is how many of CreditsCharged went back: all of a
+	// failed video's, the unrendered part of a canceled one's. The flag
+	// above is true for both, so it alone makes a partial refund look
+	// whole.
+	RefundedCredits int64      `json:"refunded_credits"`
 	Error           string     `json:"error,omitempty"`
 	CreatedAt       time.Time  `json:"created_at"`
 	StartedAt       *time.Time `json:"started_at,omitempty"`
@@ -174,7 +182,7 @@ func VideoView(f *fsm.FSM, id string) (VideoInspectJSON, bool) {
 	}
 	out := VideoInspectJSON{VideoID: g.ID, AccountID: g.AccountID, Status: g.Status, Mode: g.Spec.Mode, Model: g.Spec.Model,
 		Percent: g.Percent, QueuePosition: g.QueuePosition, Reason: g.WaitReason, Message: g.WaitMessage,
-		CreditsCharged: g.CreditsCharged, CreditsRefunded: g.CreditsRefunded, Error: g.ErrorMessage,
+		CreditsCharged: g.CreditsCharged, CreditsRefunded: g.CreditsRefunded, RefundedCredits: g.Refunded(), Error: g.ErrorMessage,
 		CreatedAt: time.Unix(0, g.CreatedAt).UTC(), StartedAt: nsPtr(g.StartedAt), FinishedAt: nsPtr(g.FinishedAt),
 		Tasks: make([]TaskJSON, 0, len(g.Tasks)), Timings: make([]TimingJSON, 0, len(g.Timings))}
 	for _, t := range g.Tasks {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"text/tabwriter"
 	"time"
+
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
 )
 
 // Queue lists the oldest waiting videos (of one account, "" for all), at
@@ -60,9 +62,17 @@ func WriteQueueTable(w io.Writer, q QueueJSON, now time.Time) error {
 
 // WriteVideoInspect writes a video and its task graph for a terminal.
 func WriteVideoInspect(w io.Writer, v VideoInspectJSON, now time.Time) error {
-	fmt.Fprintf(w, "%s  account %s  %s %s  %s  %d%%  charged %d", v.VideoID, v.AccountID, v.Mode, dash(v.Model), v.Status,
-		v.Percent, v.CreditsCharged)
-	if v.CreditsRefunded {
+	fmt.Fprintf(w, "%s  account %s  %s %s  %s  ", v.VideoID, v.AccountID, v.Mode, dash(v.Model), v.Status)
+	// The state does not keep where a failed or canceled video stopped:
+	// its percent (0) would read as "stopped before it began".
+	if v.Status != fsm.StatusFailed && v.Status != fsm.StatusCanceled {
+		fmt.Fprintf(w, "%d%%  ", v.Percent)
+	}
+	fmt.Fprintf(w, "charged %d", v.CreditsCharged)
+	switch {
+	case v.RefundedCredits > 0:
+		fmt.Fprintf(w, ", refunded %d", v.RefundedCredits)
+	case v.CreditsRefunded: // nothing to give back, or a server from before refunded_credits
 		fmt.Fprint(w, " (refunded)")
 	}
 	fmt.Fprintf(w, "\ncreated %s, started %s, finished %s\n", ago(now, v.CreatedAt), agoPtr(now, v.StartedAt), agoPtr(now, v.FinishedAt))

@@ -2,9 +2,11 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -286,4 +288,83 @@ func TestConsoleInBrowser(t *testing.T) {
 			return // the later steps build on this one
 		}
 	}
+}
+
+// login logs the browser into f's console and waits for the farm page.
+func (b *browser) login(f *farm) {
+	b.t.Helper()
+	b.do("log in", chromedp.Navigate(f.consoleURL()), chromedp.WaitVisible(chromedp.CSS("#login")),
+		chromedp.SendKeys(chromedp.CSS("#token"), adminToken), chromedp.Click(chromedp.CSS("#login button")),
+		chromedp.WaitVisible(chromedp.CSS("#nodes")))
+}
+
+// text is the text of the first element that matches the CSS selector, ""
+// when none does.
+func text(b *browser, sel string) string {
+	b.t.Helper()
+	return eval[string](b, `(document.querySelector('`+sel+`') || {}).textContent || ''`)
+}
+
+// TestConsoleVideoPageInBrowser: the video page says how many credits a
+// refund gave back (part of the charge for a cancel, all of it for a
+// failure), gives no percent where the state keeps none, and holds nothing
+// of the previous video when the next one does not exist; the queue and
+// farm pages count in words and link accounts.
+func TestConsoleVideoPageInBrowser(t *testing.T) {
+	b := newBrowser(t)
+	f := startFarm(t)
+	canceled, failed, charged, refunded := refundFarm(t, f)
+	waiting := f.video(f.account(), otherModel(t)) // no node runs its model
+	w, err := f.admin.InspectVideo(context.Background(), waiting)
+	must(t, err, "inspect %s", waiting)
+	b.login(f)
+
+	poll[bool](b, "the farm counts one node", `document.getElementById('farm-summary').textContent.startsWith('1 node (1 active) · 2 GPUs')`)
+
+	b.do("open the queue", chromedp.Navigate(f.consoleURL()+"#queue"))
+	row := `#waiting tr[data-video="` + waiting + `"]`
+	poll[bool](b, "the waiting video shows", `document.querySelector('`+row+`') !== null`)
+	if got := text(b, row+` td:nth-child(5)`); got != "render" {
+		t.Errorf("the waiting video's task reads %q, want render (once)", got)
+	}
+	if href := eval[string](b, `(document.querySelector('`+row+` td:nth-child(3) a') || {}).hash || ''`); href != "#accounts/"+w.AccountID {
+		t.Errorf("the waiting video's account links to %q, want #accounts/%s", href, w.AccountID)
+	}
+
+	facts := `document.querySelector('#video-head .facts').textContent`
+	for _, tc := range []struct {
+		id, status string
+		credits    string
+	}{
+		{canceled, "canceled", fmt.Sprintf("creditscharged %d, refunded %d", charged, refunded)},
+		{failed, "failed", fmt.Sprintf("creditscharged %d, refunded %d", charged, charged)},
+	} {
+		b.do("open the "+tc.status+" video", chromedp.Navigate(f.consoleURL()+"#video/"+tc.id))
+		poll[bool](b, "the "+tc.status+" video shows", `(document.getElementById('video-title') || {}).textContent === '`+tc.id+`'`)
+		got := eval[string](b, facts)
+		if !strings.Contains(got, tc.credits) || strings.Contains(got, "progress") {
+			t.Errorf("the %s video's facts: %q, want %q and no progress", tc.status, got, tc.credits)
+		}
+	}
+	b.shot("video-failed")
+
+	b.do("open a video that does not exist", chromedp.Navigate(f.consoleURL()+"#video/vid_nope"))
+	poll[bool](b, "the error shows", `document.getElementById('error').textContent.includes('not found')`)
+	if head, graph := text(b, "#video-head"), text(b, "#graph"); head != "" || graph != "" {
+		t.Errorf("the page for vid_nope still shows the previous video: %q, graph %q", head, graph)
+	}
+	b.shot("video-not-found")
+}
+
+// otherModel is a model other than the one refundFarm's node runs that
+// takes farm.video's request (text to video, 5 s).
+func otherModel(t *testing.T) string {
+	t.Helper()
+	for _, m := range models.All() {
+		if m.ID != models.IDs()[0] && m.Supports(models.TextToVideo) && slices.Contains(m.Durations, 5) {
+			return m.ID
+		}
+	}
+	t.Fatal("no second model renders text to video in 5 s")
+	return ""
 }

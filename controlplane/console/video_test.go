@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -96,4 +97,60 @@ func (f *farm) run(cred string) wire.Assignment {
 	f.agent("POST", "/agent/v1/tasks/"+url.PathEscape(a.TaskID)+"/complete", cred,
 		wire.CompleteRequest{Token: a.Token, Artifacts: arts, DurationSeconds: float64(a.Video.DurationSeconds)}, nil)
 	return a
+}
+
+// refundFarm makes, on f, a video canceled once its render is done (a
+// cancel refunds the tasks not done) and one failed by an operator, and
+// returns their ids with what each was charged and what the public API
+// said the cancel refunded.
+func refundFarm(t *testing.T, f *farm) (canceled, failed string, charged, refunded int64) {
+	t.Helper()
+	model := models.IDs()[0]
+	cred := f.register("gpu-r", []string{model})
+	key := f.account()
+	canceled, failed = f.video(key, model), f.video(key, model)
+	if a := f.run(cred); a.Video.ID != canceled || a.Kind != scheduler.KindRender {
+		t.Fatalf("ran %s of %s, want the render of %s", a.TaskID, a.Video.ID, canceled)
+	}
+	var c struct {
+		CreditsCharged int64 `json:"credits_charged"`
+		Cancellation   struct {
+			CreditsRefunded int64 `json:"credits_refunded"`
+		} `json:"cancellation"`
+	}
+	f.call("POST", f.srv.PublicURL(), "/v1/videos/"+canceled+"/cancel", key, nil, &c)
+	if c.Cancellation.CreditsRefunded <= 0 || c.Cancellation.CreditsRefunded >= c.CreditsCharged {
+		t.Fatalf("cancel after the render: charged %d, refunded %d, want a partial refund", c.CreditsCharged, c.Cancellation.CreditsRefunded)
+	}
+	if _, err := f.admin.FailVideo(context.Background(), failed, "operator test"); err != nil {
+		t.Fatalf("fail %s: %v", failed, err)
+	}
+	return canceled, failed, c.CreditsCharged, c.Cancellation.CreditsRefunded
+}
+
+// TestVideoPageRefunds: the video page's JSON says how many credits went
+// back, not only that some did: part of the charge for a video canceled
+// mid-render, all of it for a failed one.
+func TestVideoPageRefunds(t *testing.T) {
+	f := startFarm(t)
+	canceled, failed, charged, refunded := refundFarm(t, f)
+	base := "http://" + f.srv.AdminAddr()
+	ck, _ := loginCookie(t, base)
+	for _, tc := range []struct {
+		id, status string
+		refunded   int64
+	}{
+		{canceled, "canceled", refunded},
+		{failed, "failed", charged},
+	} {
+		st, body, _ := send(t, "GET", base+"/console/api/videos/"+tc.id, "", ck, nil)
+		var v console.VideoJSON
+		if st != http.StatusOK || json.Unmarshal([]byte(body), &v) != nil {
+			t.Fatalf("video %s: %d %s", tc.id, st, body)
+		}
+		if v.Status != tc.status || v.CreditsCharged != charged || !v.CreditsRefunded || v.RefundedCredits != tc.refunded {
+			t.Errorf("%s video: %s, charged %d, refunded %t %d; want charged %d, refunded %d",
+				tc.status, v.Status, v.CreditsCharged, v.CreditsRefunded, v.RefundedCredits, charged, tc.refunded)
+		}
+	}
 }

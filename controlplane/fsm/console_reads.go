@@ -99,11 +99,7 @@ func (f *FSM) RecentCharges(account string, since int64, limit int) (charges []V
 			return false
 		}
 		read++
-		refunded := v.RefundedCredits
-		if v.CreditsRefunded && refunded == 0 {
-			refunded = v.CreditsCharged
-		}
-		if net := v.CreditsCharged - refunded; net != 0 {
+		if net := v.CreditsCharged - v.Refunded(); net != 0 {
 			charges = append(charges, VideoCharge{At: v.CreatedAt, Net: net})
 		}
 		return true

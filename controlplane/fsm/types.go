@@ -150,6 +150,17 @@ type Video struct {
 	CreatedEvent CreatedEventInfo `msgpack:"created_event,omitempty"`
 }
 
+// Refunded is how many of its charged credits v's account got back: the
+// whole charge of a failed video (its RefundedCredits stay 0), what a
+// cancel refunded, else none. CreditsRefunded alone does not say it: a
+// cancel mid-render refunds only what was not rendered.
+func (v *Video) Refunded() int64 {
+	if v.CreditsRefunded && v.RefundedCredits == 0 {
+		return v.CreditsCharged
+	}
+	return v.RefundedCredits
+}
+
 // CreatedEventInfo is the part of a video.created event that its video's
 // record does not keep: its place in the account's event log, what the
 // video's progress said then, and what the record has changed since (its

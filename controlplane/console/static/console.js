@@ -14,6 +14,7 @@
   let streamFailed = false; // polling instead, until the next page change
   let generation = 0; // a newer refresh makes older answers moot
   let accountsAfter = ''; // the accounts list's page: after this id
+  let videoShown = ''; // the video whose facts and graph the video page holds
 
   const $ = (id) => document.getElementById(id);
 
@@ -55,6 +56,9 @@
     return d >= 0 ? 'in ' + secs(d) : secs(-d) + ' ago';
   };
   const videoLink = (id) => el('a', { href: '#video/' + encodeURIComponent(id), class: 'mono' }, id);
+  const accountLink = (id) => el('a', { href: '#accounts/' + encodeURIComponent(id), class: 'mono' }, id);
+  // count is "1 node", "2 nodes".
+  const count = (n, one, many) => n + ' ' + (n === 1 ? one : many || one + 's');
 
   class LoggedOut extends Error {}
 
@@ -133,7 +137,16 @@
     const { page, arg } = current();
     for (const p of PAGES) $(p + '-page').hidden = p !== page;
     for (const a of document.querySelectorAll('nav a')) a.classList.toggle('current', a.dataset.page === page);
-    if (page === 'video') $('video-id').value = arg;
+    if (page === 'video') {
+      $('video-id').value = arg;
+      // Another video's facts must not stay up while this one loads, nor
+      // beside the error if there is no such video.
+      if (arg !== videoShown) {
+        $('video-head').replaceChildren();
+        $('graph').replaceChildren();
+        videoShown = '';
+      }
+    }
     streamFailed = false;
     refresh();
   }
@@ -304,8 +317,8 @@
     const now = Date.parse(f.generated_at);
     const s = f.summary;
     const counts = Object.entries(s.nodes).map(([k, v]) => v + ' ' + k).join(', ');
-    $('farm-summary').textContent = f.nodes.length + ' nodes' + (counts ? ' (' + counts + ')' : '') + ' · ' +
-      s.gpus + ' GPUs, ' + s.busy_gpus + ' busy · ' + s.running_tasks + ' tasks running · served by ' +
+    $('farm-summary').textContent = count(f.nodes.length, 'node') + (counts ? ' (' + counts + ')' : '') + ' · ' +
+      count(s.gpus, 'GPU') + ', ' + s.busy_gpus + ' busy · ' + count(s.running_tasks, 'task') + ' running · served by ' +
       (f.self.node_id || '?') + ' (' + f.self.state + ')';
     $('farm-telemetry').hidden = !f.telemetry_on_leader;
     $('farm-telemetry').textContent = f.telemetry_on_leader ? 'GPU readings (memory used, utilisation, temperature): telemetry on the leader' +
@@ -359,13 +372,13 @@
 
   function drawQueue(q) {
     const now = Date.parse(q.generated_at);
-    $('queue-summary').textContent = q.queue.unfinished_videos + ' videos unfinished · ' + q.queue.ready_tasks + ' tasks ready for a node' +
+    $('queue-summary').textContent = count(q.queue.unfinished_videos, 'video') + ' unfinished · ' + count(q.queue.ready_tasks, 'task') + ' ready for a node' +
       (q.queue.has_more ? ' · the oldest ' + q.queue.waiting.length + ' waiting videos listed' : '');
     fill('classes', q.classes.map((c) => el('tr', {}, el('td', {}, c.kind), el('td', {}, c.model || '—'), el('td', {}, c.tasks), el('td', {}, secs(c.oldest_seconds)))),
       4, 'Nothing waits for a node.');
     fill('waiting', q.queue.waiting.map((v) => el('tr', { 'data-video': v.video_id },
-      el('td', {}, v.queue_position || '—'), el('td', {}, videoLink(v.video_id)), el('td', { class: 'mono' }, v.account_id),
-      el('td', {}, v.model || v.mode), el('td', {}, v.task ? v.task + ' (' + v.kind + ')' : '—'),
+      el('td', {}, v.queue_position || '—'), el('td', {}, videoLink(v.video_id)), el('td', {}, accountLink(v.account_id)),
+      el('td', {}, v.model || v.mode), el('td', {}, !v.task ? '—' : v.task === v.kind ? v.task : v.task + ' (' + v.kind + ')'),
       el('td', { class: 'reason' }, el('strong', {}, v.reason), el('div', {}, v.message)),
       el('td', {}, ago(v.waiting_since || v.created_at, now)))), 7, 'No video waits.');
     fill('expiring', q.expiring_leases.map((l) => el('tr', {}, el('td', {}, l.node), el('td', {}, videoLink(l.video_id)),
@@ -436,14 +449,20 @@
   }
 
   function drawVideo(v, id) {
+    videoShown = id;
     if (!id) {
       $('video-head').replaceChildren(el('p', { class: 'hint' }, 'Give a video id, or open one from the farm or queue page.'));
       $('graph').replaceChildren();
       return;
     }
     const now = Date.now();
-    const facts = [['status', v.status], ['account', v.account_id], ['mode', v.mode + (v.model ? ' · ' + v.model : '')],
-      ['progress', v.percent + '%'], ['created', ago(v.created_at, now)], ['credits', v.credits_charged + (v.credits_refunded ? ' (refunded)' : '')]];
+    const facts = [['status', v.status], ['account', accountLink(v.account_id)], ['mode', v.mode + (v.model ? ' · ' + v.model : '')]];
+    // The state does not keep where a failed or canceled video stopped:
+    // its percent (0) would say it never began.
+    if (v.status !== 'failed' && v.status !== 'canceled') facts.push(['progress', v.percent + '%']);
+    // A cancel refunds only what was not rendered: say how much came back.
+    facts.push(['created', ago(v.created_at, now)],
+      ['credits', 'charged ' + v.credits_charged + (v.credits_refunded ? ', refunded ' + v.refunded_credits : '')]);
     if (v.started_at) facts.push(['started', ago(v.started_at, now)]);
     if (v.finished_at) facts.push(['finished', ago(v.finished_at, now)]);
     if (v.reason) facts.push(['waits', v.reason + ': ' + v.message]);
@@ -488,8 +507,6 @@
   }
 
   // ---- accounts ----
-
-  const accountLink = (id) => el('a', { href: '#accounts/' + encodeURIComponent(id), class: 'mono' }, id);
 
   function drawAccounts(a, id) {
     $('accounts-list').hidden = !!id;
