@@ -88,6 +88,13 @@ func clientCommand(name, usage string, args []string, waits bool) (*client.Clien
 	if poll != nil && *poll > 0 {
 		opts = append(opts, client.WithPollInterval(*poll))
 	}
+	if waits {
+		// A wait rides out a server that is away (a restart, an election);
+		// saying so tells a watcher why nothing moves.
+		opts = append(opts, client.WithWaitRetry(func(err error, next time.Duration) {
+			fmt.Fprintf(os.Stderr, "vidfarm %s: %v; reading the video again in %s\n", name, err, next)
+		}))
+	}
 	urls := members.Split(*baseURL)
 	if len(urls) > 1 {
 		opts = append(opts, client.WithMembers(urls[1:]...))

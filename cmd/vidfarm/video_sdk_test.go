@@ -236,3 +236,65 @@ func TestVideoCLIAgainstDev(t *testing.T) {
 		t.Errorf("get printed %q (%v), want the completed video", out, err)
 	}
 }
+
+// `vidfarm video watch` outlives its server's restart: the farm stops with
+// the video still queued (no agent), the watch says it reads the video
+// again, and when the farm is back with its agent the video completes and
+// the watch ends with its URL, exit 0. It gave up after about 3 s before.
+func TestVideoWatchOutlivesARestart(t *testing.T) {
+	requireE2E(t)
+	const token = "watch-admin-token"
+	dir := filepath.Join(t.TempDir(), "dev")
+	args := func(listen string, extra ...string) []string {
+		return append([]string{"dev", "--data-dir", dir, "--listen", listen, "--admin-listen", "127.0.0.1:0",
+			"--raft-listen", "127.0.0.1:0", "--agent-listen", "127.0.0.1:0", "--admin-token", token,
+			"--rate-limits=false", "--log-level", "info"}, extra...)
+	}
+	first, ready := startProc(t, "dev", args("127.0.0.1:0", "--no-agent"), nil, "control plane ready")
+	pub, _ := ready["public"].(string)
+	adm, _ := ready["admin"].(string)
+	a, err := (&admin.Client{Server: "http://" + adm, Token: token}).CreateAccount(context.Background(), "watch", "pro", 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New("http://"+pub, a.APIKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := c.CreateManual(context.Background(), client.ManualVideoRequest{Prompt: "a fox in the snow", Model: e2eModel,
+		Resolution: e2eResolution, DurationSeconds: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watch := exec.Command(vidfarmBinary(t), "video", "--poll-interval", "200ms", "watch", v.ID)
+	watch.Env = []string{"VIDFARM_URL=http://" + pub, "VIDFARM_API_KEY=" + a.APIKey}
+	var out bytes.Buffer
+	errb := &lockedBuffer{}
+	watch.Stdout, watch.Stderr = &out, errb
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- watch.Wait() }()
+	t.Cleanup(func() { _ = watch.Process.Kill() })
+	eventually(t, 30*time.Second, "the watch shows the queued video", func() bool { return strings.Contains(errb.String(), "queued") })
+
+	first.terminate()
+	eventually(t, 30*time.Second, "the watch says it reads again", func() bool {
+		return strings.Contains(errb.String(), "reading the video again in")
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("the watch ended while the farm was down (%v):\n%s", err, errb)
+	default:
+	}
+	startProc(t, "dev", args(pub), nil, "control plane ready")
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(out.String(), "/files/") {
+			t.Fatalf("watch after the restart: %v, printed %q\n%s", err, out.String(), errb)
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatalf("the watch did not end after the restart:\n%s", errb)
+	}
+}
