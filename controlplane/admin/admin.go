@@ -47,7 +47,9 @@ type Config struct {
 	Node     Node
 	Logger   *slog.Logger
 	Gatherer prometheus.Gatherer
-	Now      func() time.Time
+	// Registerer takes the admin API's own metrics (nil: not exported).
+	Registerer prometheus.Registerer
+	Now        func() time.Time
 	// AppDB reports the app-database bridge; nil without one.
 	AppDB func() any
 	// Cluster manages membership; nil leaves the cluster endpoints out.
@@ -60,7 +62,8 @@ type Config struct {
 }
 
 type server struct {
-	cfg Config
+	cfg     Config
+	metrics *metrics
 }
 
 // Handler returns the admin HTTP handler.
@@ -71,9 +74,11 @@ func Handler(cfg Config) http.Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &server{cfg: cfg}
+	s := &server{cfg: cfg, metrics: newMetrics(cfg.Registerer)}
 	r := chi.NewRouter()
-	r.Use(apierr.RequestIDs, apierr.Recoverer(cfg.Logger, "admin"))
+	// observe sits outside auth and Recoverer: refused tokens and panics
+	// are counted and logged too.
+	r.Use(apierr.RequestIDs, s.observe, apierr.Recoverer(cfg.Logger, "admin"))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.New(http.StatusNotFound, apierr.CodeNotFound, "no admin endpoint "+r.Method+" "+r.URL.Path))
 	})

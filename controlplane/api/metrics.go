@@ -1,10 +1,13 @@
 package api
 
 import (
+	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vidfarm/vidfarm/controlplane/apierr"
 )
 
 type metrics struct {
@@ -39,7 +42,24 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
+// observe counts one request. The method label is folded
+// (apierr.MethodLabel): any client may send any method token.
 func (m *metrics) observe(method, route string, status int, d time.Duration) {
+	method = apierr.MethodLabel(method)
 	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	m.latency.WithLabelValues(route, method).Observe(d.Seconds())
+}
+
+// RouteForward is the route label of the public requests that the
+// forwarder in front of the API (cluster.Forwarder, on a follower) answered
+// itself, with a 503 while no leader is known or the leader does not
+// answer. A label of its own tells them apart from the leader's answers on
+// the same route; the forwarder's log line names the path.
+const RouteForward = "forward"
+
+// ObserveRefused counts a request the forwarder in front of the API refused
+// (cluster.Forwarder.Refused): it never reached observe, and without it an
+// election's 503s would be missing from vidfarm_api_requests_total.
+func (a *API) ObserveRefused(r *http.Request, status int, d time.Duration) {
+	a.metrics.observe(r.Method, RouteForward, status, d)
 }

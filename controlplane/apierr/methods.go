@@ -30,3 +30,16 @@ func MethodNotAllowed(routes chi.Routes, withHead bool) http.HandlerFunc {
 			With("allowed_methods", allowed))
 	}
 }
+
+// MethodLabel is r's method as a metric label: the methods HTTP defines for
+// the listeners' routes, and "other" for any other token. A client may send
+// any token as a method (RFC 9110, section 9.1), even unauthenticated, and
+// each distinct label value is a new series Prometheus keeps: without the
+// fold, one curl loop could grow a member's /metrics without bound.
+func MethodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return method
+	}
+	return "other"
+}

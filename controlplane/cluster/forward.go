@@ -88,6 +88,12 @@ type Forwarder struct {
 	// Local says which requests this node answers itself even as a follower
 	// (its own metrics and status); nil means none.
 	Local func(*http.Request) bool
+	// Refused, when set, is told of every request the forwarder answered
+	// itself with an error (no leader, the leader did not answer, ...),
+	// with the status and how long it took. Those requests never reach the
+	// handler the forwarder wraps, whose metrics would otherwise miss
+	// exactly the 503s of an election. Set it before serving.
+	Refused func(r *http.Request, status int, d time.Duration)
 
 	proxy *httputil.ReverseProxy
 
@@ -207,8 +213,7 @@ func NewForwarder(node Node, members Members, l Listener, log *slog.Logger, loca
 	}
 	f.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			target := pr.In.Context().Value(targetKey{}).(*url.URL)
-			pr.SetURL(target)
+			pr.SetURL(forwardOf(pr.In).target)
 			pr.SetXForwarded()
 			pr.Out.Header.Set(HeaderForwardedBy, node.ID())
 		},
@@ -229,27 +234,35 @@ func NewForwarder(node Node, members Members, l Listener, log *slog.Logger, loca
 		// Only an answer the leader gave names it: a leader that did not
 		// answer (ErrorHandler) is no place to send the next call.
 		ModifyResponse: func(resp *http.Response) error {
-			target := resp.Request.Context().Value(targetKey{}).(*url.URL)
-			resp.Header.Set(HeaderLeader, strings.TrimRight(target.String(), "/"))
+			resp.Header.Set(HeaderLeader, strings.TrimRight(forwardOf(resp.Request).target.String(), "/"))
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if to := r.Context().Value(leaderKey{}).(string); !f.stillLeads(to) {
-				f.Logger.Warn("forward to leader ended: the leader changed", "listener", l.String(), "path", r.URL.Path, "was", to, "err", err)
-				refuse(w, r, unavailable("the leader changed while it was answering (it may have taken the request)"))
+			fi := forwardOf(r)
+			if !f.stillLeads(fi.leader) {
+				f.refuse(w, r, fi.start, unavailable("the leader changed while it was answering (it may have taken the request)"),
+					"forward to leader ended: the leader changed", slog.String("was", fi.leader), slog.Any("err", err))
 				return
 			}
-			f.Logger.Warn("forward to leader failed", "listener", l.String(), "path", r.URL.Path, "err", err)
-			refuse(w, r, unavailable("the leader did not answer: "+err.Error()))
+			f.refuse(w, r, fi.start, unavailable("the leader did not answer: "+err.Error()),
+				"forward to leader failed", slog.String("leader", fi.leader), slog.Any("err", err))
 		},
 	}
 	return f
 }
 
-type targetKey struct{}
+// forwardKey holds a forwarded request's *forwardInfo: one context value,
+// not one per field, as the proxy sees every forwarded request.
+type forwardKey struct{}
 
-// leaderKey holds the id of the leader a request was forwarded to.
-type leaderKey struct{}
+// forwardInfo is what the proxy's hooks need of a request it forwards.
+type forwardInfo struct {
+	target *url.URL  // the leader's listener
+	leader string    // the leader's id
+	start  time.Time // when the forwarder took the request (a refusal's duration)
+}
+
+func forwardOf(r *http.Request) *forwardInfo { return r.Context().Value(forwardKey{}).(*forwardInfo) }
 
 // stillLeads is whether id is the leader this node knows.
 func (f *Forwarder) stillLeads(id string) bool {
@@ -277,7 +290,7 @@ func (copyBuffers) Put(b []byte) {
 // refusedAsRemoved answers r as a node removed from the cluster does, and
 // reports whether this node is one; only a node that knows no leader is
 // asked (a member always knows one but for an election).
-func (f *Forwarder) refusedAsRemoved(w http.ResponseWriter, r *http.Request) bool {
+func (f *Forwarder) refusedAsRemoved(w http.ResponseWriter, r *http.Request, start time.Time) bool {
 	if id, _ := f.Node.Leader(); id != "" {
 		return false
 	}
@@ -286,7 +299,7 @@ func (f *Forwarder) refusedAsRemoved(w http.ResponseWriter, r *http.Request) boo
 		return false
 	}
 	w.Header().Set(vfmembers.HeaderRemoved, f.Node.ID())
-	refuse(w, r, f.removed(others))
+	f.refuse(w, r, start, f.removed(others), "request refused: this node was removed from the cluster")
 	return true
 }
 
@@ -329,20 +342,35 @@ func unavailable(msg string) *apierr.Error {
 }
 
 // refuse answers e with a request id, like every answer: the forwarder's
-// refusals come before the API's middleware, which gives the others theirs.
-func refuse(w http.ResponseWriter, r *http.Request, e *apierr.Error) {
-	apierr.RequestIDs(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { apierr.Write(w, r, e) })).ServeHTTP(w, r)
+// refusals come before the wrapped handler's middleware, which gives the
+// others theirs, and which would log and count them. So refuse does both:
+// one log line with the request id the client got (msg says why, attrs
+// add to it), and Refused.
+func (f *Forwarder) refuse(w http.ResponseWriter, r *http.Request, start time.Time, e *apierr.Error, msg string, attrs ...slog.Attr) {
+	apierr.RequestIDs(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		apierr.Write(w, r, e)
+		d := time.Since(start)
+		f.Logger.LogAttrs(r.Context(), slog.LevelWarn, msg, append([]slog.Attr{
+			slog.String("request_id", apierr.RequestID(r.Context())), slog.String("listener", f.Listener.String()),
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", e.Status),
+			slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.String("error", e.Message),
+		}, attrs...)...)
+		if f.Refused != nil {
+			f.Refused(r, e.Status, d)
+		}
+	})).ServeHTTP(w, r)
 }
 
 // Wrap answers on the leader (or for Local requests) with next and forwards
 // everything else.
 func (f *Forwarder) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
 		if f.Local != nil && f.Local(r) {
 			// A removed node's state stopped at its removal: it still
 			// answers its own status and metrics (admin), but no public
 			// request from it (a video's event stream) would be current.
-			if f.Listener == Public && f.refusedAsRemoved(w, r) {
+			if f.Listener == Public && f.refusedAsRemoved(w, r, start) {
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -355,7 +383,8 @@ func (f *Forwarder) Wrap(next http.Handler) http.Handler {
 			// confirmed by their commit).
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
 				if err := f.Node.VerifyLeader(r.Context()); err != nil {
-					refuse(w, r, unavailable("this node is no longer sure it leads: "+err.Error()).With("node", f.Node.ID()))
+					f.refuse(w, r, start, unavailable("this node is no longer sure it leads: "+err.Error()).With("node", f.Node.ID()),
+						"request refused: a quorum did not confirm this node leads", slog.Any("err", err))
 					return
 				}
 			}
@@ -363,28 +392,31 @@ func (f *Forwarder) Wrap(next http.Handler) http.Handler {
 			return
 		}
 		if by := r.Header.Get(HeaderForwardedBy); by != "" {
-			refuse(w, r, unavailable(fmt.Sprintf("node %s forwarded this request to node %s, which is not the leader either (an election is under way)", by, f.Node.ID())).With("node", f.Node.ID()))
+			f.refuse(w, r, start, unavailable(fmt.Sprintf("node %s forwarded this request to node %s, which is not the leader either (an election is under way)", by, f.Node.ID())).With("node", f.Node.ID()),
+				"request refused: forwarded by a node that took this one for the leader", slog.String("forwarded_by", by))
 			return
 		}
 		id, _ := f.Node.Leader()
 		if id == "" {
-			if f.refusedAsRemoved(w, r) {
+			if f.refusedAsRemoved(w, r, start) {
 				return
 			}
-			refuse(w, r, unavailable("no leader is elected at the moment").With("node", f.Node.ID()))
+			f.refuse(w, r, start, unavailable("no leader is elected at the moment").With("node", f.Node.ID()), "request refused: no leader")
 			return
 		}
 		m, ok := f.Members.Member(id)
 		if !ok {
-			refuse(w, r, unavailable("the leader "+id+" has not published its addresses yet").With("leader", id))
+			f.refuse(w, r, start, unavailable("the leader "+id+" has not published its addresses yet").With("leader", id),
+				"request refused: the leader's addresses are unknown", slog.String("leader", id))
 			return
 		}
 		target, err := url.Parse(f.Listener.url(m))
 		if err != nil || target.Host == "" {
-			refuse(w, r, unavailable(fmt.Sprintf("the leader %s published no usable %s address (%q)", id, f.Listener, f.Listener.url(m))).With("leader", id))
+			f.refuse(w, r, start, unavailable(fmt.Sprintf("the leader %s published no usable %s address (%q)", id, f.Listener, f.Listener.url(m))).With("leader", id),
+				"request refused: the leader's address is unusable", slog.String("leader", id))
 			return
 		}
-		ctx := context.WithValue(context.WithValue(r.Context(), targetKey{}, target), leaderKey{}, id)
+		ctx := context.WithValue(r.Context(), forwardKey{}, &forwardInfo{target: target, leader: id, start: start})
 		f.proxy.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 )
@@ -73,7 +74,16 @@ func TestForwarder(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seen = nil
-			h := NewForwarder(tc.node, tc.members, Admin, slog.New(slog.NewTextHandler(io.Discard, nil)), isMetrics, nil).Wrap(local)
+			var logs bytes.Buffer // the forwarder logs before ServeHTTP returns
+			fw := NewForwarder(tc.node, tc.members, Admin, slog.New(slog.NewJSONHandler(&logs, nil)), isMetrics, nil)
+			var refused []int
+			fw.Refused = func(r *http.Request, status int, d time.Duration) {
+				if r.URL.Path != tc.path || d < 0 {
+					t.Errorf("Refused(%s, %d, %v), want the request's path %s", r.URL.Path, status, d, tc.path)
+				}
+				refused = append(refused, status)
+			}
+			h := fw.Wrap(local)
 			req := httptest.NewRequest("GET", tc.path, nil)
 			if tc.forwarded != "" {
 				req.Header.Set(HeaderForwardedBy, tc.forwarded)
@@ -94,6 +104,27 @@ func TestForwarder(t *testing.T) {
 				if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil || env.Error.Code != "upstream_error" || !env.Error.Retryable || env.Error.RequestID == "" || rec.Header().Get("Retry-After") != "1" {
 					t.Fatalf("503 without the retryable envelope: %s", rec.Body)
 				}
+				// The refusal never reaches the wrapped handler's metrics
+				// and log: the forwarder reports it, once, and logs it with
+				// the request id the client got.
+				if len(refused) != 1 || refused[0] != 503 {
+					t.Fatalf("Refused told %v, want one 503", refused)
+				}
+				var line struct {
+					RequestID string `json:"request_id"`
+					Status    int    `json:"status"`
+					Method    string `json:"method"`
+					Path      string `json:"path"`
+					Listener  string `json:"listener"`
+				}
+				if n := bytes.Count(logs.Bytes(), []byte("\n")); n != 1 {
+					t.Fatalf("%d log lines, want 1:\n%s", n, logs.String())
+				}
+				if err := json.Unmarshal(logs.Bytes(), &line); err != nil || line.RequestID != env.Error.RequestID ||
+					line.RequestID != rec.Header().Get("X-Request-Id") || line.Status != 503 || line.Method != "GET" ||
+					line.Path != req.URL.Path || line.Listener != "admin" {
+					t.Fatalf("log line %+v (%v), want request_id %s, status 503, GET %s on admin:\n%s", line, err, env.Error.RequestID, req.URL.Path, logs.String())
+				}
 				// No refusal sends the client to a leader that did not answer.
 				if named := rec.Header().Get(HeaderLeader); named != "" {
 					t.Fatalf("503 names %q as the leader", named)
@@ -102,6 +133,9 @@ func TestForwarder(t *testing.T) {
 			}
 			if rec.Body.String() != tc.body {
 				t.Fatalf("body %q, want %q", rec.Body, tc.body)
+			}
+			if len(refused) != 0 {
+				t.Fatalf("Refused told %v of an answered request", refused)
 			}
 			if tc.body != "local" && seen.Get(HeaderForwardedBy) != "self" {
 				t.Fatalf("forwarded request lacks %s: %v", HeaderForwardedBy, seen)

@@ -44,6 +44,20 @@ func TestRemovedNodeSaysSo(t *testing.T) {
 	if code := r.errorCode(t); code != "upstream_error" {
 		t.Fatalf("code %q, want upstream_error: %s", code, r.Body)
 	}
+	// The forwarder answered without the API's handler: it counted the 503
+	// in the API's request metrics itself, under the route "forward". The
+	// admin API counted the removal on the leader.
+	for _, c := range []struct {
+		h      *harness
+		series string
+	}{
+		{gone, `vidfarm_api_requests_total{method="GET",route="forward",status="503"}`},
+		{nodes[leader], `vidfarm_admin_requests_total{method="POST",route="/admin/v1/cluster/remove",status="200"}`},
+	} {
+		if v, ok := metricSample(c.h.adminGet("/metrics"), c.series); !ok || v < 1 {
+			t.Errorf("%s's /metrics: %s = %v (present %v), want at least 1", c.h.cfg.NodeID, c.series, v, ok)
+		}
+	}
 	e := r.json(t)["error"].(map[string]any)
 	msg, _ := e["message"].(string)
 	if !strings.Contains(msg, "removed from the cluster") || strings.Contains(msg, "retry shortly") {

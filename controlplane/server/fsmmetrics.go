@@ -32,6 +32,15 @@ func fsmObserver(reg prometheus.Registerer) fsm.Observer {
 		Name: "vidfarm_state_file_pages_written_total",
 		Help: "Pages the checkpoints wrote to the state file (4 KiB each on most machines): each changed page is written whole.",
 	})
+	// The phases exist at 0 from the start: a series that first appears
+	// at count 1 has no increase() over the window, and the dashboard's
+	// "Snapshot duration" would show 0/0 until a member's second snapshot.
+	// The apply histogram's types are left to appear as they are applied:
+	// a histogram per command type, most never applied by a farm, would
+	// cost hundreds of series for the first apply of each.
+	for _, phase := range []string{"copy", "persist"} {
+		snap.WithLabelValues(phase)
+	}
 	reg.MustRegister(apply, snap, size, pages)
 	return fsm.Observer{
 		Applied: func(t fsm.MessageType, d time.Duration) {

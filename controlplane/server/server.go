@@ -376,14 +376,16 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.cfg = cfg
 	var forwarders []*cluster.Forwarder // told of each leader change (startBackground)
-	forward := func(l cluster.Listener, h http.Handler, local func(*http.Request) bool) http.Handler {
+	forward := func(l cluster.Listener, h http.Handler, local func(*http.Request) bool, refused func(*http.Request, int, time.Duration)) http.Handler {
 		fw := cluster.NewForwarder(node, f, l, cfg.Logger, local, tlsSet.client)
+		fw.Refused = refused
 		forwarders = append(forwarders, fw)
 		return fw.Wrap(h)
 	}
 	// A follower streams a video's events from its own state (after a read
-	// barrier) and forwards every other public request.
-	s.public = guards.server(guards.public, forward(cluster.Public, s.API, api.EventsPath))
+	// barrier) and forwards every other public request; what it refuses
+	// (no leader) counts in the API's request metrics.
+	s.public = guards.server(guards.public, forward(cluster.Public, s.API, api.EventsPath, s.API.ObserveRefused))
 	s.public.RegisterOnShutdown(s.API.StopStreams)
 	// GPU telemetry from heartbeats: this member's memory, not Raft (see
 	// package telemetry); agent requests reach the leader, so it is the
@@ -394,8 +396,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	tel := telemetry.New(telemetry.ForHeartbeats(beat))
 	reg.MustRegister(tel.Collector())
-	adminAPI := forward(cluster.Admin, admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg, Cluster: node,
-		AppDB: s.bridgeStatus(), BenchFill: cfg.BenchFill, Telemetry: tel}), adminLocal)
+	adminAPI := forward(cluster.Admin, admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg, Registerer: reg, Cluster: node,
+		AppDB: s.bridgeStatus(), BenchFill: cfg.BenchFill, Telemetry: tel}), adminLocal, nil)
 	con := console.New(console.Config{Token: cfg.AdminToken, Admin: adminAPI, EventsHeartbeat: cfg.ConsoleEventsHeartbeat, EventsInterval: cfg.ConsoleEventsInterval, RateLimitHits: s.API.RateLimitHits,
 		MemberTLS: tlsSet.client, FSM: f, Secure: tlsSet.server != nil, Logger: cfg.Logger, Registerer: reg, Telemetry: tel})
 	s.admin = guards.server(guards.admin, withConsole(adminAPI, con))
@@ -410,7 +412,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		FSM: f, Store: node, Blobs: blobs, Token: cfg.AgentToken, Notifier: s.notify, Logger: cfg.Logger,
 		LeaseDuration: cfg.LeaseDuration, HeartbeatInterval: cfg.HeartbeatInterval, RetryBackoff: cfg.RetryBackoff,
 		Telemetry: tel,
-	}), nil))
+	}), nil, nil))
 	s.agent.BaseContext = func(net.Listener) context.Context { return bg }
 	// Forwards to a leader that stops answering end when the others elect
 	// another (cluster.Forwarder.LeaderIs), not at their callers' timeouts.

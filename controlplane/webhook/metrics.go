@@ -39,6 +39,13 @@ func NewMetrics(reg prometheus.Registerer, st State) *Metrics {
 		Name: "vidfarm_webhook_endpoints_disabled",
 		Help: "Webhook endpoints disabled because every attempt failed for days; nothing is sent to them until their owner enables them.",
 	}, func() float64 { return float64(st.DisabledWebhooks()) })
+	// Both ends exist at 0 from the start: increase() sees no rise in a
+	// series that first appears at 1, so without them the first delivery a
+	// new leader abandons would never raise VidfarmWebhookDeliveriesAbandoned.
+	// (Attempts are by HTTP status, which is not known ahead.)
+	for _, state := range []string{fsm.DeliveryDelivered, fsm.DeliveryAbandoned} {
+		m.ended.WithLabelValues(state)
+	}
 	reg.MustRegister(m.attempts, m.latency, m.ended, pending, disabled)
 	return m
 }

@@ -150,12 +150,27 @@ var keywords = map[string]bool{"and": true, "or": true, "unless": true, "bool": 
 	"by": true, "without": true, "on": true, "ignoring": true, "group_left": true, "group_right": true,
 	"inf": true, "nan": true, "atan2": true}
 
-// MetricNames returns the metric names an expression selects, sorted and
-// unique. It reads PromQL lexically: string literals, label matchers,
-// ranges and grouping lists are set aside, numbers and durations skipped,
-// and a word followed by "(" is a function or an aggregation. Syntax is
-// promtool's to check; this only finds the names.
+// MetricNames returns the metric names an expression selects that a
+// vidfarm process must export, sorted and unique: the series Prometheus
+// makes itself for every target it scrapes (up, scrape_*) are left out,
+// since nothing but Prometheus exports them. It reads PromQL lexically:
+// string literals, label matchers, ranges and grouping lists are set
+// aside, numbers and durations skipped, and a word followed by "(" is a
+// function or an aggregation. Syntax is promtool's to check; this only
+// finds the names.
 func MetricNames(expr string) []string {
+	return slices.DeleteFunc(selected(expr), scrapeSeries)
+}
+
+// scrapeSeries reports whether Prometheus makes the series name itself,
+// for each scrape (https://prometheus.io/docs/concepts/jobs_instances/).
+func scrapeSeries(name string) bool {
+	return name == "up" || strings.HasPrefix(name, "scrape_")
+}
+
+// selected returns every metric name expr selects, Prometheus's own
+// series included, sorted and unique (MetricNames).
+func selected(expr string) []string {
 	s := grouping.ReplaceAllString(dropEnclosed(expr), " ")
 	var names []string
 	for i := 0; i < len(s); {
