@@ -19,6 +19,10 @@ type videoProgress struct {
 	bar *progressbar.ProgressBar
 	// completed: the last state shown was completed, whose bar stays.
 	completed bool
+	// last is the last line written off a terminal: a change the line does
+	// not show (the wait reason's message, an estimate's bounds) would
+	// repeat it.
+	last string
 }
 
 func newVideoProgress(w io.Writer) *videoProgress {
@@ -40,7 +44,10 @@ func newVideoBar(w io.Writer) *videoProgress {
 
 func (p *videoProgress) update(v client.Video) {
 	if p.bar == nil {
-		fmt.Fprintf(p.w, "%s %s\n", v.ID, progressText(&v))
+		if line := v.ID + " " + progressText(&v); line != p.last {
+			p.last = line
+			fmt.Fprintln(p.w, line)
+		}
 		return
 	}
 	p.completed = v.Status == client.StatusCompleted

@@ -33,6 +33,8 @@ func TestVideoProgressOffTerminal(t *testing.T) {
 	var b bytes.Buffer
 	p := newVideoProgress(&b)
 	p.update(client.Video{ID: "vid_1", Status: "processing", Progress: &client.VideoProgress{Percent: 15, Stage: "rendering"}})
+	// A change the line does not show writes no second line.
+	p.update(client.Video{ID: "vid_1", Status: "processing", Progress: &client.VideoProgress{Percent: 15, Stage: "rendering", QueuePosition: 2}})
 	p.update(client.Video{ID: "vid_1", Status: "completed"})
 	p.finish()
 	if want := "vid_1 processing rendering 15%\nvid_1 completed\n"; b.String() != want {
