@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/vidfarm/vidfarm/pipeline"
 	"github.com/vidfarm/vidfarm/scheduler"
@@ -116,9 +117,35 @@ func TestFailReason(t *testing.T) {
 	if got, want := failReason(err, link), "ffmpeg exited with status 1: task-1/in.mp4: Invalid data found Error opening input file task-1/scene.mp4."; got != want {
 		t.Errorf("failReason = %q, want %q", got, want)
 	}
-	long := failReason(errors.New(strings.Repeat("é", 2000)), "")
-	if n := len([]rune(long)); n != maxReasonRunes || !strings.HasSuffix(long, "…") {
-		t.Errorf("long reason has %d runes: %q…", n, long[:20])
+}
+
+// TestFailReasonTooLong: a reason over maxReasonRunes keeps the start of
+// its first line (what failed) and its end (where a tool's stderr says
+// why), an ellipsis between, cut on rune boundaries.
+func TestFailReasonTooLong(t *testing.T) {
+	traceback := "Traceback (most recent call last):\n" + strings.Repeat("  File \"/opt/model/pipeline.py\", line 812, in forward\n", 40) +
+		"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+	tests := []struct {
+		name       string
+		err        error
+		head, tail string // what the reason starts and ends with
+	}{
+		{"a runner's traceback", fmt.Errorf("render: external runner wan.sh for model wan-2.2-a14b: %w",
+			&pipeline.ToolError{Tool: "/opt/wan.sh", ExitCode: 1, Stderr: traceback}),
+			"render: external runner wan.sh for model wan-2.2-a14b: wan.sh exited with status 1: Traceback (most recent call last): … ",
+			"in forward torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"},
+		{"multi-byte runes", errors.New("ä" + strings.Repeat("é", 2000) + "ö"), "ä", "éö"},
+		{"a first line over the head's bound", errors.New(strings.Repeat("a", 1000) + "\n" + strings.Repeat("b", 1000) + " the end"),
+			strings.Repeat("a", maxReasonHeadRunes) + " … b", "b the end"},
+	}
+	for _, tc := range tests {
+		got := failReason(tc.err, "")
+		if n := utf8.RuneCountInString(got); n > maxReasonRunes || n < maxReasonRunes-2 || !utf8.ValidString(got) {
+			t.Errorf("%s: %d runes (valid UTF-8: %v), want %d", tc.name, n, utf8.ValidString(got), maxReasonRunes)
+		}
+		if !strings.HasPrefix(got, tc.head) || !strings.HasSuffix(got, tc.tail) || strings.Count(got, "…") != 1 {
+			t.Errorf("%s: reason %q, want it to start %q and end %q with one ellipsis", tc.name, got, tc.head, tc.tail)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,13 @@ import (
 // node (400, 401 or 403): a wrong agent token, or a capacity it does not
 // accept. Retrying does not help, so Run stops with an error wrapping it.
 var ErrRegistrationRefused = errors.New("agent: the control plane refused the registration")
+
+// ErrNotAgentListener means the server the agent registers with answered
+// 404 to POST /agent/v1/register in the control plane's own error format:
+// it is a vidfarm listener, but not the agent listener (the public API's
+// or the admin listener's address was given). Retrying cannot help, so
+// Run stops with an error wrapping it.
+var ErrNotAgentListener = errors.New("agent: wrong --server")
 
 // Timing of the protocol.
 const (
@@ -35,10 +43,20 @@ const (
 	blobTimeout     = 30 * time.Minute // one upload or download
 	deregTimeout    = 15 * time.Second // the final deregister
 	maxBackoff      = 30 * time.Second
-	reportAttempts  = 10 // complete and fail, on transient errors
-	blobAttempts    = 3
 	workDirRecheck  = 5 * time.Second
 	leaseCallMargin = 30 * time.Second // lease call deadline beyond the server's wait
+
+	// reportAttempts and blobAttempts are the fewest tries of a complete or
+	// fail report and of a blob transfer on transient errors; past them
+	// the agent goes on trying while the task's lease may still be valid
+	// (task.retryWait), so a control plane that restarts or elects a
+	// leader within the lease does not cost a finished render.
+	reportAttempts = 10
+	blobAttempts   = 3
+	// fallbackLease is the lease's length when the control plane named
+	// none and the assignment's deadline is already past by this
+	// machine's clock.
+	fallbackLease = 30 * time.Second
 )
 
 // Causes of a task's cancellation. Tasks cancelled for one of these report
@@ -55,8 +73,10 @@ var (
 // cfg.DrainTimeout for running tasks to finish and report, cancels the
 // rest, deregisters (so the control plane hands those tasks to other nodes
 // without counting a failure) and returns nil. It returns an error for a
-// bad Config, for a registration the control plane refuses
-// (ErrRegistrationRefused) and when the final deregister fails.
+// bad Config, for a work dir another agent holds (ErrWorkDirInUse), for a
+// registration the control plane refuses (ErrRegistrationRefused) or a
+// server that is not its agent listener (ErrNotAgentListener), and when
+// the final deregister fails.
 func Run(ctx context.Context, cfg Config) error {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -66,6 +86,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	defer a.unlock()
 	return a.run(ctx)
 }
 
@@ -85,6 +106,8 @@ type agent struct {
 
 	regMu sync.Mutex // serialises (re)registration
 
+	unlock func() // gives back the work dir's lock (prepareWorkDir)
+
 	mu   sync.Mutex
 	cred string // "" before registration and after a lost credential
 	// lastCred is the credential of the agent's last registration, this
@@ -94,6 +117,7 @@ type agent struct {
 	lastCred string
 	gen      uint64 // registrations so far
 	hbEvery  time.Duration
+	leaseFor time.Duration // a lease's length from its grant or renewal (RegisterResponse.LeaseSeconds)
 	draining bool
 	held     map[string]*task // leases held, by task id
 	// registered is the capacity the control plane was last told, by a
@@ -113,8 +137,19 @@ type agent struct {
 	tasksCtx context.Context
 }
 
-func newAgent(ctx context.Context, cfg Config) (*agent, error) {
+func newAgent(ctx context.Context, cfg Config) (_ *agent, err error) {
 	log := cfg.Logger
+	// The work dir first: an agent refused for another's lock does nothing
+	// else, and nothing of the other's is touched.
+	unlock, err := prepareWorkDir(cfg.WorkDir, log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			unlock()
+		}
+	}()
 	c, err := cfg.Discover()
 	if err != nil {
 		log.Warn("some of this machine's capacity could not be read", "err", err)
@@ -179,9 +214,6 @@ func newAgent(ctx context.Context, cfg Config) (*agent, error) {
 	if len(missing) > 0 {
 		log.Warn("tools missing: tasks that need them are not offered to this node", "missing", missing)
 	}
-	if err := prepareWorkDir(cfg.WorkDir, log); err != nil {
-		return nil, err
-	}
 	lastCred, err := loadCredential(cfg.WorkDir)
 	if err != nil {
 		log.Warn("registering as a new node: the credential a former run kept cannot be read", "work_dir", cfg.WorkDir, "err", err)
@@ -195,6 +227,7 @@ func newAgent(ctx context.Context, cfg Config) (*agent, error) {
 		log:      log,
 		lastCred: lastCred,
 		cp:       cp,
+		unlock:   unlock,
 		inputs:   newInputFetcher(cfg.AllowPrivateInputs, cfg.InputRootCAs),
 		capacity: capacity,
 		held:     map[string]*task{},
@@ -231,7 +264,7 @@ func (a *agent) run(ctx context.Context) error {
 	stopOnCtx()
 	stopReg()
 	if err != nil {
-		if errors.Is(err, ErrRegistrationRefused) {
+		if refused(err) {
 			return err
 		}
 		a.log.Info("stopped before the control plane answered; nothing to hand back")
@@ -311,8 +344,15 @@ func (a *agent) stop(err error) {
 	}
 }
 
+// refused reports whether a registration failed for good: retrying
+// cannot help, the agent stops.
+func refused(err error) bool {
+	return errors.Is(err, ErrRegistrationRefused) || errors.Is(err, ErrNotAgentListener)
+}
+
 // registerLoop registers, retrying with backoff until the control plane
-// answers, ctx ends, or the registration is refused.
+// answers, ctx ends, or the registration is refused (refused): a 400, 401
+// or 403, or a 404 from a vidfarm listener that is not the agent listener.
 func (a *agent) registerLoop(ctx context.Context) error {
 	b := a.backoff()
 	for attempt := 1; ; attempt++ {
@@ -337,6 +377,7 @@ func (a *agent) registerLoop(ctx context.Context) error {
 			}
 			a.mu.Lock()
 			a.cred, a.lastCred, a.gen, a.hbEvery, a.registered = resp.Credential, resp.Credential, a.gen+1, every, capacity
+			a.leaseFor = time.Duration(resp.LeaseSeconds) * time.Second
 			a.mu.Unlock()
 			a.log.Info("registered", "node_id", resp.NodeID, "name", a.cfg.Name, "gpus", len(a.capacity.GPUs),
 				"virtual", a.capacity.Virtual, "cpu_slots", a.capacity.CPUSlots, "models", len(capacity.Models),
@@ -351,7 +392,22 @@ func (a *agent) registerLoop(ctx context.Context) error {
 			return fmt.Errorf("%w: %w", ErrRegistrationRefused, err)
 		}
 		wait := b.next()
-		a.log.Warn("cannot register with the control plane; retrying", "server", a.cfg.Server, "attempt", attempt, "retry_in", wait.Round(time.Millisecond).String(), "err", err)
+		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+			hint := fmt.Sprintf("%s is not the control plane's agent listener (its --agent-listen, default :8082): "+
+				"point --server at that listener's root URL", ae.At)
+			if ae.Code != "" {
+				// The control plane's own error format: a vidfarm listener
+				// without the agent API (the public API, the admin
+				// listener). The address is wrong; retrying cannot fix it.
+				return fmt.Errorf("%w: %s: %w", ErrNotAgentListener, hint, err)
+			}
+			// Some other server's 404 (a proxy or ingress whose route to the
+			// control plane is not up yet may answer so): go on, loudly.
+			a.log.Error("cannot register: "+hint+", or a proxy in front of it has no route to it yet; retrying",
+				"attempt", attempt, "retry_in", wait.Round(time.Millisecond).String(), "err", err)
+		} else {
+			a.log.Warn("cannot register with the control plane; retrying", "server", a.cfg.Server, "attempt", attempt, "retry_in", wait.Round(time.Millisecond).String(), "err", err)
+		}
 		if !sleep(ctx, wait) {
 			return ctx.Err()
 		}
@@ -380,7 +436,7 @@ func (a *agent) reregister(gen uint64) {
 		return
 	}
 	a.log.Warn("the control plane no longer knows this node (401): registering again; running tasks dropped")
-	if err := a.registerLoop(a.leaseCtx); errors.Is(err, ErrRegistrationRefused) {
+	if err := a.registerLoop(a.leaseCtx); refused(err) {
 		a.stop(err)
 	}
 }
@@ -454,6 +510,7 @@ func (a *agent) heartbeat(ctx context.Context) {
 		return // registering again
 	}
 	req.GPUs = a.gpuTelemetry()
+	sentAt := time.Now() // the control plane renews from when it gets the beat, which is later
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	resp, err := a.cp.heartbeat(cctx, cred, req)
 	cancel()
@@ -467,6 +524,7 @@ func (a *agent) heartbeat(ctx context.Context) {
 		return
 	}
 	a.noteMaintenance(resp)
+	a.renewed(sent, resp.Stale, sentAt)
 	for _, id := range resp.Stale {
 		a.mu.Lock()
 		t := a.held[id]

@@ -18,9 +18,15 @@
 //
 // # The daemon
 //
-// Run registers with Config.Token, retrying with backoff until the control
-// plane answers (a 400, 401 or 403 to the registration is final:
-// ErrRegistrationRefused), and keeps the credential it gets. The
+// Run first takes the work dir's lock (a flock on Config.WorkDir's
+// agent.lock): a second agent on the same work dir is refused
+// (ErrWorkDirInUse, naming the holder's pid), since it would end the first
+// one's runners as leftovers and take its node credential. It registers
+// with Config.Token, retrying with backoff until the control plane answers
+// (a 400, 401 or 403 to the registration is final:
+// ErrRegistrationRefused; so is a 404 in the control plane's error format,
+// which means the address is one of its other listeners:
+// ErrNotAgentListener), and keeps the credential it gets. The
 // registration carries the voices of the node's espeak-ng
 // (Config.Tools.ListVoices, listed once at start; none when discovery finds
 // no espeak-ng or it cannot list them): the control plane serves their union
@@ -41,9 +47,12 @@
 // removed when the task ends; leftovers of earlier runs are removed at
 // start. While the work dir holds more than Config.WorkDirMaxBytes no worker
 // leases, and the log says so. Progress goes out at most once a second
-// (ProgressInterval) and in every heartbeat. Complete and fail reports are
-// retried on transient errors; a fail carries the error on one line, cut
-// to 600 characters.
+// (ProgressInterval) and in every heartbeat. Blob transfers and complete
+// and fail reports are retried on transient errors, a few times at least
+// and then for as long as the task's lease may still be valid (the agent
+// counts it from its grant and from each heartbeat the control plane
+// answered); a fail carries the error on one line of at most 600
+// characters (a longer one keeps the start of its first line and its end).
 //
 // When Run's context ends (SIGTERM) the agent drains: no more leasing, a
 // heartbeat with Draining true, up to Config.DrainTimeout for running tasks

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,6 +42,12 @@ type fakeCP struct {
 	// before it is answered: the lease is already gone, so a heartbeat in
 	// the meantime names it stale, as the real control plane's may.
 	AfterComplete func(id string)
+	// LeaseSeconds is the lease length registrations announce; 0 is 30.
+	LeaseSeconds int
+	// Outage, when set, is asked about every request: true makes the fake
+	// a control plane that is down (restarting, electing a leader), which
+	// answers 503 or, every other time, drops the connection unanswered.
+	Outage func(r *http.Request) bool
 
 	srv   *httptest.Server
 	token string
@@ -95,7 +103,21 @@ func newFakeCP(t testing.TB) *fakeCP {
 	mux.HandleFunc("PUT /agent/v1/capacity", f.authed(f.setCapacity))
 	mux.HandleFunc("PUT /agent/v1/blobs/{key...}", f.authed(f.putBlob))
 	mux.HandleFunc("GET /agent/v1/blobs/{key...}", f.authed(f.getBlob))
-	f.srv = httptest.NewServer(mux)
+	var dropped atomic.Int64
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if f.Outage == nil || !f.Outage(r) {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		if dropped.Add(1)%2 == 0 {
+			apiErr(w, http.StatusServiceUnavailable, "unavailable", "no leader")
+			return
+		}
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
 	t.Cleanup(f.srv.Close)
 	return f
 }
@@ -166,7 +188,8 @@ func (f *fakeCP) register(w http.ResponseWriter, r *http.Request) {
 	f.creds[cred] = req.Name
 	f.adverts = append(f.adverts, wire.ModelsUpdate{Models: req.Capacity.Models, WarmModels: req.Capacity.WarmModels})
 	f.mu.Unlock()
-	writeJSONBody(w, http.StatusCreated, wire.RegisterResponse{NodeID: "node-" + req.Name, Credential: cred, LeaseSeconds: 30, HeartbeatSeconds: 5})
+	lease := cmp.Or(f.LeaseSeconds, 30)
+	writeJSONBody(w, http.StatusCreated, wire.RegisterResponse{NodeID: "node-" + req.Name, Credential: cred, LeaseSeconds: lease, HeartbeatSeconds: 5})
 }
 
 func (f *fakeCP) setModels(w http.ResponseWriter, r *http.Request, _ string) {

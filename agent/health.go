@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync"
 
@@ -88,6 +87,12 @@ func (a *agent) checkRunners(ctx context.Context) {
 		if !r.fits {
 			a.log.Warn("runner needs more GPU memory than any GPU of this node has: its models are not advertised",
 				"runner", r.spec.Name, "gpu_memory_gb", r.spec.GPUMemoryGB, "models", r.spec.Models)
+			continue
+		}
+		for _, n := range neverPlaced(r.spec.Models, a.capacity.GPUs) {
+			a.log.Warn("runner's model needs more GPUs than this node has: the control plane never places it here",
+				"runner", r.spec.Name, "from", r.spec.Where, "model", n.model, "needs_gpus", n.gpus,
+				"needs_gpu_memory_gb", n.memoryGB, "node_gpus", len(a.capacity.GPUs), "virtual", a.capacity.Virtual)
 		}
 	}
 }
@@ -143,7 +148,7 @@ func (a *agent) capacityLoop(ctx context.Context) {
 			return
 		case <-a.capChanged:
 		}
-		if err := a.reregisterCapacity(ctx); errors.Is(err, ErrRegistrationRefused) {
+		if err := a.reregisterCapacity(ctx); refused(err) {
 			a.stop(err)
 			return
 		}

@@ -35,9 +35,10 @@ var (
 // errUnauthorized (401) and, for task reports, errStaleLease.
 type apiError struct {
 	Status  int
-	Code    string
+	Code    string // "" when the answer was not in the error envelope (not from a vidfarm listener)
 	Message string
-	task    bool // a report about a task: any 409 means the lease is gone
+	At      string // the member that answered, its password left out
+	task    bool   // a report about a task: any 409 means the lease is gone
 }
 
 func (e *apiError) Error() string {
@@ -136,7 +137,7 @@ func (c *cpClient) doWith(ctx context.Context, method, path, bearer string, h ht
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	ae := &apiError{Status: resp.StatusCode, task: task}
+	ae := &apiError{Status: resp.StatusCode, At: at.Redacted(), task: task}
 	var env struct {
 		Error struct {
 			Code    string `json:"code"`

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vidfarm/vidfarm/models"
 	"github.com/vidfarm/vidfarm/pipeline"
 	"github.com/vidfarm/vidfarm/scheduler"
 )
@@ -105,6 +106,51 @@ func newLiveRunners(specs []RunnerSpec, gpus []scheduler.GPU, deps runnerDeps) (
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// unplaceable is a model the node can never run: what one render of it
+// needs at its least demanding resolution.
+type unplaceable struct {
+	model    string
+	gpus     int // GPUs at once
+	memoryGB int // on each
+}
+
+// neverPlaced lists the models (catalog ids) that no render of fits the
+// node's gpus, idle, at any of their resolutions, as the scheduler counts:
+// the catalog's GPU count (models.Requirements), each GPU with the
+// resolution's memory free at registration, a MIG instance only for a
+// one-GPU model. The node still advertises them (the control plane
+// decides), but no task of theirs comes to it: a --runner for a 4-GPU
+// model on a one-GPU node is a mistake worth a warning, as a runners
+// file's gpu_memory_gb beyond every GPU is.
+func neverPlaced(ids []string, gpus []scheduler.GPU) []unplaceable {
+	var out []unplaceable
+	for _, id := range ids {
+		m, ok := models.Get(id)
+		if !ok || len(m.Requirements.GPUMemoryGB) == 0 {
+			continue
+		}
+		need := max(m.Requirements.GPUCount, 1)
+		least := -1
+		fits := false
+		for _, memGB := range m.Requirements.GPUMemoryGB {
+			if least < 0 || memGB < least {
+				least = memGB
+			}
+			n := 0
+			for _, g := range gpus {
+				if g.MemoryFreeGB >= float64(memGB) && (!g.MIG || need <= 1) {
+					n++
+				}
+			}
+			fits = fits || n >= need
+		}
+		if !fits {
+			out = append(out, unplaceable{model: id, gpus: need, memoryGB: least})
+		}
+	}
+	return out
 }
 
 // isUp reports whether the runner's models may be advertised.

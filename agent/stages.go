@@ -95,8 +95,13 @@ func (j *job) blobKey(name string) string {
 	return "videos/" + j.v.ID + "/" + j.asg.Name + "/" + name
 }
 
-// withRetry runs a blob transfer, retrying transient errors; a 401 makes
-// the agent register again (which cancels this task).
+// withRetry runs a blob transfer, retrying transient errors (a control
+// plane restarting or electing a leader: refused connections, 503) at
+// least blobAttempts times and then for as long as the task's lease may
+// still be valid (task.retryWait): heartbeats renew it once the control
+// plane is back, so an outage shorter than the lease costs a finished
+// render nothing. A 401 makes the agent register again (which cancels
+// this task).
 func (j *job) withRetry(ctx context.Context, fn func(ctx context.Context, cred string) error) error {
 	b := j.a.backoff()
 	for attempt := 1; ; attempt++ {
@@ -104,10 +109,15 @@ func (j *job) withRetry(ctx context.Context, fn func(ctx context.Context, cred s
 		cctx, cancel := context.WithTimeout(ctx, blobTimeout)
 		err := fn(cctx, cred)
 		cancel()
-		if err == nil || j.a.unauthorized(err, gen) || !transient(err) || ctx.Err() != nil || attempt == blobAttempts {
+		if err == nil || j.a.unauthorized(err, gen) || !transient(err) || ctx.Err() != nil {
 			return err
 		}
-		wait := b.next()
+		wait, ok := j.t.retryWait(b, attempt, blobAttempts)
+		if !ok {
+			j.t.log.Error("blob transfer failed; giving up: the lease has run out unless a heartbeat got through",
+				"tries", attempt, "err", err)
+			return err
+		}
 		j.t.log.Warn("blob transfer failed; retrying", "try", attempt, "retry_in", wait.Round(time.Millisecond).String(), "err", err)
 		if !sleep(ctx, wait) {
 			return err

@@ -19,8 +19,12 @@ import (
 // errTaskTimeout ends a stage that ran past Config.TaskTimeout.
 var errTaskTimeout = errors.New("the task ran past the agent's task timeout")
 
-// maxReasonRunes bounds the text of a fail report.
-const maxReasonRunes = 600
+// maxReasonRunes bounds the text of a fail report; maxReasonHeadRunes
+// bounds the part of it taken from the start of a reason too long for it.
+const (
+	maxReasonRunes     = 600
+	maxReasonHeadRunes = 200
+)
 
 // task is one held lease and the work running under it.
 type task struct {
@@ -31,6 +35,72 @@ type task struct {
 	mu       sync.Mutex
 	pct      float64
 	finished bool // the stage has ended; only its report is left
+	// leaseEnd is, by this machine's clock, when the lease runs out unless
+	// a heartbeat renews it: its grant's or last renewal's send time plus
+	// the lease's length.
+	leaseEnd time.Time
+}
+
+// renewLease moves the lease's end to until, never back.
+func (t *task) renewLease(until time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if until.After(t.leaseEnd) {
+		t.leaseEnd = until
+	}
+}
+
+// leaseLeft is how long the lease may still be valid.
+func (t *task) leaseLeft() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return time.Until(t.leaseEnd)
+}
+
+// retryWait is the pause before trying again a call about t that failed
+// for the attempt-th time with a transient error, and false when it is
+// time to give up: after at least tries, once no heartbeat has renewed
+// the lease within its length (the control plane has requeued the task by
+// then, and would refuse what this node sends). A pause ends at the
+// lease's end at the latest, so that the last try comes while it may
+// still be valid.
+func (t *task) retryWait(b *backoff, attempt, least int) (time.Duration, bool) {
+	left := t.leaseLeft()
+	if attempt >= least && left <= 0 {
+		return 0, false
+	}
+	wait := b.next()
+	if left > 0 && wait > left {
+		wait = left
+	}
+	return wait, true
+}
+
+// renewed moves the lease end of each task a heartbeat sent at sentAt
+// reported (sent: task id → lease token) and the control plane did not
+// call stale.
+func (a *agent) renewed(sent map[string]uint64, stale []string, sentAt time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	until := sentAt.Add(a.leaseLength(time.Time{}))
+	for id, token := range sent {
+		if t := a.held[id]; t != nil && t.asg.Token == token && !slices.Contains(stale, id) {
+			t.renewLease(until)
+		}
+	}
+}
+
+// leaseLength is how long a lease lasts from its grant or renewal: what
+// the control plane said at registration, else until deadline (an
+// assignment's), else fallbackLease. a.mu is held.
+func (a *agent) leaseLength(deadline time.Time) time.Duration {
+	if a.leaseFor > 0 {
+		return a.leaseFor
+	}
+	if d := time.Until(deadline); d > 0 {
+		return d
+	}
+	return fallbackLease
 }
 
 // finish marks the stage as ended.
@@ -75,6 +145,7 @@ func (a *agent) runTask(asg wire.Assignment) {
 			"task", asg.Name, "attempt", asg.Attempt),
 	}
 	a.mu.Lock()
+	t.leaseEnd = time.Now().Add(a.leaseLength(asg.Deadline))
 	if old := a.held[asg.TaskID]; old != nil {
 		// The control plane leased this task again, so the lease of the run
 		// still going here (from before a pause or a partition) is stale:
@@ -105,11 +176,19 @@ func (a *agent) runTask(asg wire.Assignment) {
 
 	execCtx, stopExec := ctx, context.CancelFunc(func() {})
 	if a.cfg.TaskTimeout > 0 {
-		execCtx, stopExec = context.WithTimeoutCause(ctx, a.cfg.TaskTimeout, errTaskTimeout)
+		execCtx, stopExec = context.WithTimeoutCause(ctx, a.cfg.TaskTimeout,
+			fmt.Errorf("%w (%s): the stage was stopped", errTaskTimeout, a.cfg.TaskTimeout))
 	}
 	res, err := a.execute(execCtx, t)
 	if ctx.Err() == nil && errors.Is(context.Cause(execCtx), errTaskTimeout) {
-		err = fmt.Errorf("%w (%s): the stage was stopped", errTaskTimeout, a.cfg.TaskTimeout)
+		// Tools and runners report the cause with what they were doing (a
+		// runner's stderr); a stage that ended otherwise gets it here.
+		switch {
+		case err == nil:
+			err = context.Cause(execCtx)
+		case !errors.Is(err, errTaskTimeout):
+			err = fmt.Errorf("%w: %w", context.Cause(execCtx), err)
+		}
 	}
 	stopExec()
 	stopProgress()
@@ -173,11 +252,16 @@ func (a *agent) report(ctx context.Context, t *task, what string, send func(ctx 
 		case ctx.Err() != nil:
 			t.log.Warn(what+" report abandoned", "why", context.Cause(ctx), "err", err)
 			return false
-		case !transient(err) || attempt == reportAttempts:
+		case !transient(err):
 			t.log.Error("the control plane did not take the "+what+" report", "attempts", attempt, "err", err)
 			return false
 		}
-		wait := b.next()
+		wait, ok := t.retryWait(b, attempt, reportAttempts)
+		if !ok {
+			t.log.Error("the control plane did not take the "+what+" report; giving up: the lease has run out unless a heartbeat got through",
+				"attempts", attempt, "err", err)
+			return false
+		}
 		t.log.Warn(what+" report failed; retrying", "try", attempt, "retry_in", wait.Round(time.Millisecond).String(), "err", err)
 		if !sleep(ctx, wait) {
 			return false
@@ -222,22 +306,33 @@ func (a *agent) reportProgress(ctx context.Context, t *task) {
 }
 
 // failReason is the text of a fail report: the error on one line, white
-// space collapsed, the work dir taken out of the paths in it, cut to
+// space collapsed, the work dir taken out of the paths in it, at most
 // maxReasonRunes. The text becomes a failed video's error.message, which
 // the customer reads: a tool's stderr names its files by the paths the
 // agent gave it, and where the node keeps its work is none of their
 // business (the agent's own log keeps the whole error).
+//
+// A longer reason keeps the start of its first line (what failed: the
+// stage, the runner, its exit status), at most maxReasonHeadRunes, and
+// fills the rest with its end, an ellipsis between: a tool's stderr puts
+// the real error (the Python traceback's last line, ffmpeg's final
+// complaint) at the end.
 func failReason(err error, workDir string) string {
 	s := err.Error()
 	for _, d := range workDirForms(workDir) {
 		s = strings.ReplaceAll(s, d+string(filepath.Separator), "")
 	}
+	first, _, _ := strings.Cut(s, "\n")
 	s = strings.Join(strings.Fields(s), " ")
 	if utf8.RuneCountInString(s) <= maxReasonRunes {
 		return s
 	}
+	// The collapsed first line is where the collapsed whole starts.
+	const gap = " … "
 	r := []rune(s)
-	return string(r[:maxReasonRunes-1]) + "…"
+	head := min(utf8.RuneCountInString(strings.Join(strings.Fields(first), " ")), maxReasonHeadRunes)
+	tail := maxReasonRunes - head - utf8.RuneCountInString(gap)
+	return strings.TrimLeft(strings.TrimSpace(string(r[:head]))+gap, " ") + strings.TrimSpace(string(r[len(r)-tail:]))
 }
 
 // workDirForms are the ways a path under dir may be written: as given and

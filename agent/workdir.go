@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -12,18 +13,43 @@ import (
 // taskDirPrefix starts the name of every task directory in the work dir.
 const taskDirPrefix = "task-"
 
-// prepareWorkDir creates dir and removes the task directories that an
-// earlier run of the agent left behind (a crash, a kill -9), after ending
-// the processes still working in them: a runner's own children, which the
-// kernel's parent-death signal (pipeline) does not reach, run in its task
-// directory unless they leave it.
-func prepareWorkDir(dir string, log *slog.Logger) error {
+// ErrWorkDirInUse means another agent, alive, holds the work dir's lock:
+// two agents on one work dir would take each other's live runners for an
+// earlier run's leftovers and kill them, and overwrite each other's node
+// credential. The message names the holder's pid.
+var ErrWorkDirInUse = errors.New("agent: the work dir is in use by another agent")
+
+// lockFile, in the work dir, is the file whose lock (flock, exclusive)
+// makes the directory one agent's. It holds the holder's pid, for the
+// message of the agent it refuses. The kernel drops the lock when the
+// holder's process ends, however it ends, so a killed agent's restart is
+// not refused; the file itself stays (removing it would let a third agent
+// lock a new file while the second still holds the old one).
+const lockFile = "agent.lock"
+
+// prepareWorkDir creates dir, makes it this agent's (lockWorkDir), and
+// removes the task directories that an earlier run of the agent left
+// behind (a crash, a kill -9), after ending the processes still working in
+// them: a runner's own children, which the kernel's parent-death signal
+// (pipeline) does not reach, run in its task directory unless they leave
+// it. The lock comes first: without it a second agent would take the first
+// one's running tasks for leftovers. release gives the lock back.
+func prepareWorkDir(dir string, log *slog.Logger) (release func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("%w: work dir: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: work dir: %w", ErrConfig, err)
 	}
+	release, err = lockWorkDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return fmt.Errorf("%w: work dir: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: work dir: %w", ErrConfig, err)
 	}
 	var leftovers []string
 	for _, e := range entries {
@@ -36,10 +62,22 @@ func prepareWorkDir(dir string, log *slog.Logger) error {
 	}
 	for _, d := range leftovers {
 		if err := os.RemoveAll(d); err != nil {
-			return fmt.Errorf("work dir: remove leftover %s: %w", filepath.Base(d), err)
+			return nil, fmt.Errorf("work dir: remove leftover %s: %w", filepath.Base(d), err)
 		}
 	}
-	return nil
+	return release, nil
+}
+
+// inUse is the error of a work dir whose lock another agent holds; pid
+// is what its lock file says ("" if nothing yet).
+func inUse(dir, pid string) error {
+	holder := "another agent"
+	if pid != "" {
+		holder = "the agent with pid " + pid
+	}
+	return fmt.Errorf("%w: %s holds %s (a second agent on it would kill the first one's runners "+
+		"and take its node credential): give each agent on this machine its own --work-dir",
+		ErrWorkDirInUse, holder, filepath.Join(dir, lockFile))
 }
 
 // workDirFull reports whether the work dir holds more than

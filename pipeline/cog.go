@@ -176,7 +176,7 @@ func (r *CogRunner) predict(ctx context.Context, where string, input map[string]
 	if err != nil {
 		if ctx.Err() != nil {
 			c.cancel(ctx)
-			return fmt.Errorf("%s: prediction %s cancelled: %w", where, id, context.Cause(ctx))
+			return fmt.Errorf("%s: prediction %s cancelled: %w", where, id, stoppedBy(ctx))
 		}
 		return fmt.Errorf("%s: prediction %s: %w", where, id, err)
 	}

@@ -127,7 +127,7 @@ func (r *ComfyUIRunner) Run(ctx context.Context, in ComfyInputs, outputPath stri
 			// The request may have reached the server: newer servers use
 			// the prompt id we chose, so it can still be taken back.
 			r.cancelPrompt(promptID, clientID)
-			return fmt.Errorf("%s: %w", where, ctx.Err())
+			return fmt.Errorf("%s: %w", where, stoppedBy(ctx))
 		}
 		return fmt.Errorf("%s: %w", where, err)
 	}
@@ -135,7 +135,7 @@ func (r *ComfyUIRunner) Run(ctx context.Context, in ComfyInputs, outputPath stri
 	if err != nil {
 		if ctx.Err() != nil {
 			r.cancelPrompt(id, clientID)
-			return fmt.Errorf("%s: prompt %s: %w", where, id, ctx.Err())
+			return fmt.Errorf("%s: prompt %s: %w", where, id, stoppedBy(ctx))
 		}
 		return fmt.Errorf("%s: prompt %s: %w", where, id, err)
 	}
@@ -143,7 +143,7 @@ func (r *ComfyUIRunner) Run(ctx context.Context, in ComfyInputs, outputPath stri
 	if err := r.fetchOutput(ctx, h, outputPath); err != nil {
 		_ = os.Remove(outputPath)
 		if ctx.Err() != nil {
-			return fmt.Errorf("%s: prompt %s: %w", where, id, ctx.Err())
+			return fmt.Errorf("%s: prompt %s: %w", where, id, stoppedBy(ctx))
 		}
 		return fmt.Errorf("%s: prompt %s: %w", where, id, err)
 	}

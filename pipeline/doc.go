@@ -18,7 +18,9 @@
 // program gives an error wrapping ErrToolMissing that says what to install;
 // a program that fails gives a *ToolError (ErrToolFailed) with the tail of
 // its stderr; bad input gives ErrInvalidRequest with the field and what is
-// allowed. Cancelling the context kills the program's whole process group.
+// allowed. Cancelling the context kills the program's whole process group
+// and returns the context's cause; the program's exit ends the run, and
+// what it left running in its process group is killed (OSExecutor).
 //
 // Stages report progress through a ProgressFunc as whole, increasing
 // percentages; 100 comes only after the outputs have been checked.

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -34,11 +35,12 @@ var ErrUnknownAvatar = errors.New("pipeline: unknown stock avatar")
 var ErrNoOutput = errors.New("pipeline: tool produced no output file")
 
 // ToolError describes an external program that exited with a non-zero
-// status. It unwraps to ErrToolFailed.
+// status or was killed by a signal. It unwraps to ErrToolFailed.
 type ToolError struct {
 	Tool     string   // program as invoked, e.g. "ffmpeg"
 	Args     []string // arguments, without the program
 	ExitCode int      // -1 when the process was killed by a signal
+	Signal   string   // the signal that killed it, e.g. "SIGKILL"; "" when it exited
 	Stderr   string   // last few KB of stderr
 }
 
@@ -49,11 +51,39 @@ func (e *ToolError) Error() string {
 	}
 	// The program's base name only: this text can reach API clients in a failed
 	// video's error message, and the node's paths are none of their business.
-	return fmt.Sprintf("%s exited with status %d: %s", filepath.Base(e.Tool), e.ExitCode, msg)
+	name := filepath.Base(e.Tool)
+	switch {
+	case e.Signal == "SIGKILL":
+		// Nothing in the pipeline sends it but a cancelled context, which
+		// is reported apart; the kernel's OOM killer is the usual sender.
+		return fmt.Sprintf("%s was killed by signal SIGKILL (out of memory?): %s", name, msg)
+	case e.Signal != "":
+		return fmt.Sprintf("%s was killed by signal %s: %s", name, e.Signal, msg)
+	}
+	return fmt.Sprintf("%s exited with status %d: %s", name, e.ExitCode, msg)
 }
 
 // Unwrap makes errors.Is(err, ErrToolFailed) true.
 func (e *ToolError) Unwrap() error { return ErrToolFailed }
+
+// stoppedBy is the error of work that ctx, now done, stopped: it reads as
+// the context's cause (a runner's timeout names the runner and its limit,
+// where ctx.Err() would only say "context deadline exceeded") and matches
+// both the cause and ctx.Err() (context.Canceled, DeadlineExceeded) with
+// errors.Is.
+func stoppedBy(ctx context.Context) error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause == nil || errors.Is(cause, err) {
+		return err
+	}
+	return &stoppedError{cause: cause, ctxErr: err}
+}
+
+// stoppedError is a context's cause that also unwraps to its Err.
+type stoppedError struct{ cause, ctxErr error }
+
+func (e *stoppedError) Error() string   { return e.cause.Error() }
+func (e *stoppedError) Unwrap() []error { return []error{e.cause, e.ctxErr} }
 
 // invalidf wraps ErrInvalidRequest with a formatted explanation.
 func invalidf(format string, args ...any) error {

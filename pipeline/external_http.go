@@ -97,6 +97,9 @@ func (r *HTTPRunner) Render(ctx context.Context, req RenderRequest, progress Pro
 	}
 	resp, err := client.Do(hreq)
 	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w", where, stoppedBy(ctx))
+		}
 		return fmt.Errorf("%s: %w", where, err)
 	}
 	defer resp.Body.Close()
@@ -111,7 +114,7 @@ func (r *HTTPRunner) Render(ctx context.Context, req RenderRequest, progress Pro
 	if err := receiveClip(resp, req.OutputPath, maxBytes, externalProgress(rep)); err != nil {
 		_ = os.Remove(req.OutputPath)
 		if ctx.Err() != nil {
-			return fmt.Errorf("%s: %w", where, ctx.Err())
+			return fmt.Errorf("%s: %w", where, stoppedBy(ctx))
 		}
 		return fmt.Errorf("%s: %w", where, err)
 	}

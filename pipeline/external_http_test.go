@@ -218,3 +218,29 @@ func TestIsRunnerURL(t *testing.T) {
 		t.Fatalf("Render with a path: %v", err)
 	}
 }
+
+// TestHTTPRunnerTimeoutSaysWhy: a render its context's deadline stops,
+// before the server answers or while it streams, fails with the context's
+// cause (the runner's timeout), not "context deadline exceeded".
+func TestHTTPRunnerTimeoutSaysWhy(t *testing.T) {
+	for _, streams := range []bool{false, true} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body) // the request read, the server notices a hang-up
+			if streams {
+				fmt.Fprint(w, "progress 30\n")
+				w.(http.Flusher).Flush()
+			}
+			<-r.Context().Done() // until the client hangs up
+		}))
+		cause := errors.New("runner wan: the task ran past its timeout of 200ms")
+		ctx, cancel := context.WithTimeoutCause(testCtx(t), 200*time.Millisecond, cause)
+		req := RenderRequest{Model: "m", Prompt: "p", Resolution: "480p", AspectRatio: "16:9", DurationSeconds: 2,
+			OutputPath: filepath.Join(t.TempDir(), "clip.mp4")}
+		err := (&HTTPRunner{URL: srv.URL}).Render(ctx, req, nil)
+		cancel()
+		srv.Close()
+		if !errors.Is(err, cause) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), cause.Error()) {
+			t.Errorf("streaming %v: Render = %v, want the runner's timeout", streams, err)
+		}
+	}
+}

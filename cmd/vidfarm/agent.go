@@ -39,7 +39,7 @@ func runAgent(args []string) error {
 	token := fs.String("token", "", "agent registration token")
 	caFile := fs.String("ca-file", "", "PEM CA bundle to trust for the control plane's https agent listener (default: the system's CAs)")
 	name := fs.String("name", "", "node name at the control plane (default: the hostname)")
-	workDir := fs.String("work-dir", "", "directory for task files (default: <tmp>/vidfarm-agent); leftover task-* directories in it are removed at start")
+	workDir := fs.String("work-dir", "", "directory for task files (default: <tmp>/vidfarm-agent), one per agent: locked while the agent runs; leftover task-* directories in it are removed at start")
 	workDirMax := fs.Int64("work-dir-max-bytes", 0, "lease no new work while the work dir holds more than this many bytes (0: no bound)")
 	workers := fs.Int("workers", 0, "tasks run at once (default: CPU slots + GPUs)")
 	virtualGPUs := fs.Int("virtual-gpus", agent.DefaultVirtualGPUs, "on a machine without NVIDIA GPUs, advertise this many procedural render slots (0: take CPU tasks only)")

@@ -117,7 +117,7 @@ runners:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(vidfarmBinary(t), "agent", "--server", "http://127.0.0.1:1", "--token", "t", "--runners", file)
+	cmd := exec.Command(vidfarmBinary(t), "agent", "--server", "http://127.0.0.1:1", "--token", "t", "--runners", file, "--work-dir", t.TempDir())
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
