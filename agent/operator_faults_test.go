@@ -1,3 +1,8 @@
+// What an operator meets when a node's surroundings go wrong: two agents on
+// one work dir, a control plane away mid-upload, a --server that is another
+// listener, a runner for a model the node cannot run, a runner's timeout,
+// a runner that leaves a child behind.
+
 package agent
 
 import (
