@@ -194,3 +194,41 @@ func TestFailedTaskBacksOff(t *testing.T) {
 		t.Fatalf("after the backoff: %+v", second)
 	}
 }
+
+// A leader that starts (here, the one node restarted) gives the nodes one
+// lease's length to heartbeat before it expires the leases that ran out
+// while no member led: a node that goes on rendering keeps its task, where
+// the first expiry after the restart took it away.
+func TestNewLeaderLetsLeasesBeRenewed(t *testing.T) {
+	const lease = 4 * time.Second
+	h := start(t, withAgent(lease))
+	_, key := h.account("pro", 1000)
+	node := h.registerNode("gpu-renders-on")
+	if r := h.do("POST", "/v1/videos", key, manualReq("duration_seconds", 5)); r.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	task := h.leaseTask(node, 5)
+	leased := time.Now()
+	beat := wire.HeartbeatRequest{Leases: []wire.LeaseReport{{TaskID: task.TaskID, Token: task.Token, Percent: 10}}}
+	h.cfg.LeaseDuration = lease // the restart's, as given
+	h.stop()
+	// The lease runs out while the control plane is down.
+	waitUntil(t, "the lease's deadline passes", 10*time.Second, func() bool { return time.Since(leased) > lease+time.Second })
+	h.restart()
+	back := time.Now()
+	// The agent's next heartbeat comes up to an interval (2 s here) after
+	// the control plane is back; the expiry job has run by then.
+	waitUntil(t, "the agent's next heartbeat is due", 10*time.Second, func() bool { return time.Since(back) > 2*time.Second })
+	// Heartbeats keep coming, as a live agent's do, past the grace: the
+	// task stays this node's and its report is taken.
+	waitUntil(t, "a lease's length after the restart", 20*time.Second, func() bool {
+		if r := h.agentCall("POST", "/agent/v1/heartbeat", node, beat); r.Status != http.StatusOK {
+			t.Fatalf("heartbeat: %d %s", r.Status, r.Body)
+		}
+		return time.Since(back) > 2*lease
+	})
+	r := h.agentCall("POST", "/agent/v1/tasks/"+url.PathEscape(task.TaskID)+"/progress", node, wire.ProgressRequest{Token: task.Token, Percent: 50})
+	if r.Status != http.StatusOK && r.Status != http.StatusNoContent {
+		t.Fatalf("progress of the renewed lease: %d %s", r.Status, r.Body)
+	}
+}

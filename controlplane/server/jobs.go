@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/vidfarm/vidfarm/controlplane/agentapi"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 )
 
@@ -31,6 +32,7 @@ func (s *Server) leaderJobs(ctx context.Context) {
 		s.publishSelf(ctx)
 	}
 	wasLeader := false
+	var leaderSince time.Time // when this node last became leader
 	// level is the highest command type every member understands; when it
 	// rises (the last old member was upgraded) the jobs whose commands the
 	// upgrade gate refused run again at once.
@@ -68,6 +70,7 @@ func (s *Server) leaderJobs(ctx context.Context) {
 		case <-leases.C:
 			leader := s.Node.IsLeader()
 			if leader && !wasLeader {
+				leaderSince = time.Now()
 				s.webhooks.Notify() // a new leader carries on with the outbox at once
 				s.publishSelf(ctx)  // before the gate reads the levels
 				s.resealSecrets(ctx)
@@ -86,7 +89,14 @@ func (s *Server) leaderJobs(ctx context.Context) {
 			wasLeader = leader
 			if leader {
 				s.publishSelf(ctx)
-				s.expireLeases(ctx)
+				// A lease runs out when its node stops heartbeating, but while
+				// no member led (an election, a restart) no heartbeat could be
+				// renewed: a new leader gives the nodes one lease's length to
+				// reach it before it expires what ran out meanwhile, or work
+				// that live nodes still render would be taken from them.
+				if time.Since(leaderSince) >= s.leaseGrace() {
+					s.expireLeases(ctx)
+				}
 				s.handBackDrained(ctx)
 				s.stopExport(ctx)
 				s.startEventLog(ctx, level)
@@ -110,6 +120,15 @@ func (s *Server) expireIdempotency(ctx context.Context) {
 	} else if n > 0 {
 		s.log.Info("expired idempotency keys", "count", n)
 	}
+}
+
+// leaseGrace is how long a new leader waits before it expires leases: one
+// lease's length, in which a live node heartbeats at least twice.
+func (s *Server) leaseGrace() time.Duration {
+	if s.cfg.LeaseDuration > 0 {
+		return s.cfg.LeaseDuration
+	}
+	return agentapi.DefaultLeaseDuration
 }
 
 // expireLeases requeues the tasks whose lease ran out (their node stopped
