@@ -55,7 +55,7 @@ func TestExampleRunnersFile(t *testing.T) {
 	cog := specs[0]
 	if cog.Name != "wan-i2v" || cog.URL != "http://127.0.0.1:5000" || !slices.Equal(cog.Models, []string{"wan-2.2-a14b"}) ||
 		cog.GPUMemoryGB != 40 || cog.Concurrency != 1 || cog.Timeout != 30*time.Minute || cog.HealthInterval != 10*time.Second || cog.UnhealthyAfter != 2 ||
-		cog.Inputs["num_frames"] != "num_frames" || len(cog.Inputs) != 7 || cog.Where != "runners.yaml:33" {
+		cog.Inputs["num_frames"] != "num_frames" || len(cog.Inputs) != 7 || cog.Where != "runners.yaml:38" {
 		t.Errorf("cog runner = %+v", cog)
 	}
 	if want := filepath.Join(dir, "runners", "comfyui-wan-t2v.json"); specs[1].Workflow != want || specs[1].OutputNode != "58" {
