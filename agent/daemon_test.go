@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,7 +37,7 @@ func TestRegisterAndHeartbeatHeldLeases(t *testing.T) {
 	}
 	cfg := testConfig(t, f)
 	gate := filepath.Join(t.TempDir(), "gate")
-	cfg.Runners = map[string][]string{"wan-2.2-a14b": gateRunner(gate)}
+	cfg.Runners = map[string][]string{"wan-2.2-a14b": gateRunner(t, gate)}
 	leftover := filepath.Join(cfg.WorkDir, "task-123", "clip.mp4")
 	if err := os.MkdirAll(filepath.Dir(leftover), 0o755); err != nil {
 		t.Fatal(err)
@@ -79,7 +80,7 @@ func TestRegisterAndHeartbeatHeldLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := waitComplete(t, f, a.TaskID)
-	if key := done.Artifacts[ClipFile]; key != "videos/vid_hb/render/clip.mp4" || string(f.blob(key)) != "not really a clip" {
+	if key := done.Artifacts[ClipFile]; key != "videos/vid_hb/render/clip.mp4" || !bytes.Contains(f.blob(key), []byte("ftyp")) {
 		t.Errorf("artifacts = %v", done.Artifacts)
 	}
 	for _, p := range f.snapshot().progress {
@@ -333,7 +334,7 @@ func TestStaleHeartbeatLeavesATakenCompleteAlone(t *testing.T) {
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Runners = map[string][]string{"wan-2.2-a14b": gateRunner(gate)}
+	cfg.Runners = map[string][]string{"wan-2.2-a14b": gateRunner(t, gate)}
 	r := startAgent(t, cfg)
 	a := assignment("vid_crossed", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: "wan-2.2-a14b",
 		Prompt: "p", Resolution: "720p", AspectRatio: "16:9", DurationSeconds: 4})
@@ -385,7 +386,7 @@ func TestDrainFinishesRunningTaskThenDeregisters(t *testing.T) {
 	cfg := testConfig(t, f)
 	cfg.Workers = 1
 	gate := filepath.Join(t.TempDir(), "gate")
-	cfg.Runners = map[string][]string{"wan-2.2-a14b": gateRunner(gate)}
+	cfg.Runners = map[string][]string{"wan-2.2-a14b": gateRunner(t, gate)}
 	r := startAgent(t, cfg)
 	v := wire.Video{Mode: "manual", Model: "wan-2.2-a14b", Prompt: "p", Resolution: "480p", AspectRatio: "16:9", DurationSeconds: 5}
 	first := assignment("vid_drain1", "render", scheduler.KindRender, v)
@@ -559,10 +560,12 @@ func TestExternalRunnerSeesLeasedGPUs(t *testing.T) {
 	f := newFakeCP(t)
 	cfg := testConfig(t, f)
 	cfg.Discover = func() (Capacity, error) { return migCapacity(), nil }
+	requireTools(t, "ffmpeg", "ffprobe")
+	saw := filepath.Join(t.TempDir(), "cuda_visible_devices")
 	const script = `req=$(cat)
-out=$(printf '%s' "$req" | sed -n 's/.*"output_path":"\([^"]*\)".*/\1/p')
-printf '%s' "$CUDA_VISIBLE_DEVICES" > "$out"`
-	cfg.Runners = map[string][]string{"hunyuan-video": {"sh", "-c", script}}
+printf '%s' "$CUDA_VISIBLE_DEVICES" > "$1"
+` + writeClip
+	cfg.Runners = map[string][]string{"hunyuan-video": {"sh", "-c", script, "sh", saw}}
 	startAgent(t, cfg)
 	waitFor(t, "registration", func() bool { return len(f.snapshot().registrations) == 1 })
 	if c := f.snapshot().registrations[0].Capacity; c.Virtual || len(c.GPUs) != 2 || !c.GPUs[1].MIG {
@@ -572,8 +575,8 @@ printf '%s' "$CUDA_VISIBLE_DEVICES" > "$out"`
 		Prompt: "p", Resolution: "720p", AspectRatio: "16:9", DurationSeconds: 5})
 	a.GPUIDs = []string{"GPU-a1000000-0000-0000-0000-000000000000"}
 	f.enqueue(a)
-	c := waitComplete(t, f, a.TaskID)
-	if got := string(f.blob(c.Artifacts[ClipFile])); got != a.GPUIDs[0] {
+	waitComplete(t, f, a.TaskID)
+	if got, err := os.ReadFile(saw); err != nil || string(got) != a.GPUIDs[0] {
 		t.Errorf("runner saw CUDA_VISIBLE_DEVICES=%q, want %q", got, a.GPUIDs[0])
 	}
 }

@@ -112,8 +112,10 @@
 // (pipeline.HTTPRunner, told the lease's GPUs in gpu_ids); and the stages
 // plan (openai-chat), tts (openai-speech) and avatar (cog, comfyui) to
 // model servers (runners_kinds.go, stages_runners.go). A runner with a
-// health check (Cog, ComfyUI) is part of the node's capacity: its models
-// are advertised only while it answers (health.go). Every other model renders with
+// health check (Cog, ComfyUI, and http from the runners file) is part of
+// the node's capacity: its models are advertised only while it answers
+// (health.go). Every configured runner's clip is held to the request
+// (pipeline.Tools.CheckClip) before it is uploaded. Every other model renders with
 // pipeline.ProceduralRunner, which is not a video model. A machine on which
 // NVML finds no GPU advertises, with Config.Procedural, Config.VirtualGPUs
 // virtual GPUs of 80 GB (wire.Capacity.Virtual) so the procedural runner

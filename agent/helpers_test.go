@@ -189,13 +189,21 @@ func assignment(vid, name string, kind scheduler.Kind, v wire.Video) wire.Assign
 }
 
 // gateRunner is an external runner command that reports 10 %, waits until
-// the file gate exists, then writes a small clip.
-func gateRunner(gate string) []string {
+// the file gate exists, then writes a clip that matches the request (the
+// agent checks every runner's clip).
+func gateRunner(t testing.TB, gate string) []string {
+	requireTools(t, "ffmpeg", "ffprobe")
 	const script = `req=$(cat)
-out=$(printf '%s' "$req" | sed -n 's/.*"output_path":"\([^"]*\)".*/\1/p')
 echo "progress 10"
 while [ ! -e "$1" ]; do sleep 0.02; done
-printf 'not really a clip' > "$out"
+` + writeClip + `
 echo "progress 100"`
 	return []string{"sh", "-c", script, "sh", gate}
 }
+
+// writeClip is shell that writes, with ffmpeg, a clip of the size and
+// length asked by the request in $req to its output_path (as
+// pipeline/testdata/example-runner.sh does); a flat colour encodes fastest.
+const writeClip = `field() { printf '%s' "$req" | sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" | tr -d '"'; }
+ffmpeg -v error -nostdin -y -f lavfi -i "color=c=navy:s=$(field width)x$(field height):r=$(field fps):d=$(field duration_seconds)" \
+  -c:v libx264 -preset ultrafast -pix_fmt yuv420p "$(field output_path)" >&2`

@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vidfarm/vidfarm/scheduler"
+	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
 
 // Task outcomes in the metrics.
@@ -38,7 +41,30 @@ func newMetrics(reg prometheus.Registerer, a *agent) *metrics {
 	m.leaseErr = prometheus.NewCounter(prometheus.CounterOpts{Name: "vidfarm_agent_lease_errors_total",
 		Help: "Lease requests to the control plane that failed (and were retried)."})
 	reg.MustRegister(m.running, m.tasks, m.duration, m.leaseErr, &stateCollector{a: a})
+	// Every outcome of every kind the node takes is there from the start,
+	// at 0: a counter series that first appears at 1 hides that rise from
+	// rate() and increase(), and a dashboard shows nothing until a task ends.
+	for _, k := range offeredKinds(a.capacity) {
+		for _, o := range []string{outcomeCompleted, outcomeFailed, outcomeDropped} {
+			m.tasks.WithLabelValues(string(k), o)
+		}
+	}
 	return m
+}
+
+// offeredKinds are the task kinds a node of capacity c can be given: the
+// GPU kinds where it has GPUs (virtual ones too), the CPU kinds where it
+// has CPU slots.
+func offeredKinds(c wire.Capacity) []scheduler.Kind {
+	var out []scheduler.Kind
+	if len(c.GPUs) > 0 {
+		out = append(out, scheduler.KindRender, scheduler.KindScene)
+	}
+	if c.CPUSlots > 0 {
+		out = append(out, scheduler.KindPlan, scheduler.KindTTS, scheduler.KindComposite, scheduler.KindFinalize,
+			scheduler.KindAvatar, scheduler.KindSpeech)
+	}
+	return out
 }
 
 func (m *metrics) started(kind string) {

@@ -12,9 +12,11 @@ import (
 	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
 
-// TestMetricsCountTasks: a completed and a failed task show in the task
-// counters, the running gauge comes back to zero, and the state gauges
-// read the registration and the virtual GPUs.
+// TestMetricsCountTasks: every outcome of every kind the node takes (2
+// virtual GPUs, 2 CPU slots: all of them) is counted from 0, a completed
+// and a failed task show in the task counters, the running gauge comes
+// back to zero, and the state gauges read the registration and the virtual
+// GPUs.
 func TestMetricsCountTasks(t *testing.T) {
 	t.Parallel()
 	f := newFakeCP(t)
@@ -36,7 +38,30 @@ func TestMetricsCountTasks(t *testing.T) {
 	want := `
 # HELP vidfarm_agent_tasks_total Tasks this agent ended, by kind and outcome (completed, failed, dropped).
 # TYPE vidfarm_agent_tasks_total counter
+vidfarm_agent_tasks_total{kind="avatar",outcome="completed"} 0
+vidfarm_agent_tasks_total{kind="avatar",outcome="dropped"} 0
+vidfarm_agent_tasks_total{kind="avatar",outcome="failed"} 0
+vidfarm_agent_tasks_total{kind="composite",outcome="completed"} 0
+vidfarm_agent_tasks_total{kind="composite",outcome="dropped"} 0
+vidfarm_agent_tasks_total{kind="composite",outcome="failed"} 0
+vidfarm_agent_tasks_total{kind="finalize",outcome="completed"} 0
+vidfarm_agent_tasks_total{kind="finalize",outcome="dropped"} 0
+vidfarm_agent_tasks_total{kind="finalize",outcome="failed"} 0
 vidfarm_agent_tasks_total{kind="plan",outcome="completed"} 1
+vidfarm_agent_tasks_total{kind="plan",outcome="dropped"} 0
+vidfarm_agent_tasks_total{kind="plan",outcome="failed"} 0
+vidfarm_agent_tasks_total{kind="render",outcome="completed"} 0
+vidfarm_agent_tasks_total{kind="render",outcome="dropped"} 0
+vidfarm_agent_tasks_total{kind="render",outcome="failed"} 0
+vidfarm_agent_tasks_total{kind="scene",outcome="completed"} 0
+vidfarm_agent_tasks_total{kind="scene",outcome="dropped"} 0
+vidfarm_agent_tasks_total{kind="scene",outcome="failed"} 0
+vidfarm_agent_tasks_total{kind="speech",outcome="completed"} 0
+vidfarm_agent_tasks_total{kind="speech",outcome="dropped"} 0
+vidfarm_agent_tasks_total{kind="speech",outcome="failed"} 0
+vidfarm_agent_tasks_total{kind="tts",outcome="completed"} 0
+vidfarm_agent_tasks_total{kind="tts",outcome="dropped"} 0
+vidfarm_agent_tasks_total{kind="tts",outcome="failed"} 0
 vidfarm_agent_tasks_total{kind="upscale",outcome="failed"} 1
 # HELP vidfarm_agent_tasks_running Tasks this agent is running, by kind.
 # TYPE vidfarm_agent_tasks_running gauge

@@ -34,7 +34,7 @@ func TestWorkDirOneAgent(t *testing.T) {
 	f := newFakeCP(t)
 	cfg := testConfig(t, f)
 	gate := filepath.Join(t.TempDir(), "gate")
-	cfg.Runners = map[string][]string{"wan-2.2-a14b": gateRunner(gate)}
+	cfg.Runners = map[string][]string{"wan-2.2-a14b": gateRunner(t, gate)}
 	first := startAgent(t, cfg)
 	a := assignment("vid_lock", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: "wan-2.2-a14b",
 		Prompt: "a boat", Resolution: "480p", AspectRatio: "16:9", DurationSeconds: 5})
@@ -274,10 +274,10 @@ func TestRunnerLeavingAChild(t *testing.T) {
 	t.Parallel()
 	f := newFakeCP(t)
 	cfg := testConfig(t, f)
+	requireTools(t, "ffmpeg", "ffprobe")
 	const script = `req=$(cat)
-out=$(printf '%s' "$req" | sed -n 's/.*"output_path":"\([^"]*\)".*/\1/p')
 sleep 45 &
-printf 'not really a clip' > "$out"
+` + writeClip + `
 echo "progress 100"`
 	cfg.Runners = map[string][]string{"wan-2.2-a14b": {"sh", "-c", script}}
 	startAgent(t, cfg)

@@ -216,11 +216,10 @@ func (j *job) pipelineRunner(r *liveRunner, env, gpus []string) pipeline.Runner 
 	default:
 		inner = &pipeline.ExternalRunner{Command: r.spec.Command, Dir: j.dir, Env: env, Exec: a.cfg.Tools.Exec, GPUIDs: gpus}
 	}
-	g := &guardedRunner{inner: inner, slots: r.slots, timeout: r.spec.Timeout, name: r.spec.Name, log: j.t.log}
-	if r.spec.Where != flagRunner {
-		// --runner runners keep their behaviour from before the runners file.
-		g.check = a.cfg.Tools
-	}
+	// Every configured runner's clip is checked, --runner ones too: an
+	// unchecked short or misshapen clip would be delivered as completed
+	// (duration rewritten, charge kept) or fail finalize without a re-render.
+	g := &guardedRunner{inner: inner, slots: r.slots, timeout: r.spec.Timeout, name: r.spec.Name, check: a.cfg.Tools, log: j.t.log}
 	if g.slots == nil && g.timeout == 0 && g.check == nil {
 		return inner
 	}

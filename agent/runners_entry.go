@@ -155,6 +155,9 @@ func (p *fileProblems) address(n *yaml.Node, s *RunnerSpec, fields map[string]*y
 	} else if p.str(v, at("url"), &s.URL) && !pipeline.IsRunnerURL(s.URL) {
 		p.add(v, at("url"), "%q is not an http(s) URL with a host", s.URL)
 	}
+	if v := fields["health_url"]; v != nil && s.Kind == RunnerHTTP && p.str(v, at("health_url"), &s.HealthURL) && !pipeline.IsRunnerURL(s.HealthURL) {
+		p.add(v, at("health_url"), "%q is not an http(s) URL with a host", s.HealthURL)
+	}
 	if s.Kind == RunnerComfyUI {
 		if v := fields["workflow"]; v == nil {
 			p.add(n, at("workflow"), "missing: the ComfyUI workflow in API format (a .json file)")

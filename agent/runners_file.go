@@ -73,6 +73,10 @@ type RunnerSpec struct {
 	Model          string            // openai-*: the server's model name
 	APIKeyEnv      string            // openai-*: environment variable holding a bearer token
 	Voices         []wire.Voice      // openai-speech: voices offered
+	// HealthURL is what an http runner's health check GETs, wanting 2xx
+	// or 3xx; "" GETs URL, where any answer below 500 is healthy (see
+	// httpHealth).
+	HealthURL string
 	// Where is "FILE:LINE" of its entry, or "--runner" for a flag.
 	Where string
 }
@@ -90,7 +94,7 @@ var runnerKinds = map[string]struct {
 	RunnerOpenAIChat:   {fields: []string{"url", "model", "api_key_env"}, stages: []string{StagePlan}},
 	RunnerOpenAISpeech: {fields: []string{"url", "model", "api_key_env", "voices"}, stages: []string{StageTTS}},
 	RunnerCommand:      {fields: []string{"command"}, models: true},
-	RunnerHTTP:         {fields: []string{"url"}, models: true},
+	RunnerHTTP:         {fields: []string{"url", "health_url"}, models: true},
 }
 
 // commonFields are allowed in every runner.

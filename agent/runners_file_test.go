@@ -121,6 +121,14 @@ runners:
 			`runners.yaml:18: runners[1].stages[0]: kind cog cannot serve stage "plan"`,
 			"runners.yaml:19: runners[1].inputs.prompt: want a non-empty string",
 		}},
+		{"health_url", `version: 1
+runners:
+  - {name: h, kind: http, url: http://h/render, models: [mochi-1], health_url: "ftp://h"}
+  - {name: c, kind: cog, url: http://h, models: [veo-3], inputs: {prompt: prompt}, health_url: http://h/healthz}
+`, []string{
+			`runners.yaml:3: runners[0].health_url: "ftp://h" is not an http(s) URL with a host`,
+			"runners.yaml:4: runners[1].health_url: not a field of kind cog",
+		}},
 		{"unhealthy_after", "version: 1\nrunners:\n  - {name: a, kind: cog, url: http://h, models: [mochi-1], inputs: {prompt: prompt}, unhealthy_after: 0}\n",
 			[]string{`runners.yaml:3: runners[0].unhealthy_after: "0": want a whole number of failed checks in a row, 1 to 100`}},
 		{"kinds and their fields", `version: 1

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -23,11 +24,13 @@ var (
 	_ healthChecker = (*comfyHealth)(nil)
 	_ healthChecker = (*pipeline.ChatPlanner)(nil)
 	_ healthChecker = (*pipeline.SpeechServer)(nil)
+	_ healthChecker = (*httpHealth)(nil)
 )
 
 // build makes the clients and the health check of r's kind. Cog runners
-// get a client per task (its prediction id); command and http runners have
-// no health check.
+// get a client per task (its prediction id); command runners, and http
+// runners from --runner (no health_interval: they keep their behaviour from
+// before the runners file, always advertised), have no health check.
 func (r *liveRunner) build(deps runnerDeps) error {
 	s := r.spec
 	apiKey := ""
@@ -59,6 +62,57 @@ func (r *liveRunner) build(deps runnerDeps) error {
 			return fmt.Errorf("%w: runner %q (%s): %w", ErrConfig, s.Name, s.Where, err)
 		}
 		r.health = r.speech
+	case RunnerHTTP:
+		if s.Where != flagRunner {
+			r.health = &httpHealth{url: s.URL, healthURL: s.HealthURL, client: deps.client}
+		}
+	}
+	return nil
+}
+
+// httpHealth is an http runner's health. The external runner protocol
+// (pipeline/README.md) has no health route, and a server that speaks it
+// may have none, so by default the check GETs the runner's own url, which
+// takes renders as POSTs: any answer below 500 (405 or 404 from a server
+// that serves only POST there) shows the server listens, while no answer
+// or a 5xx (a proxy without its backend, a server still loading its model)
+// is down. The url itself rather than its origin: behind a proxy or a
+// gateway the origin may be served by something else. With health_url, a
+// route that says whether the model can render, the check GETs that and
+// wants 2xx or 3xx, as a Kubernetes httpGet probe does.
+type httpHealth struct {
+	url       string
+	healthURL string       // "": GET url
+	client    *http.Client // nil: http.DefaultClient
+}
+
+func (h *httpHealth) Health(ctx context.Context) error {
+	target := h.url
+	if h.healthURL != "" {
+		target = h.healthURL
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return fmt.Errorf("http runner %s: health check: %w", pipeline.RedactURL(h.url), err)
+	}
+	client := h.client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req) // a user:password@ in the URL goes as basic auth, as for renders
+	if err != nil {
+		return fmt.Errorf("http runner %s: health check: %w", pipeline.RedactURL(h.url), err)
+	}
+	// Read a little so that the connection can be used again.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	resp.Body.Close()
+	switch {
+	case h.healthURL != "" && resp.StatusCode >= 400:
+		return fmt.Errorf("http runner %s: GET %s (health_url) answered %s, want 2xx or 3xx",
+			pipeline.RedactURL(h.url), pipeline.RedactURL(h.healthURL), resp.Status)
+	case resp.StatusCode >= 500:
+		return fmt.Errorf("http runner %s: GET of its url answered %s: the server does not serve (a proxy without its backend, "+
+			"or a model still loading); give the runner a health_url if its server has a health route", pipeline.RedactURL(h.url), resp.Status)
 	}
 	return nil
 }

@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -138,7 +141,7 @@ func startLongTask(t *testing.T, f *fakeCP) longTask {
 	lt := longTask{cog: newAgentFakeCog(t, "READY"), gate: t.TempDir() + "/gate"}
 	cfg := testConfig(t, f)
 	cfg.RunnerSpecs = []RunnerSpec{cogSpec(lt.cog)}
-	cfg.Runners = map[string][]string{"sora-2": gateRunner(lt.gate)}
+	cfg.Runners = map[string][]string{"sora-2": gateRunner(t, lt.gate)}
 	lt.agent = startAgent(t, cfg)
 	lt.adverts = waitAdvertised(t, f, 0, cogModel, true)
 	lt.task = assignment("vid_long", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: "sora-2",
@@ -218,6 +221,58 @@ func TestCogClipTooShortFailsTheTask(t *testing.T) {
 	f.enqueue(a)
 	expectFailed(t, f, a.TaskID, "runner wan: pipeline: the runner's clip does not match the request: the clip is 1280x720, 1.00 s, "+
 		"the request 1280x720 (720p 16:9), 4.00 s: too short")
+}
+
+// TestFlagRunnerClipIsChecked: a --runner command's clip is held to the
+// request as a runners file runner's is; one that is too short, of another
+// aspect ratio or not a video fails the task saying so, and is not
+// delivered as completed.
+func TestFlagRunnerClipIsChecked(t *testing.T) {
+	t.Parallel()
+	const clipDoesNotMatch = "runner wan-2.2-a14b: pipeline: the runner's clip does not match the request: "
+	tests := []struct {
+		name string
+		clip func(t *testing.T) []byte
+		res  string
+		want string
+	}{
+		{"too short", func(t *testing.T) []byte { return testClip(t, 1280, 720, 1) }, "720p",
+			clipDoesNotMatch + "the clip is 1280x720, 1.00 s, the request 1280x720 (720p 16:9), 5.00 s: too short"},
+		{"square for 16:9", func(t *testing.T) []byte { return testClip(t, 320, 320, 5) }, "480p",
+			clipDoesNotMatch + "the clip is 320x320, 5.00 s, the request 854x480 (480p 16:9), 5.00 s: another aspect ratio"},
+		{"not a video", func(*testing.T) []byte { return []byte("not really a clip") }, "480p",
+			clipDoesNotMatch + "the output is not a video ffprobe can read"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			requireTools(t, "ffmpeg", "ffprobe")
+			clip := filepath.Join(t.TempDir(), "clip")
+			if err := os.WriteFile(clip, tc.clip(t), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f := newFakeCP(t)
+			cfg := testConfig(t, f)
+			const script = `req=$(cat)
+out=$(printf '%s' "$req" | sed -n 's/.*"output_path":"\([^"]*\)".*/\1/p')
+cp "$1" "$out"
+echo "progress 100"`
+			cfg.Runners = map[string][]string{"wan-2.2-a14b": {"sh", "-c", script, "sh", clip}}
+			startAgent(t, cfg)
+			a := assignment("vid_flagclip", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: "wan-2.2-a14b",
+				Prompt: "p", Resolution: tc.res, AspectRatio: "16:9", DurationSeconds: 5})
+			f.enqueue(a)
+			waitFor(t, "the task to end", func() bool {
+				_, failed := f.failed(a.TaskID)
+				_, completed := f.complete(a.TaskID)
+				return failed || completed
+			})
+			if _, ok := f.complete(a.TaskID); ok {
+				t.Fatal("a task whose clip does not match the request was completed")
+			}
+			expectFailed(t, f, a.TaskID, tc.want)
+		})
+	}
 }
 
 func TestRunnerConfigRefused(t *testing.T) {
@@ -330,8 +385,10 @@ func TestRunnersFitAndMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := withdrawn(live)
-	if want := map[string]bool{"veo-3": true, "sora-2": true}; !maps.Equal(out, want) {
-		t.Errorf("withdrawn = %v, want the models of the runner no GPU fits: %v", out, want)
+	// veo-2's http runner of the file starts down until its first health
+	// check passes; --runner ones have none.
+	if want := map[string]bool{"veo-3": true, "sora-2": true, "veo-2": true}; !maps.Equal(out, want) {
+		t.Errorf("withdrawn = %v, want the models of the runner no GPU fits and of the unchecked file http runner: %v", out, want)
 	}
 }
 
@@ -366,5 +423,90 @@ func TestRunnerHealthHysteresis(t *testing.T) {
 		if changed != s.changed || r.isUp() != s.up || (err == nil) != (s.err == nil) {
 			t.Fatalf("check %d: changed %v up %v err %v; want %v %v %v", i+1, changed, r.isUp(), err, s.changed, s.up, s.err)
 		}
+	}
+}
+
+// An http runner's health check: by default a GET of its url, where any
+// answer below 500 shows a server listens (the protocol's route takes
+// POSTs); with health_url a GET of that, wanting 2xx or 3xx.
+func TestHTTPRunnerHealth(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/"))
+		w.WriteHeader(code)
+	}))
+	t.Cleanup(srv.Close)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	tests := []struct {
+		name, url, healthURL string
+		want                 string // "": healthy
+	}{
+		{"url: POST only (405)", srv.URL + "/405", "", ""},
+		{"url: no such route (404)", srv.URL + "/404", "", ""},
+		{"url: 200", srv.URL + "/200", "", ""},
+		{"url: proxy without its backend (502)", srv.URL + "/502", "", "GET of its url answered 502 Bad Gateway"},
+		{"url: nothing listens", closed.URL + "/render", "", "connection refused"},
+		{"health_url: 200", srv.URL + "/405", srv.URL + "/200", ""},
+		{"health_url: 404", srv.URL + "/405", srv.URL + "/404", "(health_url) answered 404 Not Found, want 2xx or 3xx"},
+		{"health_url: loading (503)", srv.URL + "/405", srv.URL + "/503", "answered 503 Service Unavailable"},
+		{"health_url: nothing listens", srv.URL + "/405", closed.URL + "/healthz", "connection refused"},
+	}
+	for _, tc := range tests {
+		err := (&httpHealth{url: tc.url, healthURL: tc.healthURL}).Health(t.Context())
+		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Health = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// An http runner of the runners file whose server goes away is withdrawn
+// after unhealthy_after failed checks, as the other kinds are, and
+// vidfarm_agent_runner_up says so.
+func TestHTTPRunnerDownWithdrawsItsModel(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, healthPath string // healthPath "": no health_url
+	}{
+		{"url", ""},
+		{"health_url", "/healthz"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/healthz" {
+					return
+				}
+				http.Error(w, "POST a render here", http.StatusMethodNotAllowed)
+			}))
+			t.Cleanup(srv.Close)
+			spec := RunnerSpec{Name: "server", Kind: RunnerHTTP, URL: srv.URL + "/render", Models: []string{"mochi-1"}, Concurrency: 1,
+				HealthInterval: 20 * time.Millisecond, UnhealthyAfter: 2, Where: "runners.yaml:2"}
+			if tc.healthPath != "" {
+				spec.HealthURL = srv.URL + tc.healthPath
+			}
+			f := newFakeCP(t)
+			cfg := testConfig(t, f)
+			cfg.RunnerSpecs = []RunnerSpec{spec}
+			reg := prometheus.NewRegistry()
+			cfg.Metrics = reg
+			r := startAgent(t, cfg)
+			up := func() float64 { return gaugeValue(t, reg, "vidfarm_agent_runner_up", RunnerHTTP, "server") }
+			n := waitAdvertised(t, f, 0, "mochi-1", true)
+			if up() != 1 {
+				t.Error("vidfarm_agent_runner_up is 0 for a server that answers")
+			}
+			srv.Close()
+			waitAdvertised(t, f, n, "mochi-1", false)
+			if up() != 0 {
+				t.Error("vidfarm_agent_runner_up is 1 for a server that is gone")
+			}
+			logs := r.logs.String()
+			if !strings.Contains(logs, "its models stay advertised until it fails unhealthy_after checks in a row") ||
+				!strings.Contains(logs, `msg="runner is not healthy: its models are withdrawn until it is" runner=server runner_kind=http models=[mochi-1] failed_checks=2`) {
+				t.Errorf("no log of the first failed check, or of the withdrawal after the second:\n%s", logs)
+			}
+		})
 	}
 }

@@ -28,7 +28,7 @@ while [ ! -e %[1]q/gate-"$word" ]; do
   kill -0 "$agent" 2>/dev/null || exit 3
   sleep 0.1
 done
-ffmpeg -v error -nostdin -y -f lavfi -i "testsrc2=s=320x240:r=24:d=3" -c:v libx264 -preset ultrafast -pix_fmt yuv420p "$out" >&2
+ffmpeg -v error -nostdin -y -f lavfi -i "testsrc2=s=854x480:r=24:d=5" -c:v libx264 -preset ultrafast -pix_fmt yuv420p "$out" >&2
 echo "progress 100"
 `, dir)
 }

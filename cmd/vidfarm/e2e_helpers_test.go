@@ -544,9 +544,10 @@ func writeScript(t *testing.T, dir, name, body string) string {
 
 // gatedRunnerScript is an external runner (protocol vidfarm.render.v1) that
 // reports progress, touches started, then waits for the file gate; once it is
-// there, it works for work half-seconds (reporting progress), renders a
-// 320x240 clip of 3 s (a size and length the procedural runner never makes
-// at 480p/5 s) and touches done. It exits when the agent that started it
+// there, it works for work half-seconds (reporting progress), renders the
+// asked 854x480 clip of 5 s with a tone (the agent checks a runner's clip
+// against the request; the procedural runner makes no sound without
+// generate_audio, so the tone says whose clip a video is) and touches done. It exits when the agent that started it
 // dies, so a SIGKILLed agent leaves no runner behind.
 func gatedRunnerScript(started, gate, done string, work int) string {
 	return fmt.Sprintf(`#!/bin/sh
@@ -568,7 +569,8 @@ while [ "$i" -lt %[4]d ]; do
   echo "progress $((20 + i))"
   sleep 0.5
 done
-ffmpeg -v error -nostdin -y -f lavfi -i "testsrc2=s=320x240:r=24:d=3" -c:v libx264 -preset ultrafast -pix_fmt yuv420p "$out" >&2
+ffmpeg -v error -nostdin -y -f lavfi -i "testsrc2=s=854x480:r=24:d=5" -f lavfi -i "sine=frequency=440:duration=5" \
+  -c:v libx264 -preset ultrafast -pix_fmt yuv420p -c:a aac -shortest "$out" >&2
 echo "progress 100"
 touch %[3]q
 `, started, gate, done, work)

@@ -147,7 +147,7 @@ func TestE2EAgentKilledMidTask(t *testing.T) {
 
 // TestE2EAgentPausedPastLease: agent A is stopped (SIGSTOP) mid-render past
 // its lease; agent B takes the render over; A's runner then finishes a clip
-// of its own (320x240, 3 s) and A is resumed (SIGCONT): the control plane
+// of its own (with a tone) and A is resumed (SIGCONT): the control plane
 // refuses A's late reports (stale lease), and the video is B's.
 func TestE2EAgentPausedPastLease(t *testing.T) {
 	const grant = 100
@@ -209,9 +209,11 @@ func TestE2EAgentPausedPastLease(t *testing.T) {
 	if len(findLogs(f.srv, "task completed", "task_id", renderTask, "node_id", b.nodeID)) != 1 {
 		t.Errorf("agent B (%s) did not complete the render exactly once", b.nodeID)
 	}
-	// The delivered video is B's procedural 854x480 5 s clip, not A's 320x240 3 s one.
+	// The delivered video is B's procedural 854x480 5 s clip, silent, not A's with its tone.
 	fw, fh := frameSize(t, e2eResolution, e2eAspect)
-	checkMP4(t, f.download(v["video_url"].(string), "video.mp4"), 5, fw, fh, false)
+	if info := checkMP4(t, f.download(v["video_url"].(string), "video.mp4"), 5, fw, fh, false); info.HasAudio {
+		t.Error("the delivered video has A's runner's tone: A's late clip was taken")
+	}
 	if d := num(v, "duration_seconds"); d != 5 {
 		t.Errorf("duration_seconds %v, want B's 5", d)
 	}
@@ -289,8 +291,9 @@ func TestE2EOnlyNodePausedPastLease(t *testing.T) {
 	if len(findLogs(f.srv, "task completed", "task_id", renderTask, "node_id", a.nodeID)) != 1 {
 		t.Errorf("agent A did not complete the render exactly once")
 	}
-	// The only renderer was A's runner: its 320x240 3 s clip is the video.
-	checkMP4(t, f.download(v["video_url"].(string), "video.mp4"), 3, 320, 240, false)
+	// The only renderer was A's runner: its clip, with its tone, is the video.
+	fw, fh := frameSize(t, e2eResolution, e2eAspect)
+	checkMP4(t, f.download(v["video_url"].(string), "video.mp4"), 5, fw, fh, true)
 	if got, charged := f.balance(), int64(num(v, "credits_charged")); charged != manualPrice || got != grant-manualPrice {
 		t.Fatalf("charged %d, balance %d; want %d and %d", charged, got, manualPrice, grant-manualPrice)
 	}
