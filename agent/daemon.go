@@ -118,6 +118,10 @@ type agent struct {
 	gen      uint64 // registrations so far
 	hbEvery  time.Duration
 	leaseFor time.Duration // a lease's length from its grant or renewal (RegisterResponse.LeaseSeconds)
+	// paused says why the workers lease nothing now (the work dir over its
+	// limit); heartbeats carry it to the operator, as the node looks live
+	// and idle to the control plane meanwhile.
+	paused   string
 	draining bool
 	held     map[string]*task // leases held, by task id
 	// registered is the capacity the control plane was last told, by a
@@ -465,6 +469,21 @@ func (a *agent) cancelAll(cause error) {
 	}
 }
 
+// setPaused records why the workers lease nothing ("" once they lease
+// again) and sends a heartbeat at once when that changed.
+func (a *agent) setPaused(reason string) {
+	if len(reason) > wire.MaxPausedLen {
+		reason = reason[:wire.MaxPausedLen] // a long work dir path; cut on a byte, but ASCII in practice
+	}
+	a.mu.Lock()
+	changed := a.paused != reason
+	a.paused = reason
+	a.mu.Unlock()
+	if changed {
+		a.beatNow()
+	}
+}
+
 func (a *agent) beatNow() {
 	select {
 	case a.hbNow <- struct{}{}:
@@ -499,7 +518,7 @@ func (a *agent) heartbeats(ctx context.Context) {
 func (a *agent) heartbeat(ctx context.Context) {
 	a.mu.Lock()
 	cred, gen, draining := a.cred, a.gen, a.draining
-	req := wire.HeartbeatRequest{Leases: []wire.LeaseReport{}, Draining: draining}
+	req := wire.HeartbeatRequest{Leases: []wire.LeaseReport{}, Draining: draining, Paused: a.paused}
 	sent := make(map[string]uint64, len(a.held))
 	for _, t := range a.held {
 		req.Leases = append(req.Leases, wire.LeaseReport{TaskID: t.asg.TaskID, Token: t.asg.Token, Percent: t.percent()})
@@ -557,12 +576,15 @@ func (a *agent) worker(n int) {
 				log.Warn("work dir is over its limit: leasing no new work until it shrinks",
 					"work_dir", a.cfg.WorkDir, "bytes", size, "max_bytes", a.cfg.WorkDirMaxBytes)
 				full = true
+				a.setPaused(fmt.Sprintf("work dir %s holds %d bytes, over --work-dir-max-bytes %d: leasing no new work until it shrinks",
+					a.cfg.WorkDir, size, a.cfg.WorkDirMaxBytes))
 			}
 			sleep(a.leaseCtx, workDirRecheck)
 			continue
 		} else if full {
 			log.Info("work dir is back under its limit: leasing again", "bytes", size, "max_bytes", a.cfg.WorkDirMaxBytes)
 			full = false
+			a.setPaused("")
 		}
 		if !a.waitLeasing() {
 			return

@@ -541,6 +541,19 @@ func TestWorkDirFullStopsLeasing(t *testing.T) {
 	if n := f.snapshot().leaseAsks; n != 0 {
 		t.Errorf("%d lease requests while the work dir is full", n)
 	}
+	// The heartbeats say why, for the operator: the node looks idle.
+	hb := f.snapshot().heartbeats
+	if p := hb[len(hb)-1].Paused; !strings.Contains(p, "over --work-dir-max-bytes 1000") {
+		t.Errorf("heartbeat paused %q, want the work dir's limit named", p)
+	}
+	// Back under the limit, the node leases again and says so.
+	if err := os.Remove(filepath.Join(cfg.WorkDir, "big")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a heartbeat no longer paused", func() bool {
+		hb := f.snapshot().heartbeats
+		return hb[len(hb)-1].Paused == ""
+	})
 }
 
 func TestUnknownKindFails(t *testing.T) {

@@ -84,6 +84,11 @@ type NodeJSON struct {
 	// follower: the readings live in the leader's memory only.
 	TelemetryAt    *time.Time `json:"telemetry_at,omitempty"`
 	TelemetryStale bool       `json:"telemetry_stale,omitempty"`
+	// Paused is why the node's agent leases no work now of its own accord
+	// (its work dir over its limit), from its heartbeats: the node looks
+	// live and idle to the scheduler meanwhile. Leader only, like the
+	// telemetry.
+	Paused string `json:"paused,omitempty"`
 }
 
 // NodeGPUJSON is one GPU of a node.
@@ -196,6 +201,7 @@ func NodeView(f *fsm.FSM, v fsm.NodeView, tel *telemetry.Store) NodeJSON {
 	for _, id := range v.Info.IdleGPUs {
 		idle[id] = true
 	}
+	out.Paused = tel.Paused(v.Node.ID)
 	sample, sampled := tel.Get(v.Node.ID)
 	if sampled {
 		at := sample.At.UTC()

@@ -67,6 +67,13 @@ func WriteNodeTable(w io.Writer, nodes []NodeJSON, now time.Time) error {
 		if n.AgentDraining {
 			state += ",agent-draining"
 		}
+		reason := n.MaintenanceReason
+		if n.Paused != "" {
+			state += ",paused"
+			if reason == "" {
+				reason = n.Paused
+			}
+		}
 		busy := 0
 		for _, g := range n.GPUs {
 			if g.Busy {
@@ -75,7 +82,7 @@ func WriteNodeTable(w io.Writer, nodes []NodeJSON, now time.Time) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d busy\t%s\t%d\t%s\t%s\t%s\t%s\n", n.ID, n.Name, state, busy, len(n.GPUs),
 			gpuUse(n), len(n.RunningTasks), ago(now, n.LastHeartbeat), agoPtr(now, n.MaintenanceSince), untilPtr(now, n.DrainDeadline),
-			dash(n.MaintenanceReason))
+			dash(reason))
 	}
 	return tw.Flush()
 }

@@ -41,3 +41,17 @@ func TestNodeTableGPUUse(t *testing.T) {
 		})
 	}
 }
+
+// A node whose agent leases nothing of its own accord shows paused in its
+// state and why in the reason column (a maintenance reason goes first).
+func TestNodeTablePaused(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	n := NodeJSON{ID: "node_1", Name: "gpu-1", State: NodeActive, LastHeartbeat: now, Paused: "work dir over its limit"}
+	if err := WriteNodeTable(&b, []NodeJSON{n}, now); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "active,paused") || !strings.Contains(out, "work dir over its limit") {
+		t.Fatalf("table:\n%s", out)
+	}
+}

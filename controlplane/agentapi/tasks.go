@@ -48,6 +48,10 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, e)
 		return
 	}
+	if len(req.Paused) > wire.MaxPausedLen || !utf8.ValidString(req.Paused) {
+		apierr.Write(w, r, invalid(fmt.Sprintf("paused must be UTF-8 text of at most %d bytes", wire.MaxPausedLen)).With("field", "paused"))
+		return
+	}
 	held := make([]fsm.HeldLease, len(req.Leases))
 	for i, l := range req.Leases {
 		held[i] = fsm.HeldLease{TaskID: l.TaskID, Token: l.Token, Percent: l.Percent}
@@ -63,6 +67,7 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 	if gpus != nil {
 		s.cfg.Telemetry.Put(n.ID, gpus)
 	}
+	s.cfg.Telemetry.SetPaused(n.ID, req.Paused)
 	resp := wire.HeartbeatResponse{}
 	if node, ok := s.fsm.Node(n.ID); ok && node.Maintenance != nil {
 		m := node.Maintenance

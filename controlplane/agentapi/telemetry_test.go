@@ -135,3 +135,50 @@ func TestHeartbeatTelemetry(t *testing.T) {
 		t.Fatalf("deregistered node's sample kept: %+v", s)
 	}
 }
+
+// TestHeartbeatPaused: an agent that leases nothing of its own accord (its
+// work dir over its limit) says why with its heartbeats; the admin node
+// listing shows it until a heartbeat without it, or until the node is
+// silent past the telemetry's forget time. An overlong reason is refused.
+func TestHeartbeatPaused(t *testing.T) {
+	clk := &clock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	tcfg := telemetry.ForHeartbeats(5 * time.Second)
+	tcfg.Now = clk.Now
+	tel := telemetry.New(tcfg)
+	e := newEnv(t, func(c *agentapi.Config) { c.Telemetry = tel })
+	adm := httptest.NewServer(admin.Handler(admin.Config{Token: "adm", FSM: e.fsm, Node: e.node, Telemetry: tel,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	t.Cleanup(adm.Close)
+	client := &admin.Client{Server: adm.URL, Token: "adm", HTTP: adm.Client()}
+	paused := func() string {
+		t.Helper()
+		nodes, err := client.Nodes(context.Background())
+		if err != nil || len(nodes) != 1 {
+			t.Fatalf("admin nodes: %+v, %v", nodes, err)
+		}
+		return nodes[0].Paused
+	}
+	cred := e.register("gpu-1").Credential
+	const why = "work dir /var/lib/vidfarm/work holds 2000 bytes, over --work-dir-max-bytes 1000: leasing no new work until it shrinks"
+	want(t, e.call("POST", "/agent/v1/heartbeat", cred, wire.HeartbeatRequest{Paused: why}), http.StatusOK, "")
+	if got := paused(); got != why {
+		t.Fatalf("paused %q after the heartbeat, want %q", got, why)
+	}
+	clk.add(2 * time.Minute) // silent past the forget time
+	if got := paused(); got != "" {
+		t.Fatalf("paused %q from a node silent for 2 min", got)
+	}
+	want(t, e.call("POST", "/agent/v1/heartbeat", cred, wire.HeartbeatRequest{Paused: why}), http.StatusOK, "")
+	want(t, e.call("POST", "/agent/v1/heartbeat", cred, wire.HeartbeatRequest{}), http.StatusOK, "")
+	if got := paused(); got != "" {
+		t.Fatalf("paused %q after a heartbeat without it", got)
+	}
+	long := make([]byte, wire.MaxPausedLen+1)
+	for i := range long {
+		long[i] = 'x'
+	}
+	want(t, e.call("POST", "/agent/v1/heartbeat", cred, wire.HeartbeatRequest{Paused: string(long)}), http.StatusBadRequest, apierr.CodeInvalidRequest)
+	if got := paused(); got != "" {
+		t.Fatalf("paused %q kept from a refused heartbeat", got)
+	}
+}

@@ -69,7 +69,13 @@ type Store struct {
 
 	mu        sync.Mutex
 	nodes     map[string]Sample
+	paused    map[string]pause // nodes whose agents say they lease nothing now, and why
 	lastSweep time.Time
+}
+
+type pause struct {
+	reason string
+	at     time.Time
 }
 
 // New returns an empty Store.
@@ -78,7 +84,7 @@ func New(cfg Config) *Store {
 		cfg.Now = time.Now
 	}
 	cfg.ForgetAfter = max(cfg.ForgetAfter, cfg.StaleAfter)
-	return &Store{cfg: cfg, nodes: map[string]Sample{}}
+	return &Store{cfg: cfg, nodes: map[string]Sample{}, paused: map[string]pause{}}
 }
 
 // Put records nodeID's sample, replacing the one before; gpus is kept as
@@ -98,6 +104,7 @@ func (s *Store) Put(nodeID string, gpus map[string]GPU) {
 	}
 	s.lastSweep = now
 	maps.DeleteFunc(s.nodes, func(_ string, v Sample) bool { return now.Sub(v.At) > s.cfg.ForgetAfter })
+	maps.DeleteFunc(s.paused, func(_ string, p pause) bool { return now.Sub(p.at) > s.cfg.ForgetAfter })
 }
 
 // Get returns nodeID's latest sample, unless there is none or it is past
@@ -118,14 +125,46 @@ func (s *Store) Get(nodeID string) (Sample, bool) {
 	return v, true
 }
 
-// Forget drops nodeID's sample: it deregistered.
+// Forget drops nodeID's sample and pause: it deregistered.
 func (s *Store) Forget(nodeID string) {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
 	delete(s.nodes, nodeID)
+	delete(s.paused, nodeID)
 	s.mu.Unlock()
+}
+
+// SetPaused records why nodeID's agent leases no work now (its heartbeat's
+// paused), or that it leases again ("").
+func (s *Store) SetPaused(nodeID, reason string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if reason == "" {
+		delete(s.paused, nodeID)
+		return
+	}
+	s.paused[nodeID] = pause{reason: reason, at: s.cfg.Now()}
+}
+
+// Paused is why nodeID's agent said at its last heartbeats that it leases
+// nothing; "" when it did not, or said so longer than ForgetAfter ago (it
+// went silent).
+func (s *Store) Paused(nodeID string) string {
+	if s == nil {
+		return ""
+	}
+	s.mu.Lock()
+	p, ok := s.paused[nodeID]
+	s.mu.Unlock()
+	if !ok || s.cfg.Now().Sub(p.at) > s.cfg.ForgetAfter {
+		return ""
+	}
+	return p.reason
 }
 
 // Each calls fn with every sample not past ForgetAfter, under the Store's

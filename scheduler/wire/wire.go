@@ -176,7 +176,14 @@ type HeartbeatRequest struct {
 	Leases   []LeaseReport `json:"leases"`
 	Draining bool          `json:"draining,omitempty"`
 	GPUs     []GPUSample   `json:"gpus,omitempty"`
+	// Paused says why a live node asks for no work now of its own accord
+	// (its work dir over its limit); "" while it leases. Kept with the
+	// telemetry, for the operator: the scheduler still counts the node.
+	Paused string `json:"paused,omitempty"`
 }
+
+// MaxPausedLen bounds HeartbeatRequest.Paused, in bytes.
+const MaxPausedLen = 500
 
 // GPUSample is one GPU's state at a heartbeat, read from NVML. ID is the
 // id the GPU registered with (its UUID; a MIG instance's MIG UUID): a
