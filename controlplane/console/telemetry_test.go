@@ -63,3 +63,35 @@ func TestFarmShowsGPUTelemetry(t *testing.T) {
 		t.Errorf("GPU-1, never sampled, shows readings: %+v", g1)
 	}
 }
+
+// TestFarmShowsPaused: a node whose agent leases nothing of its own accord
+// says why with its heartbeats, and the farm page's data carries it until
+// a heartbeat without it.
+func TestFarmShowsPaused(t *testing.T) {
+	f := startFarm(t)
+	cred := f.register("gpu-p", models.IDs())
+	const why = "work dir /work holds 2000 bytes, over --work-dir-max-bytes 1000: leasing no new work until it shrinks"
+	base := "http://" + f.srv.AdminAddr()
+	cookie := login(t, base)
+	paused := func() string {
+		t.Helper()
+		st, body, _ := send(t, "GET", base+"/console/api/farm", "", cookie, nil)
+		if st != http.StatusOK {
+			t.Fatalf("farm: %d %s", st, body)
+		}
+		var farm console.FarmJSON
+		must(t, json.Unmarshal([]byte(body), &farm), "farm answer")
+		if len(farm.Nodes) != 1 {
+			t.Fatalf("farm nodes: %+v", farm.Nodes)
+		}
+		return farm.Nodes[0].Paused
+	}
+	f.agent("POST", "/agent/v1/heartbeat", cred, wire.HeartbeatRequest{Paused: why}, nil)
+	if got := paused(); got != why {
+		t.Fatalf("paused %q on the farm page, want %q", got, why)
+	}
+	f.agent("POST", "/agent/v1/heartbeat", cred, wire.HeartbeatRequest{}, nil)
+	if got := paused(); got != "" {
+		t.Fatalf("paused %q after a heartbeat without it", got)
+	}
+}

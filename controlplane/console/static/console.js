@@ -247,6 +247,9 @@
     const parts = [el('span', { class: 'state state-' + n.state }, STATE_LABEL[n.state] || n.state)];
     if (n.down) parts.push(' ', el('span', { class: 'state state-down' }, STATE_LABEL.down));
     if (n.agent_draining) parts.push(' ', el('span', { class: 'muted' }, '(agent stopping)'));
+    // The agent leases nothing of its own accord (its work dir over its
+    // limit): the node looks live and idle otherwise.
+    if (n.paused) parts.push(' ', el('span', { class: 'muted', 'data-paused': '', title: n.paused }, '(paused: ' + n.paused + ')'));
     return parts;
   }
 
