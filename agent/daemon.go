@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -473,7 +474,9 @@ func (a *agent) cancelAll(cause error) {
 // again) and sends a heartbeat at once when that changed.
 func (a *agent) setPaused(reason string) {
 	if len(reason) > wire.MaxPausedLen {
-		reason = reason[:wire.MaxPausedLen] // a long work dir path; cut on a byte, but ASCII in practice
+		// A long work dir path. The control plane refuses a heartbeat whose
+		// reason is not UTF-8, so a rune the cut splits goes.
+		reason = strings.ToValidUTF8(reason[:wire.MaxPausedLen], "")
 	}
 	a.mu.Lock()
 	changed := a.paused != reason

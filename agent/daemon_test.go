@@ -17,6 +17,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/vidfarm/vidfarm/models"
 	"github.com/vidfarm/vidfarm/pipeline"
@@ -608,4 +609,20 @@ func TestHungRunnerTimesOut(t *testing.T) {
 	f.enqueue(a)
 	expectFailed(t, f, a.TaskID, "task timeout (300ms)")
 	waitFor(t, "the work dir to empty", func() bool { return emptyDir(t, cfg.WorkDir) })
+}
+
+// A paused reason past the heartbeat's bound is cut to it, and never
+// inside a rune: the control plane refuses a heartbeat whose reason is not
+// UTF-8, and with it the renewal of every lease the beat carries.
+func TestPausedReasonCutOnARune(t *testing.T) {
+	a := &agent{hbNow: make(chan struct{}, 1)}
+	a.setPaused("work dir /srv/" + strings.Repeat("é", wire.MaxPausedLen) + " is over its limit")
+	if len(a.paused) > wire.MaxPausedLen || !utf8.ValidString(a.paused) || len(a.paused) < wire.MaxPausedLen-1 {
+		t.Fatalf("paused is %d bytes, valid UTF-8 %v; want at most %d, valid", len(a.paused), utf8.ValidString(a.paused), wire.MaxPausedLen)
+	}
+	select {
+	case <-a.hbNow:
+	default:
+		t.Error("a new reason asked for no heartbeat")
+	}
 }
