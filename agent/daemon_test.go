@@ -616,7 +616,7 @@ func TestHungRunnerTimesOut(t *testing.T) {
 // UTF-8, and with it the renewal of every lease the beat carries.
 func TestPausedReasonCutOnARune(t *testing.T) {
 	a := &agent{hbNow: make(chan struct{}, 1)}
-	a.setPaused("work dir /srv/" + strings.Repeat("é", wire.MaxPausedLen) + " is over its limit")
+	a.setPaused("work dir /srv/x" + strings.Repeat("é", wire.MaxPausedLen) + " is over its limit")
 	if len(a.paused) > wire.MaxPausedLen || !utf8.ValidString(a.paused) || len(a.paused) < wire.MaxPausedLen-1 {
 		t.Fatalf("paused is %d bytes, valid UTF-8 %v; want at most %d, valid", len(a.paused), utf8.ValidString(a.paused), wire.MaxPausedLen)
 	}
