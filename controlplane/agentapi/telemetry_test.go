@@ -38,20 +38,31 @@ func (c *clock) add(d time.Duration) {
 
 func f64(v float64) *float64 { return &v }
 
-// TestHeartbeatTelemetry sends GPU samples with heartbeats and reads them
-// back through the admin API's node listing over the same state, stale
-// and then forgotten as the clock moves, and refuses bad samples with the
-// error envelope, keeping nothing of them.
-func TestHeartbeatTelemetry(t *testing.T) {
+// telemetryBeat is the heartbeat interval telemetryEnv's store is sized for.
+const telemetryBeat = 5 * time.Second
+
+// telemetryEnv is an agent listener keeping heartbeats' telemetry in a
+// store on a settable clock, and an admin client listing the nodes of the
+// same state with that store, whose times follow from telemetryBeat.
+func telemetryEnv(t *testing.T) (*env, *clock, *telemetry.Store, *admin.Client) {
 	clk := &clock{now: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)}
-	tcfg := telemetry.ForHeartbeats(5 * time.Second)
+	tcfg := telemetry.ForHeartbeats(telemetryBeat)
 	tcfg.Now = clk.Now
 	tel := telemetry.New(tcfg)
 	e := newEnv(t, func(c *agentapi.Config) { c.Telemetry = tel })
 	adm := httptest.NewServer(admin.Handler(admin.Config{Token: "adm", FSM: e.fsm, Node: e.node, Telemetry: tel,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	t.Cleanup(adm.Close)
-	client := &admin.Client{Server: adm.URL, Token: "adm", HTTP: adm.Client()}
+	return e, clk, tel, &admin.Client{Server: adm.URL, Token: "adm", HTTP: adm.Client()}
+}
+
+// TestHeartbeatTelemetry sends GPU samples with heartbeats and reads them
+// back through the admin API's node listing over the same state, stale
+// and then forgotten as the clock moves, and refuses bad samples with the
+// error envelope, keeping nothing of them.
+func TestHeartbeatTelemetry(t *testing.T) {
+	e, clk, tel, client := telemetryEnv(t)
+	tcfg := telemetry.ForHeartbeats(telemetryBeat)
 	node := func() admin.NodeJSON {
 		t.Helper()
 		nodes, err := client.Nodes(context.Background())
@@ -141,15 +152,7 @@ func TestHeartbeatTelemetry(t *testing.T) {
 // listing shows it until a heartbeat without it, or until the node is
 // silent past the telemetry's forget time. An overlong reason is refused.
 func TestHeartbeatPaused(t *testing.T) {
-	clk := &clock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-	tcfg := telemetry.ForHeartbeats(5 * time.Second)
-	tcfg.Now = clk.Now
-	tel := telemetry.New(tcfg)
-	e := newEnv(t, func(c *agentapi.Config) { c.Telemetry = tel })
-	adm := httptest.NewServer(admin.Handler(admin.Config{Token: "adm", FSM: e.fsm, Node: e.node, Telemetry: tel,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
-	t.Cleanup(adm.Close)
-	client := &admin.Client{Server: adm.URL, Token: "adm", HTTP: adm.Client()}
+	e, clk, _, client := telemetryEnv(t)
 	paused := func() string {
 		t.Helper()
 		nodes, err := client.Nodes(context.Background())
