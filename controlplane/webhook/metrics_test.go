@@ -21,8 +21,8 @@ func TestDeliveriesFinishedExportedAtZero(t *testing.T) {
 	const name = "vidfarm_webhook_deliveries_finished_total"
 	help := helpOf(t, reg, name)
 	for _, tc := range []struct {
-		name  string
-		state string // what ends next; "" for nothing
+		name                 string
+		state                string // what ends next; "" for nothing
 		delivered, abandoned int
 	}{
 		{"before any delivery ends", "", 0, 0},
