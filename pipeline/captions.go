@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"strings"
@@ -141,7 +142,18 @@ func WriteCaptions(cues []Cue, srtPath, vttPath string) error {
 		}
 		return nil
 	}
-	if err := write(srtPath, func(f *os.File) error { return subs.WriteToSRT(f) }, ""); err != nil {
+	// go-astisub starts SubRip with a UTF-8 byte-order mark, which SubRip
+	// does not call for and which shows up as a stray character before the
+	// first cue number in tools that read the file as plain text.
+	srt := func(f *os.File) error {
+		var b bytes.Buffer
+		if err := subs.WriteToSRT(&b); err != nil {
+			return err
+		}
+		_, err := f.Write(bytes.TrimPrefix(b.Bytes(), astisub.BytesBOM))
+		return err
+	}
+	if err := write(srtPath, srt, ""); err != nil {
 		return err
 	}
 	return write(vttPath, func(f *os.File) error { return subs.WriteToWebVTT(f) }, "WEBVTT\n")

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -66,6 +67,10 @@ func TestWriteCaptions(t *testing.T) {
 	cues := []Cue{{Start: 300 * ms, End: 2500 * ms, Text: "Hello <there> & welcome\nsecond row"}, {Start: 2750 * ms, End: 4 * time.Second, Text: "Bye."}}
 	if err := WriteCaptions(cues, srt, vtt); err != nil {
 		t.Fatal(err)
+	}
+	// SubRip starts with the first cue's number, no byte-order mark.
+	if b, _ := os.ReadFile(srt); !bytes.HasPrefix(b, []byte("1\n")) {
+		t.Errorf("srt starts %q", b[:min(len(b), 8)])
 	}
 	for _, p := range []string{srt, vtt} {
 		subs, err := astisub.OpenFile(p)
