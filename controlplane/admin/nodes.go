@@ -160,7 +160,7 @@ func (s *server) removeRenderNode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !v.Info.Down && r.URL.Query().Get("force") != "true" {
-		apierr.Write(w, r, apierr.New(http.StatusConflict, apierr.CodeInvalidRequest,
+		apierr.Write(w, r, apierr.New(http.StatusConflict, apierr.CodeNodeNotDown,
 			fmt.Sprintf("render node %s (%s) is not down: its agent still heartbeats and would register again; stop the agent (it removes its node as it exits), or force it (?force=true, vidfarm admin node remove --force)",
 				v.Node.Name, v.Node.ID)).With("node_id", v.Node.ID))
 		return

@@ -55,7 +55,10 @@ const (
 	CodeWebhookDisabled = "webhook_disabled"
 	// CodeNodeNameInUse (agent listener only, 409) refuses a registration
 	// under the name of a live node that is not the registering agent's.
-	CodeNodeNameInUse        = "node_name_in_use"
+	CodeNodeNameInUse = "node_name_in_use"
+	// CodeNodeNotDown (admin listener only, 409) refuses removing a render
+	// node whose agent still heartbeats, unless forced.
+	CodeNodeNotDown          = "node_not_down"
 	defaultInternalErrorText = "internal error; retry with exponential backoff"
 )
 

@@ -26,8 +26,8 @@ func TestAdminRemoveRenderNode(t *testing.T) {
 	held := h.leaseTask(gone, 5)
 
 	var ae *apierr.Error
-	if _, err := h.admin.RemoveRenderNode(ctx, "gone", false); !errors.As(err, &ae) || ae.Status != http.StatusConflict {
-		t.Fatalf("removing a node that is not down: %v, want 409", err)
+	if _, err := h.admin.RemoveRenderNode(ctx, "gone", false); !errors.As(err, &ae) || ae.Status != http.StatusConflict || ae.Code != apierr.CodeNodeNotDown {
+		t.Fatalf("removing a node that is not down: %v, want 409 node_not_down", err)
 	}
 	h.adminNode("gone") // still listed
 	out, err := h.admin.RemoveRenderNode(ctx, "gone", true)
