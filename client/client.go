@@ -306,9 +306,15 @@ func (c *Client) attempt(ctx context.Context, method string, at *url.URL, path s
 		if err := json.Unmarshal(b, out); err != nil {
 			return 0, fmt.Errorf("vidfarm: %s %s: decode the %d answer: %w", method, u, resp.StatusCode, err)
 		}
+		if h, ok := out.(headerReader); ok {
+			h.answered(resp.Header)
+		}
 	}
 	return 0, nil
 }
+
+// headerReader is an answer's type that keeps something of its headers.
+type headerReader interface{ answered(http.Header) }
 
 // netError marks a failure to get an answer at all: always worth another try,
 // since creates carry an Idempotency-Key and the other calls are reads or

@@ -91,6 +91,9 @@ func TestCallerIdempotencyKey(t *testing.T) {
 	if a.ID != b.ID || f.count() != 1 {
 		t.Errorf("two creates with one key gave %s and %s (%d videos), want one video", a.ID, b.ID, f.count())
 	}
+	if a.Replayed || !b.Replayed {
+		t.Errorf("Replayed: first create %v, second %v; want false, then true", a.Replayed, b.Replayed)
+	}
 	if k := f.seen()[0].idemKey; k != "order-42" {
 		t.Errorf("sent key %q, want the caller's", k)
 	}

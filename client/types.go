@@ -1,6 +1,9 @@
 package client
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"net/http"
+)
 
 // Video statuses. Canceled is an addition to the original contract.
 const (
@@ -60,7 +63,16 @@ type Video struct {
 	Preview             *VideoPreview      `json:"preview,omitempty"`
 	CreatedAt           int64              `json:"created_at"`
 	Cancellation        *VideoCancellation `json:"cancellation,omitempty"`
+	// Replayed is set on a create's answer that the server replayed from an
+	// earlier request with the same Idempotency-Key (Idempotent-Replayed:
+	// true) rather than made now: with a key of the caller's
+	// (WithIdempotencyKey), the video was made by an earlier call; with the
+	// client's own key, by an earlier attempt of this call whose answer was
+	// lost. Either way nothing more was charged. Not part of the JSON.
+	Replayed bool `json:"-"`
 }
+
+func (v *Video) answered(h http.Header) { v.Replayed = h.Get("Idempotent-Replayed") == "true" }
 
 // Final reports whether the video will not change any more: completed, failed,
 // canceled, or a free plan's preview.

@@ -170,10 +170,17 @@ func (cli *videoCLI) run(ctx context.Context, cmd string, args []string) error {
 		if err != nil {
 			return err
 		}
+		// With the client's own key a replay is only a retry of this
+		// command's own create; with the user's, the video is an old one.
+		if v.Replayed && *idemKey != "" {
+			fmt.Fprintf(cli.log, "%s was made earlier with Idempotency-Key %s: nothing new was created or charged\n", v.ID, *idemKey)
+		}
 		if !*wait {
 			return cli.printVideo(v)
 		}
-		fmt.Fprintf(cli.log, "created %s (%d credits)\n", v.ID, v.CreditsCharged)
+		if !v.Replayed || *idemKey == "" {
+			fmt.Fprintf(cli.log, "created %s (%d credits)\n", v.ID, v.CreditsCharged)
+		}
 		return cli.watch(ctx, v.ID)
 	case "get":
 		if err := needID(); err != nil {

@@ -115,6 +115,9 @@ func TestSDKAgainstDev(t *testing.T) {
 	if len(proxy.keys) != 3 || proxy.keys[0] == "" || proxy.keys[1] != proxy.keys[0] || proxy.keys[2] != proxy.keys[0] {
 		t.Errorf("creates sent with keys %q, want three attempts with one key", proxy.keys)
 	}
+	if !v.Replayed {
+		t.Error("the third attempt's answer is the server's replay of the first: Replayed is false")
+	}
 	list, err := c.ListVideos(ctx, client.ListVideosParams{})
 	if err != nil {
 		t.Fatal(err)
@@ -170,6 +173,7 @@ func TestSDKAgainstDev(t *testing.T) {
 func TestVideoCLIAgainstDev(t *testing.T) {
 	f := startDevFarm(t, 500)
 	env := []string{"VIDFARM_URL=" + f.public, "VIDFARM_API_KEY=" + f.apiKey}
+	var stderr string // the last run's
 	run := func(args ...string) (string, error) {
 		t.Helper()
 		cmd := exec.Command(vidfarmBinary(t), append([]string{"video", "--poll-interval", e2ePoll.String()}, args...)...)
@@ -177,6 +181,7 @@ func TestVideoCLIAgainstDev(t *testing.T) {
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		err := cmd.Run()
+		stderr = errb.String()
 		if err != nil {
 			t.Logf("vidfarm video %s: %v\nstderr: %s", strings.Join(args, " "), err, errb.String())
 		}
@@ -234,6 +239,23 @@ func TestVideoCLIAgainstDev(t *testing.T) {
 	out, err = run("get", id)
 	if err != nil || !strings.Contains(out, id+"  completed") {
 		t.Errorf("get printed %q (%v), want the completed video", out, err)
+	}
+
+	// A create repeated with its Idempotency-Key says it made nothing new.
+	keyed := func() string {
+		t.Helper()
+		out, err := run("create", "--prompt", "A tour of a lighthouse", "--duration", "120", "--idempotency-key", "tour-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	first := keyed()
+	if strings.Contains(stderr, "earlier") {
+		t.Errorf("a first create with a key said %q", stderr)
+	}
+	if again := keyed(); again != first || !strings.Contains(stderr, "made earlier with Idempotency-Key tour-1") {
+		t.Errorf("the repeated create printed %q after %q, and said %q; want the same video and that it was made earlier", again, first, stderr)
 	}
 }
 
