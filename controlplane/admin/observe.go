@@ -3,7 +3,6 @@ package admin
 import (
 	"log/slog"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -15,19 +14,30 @@ import (
 // metrics count the admin API's requests. Every admin route is privileged
 // (accounts, credits, failing videos, restore): an operator must be able to
 // see who changed what and when, and alert on refused tokens.
-type metrics struct {
-	requests *prometheus.CounterVec
+type metrics struct{ requests apierr.Requests }
+
+// newMetrics registers the counter in reg, or takes the one already there:
+// the handler and ObserveRefused share it.
+func newMetrics(reg prometheus.Registerer) *metrics {
+	return &metrics{requests: apierr.NewRequests(reg, "vidfarm_admin_requests_total",
+		"Admin API requests on this member by method, route and HTTP status (401: a missing or wrong admin token; route \"forward\": refused by a follower before forwarding, no leader).")}
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
-	m := &metrics{requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "vidfarm_admin_requests_total",
-		Help: "Admin API requests on this member by method, route and HTTP status (401: a missing or wrong admin token).",
-	}, []string{"method", "route", "status"})}
-	if reg != nil {
-		reg.MustRegister(m.requests)
+// RouteForward is the route label of the admin requests that the forwarder
+// in front of the admin API (cluster.Forwarder, on a follower) answered
+// itself, with a 503 while no leader is known or the leader does not
+// answer.
+const RouteForward = "forward"
+
+// ObserveRefused returns the hook (cluster.Forwarder.Refused) that counts
+// the admin requests the forwarder refused in reg's
+// vidfarm_admin_requests_total: they never reach observe, and an
+// election's 503s would be missing from it. The forwarder logs them.
+func ObserveRefused(reg prometheus.Registerer) func(r *http.Request, status int, d time.Duration) {
+	m := newMetrics(reg)
+	return func(r *http.Request, status int, _ time.Duration) {
+		m.requests.Observe(r.Method, RouteForward, status)
 	}
-	return m
 }
 
 // observe counts every admin request and logs it as one structured line:
@@ -48,7 +58,7 @@ func (s *server) observe(next http.Handler) http.Handler {
 			route = "unmatched"
 		}
 		d := time.Since(start)
-		s.metrics.requests.WithLabelValues(apierr.MethodLabel(r.Method), route, strconv.Itoa(sw.Status)).Inc()
+		s.metrics.requests.Observe(r.Method, route, sw.Status)
 		lvl := slog.LevelInfo
 		switch r.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -120,6 +121,33 @@ func TestAdminRequestsLoggedAndCounted(t *testing.T) {
 			if strings.Contains(labels(m), "WEIRD") {
 				t.Errorf("%s has a series for the raw method: %s", mf.GetName(), labels(m))
 			}
+		}
+	}
+}
+
+// TestAdminRefusalsCounted: what the forwarder in front of the admin API
+// refuses is counted with the API's own requests, under the route
+// "forward", whichever of the two registers the counter first.
+func TestAdminRefusalsCounted(t *testing.T) {
+	for _, handlerFirst := range []bool{true, false} {
+		reg := prometheus.NewRegistry()
+		var refused func(*http.Request, int, time.Duration)
+		if !handlerFirst {
+			refused = ObserveRefused(reg)
+		}
+		h := Handler(Config{Token: "t", FSM: fsm.New(), Node: snapNode{}, Gatherer: reg, Registerer: reg})
+		if handlerFirst {
+			refused = ObserveRefused(reg)
+		}
+		refused(httptest.NewRequest(http.MethodPost, "/admin/v1/accounts", nil), http.StatusServiceUnavailable, 0)
+		r := httptest.NewRequest(http.MethodPost, "/admin/v1/snapshot", nil)
+		r.Header.Set("Authorization", "Bearer t")
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		if got := counterValue(t, reg, "POST", RouteForward, "503"); got != 1 {
+			t.Errorf("handler first %v: the refusal counted %v, want 1", handlerFirst, got)
+		}
+		if got := counterValue(t, reg, "POST", "/admin/v1/snapshot", "200"); got != 1 {
+			t.Errorf("handler first %v: the snapshot counted %v, want 1", handlerFirst, got)
 		}
 	}
 }

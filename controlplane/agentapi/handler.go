@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/blob"
@@ -88,6 +89,8 @@ type Config struct {
 	// Telemetry takes the GPU samples heartbeats carry (not replicated: see
 	// package telemetry); nil drops them after checking them.
 	Telemetry *telemetry.Store
+	// Registerer takes the agent API's request metrics (nil: not exported).
+	Registerer prometheus.Registerer
 }
 
 // Defaults of Config.
@@ -111,6 +114,7 @@ type server struct {
 	// registering the same name at once would otherwise both pass the
 	// check, and the later apply would replace the earlier one's node.
 	registering chan struct{} // a slot: a channel, so a wait ends with its request
+	metrics     *metrics
 }
 
 // Handler returns the agent listener's HTTP handler.
@@ -136,7 +140,8 @@ func Handler(cfg Config) http.Handler {
 	if cfg.Notifier == nil {
 		cfg.Notifier = NewNotifier()
 	}
-	s := &server{cfg: cfg, fsm: cfg.FSM, log: cfg.Logger, notify: cfg.Notifier, registering: make(chan struct{}, 1)}
+	s := &server{cfg: cfg, fsm: cfg.FSM, log: cfg.Logger, notify: cfg.Notifier, registering: make(chan struct{}, 1),
+		metrics: newMetrics(cfg.Registerer)}
 	r := chi.NewRouter()
 	r.Use(apierr.RequestIDs, s.withInfo, s.observe, apierr.Recoverer(s.log, "agent"))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
@@ -179,27 +184,5 @@ func info(r *http.Request) *reqInfo {
 func (s *server) withInfo(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), infoKey{}, &reqInfo{})))
-	})
-}
-
-// observe logs every request as one structured line with the node and task it was about.
-func (s *server) observe(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		sw := &apierr.StatusWriter{ResponseWriter: w}
-		next.ServeHTTP(sw, r)
-		route := chi.RouteContext(r.Context()).RoutePattern()
-		if route == "" {
-			route = "unmatched"
-		}
-		ri := info(r)
-		lvl := slog.LevelInfo
-		if sw.Status < 400 && (route == "/agent/v1/heartbeat" || (route == "/agent/v1/lease" && sw.Status == http.StatusNoContent)) {
-			lvl = slog.LevelDebug // routine: every node, every few seconds
-		}
-		s.log.Log(r.Context(), lvl, "agent request", "request_id", apierr.RequestID(r.Context()),
-			"method", r.Method, "route", route, "status", sw.Status,
-			"duration_ms", float64(time.Since(start).Microseconds())/1000,
-			"node_id", ri.nodeID, "task_id", ri.taskID)
 	})
 }

@@ -169,6 +169,9 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	// server's handler, at its level, with "component" saying whose line
 	// it is (raftlog.go).
 	rc.Logger = newRaftLog(cfg.Logger)
+	// Raft reports each follower's replication twice, once labelled by
+	// peer and once under a name per peer; the server exports the first.
+	rc.NoLegacyTelemetry = true
 
 	// The store is locked while open; wait a little for it, never forever, so a
 	// second node started on the same directory says why it cannot start.

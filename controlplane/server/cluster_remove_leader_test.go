@@ -52,11 +52,18 @@ func TestRemoveTheLeader(t *testing.T) {
 // are voters and returns them by id with the leader's id.
 func threeVoters(t *testing.T) (map[string]*harness, string) {
 	t.Helper()
-	n1 := start(t, func(c *server.Config) { c.NodeID = "n1" })
+	return threeVotersNamed(t, "n1", "n2", "n3")
+}
+
+// threeVotersNamed is threeVoters with the nodes' ids, for tests that must
+// tell their nodes from those of the other clusters in the process.
+func threeVotersNamed(t *testing.T, id1, id2, id3 string) (map[string]*harness, string) {
+	t.Helper()
+	n1 := start(t, func(c *server.Config) { c.NodeID = id1 })
 	join := "http://" + n1.srv.AdminAddr()
-	n2 := start(t, func(c *server.Config) { c.NodeID, c.Join = "n2", join })
-	n3 := start(t, func(c *server.Config) { c.NodeID, c.Join = "n3", join })
-	nodes := map[string]*harness{"n1": n1, "n2": n2, "n3": n3}
+	n2 := start(t, func(c *server.Config) { c.NodeID, c.Join = id2, join })
+	n3 := start(t, func(c *server.Config) { c.NodeID, c.Join = id3, join })
+	nodes := map[string]*harness{id1: n1, id2: n2, id3: n3}
 	var leader string
 	waitShowing(t, "three voters", 30*time.Second, func() (bool, any) {
 		m, err := n2.admin.ClusterMembers(context.Background())

@@ -44,14 +44,23 @@ func TestRemovedNodeSaysSo(t *testing.T) {
 	if code := r.errorCode(t); code != "upstream_error" {
 		t.Fatalf("code %q, want upstream_error: %s", code, r.Body)
 	}
-	// The forwarder answered without the API's handler: it counted the 503
-	// in the API's request metrics itself, under the route "forward". The
-	// admin API counted the removal on the leader.
+	// Its admin and agent listeners refuse what needs the leader the same way.
+	if _, err := gone.admin.CreateAccount(ctx, "refused", "pro", 1); err == nil {
+		t.Fatal("the removed node's admin API created an account")
+	}
+	if r := gone.agentCall("POST", "/agent/v1/heartbeat", "vfn_any", map[string]any{}); r.Status != 503 {
+		t.Fatalf("the removed node's agent API answered a heartbeat %d %s, want 503", r.Status, r.Body)
+	}
+	// The forwarders answered without the handlers they wrap: they counted
+	// their 503s in those handlers' request metrics themselves, under the
+	// route "forward". The admin API counted the removal on the leader.
 	for _, c := range []struct {
 		h      *harness
 		series string
 	}{
 		{gone, `vidfarm_api_requests_total{method="GET",route="forward",status="503"}`},
+		{gone, `vidfarm_admin_requests_total{method="POST",route="forward",status="503"}`},
+		{gone, `vidfarm_agentapi_requests_total{method="POST",route="forward",status="503"}`},
 		{nodes[leader], `vidfarm_admin_requests_total{method="POST",route="/admin/v1/cluster/remove",status="200"}`},
 	} {
 		if v, ok := metricSample(c.h.adminGet("/metrics"), c.series); !ok || v < 1 {

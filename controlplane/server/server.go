@@ -315,6 +315,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	var s *Server
 	reg := prometheus.NewRegistry()
 	f.SetObserver(fsmObserver(reg))
+	// Before the node opens: until then Raft's measurements go nowhere.
+	reg.MustRegister(raftMetrics())
 	// Staging starts halfway through a snapshot interval (fsm/stage.go).
 	f.SetStageAfter(max(cmp.Or(cfg.RaftSnapshotThreshold, raftnode.DefaultSnapshotThreshold)/2, 1))
 	secrets, err := secretsKey(cfg)
@@ -384,7 +386,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	// A follower streams a video's events from its own state (after a read
 	// barrier) and forwards every other public request; what it refuses
-	// (no leader) counts in the API's request metrics.
+	// (no leader) counts in the API's request metrics, as the admin and
+	// agent listeners' refusals count in theirs.
 	s.public = guards.server(guards.public, forward(cluster.Public, s.API, api.EventsPath, s.API.ObserveRefused))
 	s.public.RegisterOnShutdown(s.API.StopStreams)
 	// GPU telemetry from heartbeats: this member's memory, not Raft (see
@@ -397,7 +400,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	tel := telemetry.New(telemetry.ForHeartbeats(beat))
 	reg.MustRegister(tel.Collector())
 	adminAPI := forward(cluster.Admin, admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg, Registerer: reg, Cluster: node,
-		AppDB: s.bridgeStatus(), BenchFill: cfg.BenchFill, Telemetry: tel}), adminLocal, nil)
+		AppDB: s.bridgeStatus(), BenchFill: cfg.BenchFill, Telemetry: tel}), adminLocal, admin.ObserveRefused(reg))
 	con := console.New(console.Config{Token: cfg.AdminToken, Admin: adminAPI, EventsHeartbeat: cfg.ConsoleEventsHeartbeat, EventsInterval: cfg.ConsoleEventsInterval, RateLimitHits: s.API.RateLimitHits,
 		MemberTLS: tlsSet.client, FSM: f, Secure: tlsSet.server != nil, Logger: cfg.Logger, Registerer: reg, Telemetry: tel})
 	s.admin = guards.server(guards.admin, withConsole(adminAPI, con))
@@ -411,8 +414,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.agent = guards.server(guards.agent, forward(cluster.Agent, agentapi.Handler(agentapi.Config{
 		FSM: f, Store: node, Blobs: blobs, Token: cfg.AgentToken, Notifier: s.notify, Logger: cfg.Logger,
 		LeaseDuration: cfg.LeaseDuration, HeartbeatInterval: cfg.HeartbeatInterval, RetryBackoff: cfg.RetryBackoff,
-		Telemetry: tel,
-	}), nil, nil))
+		Telemetry: tel, Registerer: reg,
+	}), nil, agentapi.ObserveRefused(reg)))
 	s.agent.BaseContext = func(net.Listener) context.Context { return bg }
 	// Forwards to a leader that stops answering end when the others elect
 	// another (cluster.Forwarder.LeaderIs), not at their callers' timeouts.
