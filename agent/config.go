@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -44,7 +45,11 @@ const (
 	DefaultRetryBackoff = time.Second
 )
 
-// ErrConfig means a Config cannot be used; the message says which field and why.
+// ErrConfig means a Config cannot be used. The message says why and names
+// the vidfarm agent flag that sets the field ("--workers -1: ..."), which is
+// what a user typed (or its VIDFARM_ variable); a field no flag sets
+// (CPUSlots, Models) by its name; a runners file's mistake by file, line,
+// entry and key (RunnersFileError).
 var ErrConfig = errors.New("invalid agent configuration")
 
 // Config configures Run. Server and Token are required; every other field
@@ -92,8 +97,10 @@ type Config struct {
 	// Runners maps a model id to its external runner (protocol
 	// vidfarm.render.v1): the command (program and arguments, no shell) of
 	// a pipeline.ExternalRunner, or a single http(s) URL of a model server
-	// (pipeline.HTTPRunner). Models without one render with the procedural
-	// runner. See ParseRunners for the --runner flag's form.
+	// (pipeline.HTTPRunner), health-checked as an http runner of the runners
+	// file with its defaults (DefaultRunnerHealthInterval,
+	// DefaultRunnerUnhealthyAfter). Models without one render with the
+	// procedural runner. See ParseRunners for the --runner flag's form.
 	Runners map[string][]string
 	// RunnerSpecs are the runners of a runners file (LoadRunnersFile),
 	// merged with Runners; a model may have a runner in only one of them.
@@ -128,6 +135,11 @@ type Config struct {
 	// DrainTimeout is how long Run waits, once its context is done, for
 	// running tasks to finish and report. Default: DefaultDrainTimeout.
 	DrainTimeout time.Duration
+	// StopNow, once closed while Run drains (or before), ends the drain at
+	// once: the running tasks are cancelled and handed back, as at the end
+	// of DrainTimeout. NotifyStop closes it at a second signal, which is
+	// what the log line says. nil: the drain waits out DrainTimeout.
+	StopNow <-chan struct{}
 	// HeartbeatInterval overrides the control plane's heartbeat_seconds;
 	// 0 uses the control plane's.
 	HeartbeatInterval time.Duration
@@ -152,46 +164,50 @@ type Config struct {
 	SampleGPUs func() ([]GPU, error)
 
 	runners []RunnerSpec // RunnerSpecs and Runners, merged by withDefaults
+	// flagHealthInterval is the health_interval of the http runners of
+	// Runners; 0: DefaultRunnerHealthInterval. Tests shorten it.
+	flagHealthInterval time.Duration
 }
 
 // withDefaults checks c and fills in the defaults that need no discovery.
 func (c Config) withDefaults() (Config, error) {
 	if c.Server == "" {
-		return c, fmt.Errorf("%w: Server (the control plane's agent listener URL) is required", ErrConfig)
+		return c, fmt.Errorf("%w: --server (the control plane's agent listener URL) is required", ErrConfig)
 	}
 	u, err := url.Parse(c.Server)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return c, fmt.Errorf("%w: Server %q: want an http or https URL such as https://cp.example.com:7443", ErrConfig, c.Server)
+		return c, fmt.Errorf("%w: --server %q: want an http or https URL such as https://cp.example.com:7443", ErrConfig, c.Server)
 	}
 	c.Server = strings.TrimRight(c.Server, "/")
 	c.Members = slices.Clone(c.Members)
 	for i, m := range c.Members {
 		u, err := url.Parse(m)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return c, fmt.Errorf("%w: Members[%d] %q: want an http or https URL such as https://cp2.example.com:7443", ErrConfig, i, m)
+			// Members are the --server list after its first URL.
+			return c, fmt.Errorf("%w: --server: member %q: want an http or https URL such as https://cp2.example.com:7443", ErrConfig, m)
 		}
 		c.Members[i] = strings.TrimRight(m, "/")
 	}
 	if c.Token == "" {
-		return c, fmt.Errorf("%w: Token (the agent registration token) is required", ErrConfig)
+		return c, fmt.Errorf("%w: --token (the agent registration token) is required", ErrConfig)
 	}
 	if c.WorkDir == "" {
 		c.WorkDir = filepath.Join(os.TempDir(), "vidfarm-agent")
 	}
 	if c.WorkDir, err = filepath.Abs(c.WorkDir); err != nil {
-		return c, fmt.Errorf("%w: WorkDir: %w", ErrConfig, err)
+		return c, fmt.Errorf("%w: --work-dir: %w", ErrConfig, err)
 	}
 	switch {
 	case c.WorkDirMaxBytes < 0:
-		return c, fmt.Errorf("%w: WorkDirMaxBytes %d: want 0 (no bound) or more", ErrConfig, c.WorkDirMaxBytes)
+		return c, fmt.Errorf("%w: --work-dir-max-bytes %d: want 0 (no bound) or more", ErrConfig, c.WorkDirMaxBytes)
 	case c.Workers < 0:
-		return c, fmt.Errorf("%w: Workers %d: want 0 (default) or more", ErrConfig, c.Workers)
+		return c, fmt.Errorf("%w: --workers %d: want 0 (default) or more", ErrConfig, c.Workers)
 	case c.CPUSlots < 0:
 		return c, fmt.Errorf("%w: CPUSlots %d: want 0 (default) or more", ErrConfig, c.CPUSlots)
 	case c.VirtualGPUs < 0 || c.VirtualGPUs > 64:
-		return c, fmt.Errorf("%w: VirtualGPUs %d: want 0 (default) to 64", ErrConfig, c.VirtualGPUs)
+		return c, fmt.Errorf("%w: --virtual-gpus %d: want 0 to 64", ErrConfig, c.VirtualGPUs)
 	case c.DrainTimeout < 0:
-		return c, fmt.Errorf("%w: DrainTimeout %v: want 0 (default) or more", ErrConfig, c.DrainTimeout)
+		return c, fmt.Errorf("%w: --drain-timeout %v: want 0 or more", ErrConfig, c.DrainTimeout)
 	}
 	if c.CPUSlots == 0 {
 		c.CPUSlots = runtime.NumCPU()
@@ -220,25 +236,25 @@ func (c Config) withDefaults() (Config, error) {
 	runners := make(map[string][]string, len(c.Runners))
 	for id, argv := range c.Runners {
 		if _, ok := models.Get(id); !ok {
-			return c, fmt.Errorf("%w: Runners: %q is not a catalog model", ErrConfig, id)
+			return c, fmt.Errorf("%w: --runner: model %q is not a catalog model (see GET /v1/models)", ErrConfig, id)
 		}
 		if len(argv) == 0 || argv[0] == "" {
-			return c, fmt.Errorf("%w: Runners: model %q has no command", ErrConfig, id)
+			return c, fmt.Errorf("%w: --runner: model %q has no command", ErrConfig, id)
 		}
 		if err := checkRunner(argv); err != nil {
-			return c, fmt.Errorf("%w: Runners: model %q: %v", ErrConfig, id, err)
+			return c, fmt.Errorf("%w: --runner: model %q: %w", ErrConfig, id, err)
 		}
 		if !pipeline.IsRunnerURL(argv[0]) {
 			// A program that is not there would fail every task of the
 			// model the node advertises: refused at start instead.
 			if _, err := exec.LookPath(argv[0]); err != nil {
-				return c, fmt.Errorf("%w: Runners: model %q: runner program %q: %v", ErrConfig, id, argv[0], err)
+				return c, fmt.Errorf("%w: --runner: model %q: runner program %q: %w", ErrConfig, id, argv[0], err)
 			}
 		}
 		runners[id] = slices.Clone(argv)
 	}
 	c.Runners = runners
-	if c.runners, err = mergeRunners(c.RunnerSpecs, c.Runners); err != nil {
+	if c.runners, err = mergeRunners(c.RunnerSpecs, c.Runners, cmp.Or(c.flagHealthInterval, DefaultRunnerHealthInterval)); err != nil {
 		return c, err
 	}
 	if c.Tools == nil {
@@ -314,13 +330,13 @@ func ParseRunners(specs ...string) (map[string][]string, error) {
 			model = strings.TrimSpace(model)
 			argv := strings.Fields(command)
 			if !ok || model == "" || len(argv) == 0 {
-				return nil, fmt.Errorf("%w: runner %q: want MODEL=COMMAND, e.g. wan-2.2-a14b=/opt/runners/wan.sh --fast", ErrConfig, part)
+				return nil, fmt.Errorf("%w: --runner %q: want MODEL=COMMAND, e.g. wan-2.2-a14b=/opt/runners/wan.sh --fast", ErrConfig, part)
 			}
 			if err := checkRunner(argv); err != nil {
-				return nil, fmt.Errorf("%w: runner %q: %v", ErrConfig, part, err)
+				return nil, fmt.Errorf("%w: --runner %q: %w", ErrConfig, part, err)
 			}
 			if _, dup := out[model]; dup {
-				return nil, fmt.Errorf("%w: runner for model %q given twice", ErrConfig, model)
+				return nil, fmt.Errorf("%w: --runner: model %q given twice", ErrConfig, model)
 			}
 			out[model] = argv
 		}

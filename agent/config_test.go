@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/vidfarm/vidfarm/pipeline"
@@ -66,6 +67,55 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 	} {
 		if _, err := cfg.withDefaults(); !errors.Is(err, ErrConfig) {
 			t.Errorf("%s: error = %v, want ErrConfig", name, err)
+		}
+	}
+}
+
+// TestConfigErrorsNameFlags: a Config mistake names the vidfarm agent flag
+// the user typed (the field only where it has none), never a Go field, and
+// wraps ErrConfig.
+func TestConfigErrorsNameFlags(t *testing.T) {
+	t.Parallel()
+	ok := Config{Server: "http://cp", Token: "t"}
+	with := func(f func(*Config)) Config { c := ok; f(&c); return c }
+	tests := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Token: "t"}, "--server (the control plane's agent listener URL) is required"},
+		{Config{Server: "cp:7443", Token: "t"}, `--server "cp:7443": want an http or https URL such as https://cp.example.com:7443`},
+		{with(func(c *Config) { c.Members = []string{"http://cp2", "cp3:7443"} }),
+			`--server: member "cp3:7443": want an http or https URL such as https://cp2.example.com:7443`},
+		{Config{Server: "http://cp"}, "--token (the agent registration token) is required"},
+		{with(func(c *Config) { c.WorkDirMaxBytes = -1 }), "--work-dir-max-bytes -1: want 0 (no bound) or more"},
+		{with(func(c *Config) { c.Workers = -1 }), "--workers -1: want 0 (default) or more"},
+		{with(func(c *Config) { c.CPUSlots = -2 }), "CPUSlots -2: want 0 (default) or more"}, // no flag
+		{with(func(c *Config) { c.VirtualGPUs = 65 }), "--virtual-gpus 65: want 0 to 64"},
+		{with(func(c *Config) { c.VirtualGPUs = -1 }), "--virtual-gpus -1: want 0 to 64"},
+		{with(func(c *Config) { c.DrainTimeout = -time.Second }), "--drain-timeout -1s: want 0 or more"},
+		{with(func(c *Config) { c.Models = []string{"gpt-video"} }), `Models: "gpt-video" is not a catalog model`}, // no flag
+		{with(func(c *Config) { c.Runners = map[string][]string{"gpt-video": {"x"}} }),
+			`--runner: model "gpt-video" is not a catalog model (see GET /v1/models)`},
+		{with(func(c *Config) { c.Runners = map[string][]string{"veo-3": {}} }), `--runner: model "veo-3" has no command`},
+		{with(func(c *Config) { c.Runners = map[string][]string{"veo-3": {"https://"}} }),
+			`--runner: model "veo-3": "https://" is not a usable http(s) URL (scheme and host needed)`},
+		{with(func(c *Config) { c.Runners = map[string][]string{"veo-3": {"no-such-runner-program"}} }),
+			`--runner: model "veo-3": runner program "no-such-runner-program": exec: "no-such-runner-program": executable file not found in $PATH`},
+	}
+	for _, tc := range tests {
+		_, err := tc.cfg.withDefaults()
+		if want := "invalid agent configuration: " + tc.want; err == nil || err.Error() != want || !errors.Is(err, ErrConfig) {
+			t.Errorf("error = %v\n           want %s", err, want)
+		}
+	}
+	for spec, want := range map[string]string{
+		"wan-2.2-a14b":             `--runner "wan-2.2-a14b": want MODEL=COMMAND, e.g. wan-2.2-a14b=/opt/runners/wan.sh --fast`,
+		"veo-3=a;veo-3=b":          `--runner: model "veo-3" given twice`,
+		"veo-3=https://h/r --fast": `--runner "veo-3=https://h/r --fast": a URL runner takes no arguments, got ["--fast"]`,
+	} {
+		_, err := ParseRunners(spec)
+		if want = "invalid agent configuration: " + want; err == nil || err.Error() != want || !errors.Is(err, ErrConfig) {
+			t.Errorf("ParseRunners(%q) = %v\n           want %s", spec, err, want)
 		}
 	}
 }

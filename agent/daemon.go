@@ -63,7 +63,9 @@ const (
 // Causes of a task's cancellation. Tasks cancelled for one of these report
 // nothing: their lease is gone or is handed back by deregister.
 var (
-	errShutdown       = errors.New("agent stopping: drain timeout reached")
+	errShutdown       = errors.New("agent stopping")
+	errDrainTimeout   = fmt.Errorf("%w: drain timeout reached", errShutdown)
+	errStopNow        = fmt.Errorf("%w: told to stop without waiting (a second signal)", errShutdown)
 	errCredentialLost = errors.New("the control plane forgot this node's credential; its leases were handed back")
 )
 
@@ -77,7 +79,8 @@ var (
 // bad Config, for a work dir another agent holds (ErrWorkDirInUse), for a
 // registration the control plane refuses (ErrRegistrationRefused) or a
 // server that is not its agent listener (ErrNotAgentListener), and when
-// the final deregister fails.
+// the final deregister fails. cfg.StopNow ends the drain at once
+// (NotifyStop: a second signal).
 func Run(ctx context.Context, cfg Config) error {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -163,9 +166,14 @@ func newAgent(ctx context.Context, cfg Config) (_ *agent, err error) {
 		cfg.Name = c.Hostname
 	}
 	if cfg.Name == "" {
-		if cfg.Name, err = os.Hostname(); err != nil || cfg.Name == "" {
-			return nil, fmt.Errorf("%w: Name is empty and the hostname cannot be read: %v", ErrConfig, err)
+		name, herr := os.Hostname()
+		if herr == nil && name == "" {
+			herr = errors.New("it is empty")
 		}
+		if herr != nil {
+			return nil, fmt.Errorf("%w: --name is not given and the hostname cannot be read: %w", ErrConfig, herr)
+		}
+		cfg.Name = name
 	}
 	capacity := wireCapacity(c, cfg)
 	runners, err := newLiveRunners(cfg.runners, capacity.GPUs, runnerDeps{client: cfg.RunnerHTTPClient, tools: cfg.Tools, log: log})
@@ -309,12 +317,16 @@ func (a *agent) run(ctx context.Context) error {
 	defer timer.Stop()
 	select {
 	case <-workersDone:
+	case <-a.cfg.StopNow:
+		left := a.running()
+		a.log.Warn("second signal: stopping without waiting for the running tasks; deregistering hands them to other nodes",
+			"tasks", left)
+		cancelTasks(errStopNow)
+		<-workersDone
 	case <-timer.C:
-		a.mu.Lock()
-		left := len(a.held)
-		a.mu.Unlock()
+		left := a.running()
 		a.log.Warn("drain timeout: cancelling the tasks still running; deregistering hands them to other nodes", "tasks", left)
-		cancelTasks(errShutdown)
+		cancelTasks(errDrainTimeout)
 		<-workersDone
 	}
 	stopHeartbeats()
@@ -332,6 +344,13 @@ func (a *agent) run(ctx context.Context) error {
 	}
 	a.log.Info("deregistered; agent stopped")
 	return runErr
+}
+
+// running is the number of tasks the agent holds.
+func (a *agent) running() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.held)
 }
 
 // session returns the current credential and its registration number.

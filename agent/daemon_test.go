@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -462,6 +463,94 @@ func TestDrainTimeoutCancelsAndHandsBack(t *testing.T) {
 	}
 	if !emptyDir(t, cfg.WorkDir) {
 		t.Error("work dir not empty after the drain")
+	}
+}
+
+// TestStopNowEndsDrain: a second stop (Config.StopNow: the second SIGTERM
+// or Ctrl-C) while the agent drains a task ends the drain at once, long
+// before its timeout: the task is cancelled and reports nothing, the node
+// deregisters (which hands the task back) and Run returns.
+func TestStopNowEndsDrain(t *testing.T) {
+	t.Parallel()
+	f := newFakeCP(t)
+	cfg := testConfig(t, f)
+	cfg.DrainTimeout = time.Hour
+	stopNow := make(chan struct{})
+	cfg.StopNow = stopNow
+	started := filepath.Join(t.TempDir(), "started")
+	cfg.Runners = map[string][]string{"veo-3": {"sh", "-c", `cat >/dev/null; touch "$1"; exec sleep 600`, "sh", started}}
+	r := startAgent(t, cfg)
+	a := assignment("vid_stuck", "render", scheduler.KindRender, wire.Video{Mode: "manual", Model: "veo-3",
+		Prompt: "p", Resolution: "720p", AspectRatio: "16:9", DurationSeconds: 4})
+	f.enqueue(a)
+	waitFor(t, "the runner to start", func() bool { _, err := os.Stat(started); return err == nil })
+	r.cancel() // the first signal
+	waitFor(t, "the drain", func() bool { return strings.Contains(r.logs.String(), "draining: leasing no new work") })
+	close(stopNow) // the second
+	select {
+	case err := <-r.done:
+		r.done <- err // for the cleanup
+		if err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run still draining 30 s after the second stop, with an hour's drain timeout")
+	}
+	rec := f.snapshot()
+	if len(rec.completes) != 0 || len(rec.fails) != 0 || len(rec.refused) != 0 {
+		t.Errorf("a cancelled task reported: %+v", rec)
+	}
+	if rec.deregistered != 1 || rec.held != 0 {
+		t.Errorf("deregistered %d times, %d leases still held", rec.deregistered, rec.held)
+	}
+	logs := r.logs.String()
+	for _, want := range []string{
+		`level=WARN msg="second signal: stopping without waiting for the running tasks; deregistering hands them to other nodes" tasks=1`,
+		`msg="task dropped" task_id=vid_stuck/render`,
+		`why="agent stopping: told to stop without waiting (a second signal)"`,
+		`msg="deregistered; agent stopped"`,
+	} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("no %s in the logs:\n%s", want, logs)
+		}
+	}
+	if !emptyDir(t, cfg.WorkDir) {
+		t.Error("work dir not empty after the stop")
+	}
+}
+
+// TestStopOnSignals: the first signal ends the drain context only, the
+// second closes the stop-now channel; stop ends the drain without one.
+func TestStopOnSignals(t *testing.T) {
+	t.Parallel()
+	ch := make(chan os.Signal)
+	drain, now, stop := stopOnSignals(ch)
+	defer stop()
+	if drain.Err() != nil || isClosed(now) {
+		t.Fatal("stopping before any signal")
+	}
+	ch <- syscall.SIGTERM // unbuffered: taken once the watcher has it
+	waitFor(t, "the drain context to end", func() bool { return drain.Err() != nil })
+	if isClosed(now) {
+		t.Fatal("one signal closed the stop-now channel")
+	}
+	ch <- os.Interrupt
+	waitFor(t, "the stop-now channel to close", func() bool { return isClosed(now) })
+
+	drain, now, stop = stopOnSignals(make(chan os.Signal))
+	stop()
+	stop() // twice is fine
+	if drain.Err() == nil || isClosed(now) {
+		t.Errorf("after stop: drain %v, stop-now closed %v; want drain ended, stop-now open", drain.Err(), isClosed(now))
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 

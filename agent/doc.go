@@ -58,7 +58,8 @@
 // heartbeat with Draining true, up to Config.DrainTimeout for running tasks
 // to finish and report, then the rest are cancelled (reporting nothing) and
 // POST /agent/v1/deregister hands their leases back without counting a
-// failure. Every log line about a task carries task_id, video_id and kind.
+// failure. Config.StopNow (NotifyStop: a second SIGTERM or Ctrl-C) ends
+// the wait at once. Every log line about a task carries task_id, video_id and kind.
 //
 // # Tasks
 //
@@ -112,7 +113,7 @@
 // (pipeline.HTTPRunner, told the lease's GPUs in gpu_ids); and the stages
 // plan (openai-chat), tts (openai-speech) and avatar (cog, comfyui) to
 // model servers (runners_kinds.go, stages_runners.go). A runner with a
-// health check (Cog, ComfyUI, and http from the runners file) is part of
+// health check (Cog, ComfyUI, and http, of the runners file or --runner) is part of
 // the node's capacity: its models are advertised only while it answers
 // (health.go). Every configured runner's clip is held to the request
 // (pipeline.Tools.CheckClip) before it is uploaded. Every other model renders with

@@ -41,12 +41,15 @@ func newMetrics(reg prometheus.Registerer, a *agent) *metrics {
 	m.leaseErr = prometheus.NewCounter(prometheus.CounterOpts{Name: "vidfarm_agent_lease_errors_total",
 		Help: "Lease requests to the control plane that failed (and were retried)."})
 	reg.MustRegister(m.running, m.tasks, m.duration, m.leaseErr, &stateCollector{a: a})
-	// Every outcome of every kind the node takes is there from the start,
-	// at 0: a counter series that first appears at 1 hides that rise from
-	// rate() and increase(), and a dashboard shows nothing until a task ends.
+	// Every kind the node takes, and every outcome of it, is there from the
+	// start, at 0: a series that first appears at 1 hides that rise from
+	// rate() and increase(), an alert over a series that is absent never
+	// fires, and a dashboard shows nothing until a task ends.
 	for _, k := range offeredKinds(a.capacity) {
+		m.running.WithLabelValues(string(k))
 		for _, o := range []string{outcomeCompleted, outcomeFailed, outcomeDropped} {
 			m.tasks.WithLabelValues(string(k), o)
+			m.duration.WithLabelValues(string(k), o)
 		}
 	}
 	return m

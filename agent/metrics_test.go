@@ -1,11 +1,16 @@
 package agent
 
 import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/vidfarm/vidfarm/scheduler"
@@ -13,7 +18,8 @@ import (
 )
 
 // TestMetricsCountTasks: every outcome of every kind the node takes (2
-// virtual GPUs, 2 CPU slots: all of them) is counted from 0, a completed
+// virtual GPUs, 2 CPU slots: all of them) is counted from 0 (and every kind
+// is in the running gauge from 0), a completed
 // and a failed task show in the task counters, the running gauge comes
 // back to zero, and the state gauges read the registration and the virtual
 // GPUs.
@@ -65,7 +71,14 @@ vidfarm_agent_tasks_total{kind="tts",outcome="failed"} 0
 vidfarm_agent_tasks_total{kind="upscale",outcome="failed"} 1
 # HELP vidfarm_agent_tasks_running Tasks this agent is running, by kind.
 # TYPE vidfarm_agent_tasks_running gauge
+vidfarm_agent_tasks_running{kind="avatar"} 0
+vidfarm_agent_tasks_running{kind="composite"} 0
+vidfarm_agent_tasks_running{kind="finalize"} 0
 vidfarm_agent_tasks_running{kind="plan"} 0
+vidfarm_agent_tasks_running{kind="render"} 0
+vidfarm_agent_tasks_running{kind="scene"} 0
+vidfarm_agent_tasks_running{kind="speech"} 0
+vidfarm_agent_tasks_running{kind="tts"} 0
 vidfarm_agent_tasks_running{kind="upscale"} 0
 # HELP vidfarm_agent_registered 1 while the agent holds a node credential from the control plane.
 # TYPE vidfarm_agent_registered gauge
@@ -78,8 +91,9 @@ vidfarm_agent_virtual_gpus 2
 		"vidfarm_agent_registered", "vidfarm_agent_virtual_gpus"); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(reg, "vidfarm_agent_task_duration_seconds"); n != 2 {
-		t.Fatalf("duration histograms: %d, want 2", n)
+	// 8 kinds × 3 outcomes from the start, and the unknown kind's failure.
+	if n := testutil.CollectAndCount(reg, "vidfarm_agent_task_duration_seconds"); n != 25 {
+		t.Fatalf("duration histograms: %d, want 25", n)
 	}
 }
 
@@ -148,4 +162,65 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string, values ..
 		}
 	}
 	return 0
+}
+
+// TestMetricsBeforeAnyTask: a scrape of /metrics before the node has run a
+// task shows the running gauge and the duration histogram of every kind it
+// can be given at 0 (with every outcome for the histogram), so that rate()
+// and alerts over them see the series from the start. A node without GPUs
+// has no series for the GPU kinds.
+func TestMetricsBeforeAnyTask(t *testing.T) {
+	t.Parallel()
+	gpuKinds := []string{"render", "scene"}
+	cpuKinds := []string{"avatar", "composite", "finalize", "plan", "speech", "tts"}
+	for _, tc := range []struct {
+		name       string
+		procedural bool
+		kinds      []string
+	}{
+		{"virtual GPUs and CPU slots", true, append(slices.Clone(gpuKinds), cpuKinds...)},
+		{"CPU slots only", false, cpuKinds},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeCP(t)
+			cfg := testConfig(t, f)
+			cfg.Procedural = tc.procedural
+			reg := prometheus.NewRegistry()
+			cfg.Metrics = reg
+			srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+			t.Cleanup(srv.Close)
+			startAgent(t, cfg)
+			waitFor(t, "the registration", func() bool { return gaugeValue(t, reg, "vidfarm_agent_registered") == 1 })
+
+			want := "# HELP vidfarm_agent_tasks_running Tasks this agent is running, by kind.\n# TYPE vidfarm_agent_tasks_running gauge\n"
+			slices.Sort(tc.kinds)
+			for _, k := range tc.kinds {
+				want += fmt.Sprintf("vidfarm_agent_tasks_running{kind=%q} 0\n", k)
+			}
+			if err := testutil.ScrapeAndCompare(srv.URL, strings.NewReader(want), "vidfarm_agent_tasks_running"); err != nil {
+				t.Error(err)
+			}
+			resp, err := http.Get(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range append(gpuKinds, cpuKinds...) {
+				for _, o := range []string{outcomeCompleted, outcomeDropped, outcomeFailed} {
+					line := fmt.Sprintf("vidfarm_agent_task_duration_seconds_count{kind=%q,outcome=%q} 0\n", k, o)
+					if got, want := strings.Contains(string(body), line), slices.Contains(tc.kinds, k); got != want {
+						t.Errorf("scrape has %q: %v, want %v", strings.TrimSpace(line), got, want)
+					}
+				}
+			}
+			if t.Failed() {
+				t.Logf("scrape:\n%s", body)
+			}
+		})
+	}
 }

@@ -88,13 +88,13 @@ type cpClient struct {
 func newCPClient(cfg Config) (*cpClient, error) {
 	base, err := url.Parse(cfg.Server)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Server: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: --server: %w", ErrConfig, err)
 	}
 	others := make([]*url.URL, 0, len(cfg.Members))
 	for _, m := range cfg.Members {
 		u, err := url.Parse(m)
 		if err != nil {
-			return nil, fmt.Errorf("%w: Members: %w", ErrConfig, err)
+			return nil, fmt.Errorf("%w: --server: %w", ErrConfig, err)
 		}
 		others = append(others, u)
 	}

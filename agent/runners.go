@@ -34,8 +34,12 @@ const flagRunner = "--runner"
 
 // mergeRunners joins the runners file's specs and the --runner ones
 // (Config.Runners, kind command or http, no concurrency limit); a model
-// given by both is an error.
-func mergeRunners(file []RunnerSpec, flags map[string][]string) ([]RunnerSpec, error) {
+// given by both is an error. An http one gets the health check of the
+// runners file's http kind with its defaults (health_interval,
+// unhealthy_after): a model server that is down would otherwise stay
+// advertised and fail every task sent to it. every is their
+// health_interval (DefaultRunnerHealthInterval but in tests).
+func mergeRunners(file []RunnerSpec, flags map[string][]string, every time.Duration) ([]RunnerSpec, error) {
 	out := slices.Clone(file)
 	byModel := map[string]RunnerSpec{}
 	for _, s := range file {
@@ -56,6 +60,7 @@ func mergeRunners(file []RunnerSpec, flags map[string][]string) ([]RunnerSpec, e
 		spec := RunnerSpec{Name: m, Kind: RunnerCommand, Command: slices.Clone(flags[m]), Models: []string{m}, Where: flagRunner}
 		if u, ok := runnerURL(flags[m]); ok {
 			spec.Kind, spec.URL, spec.Command = RunnerHTTP, u, nil
+			spec.HealthInterval, spec.UnhealthyAfter = every, DefaultRunnerUnhealthyAfter
 		}
 		out = append(out, spec)
 	}
@@ -66,7 +71,7 @@ func mergeRunners(file []RunnerSpec, flags map[string][]string) ([]RunnerSpec, e
 // its task slots.
 type liveRunner struct {
 	spec   RunnerSpec
-	health healthChecker // nil: no health check (command, http): always up
+	health healthChecker // nil: no health check (command): always up
 	slots  chan struct{} // nil: no limit
 	fits   bool          // a GPU of the node has spec.GPUMemoryGB
 	// warm: a passing health check means the models are loaded (cog:

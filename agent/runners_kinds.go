@@ -28,9 +28,8 @@ var (
 )
 
 // build makes the clients and the health check of r's kind. Cog runners
-// get a client per task (its prediction id); command runners, and http
-// runners from --runner (no health_interval: they keep their behaviour from
-// before the runners file, always advertised), have no health check.
+// get a client per task (its prediction id); command runners have no health
+// check (a program is there or not, which Config checks at start).
 func (r *liveRunner) build(deps runnerDeps) error {
 	s := r.spec
 	apiKey := ""
@@ -63,9 +62,7 @@ func (r *liveRunner) build(deps runnerDeps) error {
 		}
 		r.health = r.speech
 	case RunnerHTTP:
-		if s.Where != flagRunner {
-			r.health = &httpHealth{url: s.URL, healthURL: s.HealthURL, client: deps.client}
-		}
+		r.health = &httpHealth{url: s.URL, healthURL: s.HealthURL, client: deps.client}
 	}
 	return nil
 }

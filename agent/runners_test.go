@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -370,12 +372,14 @@ func TestRunnersFitAndMerge(t *testing.T) {
 		{Name: "huge", Kind: RunnerCommand, Command: []string{"/bin/true"}, Models: []string{"veo-3", "sora-2"}, GPUMemoryGB: 100},
 		{Name: "any", Kind: RunnerHTTP, URL: "http://127.0.0.1:1", Models: []string{"veo-2"}},
 	}
-	merged, err := mergeRunners(specs, map[string][]string{"kling-2.1-pro": {"http://127.0.0.1:9/render"}, "vidu-q1": {"/opt/vidu.sh", "--fast"}})
+	merged, err := mergeRunners(specs, map[string][]string{"kling-2.1-pro": {"http://127.0.0.1:9/render"}, "vidu-q1": {"/opt/vidu.sh", "--fast"}},
+		DefaultRunnerHealthInterval)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := merged[3]; got.Kind != RunnerHTTP || got.URL != "http://127.0.0.1:9/render" || got.Where != flagRunner || got.Concurrency != 0 {
-		t.Errorf("--runner URL = %+v, want kind http without a concurrency limit", got)
+	if got := merged[3]; got.Kind != RunnerHTTP || got.URL != "http://127.0.0.1:9/render" || got.Where != flagRunner || got.Concurrency != 0 ||
+		got.HealthInterval != DefaultRunnerHealthInterval || got.UnhealthyAfter != DefaultRunnerUnhealthyAfter {
+		t.Errorf("--runner URL = %+v, want kind http without a concurrency limit, with the runners file's health check defaults", got)
 	}
 	if got := merged[4]; got.Kind != RunnerCommand || !slices.Equal(got.Command, []string{"/opt/vidu.sh", "--fast"}) {
 		t.Errorf("--runner command = %+v", got)
@@ -385,10 +389,10 @@ func TestRunnersFitAndMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := withdrawn(live)
-	// veo-2's http runner of the file starts down until its first health
-	// check passes; --runner ones have none.
-	if want := map[string]bool{"veo-3": true, "sora-2": true, "veo-2": true}; !maps.Equal(out, want) {
-		t.Errorf("withdrawn = %v, want the models of the runner no GPU fits and of the unchecked file http runner: %v", out, want)
+	// The http runners, of the file and of --runner, start down until
+	// their first health check passes; a --runner command has none.
+	if want := map[string]bool{"veo-3": true, "sora-2": true, "veo-2": true, "kling-2.1-pro": true}; !maps.Equal(out, want) {
+		t.Errorf("withdrawn = %v, want the models of the runner no GPU fits and of the unchecked http runners: %v", out, want)
 	}
 }
 
@@ -509,4 +513,41 @@ func TestHTTPRunnerDownWithdrawsItsModel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A --runner MODEL=URL whose server goes away is withdrawn after
+// unhealthy_after (the runners file's default) failed checks, as an http
+// runner of the runners file is, and advertised again when it is back.
+func TestFlagHTTPRunnerDownWithdrawsItsModel(t *testing.T) {
+	t.Parallel()
+	var down atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "no backend", http.StatusBadGateway) // a proxy whose model server is gone
+			return
+		}
+		http.Error(w, "POST a render here", http.StatusMethodNotAllowed)
+	}))
+	t.Cleanup(srv.Close)
+	f := newFakeCP(t)
+	cfg := testConfig(t, f)
+	cfg.Runners = map[string][]string{"mochi-1": {srv.URL + "/render"}}
+	cfg.flagHealthInterval = 20 * time.Millisecond
+	reg := prometheus.NewRegistry()
+	cfg.Metrics = reg
+	r := startAgent(t, cfg)
+	n := waitAdvertised(t, f, 0, "mochi-1", true)
+	if gaugeValue(t, reg, "vidfarm_agent_runner_up", RunnerHTTP, "mochi-1") != 1 {
+		t.Error("vidfarm_agent_runner_up is 0 for a server that answers")
+	}
+	down.Store(true)
+	n = waitAdvertised(t, f, n, "mochi-1", false)
+	logs := r.logs.String()
+	want := fmt.Sprintf(`msg="runner is not healthy: its models are withdrawn until it is" runner=mochi-1 runner_kind=http models=[mochi-1] failed_checks=%d`,
+		DefaultRunnerUnhealthyAfter)
+	if !strings.Contains(logs, want) {
+		t.Errorf("no log of the withdrawal after %d failed checks:\n%s", DefaultRunnerUnhealthyAfter, logs)
+	}
+	down.Store(false)
+	waitAdvertised(t, f, n, "mochi-1", true)
 }

@@ -36,7 +36,7 @@ const lockFile = "agent.lock"
 // one's running tasks for leftovers. release gives the lock back.
 func prepareWorkDir(dir string, log *slog.Logger) (release func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("%w: work dir: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: --work-dir: %w", ErrConfig, err)
 	}
 	release, err = lockWorkDir(dir)
 	if err != nil {
@@ -49,7 +49,7 @@ func prepareWorkDir(dir string, log *slog.Logger) (release func(), err error) {
 	}()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: work dir: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: --work-dir: %w", ErrConfig, err)
 	}
 	var leftovers []string
 	for _, e := range entries {

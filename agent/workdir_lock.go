@@ -23,7 +23,7 @@ func lockWorkDir(dir string) (release func(), err error) {
 	path := filepath.Join(dir, lockFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("%w: work dir lock: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: --work-dir: lock: %w", ErrConfig, err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		pid, _ := os.ReadFile(path)
@@ -31,7 +31,7 @@ func lockWorkDir(dir string) (release func(), err error) {
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			return nil, inUse(dir, strings.TrimSpace(string(pid)))
 		}
-		return nil, fmt.Errorf("%w: work dir lock %s: %w", ErrConfig, path, err)
+		return nil, fmt.Errorf("%w: --work-dir: lock %s: %w", ErrConfig, path, err)
 	}
 	// The pid is for the refused agent's message only: a failure to write
 	// it costs nothing but that.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/x509"
 	"errors"
 	"flag"
@@ -10,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"strings"
 	"syscall"
 	"time"
@@ -44,10 +42,13 @@ func runAgent(args []string) error {
 	workers := fs.Int("workers", 0, "tasks run at once (default: CPU slots + GPUs)")
 	virtualGPUs := fs.Int("virtual-gpus", agent.DefaultVirtualGPUs, "on a machine without NVIDIA GPUs, advertise this many procedural render slots (0: take CPU tasks only)")
 	var runners stringList
-	fs.Var(&runners, "runner", "MODEL=COMMAND or MODEL=URL: render MODEL with an external runner, a command (split at spaces, no shell) or a model server's http(s) URL (vidfarm.render.v1 over HTTP); repeatable, or ';'-separated in the environment variable")
+	fs.Var(&runners, "runner", fmt.Sprintf("MODEL=COMMAND or MODEL=URL: render MODEL with an external runner, a command (split at spaces, no shell) or a model server's http(s) URL "+
+		"(vidfarm.render.v1 over HTTP; health-checked as a runners file's http runner: a GET of URL every %s, any answer below 500 is up, "+
+		"MODEL is withdrawn after %d failed checks in a row); repeatable, or ';'-separated in the environment variable",
+		agent.DefaultRunnerHealthInterval, agent.DefaultRunnerUnhealthyAfter))
 	runnersFile := fs.String("runners", "", "YAML file of the node's runners: Cog containers and external runners per model (deploy/runners.example.yaml); checked at start, every mistake reported; --runner adds to it")
 	allowPrivate := fs.Bool("allow-private-inputs", false, "development only: fetch input images from loopback and private addresses")
-	drainTimeout := fs.Duration("drain-timeout", agent.DefaultDrainTimeout, "on SIGTERM, how long running tasks may finish before they are handed back")
+	drainTimeout := fs.Duration("drain-timeout", agent.DefaultDrainTimeout, "on SIGTERM or Ctrl-C, how long running tasks may finish before they are handed back; a second SIGTERM or Ctrl-C hands them back at once")
 	taskTimeout := fs.Duration("task-timeout", agent.DefaultTaskTimeout, "stop a task's stage (a render, a composite) that runs longer than this and report it failed (0: no limit)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	metricsListen := fs.String("metrics-listen", "", "serve Prometheus metrics (tasks, GPUs, work dir) at http://ADDR/metrics, e.g. 127.0.0.1:9102 (default: off)")
@@ -98,7 +99,7 @@ func runAgent(args []string) error {
 		metrics = reg
 	}
 	servers := members.Split(*server)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stopNow, stop := agent.NotifyStop(os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return agent.Run(ctx, agent.Config{
 		Metrics:            metrics,
@@ -115,7 +116,8 @@ func runAgent(args []string) error {
 		RunnerSpecs:        runnerSpecs,
 		AllowPrivateInputs: *allowPrivate,
 		ServerRootCAs:      serverCAs,
-		DrainTimeout:       max(*drainTimeout, time.Nanosecond), // 0 here means no wait; in Config, the default
+		DrainTimeout:       noWaitIfZero(*drainTimeout),
+		StopNow:            stopNow,
 		TaskTimeout:        noLimitIfZero(*taskTimeout),
 		Logger:             log,
 	})
@@ -140,6 +142,15 @@ func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (func
 	}()
 	log.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	return func() { _ = srv.Close() }, nil
+}
+
+// noWaitIfZero maps the flag's 0 ("no wait") to the shortest wait (0 in
+// Config means the default); a negative one stays, for Config to refuse.
+func noWaitIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return time.Nanosecond
+	}
+	return d
 }
 
 // noLimitIfZero maps a flag's 0 ("no limit") to Config's negative (0 there

@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -55,7 +54,9 @@ func runDev(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A second Ctrl-C stops the local agent's drain at once, as it does a
+	// render node's.
+	ctx, stopNow, stop := agent.NotifyStop(os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	startCtx, cancel := context.WithTimeout(ctx, sf.startTimeout)
 	defer cancel()
@@ -78,7 +79,7 @@ func runDev(args []string) error {
 			agentDone <- agent.Run(ctx, agent.Config{
 				Server: "http://" + s.AgentAddr(), Token: s.AgentToken(), Name: "local",
 				WorkDir: filepath.Join(cfg.DataDir, "agent-work"), Procedural: true,
-				VirtualGPUs: agent.DefaultVirtualGPUs, Logger: cfg.Logger,
+				VirtualGPUs: agent.DefaultVirtualGPUs, Logger: cfg.Logger, StopNow: stopNow,
 			})
 		}()
 	}
