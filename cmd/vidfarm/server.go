@@ -72,6 +72,7 @@ func bindServerFlags(fs *flag.FlagSet, sf *serverFlags, dataDir string) {
 	fs.StringVar(&sf.cfg.TLS.RaftCertFile, "raft-tls-cert", "", "PEM certificate for Raft mutual TLS (with --raft-tls-key and --raft-tls-ca; valid for the Raft address peers dial)")
 	fs.StringVar(&sf.cfg.TLS.RaftKeyFile, "raft-tls-key", "", "PEM private key of --raft-tls-cert")
 	fs.StringVar(&sf.cfg.TLS.RaftCAFile, "raft-tls-ca", "", "PEM CA that signs every Raft peer's certificate; peers without one are refused")
+	fs.BoolVar(&sf.cfg.TLS.RaftInsecure, "raft-insecure", false, "let Raft run plain TCP on a --raft-listen other machines can reach (not loopback): only on a network the control-plane nodes alone can reach, as anything reaching the port can write the state; without it such a node needs --raft-tls-*")
 	fs.DurationVar(&sf.cfg.RaftTiming.Heartbeat, "raft-heartbeat-timeout", raftnode.DefaultTiming.Heartbeat, "how long a follower hears nothing from the leader (randomised up to twice this) before it asks for an election")
 	fs.DurationVar(&sf.cfg.RaftTiming.Election, "raft-election-timeout", raftnode.DefaultTiming.Election, "how long a candidate waits for votes (randomised up to twice this) before it tries again")
 	fs.DurationVar(&sf.cfg.RaftTiming.LeaderLease, "raft-leader-lease", raftnode.DefaultTiming.LeaderLease, "how long a leader that cannot reach a majority keeps leading; at most --raft-heartbeat-timeout")

@@ -200,6 +200,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.AdminToken == "" {
 		return nil, errors.New("an admin token is required (--admin-token or VIDFARM_ADMIN_TOKEN)")
 	}
+	if err := checkTokens(cfg); err != nil {
+		return nil, err
+	}
 	if cfg.NodeID == "" {
 		cfg.NodeID = "node1"
 	}
@@ -242,6 +245,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		if cfg.LeaseDuration < 2*beat {
 			return nil, fmt.Errorf("lease duration %s must be at least twice the heartbeat interval (%s as agents receive it)", cfg.LeaseDuration, beat)
 		}
+	}
+	if err := checkPlainRaft(cfg.RaftListen, cfg.TLS, cfg.Logger); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)

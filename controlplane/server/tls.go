@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 
 	"github.com/vidfarm/vidfarm/controlplane/tlsconf"
 )
@@ -24,6 +25,46 @@ type TLSConfig struct {
 	// this node presents RaftCertFile and accepts only peers whose
 	// certificate RaftCAFile signed. All three, or none (plain TCP).
 	RaftCertFile, RaftKeyFile, RaftCAFile string
+	// RaftInsecure lets Raft run plain TCP on an address other machines
+	// can reach (checkPlainRaft): for a network that only the control-plane
+	// nodes reach, said so on purpose.
+	RaftInsecure bool
+}
+
+// raftTLS reports whether Raft runs over mutual TLS.
+func (c TLSConfig) raftTLS() bool {
+	return c.RaftCertFile != "" || c.RaftKeyFile != "" || c.RaftCAFile != ""
+}
+
+// ErrPlainRaft refuses plain Raft on an address other machines can reach.
+var ErrPlainRaft = errors.New("plain Raft on a reachable address")
+
+// checkPlainRaft refuses a Raft listener other machines can reach that runs
+// plain TCP, unless c.RaftInsecure says so on purpose. Raft's TCP transport
+// authenticates nothing: any host that reaches the port can claim a higher
+// term, be followed as leader for a moment and commit any command (credits,
+// accounts, keys), which a security audit did against a plain node. A
+// loopback address is reachable from this machine only.
+func checkPlainRaft(listen string, c TLSConfig, log *slog.Logger) error {
+	if c.raftTLS() {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil // the listen reports it, with the address
+	}
+	if ip, err := netip.ParseAddr(host); host == "localhost" || (err == nil && ip.IsLoopback()) {
+		return nil
+	}
+	if !c.RaftInsecure {
+		return fmt.Errorf("%w: --raft-listen %s is reachable from other machines and Raft over plain TCP authenticates nothing: "+
+			"any host that reaches the port can take part in the consensus and write any state (accounts, credits, keys). "+
+			"Give --raft-tls-cert, --raft-tls-key and --raft-tls-ca (mutual TLS, docs/cluster.md#tls), or, on a network only the "+
+			"control-plane nodes can reach (a firewall, a Kubernetes NetworkPolicy), --raft-insecure", ErrPlainRaft, listen)
+	}
+	log.Warn("Raft runs plain TCP on an address other machines can reach (--raft-insecure): anything that reaches the port can write the state; keep it on a network only the control-plane nodes reach, or give --raft-tls-*",
+		"raft_listen", listen)
+	return nil
 }
 
 // tlsSettings are TLSConfig's files loaded.
@@ -44,7 +85,7 @@ func loadTLS(c TLSConfig, log *slog.Logger) (tlsSettings, error) {
 	if out.client, err = tlsconf.Client(c.CAFile); err != nil {
 		return out, fmt.Errorf("--tls-ca: %w", err)
 	}
-	if c.RaftCertFile != "" || c.RaftKeyFile != "" || c.RaftCAFile != "" {
+	if c.raftTLS() {
 		if out.raft, err = tlsconf.Mutual(c.RaftCertFile, c.RaftKeyFile, c.RaftCAFile, log); err != nil {
 			return out, fmt.Errorf("--raft-tls-cert/--raft-tls-key/--raft-tls-ca: %w", err)
 		}
