@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vidfarm/vidfarm/client"
+	"github.com/vidfarm/vidfarm/controlplane/admin"
 	"github.com/vidfarm/vidfarm/internal/members"
 )
 
@@ -173,13 +174,13 @@ func (cli *videoCLI) run(ctx context.Context, cmd string, args []string) error {
 		// With the client's own key a replay is only a retry of this
 		// command's own create; with the user's, the video is an old one.
 		if v.Replayed && *idemKey != "" {
-			fmt.Fprintf(cli.log, "%s was made earlier with Idempotency-Key %s: nothing new was created or charged\n", v.ID, *idemKey)
+			fmt.Fprintf(cli.log, "%s was made earlier with Idempotency-Key %s: nothing new was created or charged\n", admin.Printable(v.ID), *idemKey)
 		}
 		if !*wait {
 			return cli.printVideo(v)
 		}
 		if !v.Replayed || *idemKey == "" {
-			fmt.Fprintf(cli.log, "created %s (%d credits)\n", v.ID, v.CreditsCharged)
+			fmt.Fprintf(cli.log, "created %s (%d credits)\n", admin.Printable(v.ID), v.CreditsCharged)
 		}
 		return cli.watch(ctx, v.ID)
 	case "get":
@@ -211,7 +212,7 @@ func (cli *videoCLI) run(ctx context.Context, cmd string, args []string) error {
 		if !*wait || v.Final() {
 			return cli.printVideo(v)
 		}
-		fmt.Fprintf(cli.log, "rendering %s (%d credits)\n", v.ID, v.CreditsCharged)
+		fmt.Fprintf(cli.log, "rendering %s (%d credits)\n", admin.Printable(v.ID), v.CreditsCharged)
 		return cli.watch(ctx, v.ID)
 	case "watch":
 		if err := needID(); err != nil {
@@ -239,9 +240,9 @@ func (cli *videoCLI) watch(ctx context.Context, id string) error {
 	}
 	switch v.Status {
 	case client.StatusFailed:
-		return fmt.Errorf("video %s failed: %s", v.ID, v.Error.Message)
+		return fmt.Errorf("video %s failed: %s", admin.Printable(v.ID), admin.Printable(v.Error.Message))
 	case client.StatusCanceled:
-		return fmt.Errorf("video %s was canceled", v.ID)
+		return fmt.Errorf("video %s was canceled", admin.Printable(v.ID))
 	}
 	return nil
 }
@@ -275,8 +276,8 @@ func (cli *videoCLI) list(ctx context.Context, p client.ListVideosParams, all bo
 		fmt.Fprintln(cli.log, "no videos")
 	}
 	for _, v := range vs {
-		fmt.Fprintf(cli.out, "%s  %-10s  %-6s  %s  %s\n", v.ID, v.Status, v.Mode,
-			time.Unix(v.CreatedAt, 0).UTC().Format(time.DateTime), clip(v.Prompt, 50))
+		fmt.Fprintf(cli.out, "%s  %-10s  %-6s  %s  %s\n", admin.Printable(v.ID), admin.Printable(v.Status), admin.Printable(v.Mode),
+			time.Unix(v.CreatedAt, 0).UTC().Format(time.DateTime), clip(admin.Printable(v.Prompt), 50))
 	}
 	return nil
 }
@@ -295,18 +296,20 @@ func (cli *videoCLI) printVideo(v *client.Video) error {
 	if cli.json {
 		return cli.printJSON(v)
 	}
-	fmt.Fprintf(cli.out, "%s  %s  %s  %d credits  %q\n", v.ID, v.Status, v.Mode, v.CreditsCharged, clip(v.Prompt, 60))
+	// %q already writes the prompt's control characters visibly.
+	fmt.Fprintf(cli.out, "%s  %s  %s  %d credits  %q\n", admin.Printable(v.ID), admin.Printable(v.Status), admin.Printable(v.Mode),
+		v.CreditsCharged, clip(v.Prompt, 60))
 	switch {
 	case v.Progress != nil:
 		fmt.Fprintf(cli.out, "  %s\n", progressText(v))
 	case v.VideoURL != "":
-		fmt.Fprintln(cli.out, v.VideoURL)
+		fmt.Fprintln(cli.out, admin.Printable(v.VideoURL))
 	case v.Error != nil:
-		fmt.Fprintf(cli.out, "  error: %s (credits refunded: %t)\n", v.Error.Message, v.Error.CreditsRefunded)
+		fmt.Fprintf(cli.out, "  error: %s (credits refunded: %t)\n", admin.Printable(v.Error.Message), v.Error.CreditsRefunded)
 	case v.Cancellation != nil:
 		fmt.Fprintf(cli.out, "  %d credits refunded\n", v.Cancellation.CreditsRefunded)
 	case v.Preview != nil:
-		fmt.Fprintf(cli.out, "  preview: %s\n  %s\n", v.Preview.ImageURL, v.Preview.Message)
+		fmt.Fprintf(cli.out, "  preview: %s\n  %s\n", admin.Printable(v.Preview.ImageURL), admin.Printable(v.Preview.Message))
 	}
 	return nil
 }

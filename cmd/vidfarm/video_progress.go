@@ -10,6 +10,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/vidfarm/vidfarm/client"
+	"github.com/vidfarm/vidfarm/controlplane/admin"
 )
 
 // videoProgress shows a followed video: a bar with the stage and percent on a
@@ -84,8 +85,13 @@ func (p *videoProgress) finish() {
 }
 
 // progressText is a video's state in a few words: "queued #3 (eta 40-90 s)",
-// "processing rendering_scenes 2/5 40%", "completed".
+// "processing rendering_scenes 2/5 40%", "completed"; control characters
+// from the server are made visible.
 func progressText(v *client.Video) string {
+	return admin.Printable(progressWords(v))
+}
+
+func progressWords(v *client.Video) string {
 	pr := v.Progress
 	if pr == nil {
 		return v.Status

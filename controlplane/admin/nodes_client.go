@@ -6,9 +6,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Nodes lists the render nodes.
@@ -80,7 +83,7 @@ func WriteNodeTable(w io.Writer, nodes []NodeJSON, now time.Time) error {
 				busy++
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d busy\t%s\t%d\t%s\t%s\t%s\t%s\n", n.ID, n.Name, state, busy, len(n.GPUs),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d busy\t%s\t%d\t%s\t%s\t%s\t%s\n", Printable(n.ID), Printable(n.Name), Printable(state), busy, len(n.GPUs),
 			gpuUse(n), len(n.RunningTasks), ago(now, n.LastHeartbeat), agoPtr(now, n.MaintenanceSince), untilPtr(now, n.DrainDeadline),
 			dash(reason))
 	}
@@ -124,11 +127,50 @@ func gpuUse(n NodeJSON) string {
 	return out
 }
 
+// dash is s for a table cell: "-" when empty, its control characters
+// made visible.
 func dash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return Printable(s)
+}
+
+// Printable is s with its control characters (C0, DEL, C1) and any byte
+// that is no UTF-8 written as Go writes them in quoted strings (\x1b, \n,
+// \u009b), for printing text from a server on a terminal: a name or a fail
+// reason stored by an older server, or sent by a hostile one, cannot then
+// recolour, move the cursor or retitle the window, and a line break cannot
+// split a table row. Other characters, in any script, are left as they are.
+// The `vidfarm video` and `vidfarm admin` commands both print through it.
+func Printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError:
+			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
+				fmt.Fprintf(&b, `\x%02x`, s[i])
+				continue
+			}
+			b.WriteRune(r)
+		case unicode.IsControl(r):
+			q := strconv.QuoteRune(r) // '\x1b', with its quotes
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // ago writes how long before now t was, in whole seconds ("12s ago").

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 )
 
 // TestVideoInspectCredits: `vidfarm admin video inspect` says how many
@@ -43,6 +44,63 @@ func TestVideoInspectCredits(t *testing.T) {
 				if strings.Contains(first, s) {
 					t.Errorf("first line %q says %q", first, s)
 				}
+			}
+		})
+	}
+}
+
+// TestPrintable: control characters come out as Go writes them in quoted
+// strings; everything else, in any script, as it is.
+func TestPrintable(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"", ""},
+		{"plain text", "plain text"},
+		{"Füchse im Schnee 🦊 内存", "Füchse im Schnee 🦊 内存"},
+		{"esc \x1b]0;PWNED\x07", `esc \x1b]0;PWNED\a`},
+		{"\x1b[31mred\x1b[0m", `\x1b[31mred\x1b[0m`},
+		{"two\nlines\tand\r", `two\nlines\tand\r`},
+		{"c1 \u009b31m \u0085", `c1 \u009b31m \u0085`},
+		{"nul \x00 del \x7f", `nul \x00 del \x7f`},
+		{"bad \xff byte, kept \uFFFD", `bad \xff byte, kept ` + "\uFFFD"},
+	} {
+		if got := Printable(c.in); got != c.want {
+			t.Errorf("Printable(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestTablesShowNoControlCharacters: what a server sends (a fail reason,
+// a node's name) cannot reach the terminal as a control character, so
+// `vidfarm admin video inspect`, `queue` and `node list` cannot be made to
+// retitle or recolour it, whatever the server stored.
+func TestTablesShowNoControlCharacters(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	evil := "\x1b[31mEVIL\x1b[0m <b>x</b> \x1b]0;PWNED\x07\u009b2J"
+	write := map[string]func(*strings.Builder) error{
+		"video inspect": func(b *strings.Builder) error {
+			return WriteVideoInspect(b, VideoInspectJSON{VideoID: "vid_1", AccountID: "acct_1", Mode: "auto", Status: "failed", Error: evil,
+				Reason: "retrying", Message: evil, Tasks: []TaskJSON{{Name: "render", Kind: "gpu", State: "failed", LastFailure: evil, Node: evil}},
+				Timings: []TimingJSON{{Kind: "plan", GPU: evil}}}, now)
+		},
+		"queue": func(b *strings.Builder) error {
+			return WriteQueueTable(b, QueueJSON{Waiting: []WaitingJSON{{VideoID: "vid_1", Reason: "no_capacity", Message: evil}}}, now)
+		},
+		"node list": func(b *strings.Builder) error {
+			return WriteNodeTable(b, []NodeJSON{{ID: "node_1", Name: evil, State: "cordoned", MaintenanceReason: evil}}, now)
+		},
+	}
+	for name, w := range write {
+		t.Run(name, func(t *testing.T) {
+			var b strings.Builder
+			if err := w(&b); err != nil {
+				t.Fatal(err)
+			}
+			out := b.String()
+			if i := strings.IndexFunc(out, func(r rune) bool { return r != '\n' && unicode.IsControl(r) }); i >= 0 {
+				t.Fatalf("output holds a control character at byte %d:\n%q", i, out)
+			}
+			if !strings.Contains(out, `\x1b[31mEVIL\x1b[0m <b>x</b> \x1b]0;PWNED\a\u009b2J`) {
+				t.Errorf("output does not show the text with its control characters visible:\n%s", out)
 			}
 		})
 	}

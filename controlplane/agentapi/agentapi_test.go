@@ -360,6 +360,28 @@ func TestFailPermanently(t *testing.T) {
 	}
 }
 
+// A fail reason reaches the customer's error.message and operators'
+// terminals: its escape sequences are dropped and its other control
+// characters replaced before it is stored, and the failure itself is kept.
+func TestFailReasonIsStoredClean(t *testing.T) {
+	e := newEnv(t)
+	cred := e.register("gpu-1").Credential
+	vid := e.createVideo()
+	l, _ := e.lease(cred, 5)
+	want(t, e.call("POST", taskPath(l.TaskID, "fail"), cred, wire.FailRequest{Token: l.Token, Permanent: true,
+		Reason: "\u001b[31mEVIL\u001b[0m <b>x</b>\u001b]0;PWNED\u0007\r\nnext\u0008line"}), http.StatusNoContent, "")
+	v, _ := e.fsm.Video("", vid)
+	if v.Status != fsm.StatusFailed {
+		t.Fatalf("video after a permanent failure: %s", v.Status)
+	}
+	if !strings.HasSuffix(v.ErrorMessage, ": EVIL <b>x</b>\nnext\uFFFDline") {
+		t.Errorf("error message %q, want the reason without its escape sequences", v.ErrorMessage)
+	}
+	if i := strings.IndexFunc(v.ErrorMessage, func(r rune) bool { return r != '\n' && (r < 0x20 || r >= 0x7f && r <= 0x9f) }); i >= 0 {
+		t.Errorf("error message %q holds a control character at byte %d", v.ErrorMessage, i)
+	}
+}
+
 // olderMembers is a cluster with a member of an older release: it refuses
 // to propose a command type above level, as raftnode's gate does.
 type olderMembers struct {

@@ -403,16 +403,14 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, taskID string) {
 		apierr.Write(w, r, e)
 		return
 	}
-	reason := strings.ToValidUTF8(strings.TrimSpace(req.Reason), "?")
+	// Cleaning looks at no more than could be kept, with room for the
+	// escape sequences it drops, so its work is bounded whatever was sent.
+	reason := strings.TrimSpace(cleanReason(strings.ToValidUTF8(cutUTF8(req.Reason, 8*maxReasonLen), "?")))
 	if reason == "" {
 		reason = "the node reported a failure without a reason"
 	}
 	if len(reason) > maxReasonLen {
-		cut := maxReasonLen
-		for cut > 0 && !utf8.RuneStart(reason[cut]) {
-			cut--
-		}
-		reason = reason[:cut] + "..."
+		reason = cutUTF8(reason, maxReasonLen) + "..."
 	}
 	now := s.cfg.Now().UnixNano()
 	var o scheduler.Outcome
@@ -433,6 +431,127 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, taskID string) {
 	s.log.Warn("task failed", "node_id", n.ID, "task_id", taskID, "video_id", o.VideoID, "reason", reason,
 		"permanent", req.Permanent, "requeued", o.Requeued, "video_failed", o.VideoFailed)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// cutUTF8 is s cut to at most n bytes, on a character boundary.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	// Back at most to the start of the character cut through; bytes that
+	// are no UTF-8 are left to strings.ToValidUTF8.
+	for i := 1; i < utf8.UTFMax && n > 0 && !utf8.RuneStart(s[n]); i++ {
+		n--
+	}
+	return s[:n]
+}
+
+// cleanReason makes a fail reason safe to store: it becomes the customer's
+// error.message and an operator's "last failure", both printed on
+// terminals. A reason is usually a runner's stderr tail, where colour codes
+// from tools are normal, so the report is kept and cleaned, not refused:
+// escape sequences (CSI, OSC and the other ESC and C1 forms) are dropped
+// whole, carriage returns (progress bars, CRLF) become newlines, and any
+// other control character but newline and tab becomes U+FFFD, so a reader
+// sees that something was there. (charmbracelet/x/ansi's Strip, tried for
+// this, drops everything after a title sequence whose end was cut off with
+// the tail, and keeps C1 sequences written as UTF-8.)
+func cleanReason(s string) string {
+	rs := []rune(s)
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		if n := escapeLen(rs[i:]); n > 0 {
+			i += n - 1
+			continue
+		}
+		switch {
+		case r == '\r':
+			if i+1 < len(rs) && rs[i+1] == '\n' {
+				continue
+			}
+			b.WriteRune('\n')
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case r < 0x20 || r >= 0x7f && r <= 0x9f:
+			b.WriteRune(utf8.RuneError)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// escapeLen is how many runes the escape sequence at the start of rs
+// takes, 0 when rs does not start with one. A lone ESC is no sequence (it
+// is replaced as any control character); a string sequence (OSC, DCS, SOS,
+// PM, APC) without its terminator before the line ends loses only its
+// introducer: a cut stderr tail may end inside one, and what follows is
+// plain text that must not be swallowed.
+func escapeLen(rs []rune) int {
+	if len(rs) == 0 {
+		return 0
+	}
+	var body int // where the sequence's body starts
+	switch c := rs[0]; {
+	case c == 0x9b: // CSI
+		return 1 + csiLen(rs[1:])
+	case c == 0x90 || c == 0x98 || c == 0x9d || c == 0x9e || c == 0x9f: // DCS, SOS, OSC, PM, APC
+		body = 1
+	case c != 0x1b || len(rs) < 2:
+		return 0
+	case rs[1] == '[':
+		return 2 + csiLen(rs[2:])
+	case rs[1] == ']' || rs[1] == 'P' || rs[1] == 'X' || rs[1] == '^' || rs[1] == '_':
+		body = 2
+	case rs[1] >= 0x20 && rs[1] <= 0x2f: // nF: intermediates, then a final byte
+		n := 1
+		for n < len(rs) && rs[n] >= 0x20 && rs[n] <= 0x2f {
+			n++
+		}
+		if n < len(rs) && rs[n] >= 0x30 && rs[n] <= 0x7e {
+			n++
+		}
+		return n
+	case rs[1] >= 0x30 && rs[1] <= 0x7e: // Fp, Fe, Fs: one character
+		return 2
+	default:
+		return 0
+	}
+	for i := body; i < len(rs) && i < body+maxEscapeString; i++ {
+		switch {
+		case rs[i] == 0x07 || rs[i] == 0x9c: // BEL (xterm's OSC end), ST
+			return i + 1
+		case rs[i] == 0x1b && i+1 < len(rs) && rs[i+1] == '\\': // ESC \ (ST)
+			return i + 2
+		case rs[i] == '\n':
+			// No title or link spans lines: the log goes on, unswallowed.
+			return body
+		}
+	}
+	return body
+}
+
+// maxEscapeString bounds how far a string sequence's terminator is looked
+// for: titles and hyperlinks are far shorter, and an unbounded look would
+// make cleaning a reason full of introducers quadratic.
+const maxEscapeString = 1024
+
+// csiLen is the length of a CSI sequence's parameters, intermediates and
+// final byte; a sequence cut short ends where it stops being one.
+func csiLen(rs []rune) int {
+	n := 0
+	for n < len(rs) && rs[n] >= 0x30 && rs[n] <= 0x3f {
+		n++
+	}
+	for n < len(rs) && rs[n] >= 0x20 && rs[n] <= 0x2f {
+		n++
+	}
+	if n < len(rs) && rs[n] >= 0x40 && rs[n] <= 0x7e {
+		n++
+	}
+	return n
 }
 
 func (s *server) deregister(w http.ResponseWriter, r *http.Request) {

@@ -118,6 +118,10 @@ func (a *API) createFolder(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, apierr.Invalid("name", "name is required, 1 to 100 characters").With("max_length", maxFolderName))
 		return
 	}
+	if e := checkName("name", name); e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
 	folder, err := fsm.Do(r.Context(), a.store, &fsm.CreateFolder{FolderID: ids.New("fld"), AccountID: principalOf(r).AccountID, Name: name, Now: a.cfg.Now().UnixNano()})
 	if err != nil {
 		apierr.Write(w, r, a.fromApply(r, err))

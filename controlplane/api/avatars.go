@@ -203,6 +203,9 @@ func (a *API) parseAvatar(ctx context.Context, body []byte) (fsm.CreateAvatar, *
 	if n := utf8.RuneCountInString(av.Name); n > maxAvatarName {
 		return c, apierr.Invalid("name", fmt.Sprintf("name has %d characters; the limit is %d", n, maxAvatarName)).With("max_length", maxAvatarName)
 	}
+	if e := checkName("name", av.Name); e != nil {
+		return c, e
+	}
 	if _, ok := o["gender"]; ok && !slices.Contains(avatarGenders, av.Gender) {
 		return c, apierr.Invalid("gender", fmt.Sprintf("gender %q is not valid: use female or male, or leave it out", av.Gender)).
 			With("allowed", slices.Clone(avatarGenders))
@@ -232,6 +235,9 @@ func parseAvatarPrompt(o object, av *fsm.Avatar) *apierr.Error {
 			With("min_length", 1).With("max_length", models.MaxAvatarPrompt)
 	case n > models.MaxAvatarPrompt:
 		return apierr.Invalid("prompt", fmt.Sprintf("prompt has %d characters; the limit is %d", n, models.MaxAvatarPrompt)).With("max_length", models.MaxAvatarPrompt)
+	}
+	if e := checkLongText("prompt", av.Prompt); e != nil {
+		return e
 	}
 	if av.Name == "" {
 		av.Name = shorten(strings.Join(strings.Fields(av.Prompt), " "), 60)

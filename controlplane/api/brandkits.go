@@ -107,6 +107,9 @@ func (a *API) parseBrandKit(r *http.Request, o object) (fsm.BrandKit, *apierr.Er
 	if n := utf8.RuneCountInString(name); !present || strings.TrimSpace(name) == "" || n > brandkit.MaxName {
 		return k, apierr.Invalid("name", fmt.Sprintf("name is required, 1 to %d characters", brandkit.MaxName)).With("max_length", brandkit.MaxName)
 	}
+	if e := checkName("name", name); e != nil {
+		return k, e
+	}
 	k.Name = name
 	k.Colors, e = eachString(o, "colors", brandkit.MaxColors, "colours; the first is the main one", func(i int, c string) (string, *apierr.Error) {
 		n, err := brandkit.NormalizeColor(c)
@@ -142,6 +145,9 @@ func (a *API) parseBrandKit(r *http.Request, o object) (fsm.BrandKit, *apierr.Er
 	if n := utf8.RuneCountInString(k.BrandIdentity); n > brandkit.MaxBrandIdentity {
 		return k, apierr.Invalid("brand_identity", fmt.Sprintf("brand_identity has %d characters; the limit is %d", n, brandkit.MaxBrandIdentity)).
 			With("max_length", brandkit.MaxBrandIdentity)
+	}
+	if e := checkLongText("brand_identity", k.BrandIdentity); e != nil {
+		return k, e
 	}
 	if k.LogoURL, _, e = o.str("logo_url"); e != nil {
 		return k, e

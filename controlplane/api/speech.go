@@ -81,6 +81,9 @@ func (a *API) parseSpeech(body []byte) (text, voice string, e *apierr.Error) {
 		}
 		return "", "", apierr.Invalid("text", msg).With("min_length", 1).With("max_length", MaxSpeechChars)
 	}
+	if e := checkLongText("text", text); e != nil {
+		return "", "", e
+	}
 	voice, _, e = o.str("voice_id")
 	if e != nil {
 		return "", "", e

@@ -111,12 +111,18 @@ func (a *API) parseCommon(o object, accountID string, spec *fsm.Spec) *apierr.Er
 	case n > maxPrompt:
 		return apierr.Invalid("prompt", fmt.Sprintf("prompt has %d characters; the limit is %d", n, maxPrompt)).With("max_length", maxPrompt)
 	}
+	if e := checkLongText("prompt", prompt); e != nil {
+		return e
+	}
 	spec.Prompt = prompt
 	if spec.Name, _, e = o.str("name"); e != nil {
 		return e
 	}
 	if n := utf8.RuneCountInString(spec.Name); n > maxName {
 		return apierr.Invalid("name", fmt.Sprintf("name has %d characters; the limit is %d", n, maxName)).With("max_length", maxName)
+	}
+	if e := checkName("name", spec.Name); e != nil {
+		return e
 	}
 	if spec.FolderID, _, e = o.str("folder_id"); e != nil {
 		return e
@@ -269,6 +275,13 @@ func parseManual(o object, spec fsm.Spec, dur *int64, checkURL urlCheck) (fsm.Sp
 	res, err := models.Validate(req)
 	if err != nil {
 		return fsm.Spec{}, 0, modelError(req.Model, err)
+	}
+	// After the model's checks: a model that takes no negative_prompt says
+	// so first, whatever the text holds.
+	if res.NegativePrompt != nil {
+		if e := checkLongText("negative_prompt", *res.NegativePrompt); e != nil {
+			return fsm.Spec{}, 0, e
+		}
 	}
 	spec.Model, spec.Operation = res.Model, string(res.Operation)
 	spec.Resolution, spec.AspectRatio, spec.DurationSeconds = res.Resolution, res.AspectRatio, res.DurationSeconds
