@@ -1,11 +1,16 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"image"
+	"image/gif"
+	"image/jpeg"
+	"image/png"
 	"io"
 	"net"
 	"net/http"
@@ -16,7 +21,11 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/image/bmp"
+	"golang.org/x/image/webp"
+
 	"github.com/vidfarm/vidfarm/netguard"
+	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
 
 // Limits of input image downloads (manual renders).
@@ -28,9 +37,17 @@ const (
 	maxInputRedirects = 5
 )
 
+// The pixel limits of an input image, checked before any tool reads it:
+// the control plane's too (wire.MaxImageSide says why).
+const (
+	MaxInputImageSide   = wire.MaxImageSide
+	MaxInputImagePixels = wire.MaxImagePixels
+)
+
 // ErrInputRefused means an input image could not be used: not https, a
-// private, loopback, link-local or metadata address, too large, not an
-// image, or an error status. The message says which.
+// private, loopback, link-local or metadata address, too large (in bytes
+// or in pixels), not an image or one whose header cannot be read, or an
+// error status. The message says which.
 var ErrInputRefused = errors.New("input image refused")
 
 // inputFetcher downloads the input images of manual renders (and logos and
@@ -123,6 +140,69 @@ var imageExt = map[string]string{
 	"image/bmp":  ".bmp",
 }
 
+// imageConfigs read the header of each type in imageExt: the image's
+// dimensions, without decoding its pixels.
+var imageConfigs = map[string]func(io.Reader) (image.Config, error){
+	"image/png":  png.DecodeConfig,
+	"image/jpeg": jpeg.DecodeConfig,
+	"image/webp": webp.DecodeConfig,
+	"image/gif":  gif.DecodeConfig,
+	"image/bmp":  bmp.DecodeConfig,
+}
+
+// checkImagePixels reads the header of the image named shown, of the sniffed
+// mediaType, from r, and refuses it (ErrInputRefused) when the header cannot
+// be read or gives more pixels than MaxInputImageSide and
+// MaxInputImagePixels allow. Only the header is read.
+func checkImagePixels(shown, mediaType string, r io.Reader) error {
+	decodeConfig, ok := imageConfigs[mediaType]
+	if !ok {
+		return fmt.Errorf("%w: %s is %s, not a PNG, JPEG, WebP, GIF or BMP image", ErrInputRefused, shown, mediaType)
+	}
+	cfg, err := decodeConfig(r)
+	if err != nil {
+		return fmt.Errorf("%w: %s starts as %s but its header cannot be read: %w", ErrInputRefused, shown, mediaType, err)
+	}
+	w, h := cfg.Width, cfg.Height
+	if w < 1 || h < 1 {
+		return fmt.Errorf("%w: %s is %dx%d pixels: it has none", ErrInputRefused, shown, w, h)
+	}
+	if w > MaxInputImageSide || h > MaxInputImageSide || int64(w)*int64(h) > MaxInputImagePixels {
+		return fmt.Errorf("%w: %s is %dx%d pixels (%.1f megapixels); input images may be at most %d pixels a side and %d megapixels: scale it down",
+			ErrInputRefused, shown, w, h, float64(w)*float64(h)/1e6, MaxInputImageSide, MaxInputImagePixels/1_000_000)
+	}
+	return nil
+}
+
+// imageInput is j.input for an image the account stored with the control
+// plane (a file asset shown as a scene, a brand kit's logo, a photo
+// avatar's picture), checked as downloaded images are (checkImagePixels)
+// before any tool reads it: the control plane refuses oversized images when
+// they are completed, but not those completed before it did.
+func (j *job) imageInput(ctx context.Context, name string) (string, error) {
+	path, err := j.input(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("input %s: %w", name, err)
+	}
+	defer f.Close()
+	head := make([]byte, 512)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return "", fmt.Errorf("input %s: %w", name, err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return "", fmt.Errorf("input %s: %w", name, err)
+	}
+	if err := checkImagePixels("input "+name, http.DetectContentType(head[:n]), f); err != nil {
+		return "", unusableInputError{err}
+	}
+	return path, nil
+}
+
 // unusableInputError marks a failure of the video's own input that no
 // attempt gets past, on this node or another: the task is reported failed
 // permanently (wire.FailRequest.Permanent) and the video fails now rather
@@ -213,6 +293,9 @@ func (f *inputFetcher) download(ctx context.Context, rawURL, dst string) (string
 	ext, ok := imageExt[mediaType]
 	if !ok {
 		return "", fmt.Errorf("%w: %s is %s, not a PNG, JPEG, WebP, GIF or BMP image", ErrInputRefused, shown, mediaType)
+	}
+	if err := checkImagePixels(shown, mediaType, bytes.NewReader(data)); err != nil {
+		return "", err
 	}
 	path := dst + ext
 	if err := os.WriteFile(path, data, 0o644); err != nil {

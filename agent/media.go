@@ -20,7 +20,7 @@ func (j *job) brand(ctx context.Context) (*pipeline.Brand, error) {
 	var err error
 	switch {
 	case b.LogoInput != "":
-		out.LogoPath, err = j.input(ctx, b.LogoInput)
+		out.LogoPath, err = j.imageInput(ctx, b.LogoInput)
 	case b.LogoURL != "":
 		out.LogoPath, err = j.a.inputs.fetch(ctx, b.LogoURL, j.path("logo"))
 	}

@@ -358,7 +358,7 @@ func (j *job) scene(ctx context.Context) error {
 	// The account's file assets are shown as scenes, in turn: scene n
 	// animates asset n (cycling when there are fewer assets than scenes).
 	if in := j.v.AssetInputs; len(in) > 0 {
-		img, err := j.input(ctx, in[(n-1)%len(in)])
+		img, err := j.imageInput(ctx, in[(n-1)%len(in)])
 		if err != nil {
 			return err
 		}

@@ -44,7 +44,7 @@ func (j *job) avatar(ctx context.Context) error {
 // blob store, or the picture at its file_url under the input address rules.
 func (j *job) avatarPhoto(ctx context.Context, spec *wire.AvatarJob) (string, error) {
 	if spec.PhotoInput != "" {
-		return j.input(ctx, spec.PhotoInput)
+		return j.imageInput(ctx, spec.PhotoInput)
 	}
 	return j.a.inputs.fetch(ctx, spec.FileURL, j.path("photo"))
 }

@@ -4,16 +4,22 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"image"
+	"image/gif"
+	"image/jpeg"
+	"image/png"
 	"io"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"golang.org/x/image/webp"
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/blob"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/controlplane/ids"
+	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
 
 // assetJSON is an asset as the API shows it. id and asset_id are the same
@@ -125,7 +131,7 @@ func (a *API) completeAsset(w http.ResponseWriter, r *http.Request) {
 		apierr.WriteJSON(w, http.StatusOK, a.assetView(as, a.readExpiry()))
 		return
 	}
-	size, ct, err := a.inspectBlob(r, as.BlobKey)
+	found, err := a.inspectBlob(r, as.BlobKey)
 	if errors.Is(err, blob.ErrNotFound) {
 		apierr.Write(w, r, apierr.Invalid("id", "no bytes were uploaded for this asset yet: PUT them to its upload_url with its upload_headers, then complete it").
 			With("asset_id", as.ID))
@@ -135,6 +141,18 @@ func (a *API) completeAsset(w http.ResponseWriter, r *http.Request) {
 		a.log.Error("inspect asset", "request_id", apierr.RequestID(r.Context()), "asset_id", as.ID, "err", err)
 		apierr.Write(w, r, apierr.Internal())
 		return
+	}
+	size, ct := found.size, found.contentType
+	// Bytes of the declared size and type are checked as images before the
+	// asset is marked ready; other bytes are refused by the command below,
+	// with the declared and found values. Either way a refused asset stays
+	// pending (deleted with its bytes 24 hours after its creation, or at
+	// once with DELETE) and nothing is written.
+	if size == as.Size && ct == as.ContentType {
+		if e := checkImagePixels(as, found); e != nil {
+			apierr.Write(w, r, e)
+			return
+		}
 	}
 	ready, err := fsm.Do(r.Context(), a.store, &fsm.CompleteAsset{AssetID: as.ID, AccountID: p.AccountID, StoredSize: size, ContentType: ct, Now: a.cfg.Now().UnixNano()})
 	if err != nil {
@@ -162,19 +180,107 @@ func (a *API) readOptionalEmpty(r *http.Request) (object, *apierr.Error) {
 	return o, e
 }
 
-// inspectBlob returns the size of the blob at key and its sniffed media type.
-func (a *API) inspectBlob(r *http.Request, key string) (int64, string, error) {
+// The pixel limits of an image asset, checked at its completion: the
+// agents' limits (wire.MaxImageSide).
+const (
+	MaxImageSide   = wire.MaxImageSide
+	MaxImagePixels = wire.MaxImagePixels
+)
+
+// imageConfigs read the header of each image type an asset may have: its
+// dimensions, without decoding the pixels.
+var imageConfigs = map[string]func(io.Reader) (image.Config, error){
+	"image/png":  png.DecodeConfig,
+	"image/jpeg": jpeg.DecodeConfig,
+	"image/webp": webp.DecodeConfig,
+	"image/gif":  gif.DecodeConfig,
+}
+
+// blobFound is what inspectBlob read of a stored blob.
+type blobFound struct {
+	size        int64
+	contentType string // sniffed
+	// width and height are the image's, from its header, when contentType
+	// is one of imageConfigs and headerErr is nil.
+	width, height int
+	// headerErr is why the header of a blob sniffed as an image could not be
+	// read (a truncated or malformed file).
+	headerErr error
+}
+
+// inspectBlob returns the size of the blob at key, its sniffed media type
+// and, for an image, the dimensions its header gives. Only the header is
+// read, not the pixels: a JPEG's can come after its metadata, so that is
+// read past too, within the blob's size.
+func (a *API) inspectBlob(r *http.Request, key string) (blobFound, error) {
 	rc, info, err := a.cfg.Blobs.Open(r.Context(), key)
 	if err != nil {
-		return 0, "", err
+		return blobFound{}, err
 	}
 	defer rc.Close()
 	head := make([]byte, 512)
 	n, err := io.ReadFull(rc, head)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return 0, "", fmt.Errorf("read %s: %w", key, err)
+		return blobFound{}, fmt.Errorf("read %s: %w", key, err)
 	}
-	return info.Size, sniff(head[:n]), nil
+	found := blobFound{size: info.Size, contentType: sniff(head[:n])}
+	decodeConfig, isImage := imageConfigs[found.contentType]
+	if !isImage {
+		return found, nil
+	}
+	rest := &readErr{r: rc}
+	cfg, err := decodeConfig(io.MultiReader(bytes.NewReader(head[:n]), rest))
+	switch {
+	case rest.err != nil: // the store failed, not the image
+		return blobFound{}, fmt.Errorf("read %s: %w", key, rest.err)
+	case err != nil:
+		found.headerErr = err
+	default:
+		found.width, found.height = cfg.Width, cfg.Height
+	}
+	return found, nil
+}
+
+// readErr remembers the error of a read other than io.EOF.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErr) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		e.err = err
+	}
+	return n, err
+}
+
+// checkImagePixels refuses an image asset whose header cannot be read or
+// gives more pixels than MaxImageSide and MaxImagePixels allow.
+func checkImagePixels(as fsm.Asset, found blobFound) *apierr.Error {
+	if _, isImage := imageConfigs[found.contentType]; !isImage {
+		return nil
+	}
+	limits := func(e *apierr.Error) *apierr.Error {
+		return e.With("asset_id", as.ID).With("content_type", found.contentType).
+			With("max_side_pixels", MaxImageSide).With("max_pixels", MaxImagePixels)
+	}
+	if found.headerErr != nil {
+		reason := fmt.Sprintf("the uploaded bytes start as %s but its header cannot be read (%v)", found.contentType, found.headerErr)
+		return limits(apierr.Invalid("id", fmt.Sprintf("asset %s cannot be used: %s; upload a valid file as a new asset (POST /v1/assets)", as.ID, reason)).
+			With("reason", reason))
+	}
+	w, h := found.width, found.height
+	if w >= 1 && h >= 1 && w <= MaxImageSide && h <= MaxImageSide && int64(w)*int64(h) <= MaxImagePixels {
+		return nil
+	}
+	reason := fmt.Sprintf("the image is %dx%d pixels (%.1f megapixels); images may be at most %d pixels a side and %d megapixels",
+		w, h, float64(w)*float64(h)/1e6, MaxImageSide, MaxImagePixels/1_000_000)
+	if w < 1 || h < 1 {
+		reason = fmt.Sprintf("the image is %dx%d pixels: it has none", w, h)
+	}
+	return limits(apierr.Invalid("id", fmt.Sprintf("asset %s cannot be used: %s; scale it down and upload it as a new asset (POST /v1/assets)", as.ID, reason)).
+		With("reason", reason).With("width", w).With("height", h))
 }
 
 func (a *API) listAssets(w http.ResponseWriter, r *http.Request) {
