@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/net/html"
@@ -253,6 +254,15 @@ func setOnce(dst *string, v string) {
 
 // clip cuts s to at most n characters.
 func clip(s string, n int) string {
+	// A page's text may hold control characters (an escape sequence in a
+	// title), which the API refuses in a brand kit's name and identity: the
+	// draft, posted back as it is, must be a valid kit.
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, s)
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}

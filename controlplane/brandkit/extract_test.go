@@ -55,6 +55,11 @@ func TestExtract(t *testing.T) {
 			want: Draft{Fonts: []string{}, LogoURL: "https://acme.example/share.jpg"},
 		},
 		{
+			name: "control characters in the page's text are left out of the draft",
+			page: "<title>Acme\u001b]0;PWNED\u0007 Rockets</title><meta name=\"description\" content=\"Rockets\u001b[31m for all\">",
+			want: Draft{Name: "Acme]0;PWNED Rockets", Fonts: []string{}, BrandIdentity: "Rockets[31m for all"},
+		},
+		{
 			name: "an empty page drafts nothing",
 			page: ``,
 			want: Draft{Fonts: []string{}},
