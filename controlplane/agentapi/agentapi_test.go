@@ -440,9 +440,11 @@ func TestBlobRules(t *testing.T) {
 	want(t, e.call("GET", "/agent/v1/blobs/videos/"+a.Video.ID+"/render/missing.mp4", holder, nil), http.StatusNotFound, apierr.CodeNotFound)
 	want(t, e.call("GET", "/agent/v1/blobs/"+key, "", nil), http.StatusUnauthorized, apierr.CodeUnauthorized)
 
-	// Any node may read inputs, with ranges.
+	// The lease holder reads, with ranges; another node reads nothing of a
+	// task it holds no lease on (TestBlobReadsNeedALease).
+	want(t, e.call("GET", "/agent/v1/blobs/"+key, other, nil), http.StatusNotFound, apierr.CodeNotFound)
 	req, _ := http.NewRequest("GET", e.srv.URL+"/agent/v1/blobs/"+key, nil)
-	req.Header.Set("Authorization", "Bearer "+other)
+	req.Header.Set("Authorization", "Bearer "+holder)
 	req.Header.Set("Range", "bytes=0-9")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -55,13 +55,19 @@ func (s *server) putBlob(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, r, tooLarge(s.cfg.MaxBlobBytes))
 		return
 	}
-	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBlobBytes)
+	up, e := s.beginUpload(r.Context(), t, key, r.ContentLength)
+	if e != nil {
+		apierr.Write(w, r, e)
+		return
+	}
+	body := http.MaxBytesReader(w, r.Body, up.limit)
 	size, err := s.cfg.Blobs.Put(r.Context(), key, body)
+	up.end(size, err == nil)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &mbe):
-			apierr.Write(w, r, tooLarge(s.cfg.MaxBlobBytes))
+			apierr.Write(w, r, up.tooLarge(s))
 		case r.Context().Err() != nil:
 			// The agent hung up mid-upload; nothing was stored.
 			s.log.Info("upload abandoned", "node_id", n.ID, "task_id", taskID, "key", key)
@@ -83,9 +89,13 @@ func tooLarge(limit int64) *apierr.Error {
 		fmt.Sprintf("a blob may be at most %d bytes", limit)).With("max_bytes", limit)
 }
 
-// getBlob serves a blob under videos/ or assets/ (task inputs), with range requests.
+// getBlob serves a blob that one of the node's current leases reads or
+// wrote (readable), with range requests.
 func (s *server) getBlob(w http.ResponseWriter, r *http.Request) {
 	key, e := blobKey(r, true)
+	if e == nil {
+		e = s.readable(r, key)
+	}
 	if e != nil {
 		apierr.Write(w, r, e)
 		return
@@ -103,4 +113,37 @@ func (s *server) getBlob(w http.ResponseWriter, r *http.Request) {
 	defer rc.Close()
 	w.Header().Set("Content-Type", blob.ContentType(key))
 	http.ServeContent(w, r, "", bi.ModTime, rc)
+}
+
+// readable refuses a read of key unless the node is up and key is an input
+// of a task it holds a lease on, as the lease answer listed them
+// (assignment, so the two cannot drift apart: a video's earlier artifacts,
+// its brand kit's logo, its file assets, its avatar's picture, a photo
+// avatar's source), or is under that task's own prefix (what it uploaded).
+// A node credential belongs to no account (a node renders for all of
+// them), so without this any node could read every account's videos,
+// captions, avatars and assets, with no lease, even while down. A
+// refusal is 404 whether or not the blob exists, so it says nothing about
+// other accounts' files.
+func (s *server) readable(r *http.Request, key string) *apierr.Error {
+	n := nodeOf(r)
+	if ni, ok := s.fsm.NodeInfo(n.ID); !ok || ni.Down {
+		// Its leases are being handed to other nodes: the agent drops the task.
+		return staleLease("this node is marked down (no heartbeat within the node timeout) and may read no blobs; heartbeat, then lease again")
+	}
+	for _, l := range s.fsm.NodeLeases(n.ID) {
+		if strings.HasPrefix(key, "videos/"+l.TaskID+"/") {
+			info(r).taskID = l.TaskID
+			return nil
+		}
+		for _, in := range s.assignment(l).Inputs {
+			if in == key {
+				info(r).taskID = l.TaskID
+				return nil
+			}
+		}
+	}
+	return apierr.New(http.StatusNotFound, apierr.CodeNotFound,
+		"blob "+key+" is not an input or an upload of any task this node holds a lease on; a node reads only the inputs its current leases list (assignment inputs), while it holds them").
+		With("key", key)
 }

@@ -33,7 +33,13 @@
 //
 // Blob uploads (PUT /agent/v1/blobs/videos/<video>/<task>/<file>) are accepted only
 // from the node that holds the lease of that task, and up to Config.MaxBlobBytes;
-// a task completes only once every artifact it names is in the store.
+// a task completes only once every artifact it names is in the store. One lease
+// may store at most 64 files and 3 × MaxBlobBytes in all (413 past either), and
+// once the lease ends the files it uploaded that its video (avatar, speech sample)
+// does not refer to are deleted (blobs_leases.go). Blob reads (GET, HEAD) are
+// served only to a node that is up, and only for the inputs its current leases
+// list (wire.Assignment.Inputs) or their own uploads: anything else is 404 whether
+// or not it exists, 409 stale_lease for a node marked down.
 package agentapi
 
 import (
@@ -41,6 +47,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -115,6 +122,9 @@ type server struct {
 	// check, and the later apply would replace the earlier one's node.
 	registering chan struct{} // a slot: a channel, so a wait ends with its request
 	metrics     *metrics
+	// uploads is what the current leases uploaded, while there is any
+	// (blobs_leases.go).
+	uploads atomic.Pointer[ledger]
 }
 
 // Handler returns the agent listener's HTTP handler.

@@ -87,3 +87,35 @@ func (s *state) restoreGarbage(body []byte) error {
 	s.garbage = append(s.garbage, r.Keys...)
 	return err
 }
+
+// KeptBlobs returns the blob keys that the record with id still refers to:
+// a video's artifacts (only its deliveries once it is finished), an
+// avatar's picture, a speech sample's audio. id is what a task's lease
+// names as its video, so these are the keys the agent API must not delete
+// when it removes what a lease uploaded and no completion listed. ok is
+// false when no record has id; the caller then deletes nothing.
+func (f *FSM) KeptBlobs(id string) (keep map[string]bool, ok bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	keep = map[string]bool{}
+	if a := f.s.avatars[id]; a != nil {
+		if a.Image != "" {
+			keep[a.Image] = true
+		}
+		return keep, true
+	}
+	if sp := f.s.speech[id]; sp != nil {
+		if sp.Audio != "" {
+			keep[sp.Audio] = true
+		}
+		return keep, true
+	}
+	v, _, ok := f.s.lookupVideo(id)
+	if !ok {
+		return nil, false
+	}
+	for _, key := range v.Artifacts {
+		keep[key] = true
+	}
+	return keep, true
+}
