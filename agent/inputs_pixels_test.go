@@ -2,13 +2,11 @@ package agent
 
 import (
 	"bytes"
-	"compress/zlib"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"image"
 	"image/color"
 	"image/gif"
@@ -23,48 +21,11 @@ import (
 
 	"golang.org/x/image/bmp"
 
+	"github.com/vidfarm/vidfarm/internal/fakes"
 	"github.com/vidfarm/vidfarm/pipeline"
 	"github.com/vidfarm/vidfarm/scheduler"
 	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
-
-// grayPNG is a valid PNG of w×h black pixels, 1 bit each: its all-zero
-// scanlines compress to a few KB even at 16000×16000 (the audit's 746 KB
-// file), and making it allocates no image.
-func grayPNG(t testing.TB, w, h int) []byte {
-	t.Helper()
-	var out bytes.Buffer
-	out.WriteString("\x89PNG\r\n\x1a\n")
-	chunk := func(typ string, data []byte) {
-		_ = binary.Write(&out, binary.BigEndian, uint32(len(data)))
-		c := crc32.NewIEEE()
-		_, _ = c.Write([]byte(typ))
-		_, _ = c.Write(data)
-		out.WriteString(typ)
-		out.Write(data)
-		_ = binary.Write(&out, binary.BigEndian, c.Sum32())
-	}
-	ihdr := binary.BigEndian.AppendUint32(nil, uint32(w))
-	ihdr = binary.BigEndian.AppendUint32(ihdr, uint32(h))
-	chunk("IHDR", append(ihdr, 1, 0, 0, 0, 0)) // bit depth 1, grayscale, no interlace
-	var idat bytes.Buffer
-	zw, err := zlib.NewWriterLevel(&idat, zlib.BestCompression)
-	if err != nil {
-		t.Fatal(err)
-	}
-	row := make([]byte, 1+(w+7)/8) // filter type 0, then the row's bits
-	for range h {
-		if _, err := zw.Write(row); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	chunk("IDAT", idat.Bytes())
-	chunk("IEND", nil)
-	return out.Bytes()
-}
 
 // pixelHeaders are small files of each type the agent accepts whose headers
 // say w×h: only the header is valid, which is all a size check may read.
@@ -90,7 +51,7 @@ func pixelHeaders(t testing.TB, w, h int) map[string][]byte {
 	vp8x := []byte{0, 0, 0, 0, byte(w - 1), byte((w - 1) >> 8), byte((w - 1) >> 16), byte(h - 1), byte((h - 1) >> 8), byte((h - 1) >> 16)}
 	webpData := slices.Concat([]byte("RIFF"), binary.LittleEndian.AppendUint32(nil, uint32(4+8+len(vp8x))), []byte("WEBPVP8X"),
 		binary.LittleEndian.AppendUint32(nil, uint32(len(vp8x))), vp8x)
-	return map[string][]byte{"png": grayPNG(t, w, h), "gif": gifData, "bmp": bmpData, "jpg": jpegData, "webp": webpData}
+	return map[string][]byte{"png": fakes.BlackPNG(t, w, h), "gif": gifData, "bmp": bmpData, "jpg": jpegData, "webp": webpData}
 }
 
 // pixelServer serves files by name over https from 127.0.0.1.
@@ -120,9 +81,9 @@ func TestInputFetchPixelCap(t *testing.T) {
 	for ext, data := range pixelHeaders(t, 64, 48) {
 		files["ok."+ext] = data
 	}
-	files["wide.png"] = grayPNG(t, MaxInputImageSide+1, 16)
-	files["many.png"] = grayPNG(t, 8000, 8000)
-	files["edge.png"] = grayPNG(t, MaxInputImageSide, MaxInputImagePixels/MaxInputImageSide)
+	files["wide.png"] = fakes.BlackPNG(t, MaxInputImageSide+1, 16)
+	files["many.png"] = fakes.BlackPNG(t, 8000, 8000)
+	files["edge.png"] = fakes.BlackPNG(t, MaxInputImageSide, MaxInputImagePixels/MaxInputImageSide)
 	files["cut.png"] = files["ok.png"][:20] // the signature and half an IHDR
 	if n := len(files["bomb.png"]); n > 1<<20 {
 		t.Fatalf("the test's bomb is %d bytes; want it under 1 MB, as the audit's", n)
@@ -219,9 +180,9 @@ func TestOversizedInputImageFailsPermanently(t *testing.T) {
 	f := newFakeCP(t)
 	permanent := permanentFails(f)
 	images := pixelServer(t, map[string][]byte{
-		"bomb.png": grayPNG(t, 16000, 16000),
-		"wide.png": grayPNG(t, MaxInputImageSide+1, 16),
-		"ok.png":   grayPNG(t, 64, 48),
+		"bomb.png": fakes.BlackPNG(t, 16000, 16000),
+		"wide.png": fakes.BlackPNG(t, MaxInputImageSide+1, 16),
+		"ok.png":   fakes.BlackPNG(t, 64, 48),
 	})
 	cfg := testConfig(t, f)
 	cfg.AllowPrivateInputs = true // the image server is on 127.0.0.1
@@ -275,7 +236,7 @@ func TestOversizedStoredImageFailsPermanently(t *testing.T) {
 	f := newFakeCP(t)
 	permanent := permanentFails(f)
 	f.mu.Lock()
-	f.blobs["assets/as_bomb.png"] = grayPNG(t, 16000, 16000)
+	f.blobs["assets/as_bomb.png"] = fakes.BlackPNG(t, 16000, 16000)
 	f.mu.Unlock()
 	cfg := testConfig(t, f)
 	tools := &noInputTools{workDir: cfg.WorkDir}

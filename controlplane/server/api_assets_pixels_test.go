@@ -2,55 +2,15 @@ package server_test
 
 import (
 	"bytes"
-	"compress/zlib"
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"image/color"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/vidfarm/vidfarm/controlplane/api"
+	"github.com/vidfarm/vidfarm/internal/fakes"
 )
-
-// grayPNG is a valid PNG of w×h black pixels, 1 bit each: its all-zero
-// scanlines compress to a few KB even at 16000×16000 (the audit's 746 KB
-// file), and making it allocates no image.
-func grayPNG(t testing.TB, w, h int) []byte {
-	t.Helper()
-	var out bytes.Buffer
-	out.WriteString("\x89PNG\r\n\x1a\n")
-	chunk := func(typ string, data []byte) {
-		_ = binary.Write(&out, binary.BigEndian, uint32(len(data)))
-		c := crc32.NewIEEE()
-		_, _ = c.Write([]byte(typ))
-		_, _ = c.Write(data)
-		out.WriteString(typ)
-		out.Write(data)
-		_ = binary.Write(&out, binary.BigEndian, c.Sum32())
-	}
-	ihdr := binary.BigEndian.AppendUint32(nil, uint32(w))
-	ihdr = binary.BigEndian.AppendUint32(ihdr, uint32(h))
-	chunk("IHDR", append(ihdr, 1, 0, 0, 0, 0)) // bit depth 1, grayscale, no interlace
-	var idat bytes.Buffer
-	zw, err := zlib.NewWriterLevel(&idat, zlib.BestCompression)
-	if err != nil {
-		t.Fatal(err)
-	}
-	row := make([]byte, 1+(w+7)/8) // filter type 0, then the row's bits
-	for range h {
-		if _, err := zw.Write(row); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	chunk("IDAT", idat.Bytes())
-	chunk("IEND", nil)
-	return out.Bytes()
-}
 
 // uploadAsset creates a PNG asset for img and PUTs its bytes; it returns
 // the asset's id.
@@ -70,11 +30,11 @@ func TestAssetCompleteRefusesPixelBombs(t *testing.T) {
 	h := start(t)
 	_, key := h.account("pro", 100)
 
-	bomb := grayPNG(t, 16000, 16000)
+	bomb := fakes.BlackPNG(t, 16000, 16000)
 	if len(bomb) > 1<<20 {
 		t.Fatalf("the test's bomb is %d bytes; want it under 1 MB, as the audit's", len(bomb))
 	}
-	truncated := bytes.Clone(grayPNG(t, 64, 64)[:20]) // the signature and half an IHDR
+	truncated := bytes.Clone(fakes.BlackPNG(t, 64, 64)[:20]) // the signature and half an IHDR
 	for _, tc := range []struct {
 		name          string
 		img           []byte
@@ -82,8 +42,8 @@ func TestAssetCompleteRefusesPixelBombs(t *testing.T) {
 		says          string
 	}{
 		{"16000x16000", bomb, 16000, 16000, "16000x16000 pixels (256.0 megapixels)"},
-		{"wider than the side cap", grayPNG(t, api.MaxImageSide+1, 16), api.MaxImageSide + 1, 16, fmt.Sprintf("%dx16 pixels", api.MaxImageSide+1)},
-		{"more pixels than the cap", grayPNG(t, 8000, 8000), 8000, 8000, "8000x8000 pixels (64.0 megapixels)"},
+		{"wider than the side cap", fakes.BlackPNG(t, api.MaxImageSide+1, 16), api.MaxImageSide + 1, 16, fmt.Sprintf("%dx16 pixels", api.MaxImageSide+1)},
+		{"more pixels than the cap", fakes.BlackPNG(t, 8000, 8000), 8000, 8000, "8000x8000 pixels (64.0 megapixels)"},
 		{"unreadable header", truncated, 0, 0, "header cannot be read"},
 	} {
 		id := h.uploadAsset(key, tc.img)
@@ -109,7 +69,7 @@ func TestAssetCompleteRefusesPixelBombs(t *testing.T) {
 
 	for _, img := range [][]byte{
 		pngBytes(t, 40, 40, color.RGBA{10, 200, 90, 255}),
-		grayPNG(t, api.MaxImageSide, api.MaxImagePixels/api.MaxImageSide), // both caps, met exactly or nearly
+		fakes.BlackPNG(t, api.MaxImageSide, api.MaxImagePixels/api.MaxImageSide), // both caps, met exactly or nearly
 	} {
 		if as := h.readyAsset(key, img); as["status"] != "ready" {
 			t.Errorf("asset within the caps: %v", as)

@@ -1,7 +1,7 @@
 // Package fakes is test support: fake model servers that follow the
 // public APIs vidfarm speaks (a Cog container's HTTP API; ComfyUI's
 // server.py routes and websocket messages; the OpenAI chat completions and
-// speech endpoints), so that the pipeline and agent packages' tests and the
+// speech endpoints) and test inputs (BlackPNG, an image of any size in a few KB), so that the pipeline and agent packages' tests and the
 // end-to-end tests of cmd/vidfarm drive the same fakes. Only tests import it; no product code does. Go cannot
 // compile a package into tests only, so this is an ordinary package under
 // internal/, kept out of every binary by not being imported.
