@@ -249,6 +249,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := checkPlainRaft(cfg.RaftListen, cfg.TLS, cfg.Logger); err != nil {
 		return nil, err
 	}
+	if err := checkRaftAdvertise(cfg.RaftListen, cfg.RaftAdvertise); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}

@@ -53,7 +53,8 @@ func checkPlainRaft(listen string, c TLSConfig, log *slog.Logger) error {
 	if err != nil {
 		return nil // the listen reports it, with the address
 	}
-	if ip, err := netip.ParseAddr(host); host == "localhost" || (err == nil && ip.IsLoopback()) {
+	ip, err := netip.ParseAddr(host)
+	if host == "localhost" || (err == nil && ip.IsLoopback()) {
 		return nil
 	}
 	if !c.RaftInsecure {
@@ -126,4 +127,22 @@ func serveOn(srv *http.Server, ln net.Listener) error {
 		return nil
 	}
 	return err
+}
+
+// checkRaftAdvertise refuses a --raft-listen on every address (0.0.0.0,
+// [::], :7000) without --raft-advertise: the other members need one address
+// to dial, and Raft's transport would refuse it later, saying only that
+// the bind address is not advertisable.
+func checkRaftAdvertise(listen, advertise string) error {
+	if advertise != "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil // the listen reports it, with the address
+	}
+	if ip, err := netip.ParseAddr(host); host == "" || (err == nil && ip.IsUnspecified()) {
+		return fmt.Errorf("--raft-listen %s listens on every address, so it names none the other members could dial: give --raft-advertise HOST:PORT, this node's address on the network the members share", listen)
+	}
+	return nil
 }

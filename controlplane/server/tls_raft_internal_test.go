@@ -58,3 +58,25 @@ func TestStartRefusesPlainRaftFirst(t *testing.T) {
 		t.Errorf("the refused node made its data dir (%v)", err)
 	}
 }
+
+func TestCheckRaftAdvertise(t *testing.T) {
+	for _, tc := range []struct {
+		listen, advertise string
+		refused           bool
+	}{
+		{"0.0.0.0:7000", "", true},
+		{"[::]:7000", "", true},
+		{":7000", "", true},
+		{"0.0.0.0:7000", "10.0.0.1:7000", false},
+		{"10.0.0.1:7000", "", false},
+		{"127.0.0.1:0", "", false},
+	} {
+		err := checkRaftAdvertise(tc.listen, tc.advertise)
+		if (err != nil) != tc.refused {
+			t.Errorf("%s, advertise %q: %v, want refused %v", tc.listen, tc.advertise, err, tc.refused)
+		}
+		if err != nil && !strings.Contains(err.Error(), "--raft-advertise") {
+			t.Errorf("%s: %v does not name --raft-advertise", tc.listen, err)
+		}
+	}
+}
