@@ -305,12 +305,30 @@ func checkRunner(argv []string) error {
 		return nil
 	}
 	if !pipeline.IsRunnerURL(argv[0]) {
-		return fmt.Errorf("%q is not a usable http(s) URL (scheme and host needed)", argv[0])
+		return fmt.Errorf("%q is not a usable http(s) URL (scheme and host needed)", redactedURL(argv[0]))
 	}
 	if len(argv) > 1 {
 		return fmt.Errorf("a URL runner takes no arguments, got %q", argv[1:])
 	}
 	return nil
+}
+
+// shownRunner is a runner spec for an error message: a URL runner's
+// password, which a model server behind basic auth may take in its URL, is
+// written as xxxxx, since errors end in logs.
+func shownRunner(model string, argv []string) string {
+	shown := slices.Clone(argv)
+	shown[0] = redactedURL(shown[0])
+	return model + "=" + strings.Join(shown, " ")
+}
+
+// redactedURL is u with its password written as xxxxx; u as it is when it
+// has none, or is no URL.
+func redactedURL(u string) string {
+	if p, err := url.Parse(u); err == nil && p.User != nil {
+		return p.Redacted()
+	}
+	return u
 }
 
 // ParseRunners parses "MODEL=COMMAND" and "MODEL=URL" specs, the form of
@@ -333,7 +351,7 @@ func ParseRunners(specs ...string) (map[string][]string, error) {
 				return nil, fmt.Errorf("%w: --runner %q: want MODEL=COMMAND, e.g. wan-2.2-a14b=/opt/runners/wan.sh --fast", ErrConfig, part)
 			}
 			if err := checkRunner(argv); err != nil {
-				return nil, fmt.Errorf("%w: --runner %q: %w", ErrConfig, part, err)
+				return nil, fmt.Errorf("%w: --runner %q: %w", ErrConfig, shownRunner(model, argv), err)
 			}
 			if _, dup := out[model]; dup {
 				return nil, fmt.Errorf("%w: --runner: model %q given twice", ErrConfig, model)

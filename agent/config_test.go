@@ -32,6 +32,10 @@ func TestParseRunners(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ParseRunners = %v, want %v", got, want)
 	}
+	// A URL's password stays out of the error, which ends in a log.
+	if _, err := ParseRunners("veo-3=https://vidfarm:s3cret@models.internal/render --fast"); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("a URL runner with arguments: %v, want an error without the password", err)
+	}
 	for _, bad := range []string{"wan-2.2-a14b", "=cmd", "veo-3=", "veo-3=a;veo-3=b",
 		"veo-3=http:///render", "veo-3=https://host/render --fast", "veo-3=HTTP://"} {
 		if _, err := ParseRunners(bad); !errors.Is(err, ErrConfig) {
