@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
@@ -50,15 +49,9 @@ func (s *server) observe(next http.Handler) http.Handler {
 		start := time.Now()
 		sw := &apierr.StatusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		if sw.Status == 0 {
-			sw.Status = http.StatusOK // the handler wrote nothing: net/http answers 200
-		}
-		route := chi.RouteContext(r.Context()).RoutePattern()
-		if route == "" {
-			route = "unmatched"
-		}
+		route, status := apierr.Route(r), sw.Code()
 		d := time.Since(start)
-		s.metrics.requests.Observe(r.Method, route, sw.Status)
+		s.metrics.requests.Observe(r.Method, route, status)
 		lvl := slog.LevelInfo
 		switch r.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
@@ -66,7 +59,7 @@ func (s *server) observe(next http.Handler) http.Handler {
 		}
 		s.cfg.Logger.LogAttrs(r.Context(), lvl, "admin request",
 			slog.String("request_id", apierr.RequestID(r.Context())), slog.String("method", r.Method),
-			slog.String("route", route), slog.String("path", r.URL.Path), slog.Int("status", sw.Status),
+			slog.String("route", route), slog.String("path", r.URL.Path), slog.Int("status", status),
 			slog.Float64("duration_ms", float64(d.Microseconds())/1000))
 	})
 }

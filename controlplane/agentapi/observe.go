@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
@@ -47,17 +46,11 @@ func (s *server) observe(next http.Handler) http.Handler {
 		start := time.Now()
 		sw := &apierr.StatusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		if sw.Status == 0 {
-			sw.Status = http.StatusOK // the handler wrote nothing: net/http answers 200
-		}
-		route := chi.RouteContext(r.Context()).RoutePattern()
-		if route == "" {
-			route = "unmatched"
-		}
-		s.metrics.observe(r.Method, route, sw.Status)
+		route, status := apierr.Route(r), sw.Code()
+		s.metrics.observe(r.Method, route, status)
 		ri := info(r)
-		s.log.Log(r.Context(), logLevel(r, route, sw.Status), "agent request", "request_id", apierr.RequestID(r.Context()),
-			"method", r.Method, "route", route, "status", sw.Status,
+		s.log.Log(r.Context(), logLevel(r, route, status), "agent request", "request_id", apierr.RequestID(r.Context()),
+			"method", r.Method, "route", route, "status", status,
 			"duration_ms", float64(time.Since(start).Microseconds())/1000,
 			"node_id", ri.nodeID, "task_id", ri.taskID)
 	})

@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 )
 
@@ -20,17 +18,14 @@ func (a *API) observe(next http.Handler) http.Handler {
 		sw := &apierr.StatusWriter{ResponseWriter: w}
 		r, hold := withHolder(r)
 		next.ServeHTTP(sw, r)
-		route := chi.RouteContext(r.Context()).RoutePattern()
-		if route == "" {
-			route = "unmatched"
-		}
+		route, status := apierr.Route(r), sw.Code()
 		d := time.Since(start)
-		a.metrics.observe(r.Method, route, sw.Status, d)
+		a.metrics.observe(r.Method, route, status, d)
 		// Typed attributes: the line is built only when the level logs it,
 		// and no value is boxed for a level that does not.
 		a.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 			slog.String("request_id", apierr.RequestID(r.Context())), slog.String("method", r.Method),
-			slog.String("route", route), slog.Int("status", sw.Status),
+			slog.String("route", route), slog.Int("status", status),
 			slog.Float64("duration_ms", float64(d.Microseconds())/1000),
 			slog.String("account_id", hold.p.AccountID))
 	})

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"runtime/debug"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/vidfarm/vidfarm/controlplane/ids"
 )
 
@@ -53,6 +55,27 @@ func (s *StatusWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (s *StatusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// Code is the status the client got: the first one written, or 200 when
+// the handler wrote nothing (net/http then answers 200).
+func (s *StatusWriter) Code() int {
+	if s.Status == 0 {
+		return http.StatusOK
+	}
+	return s.Status
+}
+
+// Route is the pattern of the route chi matched for r, the label a
+// listener counts and logs its requests under; "unmatched" when none did,
+// so an unknown path adds no series of its own.
+func Route(r *http.Request) string {
+	if rc := chi.RouteContext(r.Context()); rc != nil {
+		if route := rc.RoutePattern(); route != "" {
+			return route
+		}
+	}
+	return "unmatched"
+}
 
 // RequestIDs gives every request a new req_ id: in its context, for errors and
 // logs, and in the X-Request-Id header, for the client.
