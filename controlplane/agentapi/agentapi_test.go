@@ -205,13 +205,7 @@ func TestTaskLifecycle(t *testing.T) {
 	if fin.Name != scheduler.NameFinalize || fin.Kind != scheduler.KindFinalize || fin.Inputs["render/clip.mp4"] != clip {
 		t.Fatalf("second assignment: %+v", fin)
 	}
-	files := map[string]string{}
-	for _, f := range []string{wire.ArtifactVideo, wire.ArtifactPoster} {
-		files[f] = artifactKey(fin, f)
-		want(t, e.upload(cred, files[f], "bytes of "+f), http.StatusCreated, "")
-	}
-	want(t, e.call("POST", taskPath(fin.TaskID, "complete"), cred,
-		wire.CompleteRequest{Token: fin.Token, Artifacts: files, DurationSeconds: 5.04}), http.StatusNoContent, "")
+	files := e.completeFinalize(cred, fin, 5.04)
 	v, _ := e.fsm.Video("", vid)
 	if v.Status != fsm.StatusCompleted || v.Outputs.Video != files[wire.ArtifactVideo] {
 		t.Fatalf("video after finalize: status %s outputs %+v", v.Status, v.Outputs)

@@ -74,13 +74,7 @@ func TestBlobReadsNeedALease(t *testing.T) {
 	refused(other, clip)
 
 	// Once the lease ends, its holder reads nothing of the video either.
-	files := map[string]string{}
-	for _, f := range []string{wire.ArtifactVideo, wire.ArtifactPoster} {
-		files[f] = artifactKey(fin, f)
-		want(t, e.upload(holder, files[f], "bytes of "+f), http.StatusCreated, "")
-	}
-	want(t, e.call("POST", taskPath(fin.TaskID, "complete"), holder,
-		wire.CompleteRequest{Token: fin.Token, Artifacts: files, DurationSeconds: 5}), http.StatusNoContent, "")
+	files := e.completeFinalize(holder, fin, 5)
 	refused(holder, clip)
 	refused(holder, files[wire.ArtifactVideo])
 }

@@ -265,6 +265,21 @@ func (e *env) upload(cred, key, data string) resp {
 	return e.call("PUT", "/agent/v1/blobs/"+key+"?lease_token="+e.currentToken(key), cred, []byte(data))
 }
 
+// completeFinalize uploads a finalize task's video and poster under its
+// lease and completes it with duration seconds; it returns their keys by
+// artifact name.
+func (e *env) completeFinalize(cred string, fin wire.Assignment, duration float64) map[string]string {
+	e.t.Helper()
+	files := map[string]string{}
+	for _, f := range []string{wire.ArtifactVideo, wire.ArtifactPoster} {
+		files[f] = artifactKey(fin, f)
+		want(e.t, e.upload(cred, files[f], "bytes of "+f), http.StatusCreated, "")
+	}
+	want(e.t, e.call("POST", taskPath(fin.TaskID, "complete"), cred,
+		wire.CompleteRequest{Token: fin.Token, Artifacts: files, DurationSeconds: duration}), http.StatusNoContent, "")
+	return files
+}
+
 // currentToken is the token of the lease on the task that key belongs to ("" when
 // none), so uploads in tests pass the token check and meet the node check.
 func (e *env) currentToken(key string) string {
