@@ -305,7 +305,7 @@ func checkRunner(argv []string) error {
 		return nil
 	}
 	if !pipeline.IsRunnerURL(argv[0]) {
-		return fmt.Errorf("%q is not a usable http(s) URL (scheme and host needed)", redactedURL(argv[0]))
+		return fmt.Errorf("%q is not a usable http(s) URL (scheme and host needed)", pipeline.RedactURL(argv[0]))
 	}
 	if len(argv) > 1 {
 		return fmt.Errorf("a URL runner takes no arguments, got %q", argv[1:])
@@ -318,17 +318,8 @@ func checkRunner(argv []string) error {
 // written as xxxxx, since errors end in logs.
 func shownRunner(model string, argv []string) string {
 	shown := slices.Clone(argv)
-	shown[0] = redactedURL(shown[0])
+	shown[0] = pipeline.RedactURL(shown[0])
 	return model + "=" + strings.Join(shown, " ")
-}
-
-// redactedURL is u with its password written as xxxxx; u as it is when it
-// has none, or is no URL.
-func redactedURL(u string) string {
-	if p, err := url.Parse(u); err == nil && p.User != nil {
-		return p.Redacted()
-	}
-	return u
 }
 
 // ParseRunners parses "MODEL=COMMAND" and "MODEL=URL" specs, the form of

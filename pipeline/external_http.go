@@ -251,10 +251,12 @@ func writeClip(path string, r io.Reader, n, maxBytes int64) error {
 	return nil
 }
 
-// RedactURL is u without its password, for logs and messages.
+// RedactURL is u without its password, for logs and messages; u as it was
+// given when it has none (or is no URL), so a message shows what the user
+// typed ("https://" is not rewritten "https:").
 func RedactURL(u string) string {
 	p, err := url.Parse(u)
-	if err != nil {
+	if err != nil || p.User == nil {
 		return u
 	}
 	return p.Redacted()

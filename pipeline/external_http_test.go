@@ -244,3 +244,16 @@ func TestHTTPRunnerTimeoutSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://vidfarm:s3cret@models.internal/render": "https://vidfarm:xxxxx@models.internal/render",
+		"https://models.internal:8443/render?x=1":       "https://models.internal:8443/render?x=1",
+		"https://":    "https://", // shown as typed, not "https:"
+		"http://[::1": "http://[::1",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
