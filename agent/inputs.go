@@ -7,10 +7,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"image"
-	"image/gif"
-	"image/jpeg"
-	"image/png"
 	"io"
 	"net"
 	"net/http"
@@ -21,11 +17,8 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/image/bmp"
-	"golang.org/x/image/webp"
-
+	"github.com/vidfarm/vidfarm/imageguard"
 	"github.com/vidfarm/vidfarm/netguard"
-	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
 
 // Limits of input image downloads (manual renders).
@@ -38,10 +31,10 @@ const (
 )
 
 // The pixel limits of an input image, checked before any tool reads it:
-// the control plane's too (wire.MaxImageSide says why).
+// the control plane's too (package imageguard says why).
 const (
-	MaxInputImageSide   = wire.MaxImageSide
-	MaxInputImagePixels = wire.MaxImagePixels
+	MaxInputImageSide   = imageguard.MaxSide
+	MaxInputImagePixels = imageguard.MaxPixels
 )
 
 // ErrInputRefused means an input image could not be used: not https, a
@@ -140,36 +133,23 @@ var imageExt = map[string]string{
 	"image/bmp":  ".bmp",
 }
 
-// imageConfigs read the header of each type in imageExt: the image's
-// dimensions, without decoding its pixels.
-var imageConfigs = map[string]func(io.Reader) (image.Config, error){
-	"image/png":  png.DecodeConfig,
-	"image/jpeg": jpeg.DecodeConfig,
-	"image/webp": webp.DecodeConfig,
-	"image/gif":  gif.DecodeConfig,
-	"image/bmp":  bmp.DecodeConfig,
-}
-
 // checkImagePixels reads the header of the image named shown, of the sniffed
 // mediaType, from r, and refuses it (ErrInputRefused) when the header cannot
 // be read or gives more pixels than MaxInputImageSide and
 // MaxInputImagePixels allow. Only the header is read.
 func checkImagePixels(shown, mediaType string, r io.Reader) error {
-	decodeConfig, ok := imageConfigs[mediaType]
-	if !ok {
+	if !imageguard.Readable(mediaType) {
 		return fmt.Errorf("%w: %s is %s, not a PNG, JPEG, WebP, GIF or BMP image", ErrInputRefused, shown, mediaType)
 	}
-	cfg, err := decodeConfig(r)
+	w, h, err := imageguard.Size(mediaType, r)
 	if err != nil {
 		return fmt.Errorf("%w: %s starts as %s but its header cannot be read: %w", ErrInputRefused, shown, mediaType, err)
 	}
-	w, h := cfg.Width, cfg.Height
-	if w < 1 || h < 1 {
-		return fmt.Errorf("%w: %s is %dx%d pixels: it has none", ErrInputRefused, shown, w, h)
-	}
-	if w > MaxInputImageSide || h > MaxInputImageSide || int64(w)*int64(h) > MaxInputImagePixels {
-		return fmt.Errorf("%w: %s is %dx%d pixels (%.1f megapixels); input images may be at most %d pixels a side and %d megapixels: scale it down",
-			ErrInputRefused, shown, w, h, float64(w)*float64(h)/1e6, MaxInputImageSide, MaxInputImagePixels/1_000_000)
+	if err := imageguard.Check(w, h); err != nil {
+		if errors.Is(err, imageguard.ErrTooLarge) {
+			return fmt.Errorf("%w: %s is %w: scale it down", ErrInputRefused, shown, err)
+		}
+		return fmt.Errorf("%w: %s is %w", ErrInputRefused, shown, err)
 	}
 	return nil
 }

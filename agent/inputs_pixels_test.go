@@ -110,7 +110,7 @@ func TestInputFetchPixelCap(t *testing.T) {
 			want = "/cut.png starts as image/png but its header cannot be read"
 		}
 		if name != "cut.png" {
-			want += "; input images may be at most 8192 pixels a side and 50 megapixels: scale it down"
+			want += "; images may be at most 8192 pixels a side and 50 megapixels: scale it down"
 		}
 		if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrInputRefused) || !isUnusableInput(err) {
 			t.Errorf("fetch %s = %v (unusable %v), want unusable input containing %q", name, err, isUnusableInput(err), want)
@@ -215,7 +215,7 @@ func TestOversizedInputImageFailsPermanently(t *testing.T) {
 	}
 	for _, tc := range cases {
 		expectFailed(t, f, tc.a.TaskID, tc.want)
-		expectFailed(t, f, tc.a.TaskID, "input images may be at most 8192 pixels a side and 50 megapixels: scale it down")
+		expectFailed(t, f, tc.a.TaskID, "images may be at most 8192 pixels a side and 50 megapixels: scale it down")
 		waitFor(t, "the fail report of "+tc.a.TaskID, func() bool { _, ok := permanent(tc.a.TaskID); return ok })
 		if p, _ := permanent(tc.a.TaskID); !p {
 			fr, _ := f.failed(tc.a.TaskID)

@@ -4,22 +4,17 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"image"
-	"image/gif"
-	"image/jpeg"
-	"image/png"
 	"io"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"golang.org/x/image/webp"
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/blob"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/controlplane/ids"
-	"github.com/vidfarm/vidfarm/scheduler/wire"
+	"github.com/vidfarm/vidfarm/imageguard"
 )
 
 // assetJSON is an asset as the API shows it. id and asset_id are the same
@@ -181,20 +176,11 @@ func (a *API) readOptionalEmpty(r *http.Request) (object, *apierr.Error) {
 }
 
 // The pixel limits of an image asset, checked at its completion: the
-// agents' limits (wire.MaxImageSide).
+// agents' limits (package imageguard says why).
 const (
-	MaxImageSide   = wire.MaxImageSide
-	MaxImagePixels = wire.MaxImagePixels
+	MaxImageSide   = imageguard.MaxSide
+	MaxImagePixels = imageguard.MaxPixels
 )
-
-// imageConfigs read the header of each image type an asset may have: its
-// dimensions, without decoding the pixels.
-var imageConfigs = map[string]func(io.Reader) (image.Config, error){
-	"image/png":  png.DecodeConfig,
-	"image/jpeg": jpeg.DecodeConfig,
-	"image/webp": webp.DecodeConfig,
-	"image/gif":  gif.DecodeConfig,
-}
 
 // blobFound is what inspectBlob read of a stored blob.
 type blobFound struct {
@@ -224,19 +210,18 @@ func (a *API) inspectBlob(r *http.Request, key string) (blobFound, error) {
 		return blobFound{}, fmt.Errorf("read %s: %w", key, err)
 	}
 	found := blobFound{size: info.Size, contentType: sniff(head[:n])}
-	decodeConfig, isImage := imageConfigs[found.contentType]
-	if !isImage {
+	if !imageguard.Readable(found.contentType) {
 		return found, nil
 	}
 	rest := &readErr{r: rc}
-	cfg, err := decodeConfig(io.MultiReader(bytes.NewReader(head[:n]), rest))
+	w, h, err := imageguard.Size(found.contentType, io.MultiReader(bytes.NewReader(head[:n]), rest))
 	switch {
 	case rest.err != nil: // the store failed, not the image
 		return blobFound{}, fmt.Errorf("read %s: %w", key, rest.err)
 	case err != nil:
 		found.headerErr = err
 	default:
-		found.width, found.height = cfg.Width, cfg.Height
+		found.width, found.height = w, h
 	}
 	return found, nil
 }
@@ -258,7 +243,7 @@ func (e *readErr) Read(p []byte) (int, error) {
 // checkImagePixels refuses an image asset whose header cannot be read or
 // gives more pixels than MaxImageSide and MaxImagePixels allow.
 func checkImagePixels(as fsm.Asset, found blobFound) *apierr.Error {
-	if _, isImage := imageConfigs[found.contentType]; !isImage {
+	if !imageguard.Readable(found.contentType) {
 		return nil
 	}
 	limits := func(e *apierr.Error) *apierr.Error {
@@ -271,14 +256,11 @@ func checkImagePixels(as fsm.Asset, found blobFound) *apierr.Error {
 			With("reason", reason))
 	}
 	w, h := found.width, found.height
-	if w >= 1 && h >= 1 && w <= MaxImageSide && h <= MaxImageSide && int64(w)*int64(h) <= MaxImagePixels {
+	err := imageguard.Check(w, h)
+	if err == nil {
 		return nil
 	}
-	reason := fmt.Sprintf("the image is %dx%d pixels (%.1f megapixels); images may be at most %d pixels a side and %d megapixels",
-		w, h, float64(w)*float64(h)/1e6, MaxImageSide, MaxImagePixels/1_000_000)
-	if w < 1 || h < 1 {
-		reason = fmt.Sprintf("the image is %dx%d pixels: it has none", w, h)
-	}
+	reason := "the image is " + err.Error()
 	return limits(apierr.Invalid("id", fmt.Sprintf("asset %s cannot be used: %s; scale it down and upload it as a new asset (POST /v1/assets)", as.ID, reason)).
 		With("reason", reason).With("width", w).With("height", h))
 }

@@ -185,19 +185,6 @@ type HeartbeatRequest struct {
 // MaxPausedLen bounds HeartbeatRequest.Paused, in bytes.
 const MaxPausedLen = 500
 
-// Pixel limits of input images, which the control plane applies to image
-// assets when they are completed and agents to every image they download
-// before a tool reads it. The bytes are capped elsewhere, but a compressed
-// image says nothing of its decoded size: a 746 KB PNG of 16000x16000
-// pixels made each ffmpeg that read it reach 880 MB. 8192 pixels a side and
-// 50 megapixels are far above any model's input (4K is 8.3 megapixels) and
-// take a full-resolution 50-megapixel phone photo (8160x6120), while a
-// decoded frame stays under 200 MB.
-const (
-	MaxImageSide   = 8192       // the largest width or height, in pixels
-	MaxImagePixels = 50_000_000 // the largest width × height
-)
-
 // GPUSample is one GPU's state at a heartbeat, read from NVML. ID is the
 // id the GPU registered with (its UUID; a MIG instance's MIG UUID): a
 // sample for an id the node did not register is refused. For a MIG
