@@ -6,6 +6,8 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"github.com/vidfarm/vidfarm/textguard"
 )
 
 const usage = `vidfarm: a self-hostable GPU render farm for AI video generation
@@ -56,7 +58,9 @@ func main() {
 		os.Exit(2)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "vidfarm %s: %v\n", os.Args[1], err)
+		// An error may carry a server's words (an API error's message):
+		// printed with what would act on the terminal made visible.
+		fmt.Fprintf(os.Stderr, "vidfarm %s: %s\n", os.Args[1], textguard.PrintableLines(err.Error()))
 		os.Exit(1)
 	}
 }

@@ -9,13 +9,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/vidfarm/vidfarm/client"
-	"github.com/vidfarm/vidfarm/controlplane/admin"
 	"github.com/vidfarm/vidfarm/internal/members"
+	"github.com/vidfarm/vidfarm/textguard"
 )
 
 const videoUsage = `usage: vidfarm video [--url URL] [--key KEY] [--json] [--poll-interval D] <command>
@@ -174,13 +175,13 @@ func (cli *videoCLI) run(ctx context.Context, cmd string, args []string) error {
 		// With the client's own key a replay is only a retry of this
 		// command's own create; with the user's, the video is an old one.
 		if v.Replayed && *idemKey != "" {
-			fmt.Fprintf(cli.log, "%s was made earlier with Idempotency-Key %s: nothing new was created or charged\n", admin.Printable(v.ID), *idemKey)
+			fmt.Fprintf(cli.log, "%s was made earlier with Idempotency-Key %s: nothing new was created or charged\n", textguard.Printable(v.ID), *idemKey)
 		}
 		if !*wait {
 			return cli.printVideo(v)
 		}
 		if !v.Replayed || *idemKey == "" {
-			fmt.Fprintf(cli.log, "created %s (%d credits)\n", admin.Printable(v.ID), v.CreditsCharged)
+			fmt.Fprintf(cli.log, "created %s (%d credits)\n", textguard.Printable(v.ID), v.CreditsCharged)
 		}
 		return cli.watch(ctx, v.ID)
 	case "get":
@@ -212,7 +213,7 @@ func (cli *videoCLI) run(ctx context.Context, cmd string, args []string) error {
 		if !*wait || v.Final() {
 			return cli.printVideo(v)
 		}
-		fmt.Fprintf(cli.log, "rendering %s (%d credits)\n", admin.Printable(v.ID), v.CreditsCharged)
+		fmt.Fprintf(cli.log, "rendering %s (%d credits)\n", textguard.Printable(v.ID), v.CreditsCharged)
 		return cli.watch(ctx, v.ID)
 	case "watch":
 		if err := needID(); err != nil {
@@ -240,9 +241,9 @@ func (cli *videoCLI) watch(ctx context.Context, id string) error {
 	}
 	switch v.Status {
 	case client.StatusFailed:
-		return fmt.Errorf("video %s failed: %s", admin.Printable(v.ID), admin.Printable(v.Error.Message))
+		return fmt.Errorf("video %s failed: %s", textguard.Printable(v.ID), textguard.Printable(v.Error.Message))
 	case client.StatusCanceled:
-		return fmt.Errorf("video %s was canceled", admin.Printable(v.ID))
+		return fmt.Errorf("video %s was canceled", textguard.Printable(v.ID))
 	}
 	return nil
 }
@@ -276,8 +277,8 @@ func (cli *videoCLI) list(ctx context.Context, p client.ListVideosParams, all bo
 		fmt.Fprintln(cli.log, "no videos")
 	}
 	for _, v := range vs {
-		fmt.Fprintf(cli.out, "%s  %-10s  %-6s  %s  %s\n", admin.Printable(v.ID), admin.Printable(v.Status), admin.Printable(v.Mode),
-			time.Unix(v.CreatedAt, 0).UTC().Format(time.DateTime), clip(admin.Printable(v.Prompt), 50))
+		fmt.Fprintf(cli.out, "%s  %-10s  %-6s  %s  %s\n", textguard.Printable(v.ID), textguard.Printable(v.Status), textguard.Printable(v.Mode),
+			time.Unix(v.CreatedAt, 0).UTC().Format(time.DateTime), listLabel(v))
 	}
 	return nil
 }
@@ -297,21 +298,34 @@ func (cli *videoCLI) printVideo(v *client.Video) error {
 		return cli.printJSON(v)
 	}
 	// %q already writes the prompt's control characters visibly.
-	fmt.Fprintf(cli.out, "%s  %s  %s  %d credits  %q\n", admin.Printable(v.ID), admin.Printable(v.Status), admin.Printable(v.Mode),
+	fmt.Fprintf(cli.out, "%s  %s  %s  %d credits  %q\n", textguard.Printable(v.ID), textguard.Printable(v.Status), textguard.Printable(v.Mode),
 		v.CreditsCharged, clip(v.Prompt, 60))
+	if v.Name != "" {
+		fmt.Fprintf(cli.out, "  name: %s\n", textguard.Printable(v.Name))
+	}
 	switch {
 	case v.Progress != nil:
 		fmt.Fprintf(cli.out, "  %s\n", progressText(v))
 	case v.VideoURL != "":
-		fmt.Fprintln(cli.out, admin.Printable(v.VideoURL))
+		fmt.Fprintln(cli.out, textguard.Printable(v.VideoURL))
 	case v.Error != nil:
-		fmt.Fprintf(cli.out, "  error: %s (credits refunded: %t)\n", admin.Printable(v.Error.Message), v.Error.CreditsRefunded)
+		fmt.Fprintf(cli.out, "  error: %s (credits refunded: %t)\n", textguard.Printable(v.Error.Message), v.Error.CreditsRefunded)
 	case v.Cancellation != nil:
 		fmt.Fprintf(cli.out, "  %d credits refunded\n", v.Cancellation.CreditsRefunded)
 	case v.Preview != nil:
-		fmt.Fprintf(cli.out, "  preview: %s\n  %s\n", admin.Printable(v.Preview.ImageURL), admin.Printable(v.Preview.Message))
+		fmt.Fprintf(cli.out, "  preview: %s\n  %s\n", textguard.Printable(v.Preview.ImageURL), textguard.Printable(v.Preview.Message))
 	}
 	return nil
+}
+
+// listLabel is what a list row says a video is: its name, which its owner
+// chose to tell videos apart, else the start of its prompt, quoted so the
+// two cannot be mistaken for each other.
+func listLabel(v client.Video) string {
+	if v.Name != "" {
+		return clip(textguard.Printable(v.Name), 50)
+	}
+	return strconv.Quote(clip(v.Prompt, 48))
 }
 
 func clip(s string, n int) string {

@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/vidfarm/vidfarm/client"
+	"github.com/vidfarm/vidfarm/textguard"
 )
 
 // TestVideoCLIShowsNoControlCharacters: a video whose name, prompt and error
@@ -17,7 +18,7 @@ import (
 // one) is printed by `vidfarm video get`, `list` and `watch` with them made
 // visible: the terminal is not retitled or recoloured.
 func TestVideoCLIShowsNoControlCharacters(t *testing.T) {
-	const evil = "esc \x1b]0;PWNED\x07 \x1b[31mred\u009b2J"
+	const evil = "esc \x1b]0;PWNED\x07 \x1b[31mred\u009b2J \u202eevil"
 	v := client.Video{ID: "vid_1", Object: "video", Mode: "auto", Status: client.StatusFailed, Name: evil, Prompt: evil,
 		Error: &client.VideoError{Message: "render failed: " + evil}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -49,13 +50,34 @@ func TestVideoCLIShowsNoControlCharacters(t *testing.T) {
 				printed["error"] = err.Error() // main prints it on stderr
 			}
 			for where, s := range printed {
-				if i := strings.IndexFunc(s, func(r rune) bool { return r != '\n' && unicode.IsControl(r) }); i >= 0 {
+				if i := strings.IndexFunc(s, func(r rune) bool { return r != '\n' && (unicode.IsControl(r) || textguard.Bidi(r)) }); i >= 0 {
 					t.Errorf("%s holds a control character at byte %d: %q", where, i, s)
 				}
 			}
 			if !strings.Contains(out.String(), `esc \x1b]0;PWNED\a`) {
 				t.Errorf("stdout does not show the prompt with its escapes visible: %q", out.String())
 			}
+			if args[0] != "watch" && !strings.Contains(out.String(), `\u202eevil`) {
+				t.Errorf("stdout does not show the video's name with its direction override visible: %q", out.String())
+			}
 		})
+	}
+}
+
+// TestVideoListLabel: a list row shows a video's name when it has one, else
+// the start of its prompt in quotes, so the two are told apart.
+func TestVideoListLabel(t *testing.T) {
+	for _, c := range []struct {
+		v    client.Video
+		want string
+	}{
+		{client.Video{Name: "Launch teaser", Prompt: "a fox"}, "Launch teaser"},
+		{client.Video{Prompt: "a fox in the snow"}, `"a fox in the snow"`},
+		{client.Video{Prompt: strings.Repeat("long ", 20)}, `"` + strings.Repeat("long ", 9) + "lo…" + `"`},
+		{client.Video{Name: "Füchse \u202e", Prompt: "x"}, `Füchse \u202e`},
+	} {
+		if got := listLabel(c.v); got != c.want {
+			t.Errorf("listLabel(%+v) = %q, want %q", c.v, got, c.want)
+		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/vidfarm/vidfarm/client"
-	"github.com/vidfarm/vidfarm/controlplane/admin"
+	"github.com/vidfarm/vidfarm/textguard"
 )
 
 // videoProgress shows a followed video: a bar with the stage and percent on a
@@ -88,7 +88,7 @@ func (p *videoProgress) finish() {
 // "processing rendering_scenes 2/5 40%", "completed"; control characters
 // from the server are made visible.
 func progressText(v *client.Video) string {
-	return admin.Printable(progressWords(v))
+	return textguard.Printable(progressWords(v))
 }
 
 func progressWords(v *client.Video) string {

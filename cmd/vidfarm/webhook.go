@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vidfarm/vidfarm/client"
+	"github.com/vidfarm/vidfarm/textguard"
 )
 
 const webhookUsage = `usage: vidfarm webhook [--url URL] [--key KEY] [--json] <command>
@@ -205,7 +206,7 @@ func (cli *webhookCLI) print(v any, err error) error {
 }
 
 func (cli *webhookCLI) printEndpoint(w *client.WebhookEndpoint) {
-	fmt.Fprintf(cli.out, "%s  %-8s  %s  %s\n", w.ID, w.Status, w.URL, strings.Join(w.Events, ","))
+	fmt.Fprintln(cli.out, textguard.Printable(fmt.Sprintf("%s  %-8s  %s  %s", w.ID, w.Status, w.URL, strings.Join(w.Events, ","))))
 }
 
 // printDelivery prints a delivery and its last attempt.
@@ -229,5 +230,5 @@ func (cli *webhookCLI) printDelivery(d *client.WebhookDelivery) {
 	if d.NextRetryAt != nil {
 		line += "  next: " + time.Unix(*d.NextRetryAt, 0).UTC().Format(time.DateTime)
 	}
-	fmt.Fprintln(cli.out, line)
+	fmt.Fprintln(cli.out, textguard.Printable(line)) // an attempt's error is the receiver's words
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/raftnode"
 	"github.com/vidfarm/vidfarm/controlplane/telemetry"
 	"github.com/vidfarm/vidfarm/scheduler"
+	"github.com/vidfarm/vidfarm/textguard"
 )
 
 // Node is what the admin API needs of the Raft node.
@@ -219,12 +220,19 @@ func propose[R any](s *server, r *http.Request, cmd fsm.Typed[R]) (R, error) {
 	return fsm.Do(ctx, s.cfg.Node, cmd)
 }
 
-// checkReason refuses an operator's reason over maxReason bytes.
+// checkReason refuses an operator's reason over maxReason bytes, or one
+// holding a control character or a bidirectional control (textguard.Line):
+// a reason is one line in the node table and the console, and a failed
+// video's reason is its customer's error message.
 func checkReason(reason string) *apierr.Error {
-	if len(reason) <= maxReason {
-		return nil
+	if len(reason) > maxReason {
+		return apierr.Invalid("reason", fmt.Sprintf("reason is %d bytes; at most %d", len(reason), maxReason)).With("maximum", maxReason)
 	}
-	return apierr.Invalid("reason", fmt.Sprintf("reason is %d bytes; at most %d", len(reason), maxReason)).With("maximum", maxReason)
+	if f, ok := textguard.Check(reason, textguard.Line); !ok {
+		return apierr.Invalid("reason", fmt.Sprintf("reason holds the character %s at character %d (counting from 1): a reason is one line of text without control characters, line breaks or bidirectional controls",
+			f.Code(), f.Pos)).With("position", f.Pos).With("character", f.Code())
+	}
+	return nil
 }
 
 // refuse writes the answer to a command the state refused or could not take.

@@ -6,12 +6,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/vidfarm/vidfarm/textguard"
 )
 
 // Nodes lists the render nodes.
@@ -83,7 +82,7 @@ func WriteNodeTable(w io.Writer, nodes []NodeJSON, now time.Time) error {
 				busy++
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d busy\t%s\t%d\t%s\t%s\t%s\t%s\n", Printable(n.ID), Printable(n.Name), Printable(state), busy, len(n.GPUs),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d busy\t%s\t%d\t%s\t%s\t%s\t%s\n", textguard.Printable(n.ID), textguard.Printable(n.Name), textguard.Printable(state), busy, len(n.GPUs),
 			gpuUse(n), len(n.RunningTasks), ago(now, n.LastHeartbeat), agoPtr(now, n.MaintenanceSince), untilPtr(now, n.DrainDeadline),
 			dash(reason))
 	}
@@ -133,44 +132,7 @@ func dash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return Printable(s)
-}
-
-// Printable is s with its control characters (C0, DEL, C1) and any byte
-// that is no UTF-8 written as Go writes them in quoted strings (\x1b, \n,
-// \u009b), for printing text from a server on a terminal: a name or a fail
-// reason stored by an older server, or sent by a hostile one, cannot then
-// recolour, move the cursor or retitle the window, and a line break cannot
-// split a table row. Other characters, in any script, are left as they are.
-// The `vidfarm video` and `vidfarm admin` commands both print through it.
-func Printable(s string) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || unicode.IsControl(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError:
-			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
-				fmt.Fprintf(&b, `\x%02x`, s[i])
-				continue
-			}
-			b.WriteRune(r)
-		case unicode.IsControl(r):
-			q := strconv.QuoteRune(r) // '\x1b', with its quotes
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
+	return textguard.Printable(s)
 }
 
 // ago writes how long before now t was, in whole seconds ("12s ago").

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/textguard"
 )
 
 // Queue lists the oldest waiting videos (of one account, "" for all), at
@@ -54,15 +55,15 @@ func WriteQueueTable(w io.Writer, q QueueJSON, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "VIDEO\tACCOUNT\tMODEL\tTASK\tPOSITION\tREASON\tWAITING\tAGE\tMESSAGE")
 	for _, v := range q.Waiting {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", Printable(v.VideoID), Printable(v.AccountID), dash(v.Model), dash(v.Task),
-			v.QueuePosition, Printable(v.Reason), agoPtr(now, v.WaitingSince), ago(now, v.CreatedAt), Printable(v.Message))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", textguard.Printable(v.VideoID), textguard.Printable(v.AccountID), dash(v.Model), dash(v.Task),
+			v.QueuePosition, textguard.Printable(v.Reason), agoPtr(now, v.WaitingSince), ago(now, v.CreatedAt), textguard.Printable(v.Message))
 	}
 	return tw.Flush()
 }
 
 // WriteVideoInspect writes a video and its task graph for a terminal.
 func WriteVideoInspect(w io.Writer, v VideoInspectJSON, now time.Time) error {
-	fmt.Fprintf(w, "%s  account %s  %s %s  %s  ", Printable(v.VideoID), Printable(v.AccountID), Printable(v.Mode), dash(v.Model), Printable(v.Status))
+	fmt.Fprintf(w, "%s  account %s  %s %s  %s  ", textguard.Printable(v.VideoID), textguard.Printable(v.AccountID), textguard.Printable(v.Mode), dash(v.Model), textguard.Printable(v.Status))
 	// The state does not keep where a failed or canceled video stopped:
 	// its percent (0) would read as "stopped before it began".
 	if v.Status != fsm.StatusFailed && v.Status != fsm.StatusCanceled {
@@ -77,10 +78,10 @@ func WriteVideoInspect(w io.Writer, v VideoInspectJSON, now time.Time) error {
 	}
 	fmt.Fprintf(w, "\ncreated %s, started %s, finished %s\n", ago(now, v.CreatedAt), agoPtr(now, v.StartedAt), agoPtr(now, v.FinishedAt))
 	if v.Reason != "" {
-		fmt.Fprintf(w, "waiting: %s (position %d): %s\n", Printable(v.Reason), v.QueuePosition, Printable(v.Message))
+		fmt.Fprintf(w, "waiting: %s (position %d): %s\n", textguard.Printable(v.Reason), v.QueuePosition, textguard.Printable(v.Message))
 	}
 	if v.Error != "" {
-		fmt.Fprintf(w, "error: %s\n", Printable(v.Error))
+		fmt.Fprintf(w, "error: %s\n", textguard.Printable(v.Error))
 	}
 	if len(v.Tasks) == 0 {
 		if _, err := fmt.Fprintln(w, "no task graph: the scheduler forgets a video's tasks once it has finished"); err != nil {
@@ -97,9 +98,9 @@ func WriteVideoInspect(w io.Writer, v VideoInspectJSON, now time.Time) error {
 		}
 		after := "-"
 		if len(t.Deps) > 0 {
-			after = Printable(fmt.Sprint(t.Deps))
+			after = textguard.Printable(fmt.Sprint(t.Deps))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%.0f\t%s\t%s\t%s\n", Printable(t.Name), Printable(t.Kind), Printable(t.State), after, dash(node), t.Attempts,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%.0f\t%s\t%s\t%s\n", textguard.Printable(t.Name), textguard.Printable(t.Kind), textguard.Printable(t.State), after, dash(node), t.Attempts,
 			t.Failures, t.Percent, agoPtr(now, t.ReadySince), agoPtr(now, t.Leased), dash(t.LastFailure))
 	}
 	if err := tw.Flush(); err != nil {
@@ -118,7 +119,7 @@ func writeTimings(w io.Writer, ts []TimingJSON) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tMODEL\tGPU\tSECONDS")
 	for _, t := range ts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\n", Printable(t.Kind), dash(t.Model), dash(t.GPU), t.Seconds)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\n", textguard.Printable(t.Kind), dash(t.Model), dash(t.GPU), t.Seconds)
 	}
 	return tw.Flush()
 }

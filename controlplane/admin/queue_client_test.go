@@ -49,26 +49,6 @@ func TestVideoInspectCredits(t *testing.T) {
 	}
 }
 
-// TestPrintable: control characters come out as Go writes them in quoted
-// strings; everything else, in any script, as it is.
-func TestPrintable(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"", ""},
-		{"plain text", "plain text"},
-		{"Füchse im Schnee 🦊 内存", "Füchse im Schnee 🦊 内存"},
-		{"esc \x1b]0;PWNED\x07", `esc \x1b]0;PWNED\a`},
-		{"\x1b[31mred\x1b[0m", `\x1b[31mred\x1b[0m`},
-		{"two\nlines\tand\r", `two\nlines\tand\r`},
-		{"c1 \u009b31m \u0085", `c1 \u009b31m \u0085`},
-		{"nul \x00 del \x7f", `nul \x00 del \x7f`},
-		{"bad \xff byte, kept \uFFFD", `bad \xff byte, kept ` + "\uFFFD"},
-	} {
-		if got := Printable(c.in); got != c.want {
-			t.Errorf("Printable(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}
-
 // TestTablesShowNoControlCharacters: what a server sends (a fail reason,
 // a node's name) cannot reach the terminal as a control character, so
 // `vidfarm admin video inspect`, `queue` and `node list` cannot be made to

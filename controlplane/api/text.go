@@ -2,10 +2,9 @@ package api
 
 import (
 	"fmt"
-	"strings"
-	"unicode"
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
+	"github.com/vidfarm/vidfarm/textguard"
 )
 
 // Free text a client stores (names, prompts, a brand's identity) is shown
@@ -17,34 +16,39 @@ import (
 
 // checkName refuses C0 and C1 control characters (U+0000–U+001F,
 // U+007F–U+009F) in a one-line name: a name has no use for a line break or
-// a tab, and either would break the tables it is listed in.
+// a tab, and either would break the tables it is listed in. It refuses the
+// bidirectional overrides and isolates too (textguard.Bidi), which make a
+// name read in another order in every list than it is stored.
 func checkName(field, s string) *apierr.Error {
-	return checkControls(field, s, false)
+	return checkControls(field, s, textguard.Line)
 }
 
 // checkLongText is checkName for a text that may have lines (a prompt, a
 // script, a description): newline and tab are kept, and a carriage return
-// right before a newline (text pasted from Windows); the other control
-// characters are refused, a lone carriage return too (it moves a
-// terminal's cursor back over what was printed).
+// right before a newline (text pasted from Windows), and bidirectional
+// controls (right-to-left writing uses them); the other control characters
+// are refused, a lone carriage return too (it moves a terminal's cursor back
+// over what was printed).
 func checkLongText(field, s string) *apierr.Error {
-	return checkControls(field, s, true)
+	return checkControls(field, s, textguard.Lines)
 }
 
-func checkControls(field, s string, lines bool) *apierr.Error {
-	pos := 0
-	for i, r := range s {
-		pos++
-		if !unicode.IsControl(r) || lines && (r == '\n' || r == '\t' || r == '\r' && strings.HasPrefix(s[i+1:], "\n")) {
-			continue
-		}
-		allowed := "a name is one line of text without control characters: remove line breaks, tabs and escape sequences"
-		if lines {
-			allowed = "line breaks (\\n or \\r\\n) and tabs are allowed; other control characters (escape sequences, a lone carriage return) are not"
-		}
-		return apierr.Invalid(field, fmt.Sprintf("%s holds the control character U+%04X at character %d (counting from 1); %s",
-			field, r, pos, allowed)).
-			With("position", pos).With("character", fmt.Sprintf("U+%04X", r))
+func checkControls(field, s string, m textguard.Mode) *apierr.Error {
+	f, ok := textguard.Check(s, m)
+	if ok {
+		return nil
 	}
-	return nil
+	var msg string
+	switch {
+	case f.Bidi():
+		msg = fmt.Sprintf("%s holds the bidirectional control %s at character %d (counting from 1), which makes the text after it display in another order than it is stored; a name may hold right-to-left letters and the marks U+200E and U+200F, not embeddings, overrides or isolates (U+202A–U+202E, U+2066–U+2069)",
+			field, f.Code(), f.Pos)
+	case m == textguard.Lines:
+		msg = fmt.Sprintf("%s holds the control character %s at character %d (counting from 1); line breaks (\\n or \\r\\n) and tabs are allowed; other control characters (escape sequences, a lone carriage return) are not",
+			field, f.Code(), f.Pos)
+	default:
+		msg = fmt.Sprintf("%s holds the control character %s at character %d (counting from 1); a name is one line of text without control characters: remove line breaks, tabs and escape sequences",
+			field, f.Code(), f.Pos)
+	}
+	return apierr.Invalid(field, msg).With("position", f.Pos).With("character", f.Code())
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
+	"github.com/vidfarm/vidfarm/textguard"
 )
 
 // TestCreatesRefuseControlCharacters: free text a create stores is shown
@@ -39,6 +40,8 @@ func TestCreatesRefuseControlCharacters(t *testing.T) {
 		{"avatar prompt", "/v1/avatars", `{"kind":"prompt","prompt":"a presenter\u001b]0;x\u0007"}`, "prompt", 12, "U+001B"},
 		{"brand kit name", "/v1/brand-kits", `{"name":"Acme\u001b[5m"}`, "name", 5, "U+001B"},
 		{"brand kit identity", "/v1/brand-kits", `{"name":"Acme","brand_identity":"bold\n\u0008"}`, "brand_identity", 6, "U+0008"},
+		{"video name override (Trojan Source)", "/v1/videos", `{"mode":"auto","prompt":"p","name":"invoice_\u202efdp.exe"}`, "name", 9, "U+202E"},
+		{"folder name isolate", "/v1/folders", `{"name":"Q3 \u2067report"}`, "name", 4, "U+2067"},
 		{"speech text", "/v1/voices/speech", `{"text":"hello\u001b[1m","voice_id":"en-us"}`, "text", 6, "U+001B"},
 	}
 	for _, c := range cases {
@@ -49,7 +52,7 @@ func TestCreatesRefuseControlCharacters(t *testing.T) {
 			if d["field"] != c.field || d["position"] != float64(c.position) || d["character"] != c.character {
 				t.Errorf("details %v, want field %s, position %d, character %s", d, c.field, c.position, c.character)
 			}
-			if msg, _ := er["message"].(string); !strings.Contains(msg, "control character") || strings.ContainsFunc(msg, isControl) {
+			if msg, _ := er["message"].(string); !strings.Contains(msg, "control") || !strings.Contains(msg, c.character) || strings.ContainsFunc(msg, isControl) {
 				t.Errorf("message %q should name the control character without echoing it", msg)
 			}
 			if after := e.balance(acct); after != before {
@@ -74,6 +77,7 @@ func TestCreatesAcceptLinesInLongTexts(t *testing.T) {
 		{"avatar prompt with lines", "/v1/avatars", `{"kind":"prompt","prompt":"a presenter\nin a blue suit","name":"Анна"}`},
 		{"brand identity with lines", "/v1/brand-kits", `{"name":"Acme 株式会社","brand_identity":"bold\n\tfriendly"}`},
 		{"folder in any script", "/v1/folders", `{"name":"Été 2025"}`},
+		{"right-to-left name with marks, prompt with an embedding", "/v1/videos", `{"mode":"auto","prompt":"\u202bمرحبا\u202c world","name":"שלום\u200f world"}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e.do(http.MethodPost, c.path, key, c.body).wantStatus(t, http.StatusCreated)
@@ -81,4 +85,4 @@ func TestCreatesAcceptLinesInLongTexts(t *testing.T) {
 	}
 }
 
-func isControl(r rune) bool { return r < 0x20 || r >= 0x7f && r <= 0x9f }
+func isControl(r rune) bool { return r < 0x20 || r >= 0x7f && r <= 0x9f || textguard.Bidi(r) }

@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/vidfarm/vidfarm/textguard"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 )
@@ -255,10 +256,11 @@ func setOnce(dst *string, v string) {
 // clip cuts s to at most n characters.
 func clip(s string, n int) string {
 	// A page's text may hold control characters (an escape sequence in a
-	// title), which the API refuses in a brand kit's name and identity: the
-	// draft, posted back as it is, must be a valid kit.
+	// title) and bidirectional controls, which the API refuses in a brand
+	// kit's name and identity: the draft, posted back as it is, must be a
+	// valid kit.
 	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
+		if unicode.IsControl(r) || textguard.Bidi(r) {
 			return -1
 		}
 		return r

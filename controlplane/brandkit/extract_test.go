@@ -55,8 +55,8 @@ func TestExtract(t *testing.T) {
 			want: Draft{Fonts: []string{}, LogoURL: "https://acme.example/share.jpg"},
 		},
 		{
-			name: "control characters in the page's text are left out of the draft",
-			page: "<title>Acme\u001b]0;PWNED\u0007 Rockets</title><meta name=\"description\" content=\"Rockets\u001b[31m for all\">",
+			name: "control characters and direction overrides in the page's text are left out of the draft",
+			page: "<title>Acme\u001b]0;PWNED\u0007 Rockets\u202e</title><meta name=\"description\" content=\"Rockets\u001b[31m for all\">",
 			want: Draft{Name: "Acme]0;PWNED Rockets", Fonts: []string{}, BrandIdentity: "Rockets[31m for all"},
 		},
 		{

@@ -161,6 +161,8 @@ func TestNodeMaintenanceRefusals(t *testing.T) {
 		{"uncordon unknown", func() error { _, err := h.admin.UncordonNode(ctx, "gpu-nope"); return err }, http.StatusNotFound, apierr.CodeNotFound},
 		{"negative timeout", func() error { _, err := h.admin.DrainNode(ctx, "gpu-a", -time.Second, ""); return err }, http.StatusBadRequest, apierr.CodeInvalidRequest},
 		{"timeout past a week", func() error { _, err := h.admin.DrainNode(ctx, "gpu-a", 8*24*time.Hour, ""); return err }, http.StatusBadRequest, apierr.CodeInvalidRequest},
+		{"escape sequence in the reason", func() error { _, err := h.admin.CordonNode(ctx, "gpu-a", "fans\x1b]0;PWNED\x07"); return err }, http.StatusBadRequest, apierr.CodeInvalidRequest},
+		{"direction override in the reason", func() error { _, err := h.admin.DrainNode(ctx, "gpu-a", time.Minute, "disk \u202eliaf"); return err }, http.StatusBadRequest, apierr.CodeInvalidRequest},
 		{"unknown field", func() error {
 			_, err := h.admin.Do(ctx, http.MethodPost, "/admin/v1/nodes/gpu-a/cordon", map[string]any{"why": "x"})
 			return err
