@@ -57,9 +57,16 @@ func (s *server) observe(next http.Handler) http.Handler {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 			lvl = slog.LevelDebug
 		}
-		s.cfg.Logger.LogAttrs(r.Context(), lvl, "admin request",
-			slog.String("request_id", apierr.RequestID(r.Context())), slog.String("method", r.Method),
+		attrs := []slog.Attr{slog.String("request_id", apierr.RequestID(r.Context())), slog.String("method", r.Method),
 			slog.String("route", route), slog.String("path", r.URL.Path), slog.Int("status", status),
-			slog.Float64("duration_ms", float64(d.Microseconds())/1000))
+			slog.Float64("duration_ms", float64(d.Microseconds())/1000)}
+		if status == http.StatusUnauthorized {
+			// A refused token, whatever the method: someone is guessing, or
+			// a client (a Prometheus, a script) holds an old token. Where it
+			// came from is what the operator needs (VidfarmRefusedTokens).
+			lvl = slog.LevelWarn
+			attrs = append(attrs, slog.String("remote", r.RemoteAddr))
+		}
+		s.cfg.Logger.LogAttrs(r.Context(), lvl, "admin request", attrs...)
 	})
 }

@@ -58,8 +58,8 @@ func labels(m *dto.Metric) string {
 // TestAdminRequestsLoggedAndCounted: a request that changes state leaves
 // one info line with its route and the request id the caller got, and is
 // counted; a scrape of /metrics is counted but logs nothing at info; a
-// refused token is counted as 401; the token and the body never reach the
-// log; a method outside HTTP's is counted as "other".
+// refused token is counted as 401 and logged as a warning with its remote
+// address, a read's too; the token and the body never reach the log; a method outside HTTP's is counted as "other".
 func TestAdminRequestsLoggedAndCounted(t *testing.T) {
 	const token = "s3cret-admin"
 	reg := prometheus.NewRegistry()
@@ -77,6 +77,7 @@ func TestAdminRequestsLoggedAndCounted(t *testing.T) {
 		{"a bad account create", http.MethodPost, "/admin/v1/accounts", "Bearer " + token, `{"credits":"many-SECRET-BODY"}`, 400, "/admin/v1/accounts", "POST", true},
 		{"a write with a wrong token", http.MethodPost, "/admin/v1/accounts/acct_1/credits", "Bearer wrong-TOKEN-GUESS", "", 401, "/admin/v1/accounts/{id}/credits", "POST", true},
 		{"a scrape", http.MethodGet, "/metrics", "Bearer " + token, "", 200, "/metrics", "GET", false},
+		{"a read with a wrong token", http.MethodGet, "/admin/v1/status", "Bearer wrong-TOKEN-GUESS", "", 401, "/admin/v1/status", "GET", true},
 		{"a method HTTP does not define", "WEIRDMETHOD123", "/admin/v1/snapshot", "Bearer " + token, "", 405, "unmatched", "other", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -104,6 +105,12 @@ func TestAdminRequestsLoggedAndCounted(t *testing.T) {
 				!strings.Contains(added, `"request_id":"`+id+`"`) || !strings.Contains(added, `"route":"`+tc.route+`"`) ||
 				!strings.Contains(added, `"status":`+strconv.Itoa(tc.status)) || !strings.Contains(added, `"duration_ms":`) {
 				t.Fatalf("want one info line with request_id %q, route %q and status %d; logged:\n%s", id, tc.route, tc.status, added)
+			}
+			// A refused token is a warning, whatever the method, with the
+			// address it came from (httptest's 192.0.2.1:1234).
+			if refused := tc.status == http.StatusUnauthorized; refused != strings.Contains(added, `"level":"WARN"`) ||
+				refused != strings.Contains(added, `"remote":"192.0.2.1:1234"`) {
+				t.Fatalf("a %d logged with the wrong level or address:\n%s", tc.status, added)
 			}
 			for _, secret := range []string{token, "TOKEN-GUESS", "SECRET-BODY"} {
 				if strings.Contains(added, secret) {

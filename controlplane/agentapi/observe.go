@@ -49,10 +49,16 @@ func (s *server) observe(next http.Handler) http.Handler {
 		route, status := apierr.Route(r), sw.Code()
 		s.metrics.observe(r.Method, route, status)
 		ri := info(r)
-		s.log.Log(r.Context(), logLevel(r, route, status), "agent request", "request_id", apierr.RequestID(r.Context()),
+		attrs := []any{"request_id", apierr.RequestID(r.Context()),
 			"method", r.Method, "route", route, "status", status,
 			"duration_ms", float64(time.Since(start).Microseconds())/1000,
-			"node_id", ri.nodeID, "task_id", ri.taskID)
+			"node_id", ri.nodeID, "task_id", ri.taskID}
+		if status == http.StatusUnauthorized {
+			// A refused agent token or node credential: where it came
+			// from is what the operator needs (VidfarmRefusedTokens).
+			attrs = append(attrs, "remote", r.RemoteAddr)
+		}
+		s.log.Log(r.Context(), logLevel(r, route, status), "agent request", attrs...)
 	})
 }
 

@@ -90,9 +90,17 @@ func TestAgentRequestLogLevels(t *testing.T) {
 	check("a progress report", rec, lines, http.StatusNoContent, "DEBUG agent request")
 	rec, lines = serve("POST", "/agent/v1/heartbeat", cred, wire.HeartbeatRequest{Leases: []wire.LeaseReport{{TaskID: a.TaskID, Token: a.Token, Percent: 50}}})
 	check("a heartbeat", rec, lines, http.StatusOK, "DEBUG agent request")
+	if _, ok := lines[0]["remote"]; ok {
+		t.Errorf("an accepted request logged its address: %v", lines[0])
+	}
 	rec, lines = serve("POST", taskPath(a.TaskID, "progress"), cred, wire.ProgressRequest{Token: a.Token + 1, Percent: 60})
 	check("a stale progress report", rec, lines, http.StatusConflict, "WARN agent request")
 
+	rec, lines = serve("POST", "/agent/v1/heartbeat", "not-a-credential", wire.HeartbeatRequest{})
+	check("a heartbeat with a wrong credential", rec, lines, http.StatusUnauthorized, "WARN agent request")
+	if lines[0]["remote"] != "192.0.2.1:1234" { // httptest's address
+		t.Errorf("a refused credential logged without where it came from: %v", lines[0])
+	}
 	clip := artifactKey(a, "clip.mp4")
 	rec, lines = serve("PUT", fmt.Sprintf("/agent/v1/blobs/%s?lease_token=%d", clip, a.Token), cred, []byte("frames of a fox"))
 	check("an upload", rec, lines, http.StatusCreated, "INFO blob stored; INFO agent request")
@@ -108,6 +116,7 @@ func TestAgentRequestLogLevels(t *testing.T) {
 		{"POST", "/agent/v1/tasks/*", "204", 2},
 		{"POST", "/agent/v1/tasks/*", "409", 1},
 		{"POST", "/agent/v1/heartbeat", "200", 1},
+		{"POST", "/agent/v1/heartbeat", "401", 1},
 		{"PUT", "/agent/v1/blobs/*", "201", 1},
 	} {
 		got := requests(t, reg, c.method, c.route, c.status)
