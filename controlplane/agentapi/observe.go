@@ -51,7 +51,7 @@ func (s *server) observe(next http.Handler) http.Handler {
 		ri := info(r)
 		attrs := []any{"request_id", apierr.RequestID(r.Context()),
 			"method", r.Method, "route", route, "status", status,
-			"duration_ms", float64(time.Since(start).Microseconds())/1000,
+			"duration_ms", float64(time.Since(start).Microseconds()) / 1000,
 			"node_id", ri.nodeID, "task_id", ri.taskID}
 		if status == http.StatusUnauthorized {
 			// A refused agent token or node credential: where it came
