@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vidfarm/vidfarm/controlplane/agentapi"
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/blob"
@@ -166,7 +168,8 @@ func details(t *testing.T, r resp) map[string]any {
 // What a lease uploaded and its completion did not list is deleted when
 // the lease ends, whichever way it ends; what the completion listed stays.
 func TestUnlistedUploadsDeletedWhenTheLeaseEnds(t *testing.T) {
-	e := newEnv(t)
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, func(c *agentapi.Config) { c.Registerer = reg })
 	holder := e.register("gpu-a").Credential
 	junk := func(a wire.Assignment) []string {
 		t.Helper()
@@ -213,6 +216,40 @@ func TestUnlistedUploadsDeletedWhenTheLeaseEnds(t *testing.T) {
 	if _, err := e.blobs.Stat(context.Background(), clip); err != nil {
 		t.Fatalf("another video's artifact was deleted: %v", err)
 	}
+
+	// Counted: 6 + 5 + 5 files, 5×100 + 6 + 5×100 + 5×100 bytes, none
+	// refused by the store. The count follows each delete, so poll.
+	want := map[string]float64{
+		"vidfarm_agentapi_unlisted_uploads_deleted_total":        16,
+		"vidfarm_agentapi_unlisted_upload_bytes_deleted_total":   1506,
+		"vidfarm_agentapi_unlisted_upload_delete_failures_total": 0,
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for got := counters(t, reg, want); !maps.Equal(got, want); got = counters(t, reg, want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("sweep counters %v, want %v", got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// counters reads the value of each metric names lists (0 when absent).
+func counters(t *testing.T, reg *prometheus.Registry, names map[string]float64) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for name := range names {
+		got[name] = 0
+	}
+	for _, mf := range mfs {
+		if _, ok := names[mf.GetName()]; ok && len(mf.GetMetric()) == 1 {
+			got[mf.GetName()] = mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return got
 }
 
 // waitGone polls until none of keys is in the blob store.

@@ -330,10 +330,13 @@ func (s *server) deleteUnlisted(id string, tu *taskUploads) map[string]int64 {
 			cancel()
 			if err != nil {
 				s.log.Warn("delete an upload no completion listed", "task_id", id, "key", key, "err", err)
+				s.sweeps.failed.Inc()
 				left[key] = size
 				continue
 			}
 			gone[key] = true
+			s.sweeps.files.Inc()
+			s.sweeps.bytes.Add(float64(max(size, 0)))
 		}
 	}
 	if len(gone) > 0 {

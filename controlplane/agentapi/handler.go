@@ -122,6 +122,7 @@ type server struct {
 	// check, and the later apply would replace the earlier one's node.
 	registering chan struct{} // a slot: a channel, so a wait ends with its request
 	metrics     *metrics
+	sweeps      sweepMetrics
 	// uploads is what the current leases uploaded, while there is any
 	// (blobs_leases.go).
 	uploads atomic.Pointer[ledger]
@@ -151,7 +152,7 @@ func Handler(cfg Config) http.Handler {
 		cfg.Notifier = NewNotifier()
 	}
 	s := &server{cfg: cfg, fsm: cfg.FSM, log: cfg.Logger, notify: cfg.Notifier, registering: make(chan struct{}, 1),
-		metrics: newMetrics(cfg.Registerer)}
+		metrics: newMetrics(cfg.Registerer), sweeps: newSweepMetrics(cfg.Registerer)}
 	r := chi.NewRouter()
 	r.Use(apierr.RequestIDs, s.withInfo, s.observe, apierr.Recoverer(s.log, "agent"))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {

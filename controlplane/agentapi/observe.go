@@ -25,6 +25,42 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 
 func (m *metrics) observe(method, route string, status int) { m.Observe(method, route, status) }
 
+// sweepMetrics count what the upload sweeper (blobs_leases.go) deleted and
+// could not: files a lease uploaded that no completion listed, which would
+// otherwise only be seen in the log.
+type sweepMetrics struct {
+	files, bytes, failed prometheus.Counter
+}
+
+func newSweepMetrics(reg prometheus.Registerer) sweepMetrics {
+	return sweepMetrics{
+		files: counter(reg, "vidfarm_agentapi_unlisted_uploads_deleted_total",
+			"Files a render node uploaded under a lease that no completion listed, deleted by this member once the lease ended."),
+		bytes: counter(reg, "vidfarm_agentapi_unlisted_upload_bytes_deleted_total",
+			"Bytes of the files counted by vidfarm_agentapi_unlisted_uploads_deleted_total."),
+		failed: counter(reg, "vidfarm_agentapi_unlisted_upload_delete_failures_total",
+			"Deletes of such files the blob store refused; each is tried again at the next sweep."),
+	}
+}
+
+// counter registers a counter in reg, or takes the one already registered
+// under its name (a second handler on the same registry); nil reg: counted,
+// not exported.
+func counter(reg prometheus.Registerer, name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	if reg == nil {
+		return c
+	}
+	if err := reg.Register(c); err != nil {
+		are, ok := err.(prometheus.AlreadyRegisteredError)
+		if !ok {
+			panic(err) // another collector under the name: a programming error
+		}
+		return are.ExistingCollector.(prometheus.Counter)
+	}
+	return c
+}
+
 // RouteForward is the route label of the agent requests that the forwarder
 // in front of this API (cluster.Forwarder, on a follower) answered itself,
 // with a 503 while no leader is known or the leader does not answer.
