@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vidfarm/vidfarm/avatarart"
 	"github.com/vidfarm/vidfarm/models"
 )
 
@@ -85,34 +86,34 @@ func hasAny(words, set []string) bool {
 // "short hair" the cut (by default long for a woman). Whatever the words leave
 // open comes from a hash of the prompt, so the same prompt always draws the
 // same portrait and different prompts usually draw different ones.
-func promptLook(prompt, gender string) avatarLook {
+func promptLook(prompt, gender string) avatarart.Look {
 	h := fnv.New64a()
 	h.Write([]byte(strings.ToLower(strings.TrimSpace(prompt))))
 	sum := h.Sum64()
 	pick := func(n int, shift uint) int { return int((sum >> shift) % uint64(n)) }
 	palette := []color.RGBA{rgb(0x2a9d8f), rgb(0x457b9d), rgb(0xe76f51), rgb(0x8338ec), rgb(0x06d6a0), rgb(0xffb703), rgb(0x264653), rgb(0xef476f)}
-	l := avatarLook{
-		bg:       palette[pick(len(palette), 0)],
-		shirt:    palette[pick(len(palette), 8)],
-		skin:     skinTones[pick(len(skinTones), 16)],
-		hair:     []color.RGBA{rgb(0x1b1b1b), rgb(0x4a2c17), rgb(0x6f4e37), rgb(0xb5651d)}[pick(4, 24)],
-		longHair: gender == models.GenderFemale,
+	l := avatarart.Look{
+		BG:       palette[pick(len(palette), 0)],
+		Shirt:    palette[pick(len(palette), 8)],
+		Skin:     skinTones[pick(len(skinTones), 16)],
+		Hair:     []color.RGBA{rgb(0x1b1b1b), rgb(0x4a2c17), rgb(0x6f4e37), rgb(0xb5651d)}[pick(4, 24)],
+		LongHair: gender == models.GenderFemale,
 	}
-	if l.shirt == l.bg {
-		l.shirt = palette[(pick(len(palette), 8)+1)%len(palette)]
+	if l.Shirt == l.BG {
+		l.Shirt = palette[(pick(len(palette), 8)+1)%len(palette)]
 	}
 	words := promptWords(prompt)
 	var colours []color.RGBA
 	for i, w := range words {
 		if i+1 < len(words) && words[i+1] == "hair" {
 			if c, ok := hairTones[w]; ok {
-				l.hair = c
+				l.Hair = c
 			}
 			switch w {
 			case "long":
-				l.longHair = true
+				l.LongHair = true
 			case "short", "bald":
-				l.longHair = false
+				l.LongHair = false
 			}
 			continue
 		}
@@ -121,10 +122,10 @@ func promptLook(prompt, gender string) avatarLook {
 		}
 	}
 	if len(colours) > 0 {
-		l.shirt = colours[0]
+		l.Shirt = colours[0]
 	}
 	if len(colours) > 1 {
-		l.bg = colours[1]
+		l.BG = colours[1]
 	}
 	return l
 }
@@ -146,7 +147,7 @@ func WritePromptAvatar(prompt, gender, path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("avatar portrait: %w", err)
 	}
-	if err := encodePNGFile(path, drawAvatar(promptLook(prompt, gender), AvatarSize, false)); err != nil {
+	if err := encodePNGFile(path, avatarart.Draw(promptLook(prompt, gender), AvatarSize, false)); err != nil {
 		return fmt.Errorf("avatar portrait: %w", err)
 	}
 	return nil

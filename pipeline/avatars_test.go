@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/vidfarm/vidfarm/avatarart"
 )
 
 func TestStockAvatars(t *testing.T) {
@@ -24,13 +26,13 @@ func TestStockAvatars(t *testing.T) {
 		}
 		data, _ := os.ReadFile(path)
 		img, err := png.Decode(bytes.NewReader(data))
-		if err != nil || img.Bounds() != image.Rect(0, 0, stockAvatarSize, stockAvatarSize) {
+		if err != nil || img.Bounds() != image.Rect(0, 0, avatarart.StockSize, avatarart.StockSize) {
 			t.Fatalf("%s: %v %v", a.ID, img.Bounds(), err)
 		}
 		if _, _, _, alpha := img.At(0, 0).RGBA(); alpha != 0 {
 			t.Errorf("%s: corner is not transparent", a.ID)
 		}
-		if _, _, _, alpha := img.At(stockAvatarSize/2, stockAvatarSize/2).RGBA(); alpha != 0xffff {
+		if _, _, _, alpha := img.At(avatarart.StockSize/2, avatarart.StockSize/2).RGBA(); alpha != 0xffff {
 			t.Errorf("%s: centre is not opaque", a.ID)
 		}
 		if bytes.Equal(data, prev) || (a.Gender != "male" && a.Gender != "female") {

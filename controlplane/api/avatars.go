@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/vidfarm/vidfarm/avatarart"
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/controlplane/ids"
@@ -43,7 +44,8 @@ type avatarErrorJSON struct {
 }
 
 // avatarJSON is an avatar as the API shows it. Stock avatars have kind
-// "stock", are always ready and carry no image_url (agents draw them).
+// "stock" and are always ready; their image_url is their picture, drawn
+// here as agents draw it (avatarart).
 type avatarJSON struct {
 	ID        string           `json:"id"`
 	Object    string           `json:"object"`
@@ -60,9 +62,38 @@ type avatarJSON struct {
 	PollInterval int `json:"poll_interval_seconds,omitempty"`
 }
 
-func stockView(s models.StockAvatar) avatarJSON {
+func (a *API) stockView(s models.StockAvatar, exp time.Time) avatarJSON {
 	g := s.Gender
-	return avatarJSON{ID: s.ID, Object: "avatar", Kind: "stock", Name: s.Name, Gender: &g, Status: fsm.AvatarReady}
+	return avatarJSON{ID: s.ID, Object: "avatar", Kind: "stock", Name: s.Name, Gender: &g, Status: fsm.AvatarReady,
+		ImageURL: a.cfg.Signer.URL(stockAvatarPath(s.ID), exp)}
+}
+
+func stockAvatarPath(id string) string { return "/files/stock-avatars/" + id + ".png" }
+
+// stockAvatarFile serves a stock avatar's picture behind a signed URL, as
+// preview stills are: the same for every account, drawn once per process.
+func (a *API) stockAvatarFile(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if err := a.cfg.Signer.Verify(stockAvatarPath(id), r.URL.Query(), a.cfg.Now()); err != nil {
+		apierr.Write(w, r, apierr.New(http.StatusForbidden, apierr.CodeInvalidRequest,
+			"this file URL is invalid or has expired; fetch the avatar again for a fresh URL").With("reason", err.Error()))
+		return
+	}
+	if _, ok := models.GetStockAvatar(id); !ok {
+		apierr.Write(w, r, apierr.NotFound("file"))
+		return
+	}
+	img, err := avatarart.StockPNG(id)
+	if err != nil {
+		a.log.Error("draw stock avatar", "avatar_id", id, "err", err)
+		apierr.Write(w, r, apierr.Internal())
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "image/png")
+	h.Set("Cache-Control", "private, max-age=3600")
+	h.Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(img)
 }
 
 func (a *API) avatarView(av fsm.Avatar, exp time.Time) avatarJSON {
@@ -135,8 +166,8 @@ func (a *API) listAvatars(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var all []avatarItem
+	exp := a.readExpiry()
 	if !f.catalogue {
-		exp := a.readExpiry()
 		for _, av := range a.fsm.Avatars(principalOf(r).AccountID) {
 			if f.match(av.ID, av.Name, av.Gender) {
 				all = append(all, avatarItem{av.ID, func() avatarJSON { return a.avatarView(av, exp) }})
@@ -145,7 +176,7 @@ func (a *API) listAvatars(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, s := range models.StockAvatars() {
 		if f.match(s.ID, s.Name, s.Gender) {
-			all = append(all, avatarItem{s.ID, func() avatarJSON { return stockView(s) }})
+			all = append(all, avatarItem{s.ID, func() avatarJSON { return a.stockView(s, exp) }})
 		}
 	}
 	// The cursor must be an avatar of this filtered view: an avatar's name,
@@ -156,7 +187,7 @@ func (a *API) listAvatars(w http.ResponseWriter, r *http.Request) {
 func (a *API) getAvatar(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	if s, ok := models.GetStockAvatar(id); ok {
-		apierr.WriteJSON(w, http.StatusOK, stockView(s))
+		apierr.WriteJSON(w, http.StatusOK, a.stockView(s, a.readExpiry()))
 		return
 	}
 	av, ok := a.fsm.Avatar(principalOf(r).AccountID, id)

@@ -159,6 +159,7 @@ func (a *API) routes() chi.Router {
 	r.Get("/", a.root)
 	r.Get("/v1", a.root)
 	r.Get("/files/previews/{id}.png", a.previewFile)
+	r.Get("/files/stock-avatars/{id}.png", a.stockAvatarFile)
 	r.Get("/files/*", a.serveFile)
 	r.Head("/files/*", a.serveFile)
 	r.Put("/files/*", a.putFile)

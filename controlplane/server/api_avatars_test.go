@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -10,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vidfarm/vidfarm/avatarart"
 	"github.com/vidfarm/vidfarm/controlplane/api"
+	"github.com/vidfarm/vidfarm/models"
 	"github.com/vidfarm/vidfarm/scheduler"
 	"github.com/vidfarm/vidfarm/scheduler/wire"
 )
@@ -141,6 +144,49 @@ func TestAvatarListFilters(t *testing.T) {
 	expectAPIError(t, h.do("GET", "/v1/avatars/av_nobody", key, nil), http.StatusNotFound, "not_found")
 	if s := h.do("GET", "/v1/avatars/av_stock_ben", otherKey, nil).json(t); s["status"] != "ready" || s["kind"] != "stock" || s["gender"] != "male" {
 		t.Errorf("stock avatar: %v", s)
+	}
+}
+
+// TestStockAvatarPictures: every stock presenter in the catalogue has an
+// image_url, and it serves the picture agents composite, with no key; the
+// signature binds the URL to its avatar.
+func TestStockAvatarPictures(t *testing.T) {
+	t.Parallel()
+	h := start(t)
+	_, key := h.account("pro", 0)
+	list := h.do("GET", "/v1/avatars?view=catalogue", key, nil).json(t)
+	data, _ := list["data"].([]any)
+	if len(data) != len(models.StockAvatars()) {
+		t.Fatalf("catalogue: %v", list)
+	}
+	urls := map[string]string{}
+	for _, item := range data {
+		av := item.(map[string]any)
+		id, _ := av["id"].(string)
+		u, _ := av["image_url"].(string)
+		if u == "" {
+			t.Fatalf("stock avatar %s has no image_url: %v", id, av)
+		}
+		urls[id] = u
+		want, err := avatarart.StockPNG(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := h.get(u)
+		if got.Status != http.StatusOK || got.Header.Get("Content-Type") != "image/png" || !bytes.Equal(got.Body, want) {
+			t.Fatalf("GET %s: %d %s, %d bytes; want the %d bytes of %s's picture", u, got.Status, got.Header.Get("Content-Type"), len(got.Body), len(want), id)
+		}
+	}
+	if one := h.do("GET", "/v1/avatars/av_stock_ben", key, nil).json(t); one["image_url"] != urls["av_stock_ben"] {
+		t.Errorf("GET /v1/avatars/av_stock_ben: image_url %v, the list's %s", one["image_url"], urls["av_stock_ben"])
+	}
+	// Another avatar's path under this signature, or a changed signature.
+	swapped := strings.Replace(urls["av_stock_ben"], "av_stock_ben", "av_stock_chen", 1)
+	tampered := urls["av_stock_ben"][:len(urls["av_stock_ben"])-2] + "00"
+	for _, u := range []string{swapped, tampered} {
+		if r := h.get(u); r.Status != http.StatusForbidden {
+			t.Errorf("GET %s: %d, want 403", u, r.Status)
+		}
 	}
 }
 
