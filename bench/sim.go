@@ -352,9 +352,38 @@ func simulateOnce(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 	return s.report(), nil
 }
 
-func hoursDur(h float64) time.Duration { return time.Duration(h * float64(time.Hour)) }
+// maxSimTime is the latest time an event may be at: far past the longest
+// horizon (maxSimHours), and a quarter of int64's range, so that a sum of
+// two times (later) never wraps. A time beyond it is as good as never: the
+// run ends first. Without the cap a slow task (a GPU at speed 0.001 with a
+// time scale of 10,000) wrapped to a negative time and the event queue
+// panicked.
+const maxSimTime = time.Duration(1 << 61)
 
-func secondsDur(sec float64) time.Duration { return time.Duration(sec * float64(time.Second)) }
+// durOf is ns nanoseconds as a Duration, saturating at maxSimTime (a
+// float64 past int64's range converts to an unspecified value, negative on
+// amd64).
+func durOf(ns float64) time.Duration {
+	switch {
+	case !(ns < float64(maxSimTime)): // NaN included
+		return maxSimTime
+	case ns <= 0:
+		return 0
+	}
+	return time.Duration(ns)
+}
+
+// later is t+d, saturating at maxSimTime; t and d are at least 0.
+func later(t, d time.Duration) time.Duration {
+	if d >= maxSimTime-t {
+		return maxSimTime
+	}
+	return t + d
+}
+
+func hoursDur(h float64) time.Duration { return durOf(h * float64(time.Hour)) }
+
+func secondsDur(sec float64) time.Duration { return durOf(sec * float64(time.Second)) }
 
 // at is the wall-clock time d after the start, as the scheduler takes it.
 // The time of the last call is kept: a busy event makes several calls at

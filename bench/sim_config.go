@@ -209,6 +209,16 @@ func fieldErr(field, format string, args ...any) error {
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
+// Bounds of a GPU kind's speed and of a time scale. No GPU is a thousand
+// times faster or slower than an H100; a time scale spans further because
+// a twin measures procedural runners that finish in a few thousandths of
+// the catalog's time (Twin rounds to 1e-4). Beyond them a value is a slip
+// of units, and a task's time would leave the simulated year far behind.
+const (
+	minGPUSpeed, maxGPUSpeed   = 1e-3, 1e3
+	minTimeScale, maxTimeScale = 1e-4, 1e4
+)
+
 // speed returns the speed factor of a GPU kind.
 func (f Fleet) speed(kind string) (float64, bool) {
 	if s, ok := f.GPUSpeed[kind]; ok {
@@ -228,8 +238,8 @@ func (f Fleet) Validate() error {
 	}
 	slices.Sort(kinds)
 	for _, k := range kinds {
-		if s := f.GPUSpeed[k]; !finite(s) || s <= 0 {
-			return fieldErr(fmt.Sprintf("fleet.gpu_speed[%q]", k), "must be a number > 0, got %v", s)
+		if s := f.GPUSpeed[k]; !finite(s) || s < minGPUSpeed || s > maxGPUSpeed {
+			return fieldErr(fmt.Sprintf("fleet.gpu_speed[%q]", k), "must be a number from %g to %g (times an H100), got %v", minGPUSpeed, maxGPUSpeed, s)
 		}
 	}
 	if !validCurrency(f.Currency) {

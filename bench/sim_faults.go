@@ -194,7 +194,7 @@ func (s *sim) setupFaults() {
 
 // expDur draws an exponential duration of the given mean.
 func (s *sim) expDur(mean time.Duration) time.Duration {
-	return time.Duration(float64(mean) * s.fltRand.ExpFloat64())
+	return durOf(float64(mean) * s.fltRand.ExpFloat64())
 }
 
 // scheduleFaults draws n's next failure and restart; the first to come
@@ -202,10 +202,10 @@ func (s *sim) expDur(mean time.Duration) time.Duration {
 func (s *sim) scheduleFaults(n *simNode) {
 	f := s.gfaults[n.group]
 	if f.mtbf > 0 {
-		s.pushNode(s.now+s.expDur(f.mtbf), evFail, n)
+		s.pushNode(later(s.now, s.expDur(f.mtbf)), evFail, n)
 	}
 	if f.restartEvery > 0 {
-		s.pushNode(s.now+s.expDur(f.restartEvery), evRestart, n)
+		s.pushNode(later(s.now, s.expDur(f.restartEvery)), evRestart, n)
 	}
 }
 
@@ -259,7 +259,7 @@ func (s *sim) down(e event) error {
 	if err := s.readied(gpu); err != nil {
 		return err
 	}
-	s.pushNode(s.now+s.expDur(back), evUp, n)
+	s.pushNode(later(s.now, s.expDur(back)), evUp, n)
 	return s.placeAll()
 }
 
@@ -308,7 +308,7 @@ func (s *sim) warmUp(n *simNode, m string, gpus int) (time.Duration, error) {
 	load := f.loadTime(m)
 	s.flt.coldStarts++
 	s.flt.loadGPUMS += load.Milliseconds() * int64(gpus)
-	n.warm = append(n.warm, warmModel{id: m, ready: s.now + load})
+	n.warm = append(n.warm, warmModel{id: m, ready: later(s.now, load)})
 	if f.slots > 0 && len(n.warm) > f.slots {
 		n.warm = append(n.warm[:0], n.warm[len(n.warm)-f.slots:]...)
 	}

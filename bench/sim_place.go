@@ -136,7 +136,7 @@ func (s *sim) start(n *simNode, t *simTask) error {
 	}
 	sec := s.serviceSeconds(s.taskSeconds(n, v, g.Kind))
 	t.v, t.class, t.idx, t.node, t.gpus, t.cpu = v, v.class, len(s.running), n, g.GPUs, g.CPUSlots
-	t.started, t.end = s.now, s.now+load+secondsDur(sec)
+	t.started, t.end = s.now, later(s.now, later(load, secondsDur(sec)))
 	n.freeGPU -= t.gpus
 	n.freeCPU -= t.cpu
 	s.roomChanged(n)

@@ -37,8 +37,8 @@ func (f Fleet) gpuScales(gpu string) map[string]float64 {
 func (f Fleet) validateTimeScale() error {
 	for _, k := range slices.Sorted(maps.Keys(f.TimeScale)) {
 		p := fmt.Sprintf("fleet.time_scale[%q]", k)
-		if x := f.TimeScale[k]; !finite(x) || x <= 0 {
-			return fieldErr(p, "must be a number > 0, got %v", x)
+		if x := f.TimeScale[k]; !finite(x) || x < minTimeScale || x > maxTimeScale {
+			return fieldErr(p, "must be a number from %g to %g, got %v", minTimeScale, maxTimeScale, x)
 		}
 		model, gpu, ok := strings.Cut(k, "@")
 		if !ok {
@@ -280,7 +280,9 @@ func twinTimeScale(h wire.History, wl Workload) map[string]float64 {
 	out := map[string]float64{}
 	for k, m := range measured {
 		if x := m / modelled[k]; x > 0 && finite(x) {
-			out[k] = math.Round(x*1e4) / 1e4
+			// Within the bounds a fleet may have: a task measured at
+			// under a ten-thousandth of the model would round to 0.
+			out[k] = min(max(math.Round(x*1e4)/1e4, minTimeScale), maxTimeScale)
 		}
 	}
 	if len(out) == 0 {
