@@ -44,7 +44,7 @@ const walSegmentSize = 16 << 20
 const migrateBatchBytes = 4 << 20
 
 // walLog is a WAL with the metadata store it was opened with: raft-wal
-// v0.4.0's Close leaves that store's bbolt file open, and locked, so a
+// v0.4.0's Close (and v0.4.2's) leaves that store's bbolt file open, and locked, so a
 // node closed and opened again in one process (a restart in the tests, the
 // copy renamed into place) would wait for the lock forever.
 type walLog struct {
@@ -140,6 +140,33 @@ func moveLog(dataDir string, segmentSize int, old *raftboltdb.BoltStore, log *sl
 		return err
 	}
 	return syncDir(dataDir)
+}
+
+// dropLogBehindSnapshot empties a log that ends before the newest snapshot.
+// Raft saves a snapshot it installs (an operator's restore, or one a leader
+// sent a follower far behind) before it empties the log, and empties a
+// monotonic log such as the WAL only once the state machine has restored
+// it; a node killed in between holds a log that ends before the snapshot
+// begins. Raft then starts its log after the snapshot, and the WAL refuses
+// every later append as not following its last entry: the node could never
+// commit again. The snapshot holds everything up to its index, and an
+// entry of the log before it is either in it or superseded by it, so the
+// log is emptied, as raft would have done.
+func dropLogBehindSnapshot(wal raft.LogStore, snaps raft.SnapshotStore, log *slog.Logger) error {
+	metas, err := snaps.List()
+	if err != nil || len(metas) == 0 {
+		return err
+	}
+	first, last, err := logRange(wal)
+	if err != nil || last == 0 || last >= metas[0].Index {
+		return err
+	}
+	log.Warn("the raft log ends before the newest snapshot (a restore or a snapshot sent by the leader was cut short): emptying the log; the state is the snapshot's",
+		"log_first_index", first, "log_last_index", last, "snapshot_index", metas[0].Index, "snapshot_id", metas[0].ID)
+	if err := wal.DeleteRange(first, last); err != nil {
+		return fmt.Errorf("empty the raft log [%d, %d] behind snapshot %s: %w", first, last, metas[0].ID, err)
+	}
+	return nil
 }
 
 // logRange is the first and last index of a log store's log (raft.db's, or

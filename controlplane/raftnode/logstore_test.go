@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -137,4 +138,88 @@ func openTestWAL(t *testing.T, dir string) interface {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// TestLogBehindSnapshotEmptied: a node killed after raft saved a snapshot
+// it installs (a restore, or one a leader sent) but before it emptied the
+// log holds a log that ends before the snapshot. It starts, with the
+// snapshot's state, and commits again: the WAL would otherwise refuse every
+// append as not following its last entry.
+func TestLogBehindSnapshotEmptied(t *testing.T) {
+	dir := t.TempDir()
+	n := open(t, dir)
+	apply(t, n, account("a", 100))
+	apply(t, n, video("v1", "a", 7, "idem-1"))
+	apply(t, n, account("b", 5))
+	if err := n.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	snapIndex, _ := strconv.ParseUint(n.Stats()["last_snapshot_index"], 10, 64)
+	accounts, videos, keys := []string{"a", "b"}, []string{"v1"}, []string{"a-key", "b-key"}
+	before := read(t, n, accounts, videos, keys)
+	closeNode(t, n)
+
+	// Cut the log's last two entries, which the snapshot holds: the log now
+	// ends before the snapshot, as when the node was killed mid-install.
+	w := openTestWAL(t, dir)
+	first, last, err := raftnode.LogRange(w)
+	if err != nil || last != snapIndex || first >= last-2 {
+		t.Fatalf("log [%d, %d] (%v) with a snapshot at %d", first, last, err, snapIndex)
+	}
+	if err := w.DeleteRange(last-1, last); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	n = open(t, dir)
+	defer closeNode(t, n)
+	barrier(t, n)
+	if after := read(t, n, accounts, videos, keys); !equalState(before, after) {
+		t.Fatalf("state after the restart\n%+v\nwant\n%+v", after, before)
+	}
+	apply(t, n, account("c", 1)) // it commits again
+	if got := read(t, n, []string{"c"}, nil, nil); got.balances["c"] != 1 {
+		t.Fatalf("after a new write: %+v", got)
+	}
+}
+
+// TestTruncatedTailSurvivesRestart: a follower whose last entries a new
+// leader overwrote (raft deletes the log's tail, then appends the leader's
+// entries) reads its whole log after a restart. raft-wal v0.4.0 marked the
+// cut segment sealed without writing its index, and every entry before the
+// cut became unreadable ("sealed segment has no index block",
+// hashicorp/raft-wal#31): such a node panicked at its next start.
+func TestTruncatedTailSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	w := openTestWAL(t, dir)
+	var logs []*raft.Log
+	for i := uint64(1); i <= 10; i++ {
+		logs = append(logs, &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte{byte(i)}})
+	}
+	if err := w.StoreLogs(logs); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.DeleteRange(9, 10); err != nil { // the new leader's entries differ from 9 on
+		t.Fatal(err)
+	}
+	if err := w.StoreLogs([]*raft.Log{{Index: 9, Term: 2, Type: raft.LogCommand, Data: []byte{99}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w = openTestWAL(t, dir)
+	defer w.Close()
+	for i := uint64(1); i <= 9; i++ {
+		var l raft.Log
+		want := byte(i)
+		if i == 9 {
+			want = 99
+		}
+		if err := w.GetLog(i, &l); err != nil || len(l.Data) != 1 || l.Data[0] != want {
+			t.Errorf("entry %d after the restart: %v %v, want data %d", i, l.Data, err, want)
+		}
+	}
 }

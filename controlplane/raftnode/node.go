@@ -211,6 +211,10 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		return nil, fmt.Errorf("open snapshot store: %w", err)
 	}
 	snaps := newCheckpointSnapshots(files, f, cfg.DataDir, cfg.Logger)
+	if err := dropLogBehindSnapshot(wlog, snaps, cfg.Logger); err != nil {
+		closeStores()
+		return nil, err
+	}
 	var adv net.Addr
 	if cfg.Advertise != "" {
 		if adv, err = net.ResolveTCPAddr("tcp", cfg.Advertise); err != nil {
