@@ -118,6 +118,18 @@ func (c *chaosCluster) startAll() {
 func (c *chaosCluster) start(i int) {
 	c.t.Helper()
 	n := c.nodes[i]
+	args := c.serverArgs(i)
+	if i > 0 && !n.joined {
+		args = append(args, "--join", c.nodes[0].adminURL())
+	}
+	n.p, _ = startProc(c.t, "server "+n.id, args, nil, "control plane ready")
+	n.pid.Store(int64(n.p.cmd.Process.Pid))
+	n.joined = true
+}
+
+// serverArgs are node i's `vidfarm server` arguments, but --join.
+func (c *chaosCluster) serverArgs(i int) []string {
+	n := c.nodes[i]
 	args := []string{"server", "--node-id", n.id, "--data-dir", n.dir,
 		"--listen", fmt.Sprintf("127.0.0.1:%d", n.public), "--admin-listen", fmt.Sprintf("127.0.0.1:%d", n.admin),
 		"--agent-listen", fmt.Sprintf("127.0.0.1:%d", n.agent), "--raft-listen", fmt.Sprintf("127.0.0.1:%d", n.raft),
@@ -133,12 +145,7 @@ func (c *chaosCluster) start(i int) {
 	if c.extra != nil {
 		args = append(args, c.extra(i)...)
 	}
-	if i > 0 && !n.joined {
-		args = append(args, "--join", c.nodes[0].adminURL())
-	}
-	n.p, _ = startProc(c.t, "server "+n.id, args, nil, "control plane ready")
-	n.pid.Store(int64(n.p.cmd.Process.Pid))
-	n.joined = true
+	return args
 }
 
 // kill SIGKILLs node i.

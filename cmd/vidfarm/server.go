@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -147,12 +149,16 @@ func runServer(args []string) error {
 	fs := flag.NewFlagSet("server", flag.ExitOnError)
 	var sf serverFlags
 	bindServerFlags(fs, &sf, "./data/server")
+	recoverFlag := fs.Bool("recover-cluster", false, "after the cluster lost its quorum for good (most voters gone with their disks): make this stopped node the one voter of a new cluster, keeping all its data, then exit; start it again without this flag and join new nodes to it (docs/cluster.md, \"Losing the quorum\")")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	cfg, err := sf.config()
 	if err != nil {
 		return err
+	}
+	if *recoverFlag {
+		return recoverCluster(os.Stdout, cfg)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -167,4 +173,33 @@ func runServer(args []string) error {
 	shutCtx, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel2()
 	return s.Close(shutCtx)
+}
+
+// recoverCluster runs server.Recover for --recover-cluster and says what
+// it did and what the operator does next.
+func recoverCluster(w io.Writer, cfg server.Config) error {
+	if cfg.Join != "" {
+		return errors.New("--recover-cluster keeps this node's data and makes it a cluster of its own: drop --join")
+	}
+	rec, err := server.Recover(cfg)
+	if errors.Is(err, raftnode.ErrNothingToRecover) {
+		return fmt.Errorf("--recover-cluster: %s holds no raft state: there is nothing to recover (is --data-dir the node's?)", cfg.DataDir)
+	}
+	if err != nil {
+		return fmt.Errorf("--recover-cluster: %w", err)
+	}
+	var lost []string
+	fmt.Fprintf(w, "recovered: node %s, at %s, is the one voter of a new cluster, holding the log up to raft index %d\n", cfg.NodeID, rec.Address, rec.Index)
+	fmt.Fprintln(w, "the configuration before:")
+	for _, sv := range rec.Previous {
+		fmt.Fprintf(w, "  %s  %s  %s\n", sv.ID, sv.Suffrage, sv.RaftAddr)
+		if sv.ID != cfg.NodeID {
+			lost = append(lost, sv.ID)
+		}
+	}
+	fmt.Fprintln(w, "next: start this node again without --recover-cluster, then start new nodes with --join pointing at it")
+	if len(lost) > 0 {
+		fmt.Fprintf(w, "never start %s again on their old data directories: they could elect a leader of the old cluster between them; wipe those directories and join them as new nodes\n", strings.Join(lost, ", "))
+	}
+	return nil
 }

@@ -134,6 +134,59 @@ type Node struct {
 
 // Open starts the node; with a new data directory it bootstraps a cluster of itself.
 func Open(cfg Config, f *fsm.FSM) (*Node, error) {
+	rc, err := raftConfig(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	st, err := openStores(cfg, rc, f)
+	if err != nil {
+		return nil, err
+	}
+	store, wlog, logs, snaps, closeStores := st.store, st.wal, st.logs, st.snaps, st.close
+	var adv net.Addr
+	if cfg.Advertise != "" {
+		if adv, err = net.ResolveTCPAddr("tcp", cfg.Advertise); err != nil {
+			closeStores()
+			return nil, fmt.Errorf("resolve advertise address %q: %w", cfg.Advertise, err)
+		}
+	}
+	transport, stream, err := openTransport(cfg, adv, rc.Logger)
+	if err != nil {
+		closeStores()
+		return nil, fmt.Errorf("raft transport on %s: %w", cfg.RaftAddr, err)
+	}
+	existing, err := raft.HasExistingState(logs, store, snaps)
+	if err != nil {
+		transport.Close()
+		closeStores()
+		return nil, fmt.Errorf("inspect raft state: %w", err)
+	}
+	if err := resumeFrom(rc, f, existing, snaps, cfg.Logger); err != nil {
+		transport.Close()
+		closeStores()
+		return nil, err
+	}
+	r, err := raft.NewRaft(rc, f, logs, store, snaps, transport)
+	if err != nil {
+		transport.Close()
+		closeStores()
+		return nil, fmt.Errorf("start raft: %w", err)
+	}
+	n := &Node{Raft: r, FSM: f, cfg: cfg, log: cfg.Logger, store: store, wal: wlog, transport: transport, tls: stream, snaps: snaps, existing: existing}
+	if !existing && !cfg.Join {
+		boot := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: transport.LocalAddr()}}}
+		if err := r.BootstrapCluster(boot).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			n.Close()
+			return nil, fmt.Errorf("bootstrap single-node cluster: %w", err)
+		}
+		n.log.Info("bootstrapped single-node cluster", "node_id", cfg.NodeID, "raft_addr", string(transport.LocalAddr()))
+	}
+	return n, nil
+}
+
+// raftConfig is the Raft configuration of a node of cfg, with cfg's
+// defaults filled in.
+func raftConfig(cfg *Config) (*raft.Config, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -173,6 +226,23 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	// peer and once under a name per peer; the server exports the first.
 	rc.NoLegacyTelemetry = true
 
+	return rc, nil
+}
+
+// stores are a node's log, stable store and snapshots, open.
+type stores struct {
+	store *raftboltdb.BoltStore
+	wal   *walLog
+	logs  raft.LogStore
+	snaps *checkpointSnapshots
+	close func() // closes the log and the stable store
+}
+
+// openStores opens the stores of cfg's data directory as a node uses them:
+// the stable store (which locks the directory), the WAL (moving an older
+// directory's log into it first), the log cache and the snapshots, and
+// empties a log left behind the newest snapshot.
+func openStores(cfg Config, rc *raft.Config, f *fsm.FSM) (*stores, error) {
 	// The store is locked while open; wait a little for it, never forever, so a
 	// second node started on the same directory says why it cannot start.
 	boltOpts := *bbolt.DefaultOptions
@@ -215,45 +285,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		closeStores()
 		return nil, err
 	}
-	var adv net.Addr
-	if cfg.Advertise != "" {
-		if adv, err = net.ResolveTCPAddr("tcp", cfg.Advertise); err != nil {
-			closeStores()
-			return nil, fmt.Errorf("resolve advertise address %q: %w", cfg.Advertise, err)
-		}
-	}
-	transport, stream, err := openTransport(cfg, adv, rc.Logger)
-	if err != nil {
-		closeStores()
-		return nil, fmt.Errorf("raft transport on %s: %w", cfg.RaftAddr, err)
-	}
-	existing, err := raft.HasExistingState(logs, store, snaps)
-	if err != nil {
-		transport.Close()
-		closeStores()
-		return nil, fmt.Errorf("inspect raft state: %w", err)
-	}
-	if err := resumeFrom(rc, f, existing, snaps, cfg.Logger); err != nil {
-		transport.Close()
-		closeStores()
-		return nil, err
-	}
-	r, err := raft.NewRaft(rc, f, logs, store, snaps, transport)
-	if err != nil {
-		transport.Close()
-		closeStores()
-		return nil, fmt.Errorf("start raft: %w", err)
-	}
-	n := &Node{Raft: r, FSM: f, cfg: cfg, log: cfg.Logger, store: store, wal: wlog, transport: transport, tls: stream, snaps: snaps, existing: existing}
-	if !existing && !cfg.Join {
-		boot := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: transport.LocalAddr()}}}
-		if err := r.BootstrapCluster(boot).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
-			n.Close()
-			return nil, fmt.Errorf("bootstrap single-node cluster: %w", err)
-		}
-		n.log.Info("bootstrapped single-node cluster", "node_id", cfg.NodeID, "raft_addr", string(transport.LocalAddr()))
-	}
-	return n, nil
+	return &stores{store: store, wal: wlog, logs: logs, snaps: snaps, close: closeStores}, nil
 }
 
 func openTransport(cfg Config, adv net.Addr, log hclog.Logger) (*raft.NetworkTransport, *tlsStream, error) {

@@ -89,6 +89,7 @@ func (s *Server) leaderJobs(ctx context.Context) {
 			wasLeader = leader
 			if leader {
 				s.publishSelf(ctx)
+				s.forgetLostMembers(ctx)
 				// A lease runs out when its node stops heartbeating, but while
 				// no member led (an election, a restart) no heartbeat could be
 				// renewed: a new leader gives the nodes one lease's length to

@@ -45,6 +45,44 @@ func (s *Server) publishSelf(ctx context.Context) {
 	}
 }
 
+// forgetLostMembers drops, on the leader, the member records of nodes that
+// are no longer in the Raft configuration: what a recovery (Recover) leaves
+// of the members it dropped, and a removal whose second step did not
+// commit. Such a record would keep its node in `cluster members`, where
+// `cluster remove` cannot reach it (it removes servers of the
+// configuration), and its level in the upgrade gate's minimum. A joining
+// node is in the configuration before its record is written, so no live
+// member is ever forgotten.
+func (s *Server) forgetLostMembers(ctx context.Context) {
+	members := s.Node.FSM.Members()
+	if len(members) <= 1 {
+		return
+	}
+	servers, err := s.Node.Servers()
+	if err != nil {
+		return
+	}
+	in := make(map[string]bool, len(servers))
+	for _, sv := range servers {
+		in[sv.ID] = true
+	}
+	for _, m := range members {
+		if in[m.ID] {
+			continue
+		}
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := s.Node.Apply(actx, &fsm.RemoveMember{ID: m.ID, Now: time.Now().UnixNano()})
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("forget a member no longer in the raft configuration", "node_id", m.ID, "err", err)
+			}
+			return
+		}
+		s.log.Warn("forgot a member no longer in the raft configuration", "node_id", m.ID, "raft_addr", m.RaftAddr)
+	}
+}
+
 // reportInterval is how often a follower compares its record in the state
 // with itself; maxReportBackoff bounds the wait between reports that did
 // not make the record right.
