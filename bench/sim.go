@@ -282,6 +282,9 @@ func simulateOnce(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 	if !finite(cfg.WarmupHours) || cfg.WarmupHours < 0 || cfg.WarmupHours >= cfg.Hours {
 		return SimReport{}, fieldErr("warmup_hours", "must be >= 0 and below hours, got %v", cfg.WarmupHours)
 	}
+	if _, err := checkVideos(wl, cfg.Hours); err != nil {
+		return SimReport{}, err
+	}
 	scfg := scheduler.DefaultConfig()
 	if cfg.NoWarmPreference {
 		scfg.WarmWindow = 0
@@ -330,7 +333,9 @@ func simulateOnce(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 		var err error
 		switch e.kind() {
 		case evArrival:
-			err = s.arrive()
+			if err = s.arrive(); err == nil && s.videos.len() > maxSimWaiting {
+				err = errTooManyWaiting(s.videos.len(), s.now.Hours(), cfg.Hours)
+			}
 		case evDone:
 			err = s.complete(e.task)
 		case evFail, evRestart:

@@ -272,7 +272,11 @@ func withCounts(fleet Fleet, counts []int) Fleet {
 // the pool at once, and judges each.
 func simulateCandidates(fleet Fleet, wl Workload, cfg SimConfig, par int, cands []optCand, todo []int, nrep int) ([]Candidate, error) {
 	reps, errs := make([]SimReport, len(todo)*nrep), make([]error, len(todo)*nrep)
-	forEach(len(reps), par, func(j int) {
+	perRun, err := checkVideos(wl, cfg.Hours)
+	if err != nil {
+		return nil, err
+	}
+	forEach(len(reps), runsAtOnce(perRun, par), func(j int) {
 		k, r := j/nrep, j%nrep
 		c := cands[todo[k]]
 		reps[j], errs[j] = simulateOnce(withCounts(fleet, c.counts), wl, replicaConfig(cfg, r))

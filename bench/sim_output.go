@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
+	"unicode/utf8"
 )
 
 // String renders the report as a plain-text table.
@@ -14,21 +16,28 @@ func (r SimReport) String() string {
 		return r.replicatedTable()
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "simulated %.1f h (seed %d): %d nodes, %d GPUs, %d CPU slots\n", r.Hours, r.Seed, r.Nodes, r.GPUs, r.CPUSlots)
+	fmt.Fprintf(&b, "simulated %s (seed %d): %d nodes, %d GPUs, %d CPU slots\n", spanOf(r.Hours), r.Seed, r.Nodes, r.GPUs, r.CPUSlots)
 	fmt.Fprintf(&b, "videos: %.0f submitted, %.0f completed, %.0f in flight at the end\n", r.Submitted, r.Completed, r.InFlight)
+	b.WriteString(r.Overload.warning(r.Replications > 1))
 	fmt.Fprintf(&b, "throughput %.1f videos/h, %.2f videos per GPU-hour, GPU utilisation %.1f%%, CPU utilisation %.1f%%\n",
 		r.ThroughputPerHour, r.VideosPerGPUHour, 100*r.GPUUtilisation, 100*r.CPUUtilisation)
 	fmt.Fprintf(&b, "rendered %.1f min for a cost of %.2f%s: %s%s per rendered minute\n", r.RenderedMinutes, r.Cost, r.unit(),
 		orDash(!r.CostPerRenderedMinuteNoData, "%.3f", r.CostPerRenderedMinute), r.unit())
 	b.WriteString(r.Faults.lines())
 	b.WriteString("\n")
-	fmt.Fprintf(&b, "%-18s %9s %9s  %-36s  %-36s  %s\n", "group", "submitted", "completed",
-		"wait s (mean / p50 / p95 / p99)", "GPU wait s (mean / p50 / p95 / p99)", "turnaround s (mean / p50 / p95 / p99)")
+	// The wait columns widen to their longest cell: an overloaded farm's
+	// waits run to six digits and more, past the header's width.
+	wWait, wGPU := 36, 36
+	for _, g := range append(append([]GroupStats{r.Overall}, r.Modes...), r.Accounts...) {
+		wWait, wGPU = max(wWait, utf8.RuneCountInString(summary(g.Wait))), max(wGPU, utf8.RuneCountInString(summary(g.GPUWait)))
+	}
+	fmt.Fprintf(&b, "%-18s %9s %9s  %-*s  %-*s  %s\n", "group", "submitted", "completed",
+		wWait, "wait s (mean / p50 / p95 / p99)", wGPU, "GPU wait s (mean / p50 / p95 / p99)", "turnaround s (mean / p50 / p95 / p99)")
 	var slos strings.Builder
 	row := func(kind string, g GroupStats) {
 		label := strings.TrimSpace(kind + " " + g.Name)
-		fmt.Fprintf(&b, "%-18s %9.0f %9.0f  %-36s  %-36s  %s\n", label, g.Submitted, g.Completed,
-			summary(g.Wait), summary(g.GPUWait), summary(g.Turnaround))
+		fmt.Fprintf(&b, "%-18s %9.0f %9.0f  %-*s  %-*s  %s\n", label, g.Submitted, g.Completed,
+			wWait, summary(g.Wait), wGPU, summary(g.GPUWait), summary(g.Turnaround))
 		for _, o := range g.SLOs {
 			verdict, attained := "MISSED", fmt.Sprintf("%6.2f%%", 100*o.Attained)
 			switch {
@@ -53,6 +62,29 @@ func (r SimReport) String() string {
 	}
 	b.WriteString(r.classCostTable())
 	return b.String()
+}
+
+// spanOf writes a run's length in hours, "48.0 h", or in minutes or
+// seconds when under a tenth of an hour, which "0.0 h" would hide.
+func spanOf(hours float64) string {
+	if hours >= 0.1 {
+		return fmt.Sprintf("%.1f h", hours)
+	}
+	return time.Duration(hours * float64(time.Hour)).Round(time.Millisecond).String()
+}
+
+// warning is the table's line on an overloaded farm (none for nil).
+func (o *Overload) warning(mean bool) string {
+	if o == nil {
+		return ""
+	}
+	n := fmt.Sprintf("%.0f", o.NotStarted)
+	if mean {
+		n = fmt.Sprintf("%.1f", o.NotStarted) + " a run"
+	}
+	return fmt.Sprintf("WARNING: the farm is overloaded: %s videos (%.1f%% of those submitted) had not started at the end;\n"+
+		"         the waits and percentiles below cover started videos only and understate what clients saw (SLO attainments count\n"+
+		"         the waiting videos past their limit as misses): add nodes or lower the rate\n", n, 100*o.Share)
 }
 
 // lines are the table's lines on faults and cold starts (none for nil).

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // replicatedTable is String for a report of several replications: each
@@ -32,10 +33,11 @@ func (r SimReport) replicatedTable() string {
 		return pm(scope, name, metric, fmt.Sprintf("%%.%df", countDecimals(est[scope+"/"+name+"/"+metric], least)), 1)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "simulated %.1f h, %d seeds from %d (mean ± half-width of the 95%% confidence interval): %d nodes, %d GPUs, %d CPU slots\n",
-		r.Hours, r.Replications, r.Seed, r.Nodes, r.GPUs, r.CPUSlots)
+	fmt.Fprintf(&b, "simulated %s, %d seeds from %d (mean ± half-width of the 95%% confidence interval): %d nodes, %d GPUs, %d CPU slots\n",
+		spanOf(r.Hours), r.Replications, r.Seed, r.Nodes, r.GPUs, r.CPUSlots)
 	fmt.Fprintf(&b, "videos: %s submitted, %s completed, %s in flight at the end\n",
 		count("farm", "", "submitted", 0), count("farm", "", "completed", 0), count("farm", "", "in_flight", 0))
+	b.WriteString(r.Overload.warning(true))
 	fmt.Fprintf(&b, "throughput %s videos/h, %s videos per GPU-hour, GPU utilisation %s%%, CPU utilisation %s%%\n",
 		farm("throughput_per_hour", "%.1f", 1), farm("videos_per_gpu_hour", "%.2f", 1),
 		farm("gpu_utilisation", "%.1f", 100), farm("cpu_utilisation", "%.1f", 100))
@@ -49,7 +51,18 @@ func (r SimReport) replicatedTable() string {
 			count("farm", "", "cold_starts", 1), farm("load_gpu_hours", "%.1f", 1), farm("warm_hit_share", "%.1f", 100))
 	}
 	b.WriteString("\n")
-	const cell = "%-18s"
+	// The cells widen to the longest, two spaces clear of the next: an
+	// overloaded farm's "112917.2 −3789.9/+2000.1" is past the 18 of a
+	// farm that keeps up, and would shift its row out of line.
+	wc := 18
+	for _, sg := range r.scopedGroups() {
+		for _, m := range []string{"wait", "gpu_wait", "turnaround"} {
+			for _, q := range []string{"mean", "p50", "p95", "p99"} {
+				wc = max(wc, utf8.RuneCountInString(pm(sg.scope, sg.g.Name, m+"_"+q, "%.1f", 1))+2)
+			}
+		}
+	}
+	cell := "%-" + strconv.Itoa(wc) + "s"
 	fmt.Fprintf(&b, "%-18s %-15s %-15s %-11s "+cell+" "+cell+" "+cell+" %s\n",
 		"group", "submitted", "completed", "measure", "mean s", "p50 s", "p95 s", "p99 s")
 	var slos strings.Builder

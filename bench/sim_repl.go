@@ -119,7 +119,11 @@ func replicate(fleet Fleet, wl Workload, cfg SimConfig) (SimReport, error) {
 		done = make([]time.Duration, n)
 	)
 	total := time.Duration(n) * hoursDur(cfg.Hours)
-	forEach(n, cfg.Parallel, func(i int) {
+	perRun, err := checkVideos(wl, cfg.Hours)
+	if err != nil {
+		return SimReport{}, err
+	}
+	forEach(n, runsAtOnce(perRun, cfg.Parallel), func(i int) {
 		c := replicaConfig(cfg, i)
 		if cfg.Progress != nil {
 			c.Progress = func(d, _ time.Duration) {
@@ -235,6 +239,11 @@ func combine(reps []SimReport) SimReport {
 		}
 	}
 	out.setClassCosts(out.Currency)
+	out.notStarted = 0
+	for _, r := range reps {
+		out.notStarted += r.notStarted / float64(len(reps))
+	}
+	out.setOverload()
 	return out
 }
 

@@ -64,6 +64,38 @@ type SimReport struct {
 	// hiddenCI are the intervals of the figures the CSV leaves out (the
 	// sample sizes): the table writes those means at their precision.
 	hiddenCI []Estimate
+	// Overload is set when the farm did not keep up: more than
+	// overloadShare of the videos submitted had not started by the end.
+	// Their waits are not in any percentile (a wait is measured when it
+	// ends), so the percentiles, over started videos only, understate
+	// the wait, by far when the queue grows all run long.
+	Overload *Overload `json:"overload,omitempty"`
+	// notStarted is, whether or not it makes an Overload, the videos
+	// submitted that had not started at the end (with replications, the
+	// mean).
+	notStarted float64
+}
+
+// Overload is how far a farm fell behind (SimReport.Overload).
+type Overload struct {
+	// NotStarted are the videos submitted but never started (no task
+	// leased) by the end of the run; with replications, the mean.
+	NotStarted float64 `json:"not_started"`
+	// Share is NotStarted over the videos submitted.
+	Share float64 `json:"share"`
+}
+
+// overloadShare is the share of videos not started at the end above
+// which a report warns: a farm that keeps up has only the last minutes'
+// arrivals waiting, well under 1%.
+const overloadShare = 0.01
+
+// setOverload fills Overload from notStarted and Submitted.
+func (r *SimReport) setOverload() {
+	r.Overload = nil
+	if r.Submitted > 0 && r.notStarted/r.Submitted > overloadShare {
+		r.Overload = &Overload{NotStarted: r.notStarted, Share: r.notStarted / r.Submitted}
+	}
 }
 
 // GroupStats are the statistics of one mode or one account class. Only
@@ -266,7 +298,11 @@ func (s *sim) report() SimReport {
 	}
 	r := s.rec
 	overall := newGroupRec("all", s.wl.SLOs)
+	notStarted := 0
 	for _, v := range s.videos.all() {
+		if !v.leased {
+			notStarted++
+		}
 		if !v.counted {
 			continue
 		}
@@ -321,6 +357,8 @@ func (s *sim) report() SimReport {
 	rep.Timeline = r.tl.points(rep.GPUs, rep.CPUSlots)
 	rep.Faults = s.faultStats()
 	rep.setClassCosts(s.fleet.Currency)
+	rep.notStarted = float64(notStarted)
+	rep.setOverload()
 	return rep
 }
 

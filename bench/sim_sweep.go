@@ -10,7 +10,8 @@ import (
 // p95 target or, with no target, every account class's SLOs at once.
 // Every other input is the fleet, workload and SimConfig given to Sweep.
 type SweepConfig struct {
-	// Group names the node group whose Count varies from Min to Max by Step.
+	// Group names the node group whose Count varies from Min to Max by Step
+	// (0, the zero value, means 1).
 	Group          string
 	Min, Max, Step int
 	// Metric is the SLO metric the target is about: "wait", "gpu_wait"
@@ -160,7 +161,7 @@ func Sweep(fleet Fleet, wl Workload, cfg SimConfig, sc SweepConfig) (SweepResult
 		sc.Metric = MetricGPUWait
 	}
 	if sc.Step == 0 {
-		sc.Step = 1
+		sc.Step = 1 // the zero value: unset (the command refuses an explicit 0)
 	}
 	switch {
 	case gi < 0:
@@ -210,7 +211,11 @@ func Sweep(fleet Fleet, wl Workload, cfg SimConfig, sc SweepConfig) (SweepResult
 		mu   sync.Mutex
 		done int
 	)
-	forEach(len(reps), sc.Parallel, func(j int) {
+	perRun, err := checkVideos(wl, cfg.Hours)
+	if err != nil {
+		return SweepResult{}, err
+	}
+	forEach(len(reps), runsAtOnce(perRun, sc.Parallel), func(j int) {
 		i, r := j/nrep, j%nrep
 		f := fleet
 		f.Groups = append([]NodeGroup(nil), fleet.Groups...)

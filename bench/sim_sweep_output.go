@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // String renders the sweep as a table with the answer.
@@ -19,12 +20,13 @@ func (r SweepResult) String() string {
 	s := fmt.Sprintf("sweep of node group %q: p95 %s target %.1f s\n\n%8s %6s %12s %10s %8s %10s %14s\n",
 		r.Group, r.Metric, r.TargetP95, "count", "GPUs", "p95 s", "within", "GPU use", "cost/h", "cost/rend. min")
 	for _, p := range r.Points {
-		mark, within := "", fmt.Sprintf("%9.2f%%", 100*p.Attained)
+		// A miss is named as a meet is: a blank read as "not judged".
+		mark, within := "  "+VerdictMisses, fmt.Sprintf("%9.2f%%", 100*p.Attained)
 		switch {
 		case p.NoData:
 			mark, within = "  "+VerdictNoData, fmt.Sprintf("%10s", "—")
 		case p.Met:
-			mark = "  meets"
+			mark = "  " + VerdictMeets
 		}
 		s += fmt.Sprintf("%8d %6d %12s %s %7.1f%% %10.2f %14s%s\n", p.Count, p.GPUs, orDash(!p.P95NoData, "%.1f", p.P95), within,
 			100*p.GPUUtilisation, p.CostPerHour, orDash(!p.CostPerRenderedMinuteNoData, "%.3f", p.CostPerRenderedMinute), mark)
@@ -46,21 +48,34 @@ func (r SweepResult) replicatedTable() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "sweep of node group %q: p95 %s target %.1f s, %d seeds from %d (mean ± half-width of the 95%% confidence interval)\n\n",
 		r.Group, r.Metric, r.TargetP95, r.Replications, r.Seed)
-	fmt.Fprintf(&b, "%8s %6s %18s %18s %14s %10s %18s  %s\n", "count", "GPUs", "p95 s", "within", "GPU use", "cost/h", "cost/rend. min", "verdict")
-	for _, p := range r.Points {
-		pm := func(noData bool, mean float64, iv Interval, meanFormat, halfFormat string, scale float64) string {
-			switch {
-			case noData:
-				return "—"
-			case iv.oneRun():
-				return fmt.Sprintf(meanFormat, scale*mean) + oneRunNote
-			}
-			return plusMinus(meanFormat, halfFormat, scale*mean, scale*iv.Low, scale*iv.High)
+	pm := func(noData bool, mean float64, iv Interval, meanFormat, halfFormat string, scale float64) string {
+		switch {
+		case noData:
+			return "—"
+		case iv.oneRun():
+			return fmt.Sprintf(meanFormat, scale*mean) + oneRunNote
 		}
-		fmt.Fprintf(&b, "%8d %6d %18s %18s %14s %10.2f %18s  %s\n", p.Count, p.GPUs,
-			pm(p.P95NoData, p.P95, p.CI.P95, "%.1f", "%.1f", 1), pm(p.NoData, p.Attained, p.CI.Attained, "%.2f%%", "%.2f%%", 100),
+		return plusMinus(meanFormat, halfFormat, scale*mean, scale*iv.Low, scale*iv.High)
+	}
+	// p95, within, GPU use and cost per minute; each column as wide as its
+	// widest cell and two spaces clear of the one before: a p95 of
+	// "58698.6 ± 3789.9" beside "0.03% −0.03%/+0.06%" read as one cell.
+	cells := make([][4]string, len(r.Points))
+	width := [4]int{18, 18, 14, 18}
+	for i, p := range r.Points {
+		cells[i] = [4]string{pm(p.P95NoData, p.P95, p.CI.P95, "%.1f", "%.1f", 1), pm(p.NoData, p.Attained, p.CI.Attained, "%.2f%%", "%.2f%%", 100),
 			pm(false, p.GPUUtilisation, p.CI.GPUUtilisation, "%.1f", "%.1f%%", 100),
-			p.CostPerHour, pm(p.CostPerRenderedMinuteNoData, p.CostPerRenderedMinute, p.CI.CostPerRenderedMinute, "%.3f", "%.3f", 1), p.Verdict)
+			pm(p.CostPerRenderedMinuteNoData, p.CostPerRenderedMinute, p.CI.CostPerRenderedMinute, "%.3f", "%.3f", 1)}
+		for j, c := range cells[i] {
+			width[j] = max(width[j], utf8.RuneCountInString(c)+2)
+		}
+	}
+	fmt.Fprintf(&b, "%8s %6s %*s %*s %*s %10s %*s  %s\n", "count", "GPUs", width[0], "p95 s", width[1], "within", width[2], "GPU use", "cost/h",
+		width[3], "cost/rend. min", "verdict")
+	for i, p := range r.Points {
+		c := cells[i]
+		fmt.Fprintf(&b, "%8d %6d %*s %*s %*s %10.2f %*s  %s\n", p.Count, p.GPUs, width[0], c[0], width[1], c[1], width[2], c[2],
+			p.CostPerHour, width[3], c[3], p.Verdict)
 	}
 	b.WriteString(r.noDataNote())
 	b.WriteString("\n")

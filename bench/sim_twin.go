@@ -69,8 +69,8 @@ var ErrNoHistory = errors.New("bench: the farm created no video in the window: n
 //     (and per CPU task kind) to the farm's measured service time over the
 //     simulator's model of it, so the twin's tasks take on average what
 //     the farm's took;
-//   - the workload's arrival rate is the window's videos per hour; it is
-//     diurnal when the window spans two days or more and the daily cycle
+//   - the workload's arrival rate is the window's videos per hour, from
+//     the hour of the farm's first video on (TwinWindow); it is diurnal when the window spans two days or more and the daily cycle
 //     of the hourly counts (its first harmonic) has an amplitude of at
 //     least 0.1; the manual share, the manual mix, the auto durations and
 //     the scene length are those observed, and each plan is an account
@@ -92,6 +92,26 @@ func Twin(h wire.History) (Fleet, Workload, error) {
 	return fleet, wl, nil
 }
 
+// TwinWindow is the part of h's window the twin's arrival rate is taken
+// over: from the start of the first hour in which the farm created a
+// video (the earliest record the history gives, by the hour) to h.To. A
+// farm younger than the window asked for would otherwise have its videos
+// spread over hours in which it did not exist: up 1 minute with 6 videos,
+// --since 1h read 6 an hour. A history without hourly counts keeps
+// h.From.
+func TwinWindow(h wire.History) (from, to time.Time) {
+	from, to = h.From, h.To
+	for i, n := range h.Hourly {
+		if n > 0 {
+			if start := h.From.Add(time.Duration(i) * time.Hour); start.After(from) && start.Before(to) {
+				from = start
+			}
+			break
+		}
+	}
+	return from, to
+}
+
 func twinWorkload(h wire.History) (Workload, error) {
 	total, manual := 0, 0
 	autoDur := map[int]int{}
@@ -109,11 +129,16 @@ func twinWorkload(h wire.History) (Workload, error) {
 			autoDur[a.DurationSeconds] += a.Count
 		}
 	}
-	hours := h.To.Sub(h.From).Hours()
+	from, to := TwinWindow(h)
+	hours := to.Sub(from).Hours()
 	if total == 0 || hours <= 0 {
 		return Workload{}, ErrNoHistory
 	}
-	wl := Workload{Arrival: twinArrival(h, float64(total)/hours), ManualShare: float64(manual) / float64(total)}
+	// The daily cycle is fitted from the window's start on too: the
+	// empty hours before the farm's first video are no cycle of it.
+	seen := h
+	seen.From, seen.Hourly = from, h.Hourly[min(int(from.Sub(h.From)/time.Hour), len(h.Hourly)):]
+	wl := Workload{Arrival: twinArrival(seen, float64(total)/hours), ManualShare: float64(manual) / float64(total)}
 	for m, n := range manualMix {
 		// One entry per (model, resolution, duration), weighted by its count.
 		wl.Manual = append(wl.Manual, ManualMix{Model: m.model, Resolution: m.res, Durations: []int{m.dur}, Weight: float64(n)})

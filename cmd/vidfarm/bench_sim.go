@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -51,9 +52,11 @@ func runBenchSim(args []string) error {
 	if *format != "table" && *format != "json" && *format != "csv" {
 		return fmt.Errorf("bench sim: -format must be table, json or csv, got %q", *format)
 	}
-	if err := simFlagsApply(fs, *sweep != "", *optimize != ""); err != nil {
+	if err := simFlagsApply(fs, *sweep != "", *optimize != "", tw.farm != ""); err != nil {
 		return err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if *repl < 1 {
 		return fmt.Errorf("bench sim: -replications: must be 1 to 1000 (1: a single run), got %d", *repl)
 	}
@@ -86,10 +89,22 @@ func runBenchSim(args []string) error {
 		return runOptimize(fleet, wl, cfg, oc, *format)
 	}
 	if *sweep != "" {
+		// An explicit 0 is refused like a negative target: without the
+		// flag the sweep sizes for the classes' SLOs, which a planner who
+		// typed a target did not ask for.
+		if set["target-p95"] && *target <= 0 {
+			return fmt.Errorf("bench sim: -target-p95 must be > 0 seconds, got %v (leave it out to size for every class's SLOs)", *target)
+		}
+		if *sweepStep < 1 {
+			return fmt.Errorf("bench sim: -sweep-step must be >= 1, got %d", *sweepStep)
+		}
 		return runSweep(fleet, wl, cfg, bench.SweepConfig{Group: *sweep, Min: *sweepMin, Max: *sweepMax, Step: *sweepStep,
 			Metric: *metric, TargetP95: *target}, *format, *svg)
 	}
-	bar := newProgress(fmt.Sprintf("simulating %.0f h%s", *hours, times), int64(cfg.Hours*60)*int64(max(*repl, 1)))
+	if err := checkSVGPath(*svg); err != nil {
+		return err
+	}
+	bar := newProgress(fmt.Sprintf("simulating %s%s", fmtHours(*hours), times), int64(cfg.Hours*60)*int64(max(*repl, 1)))
 	cfg.Progress = func(done, _ time.Duration) { bar.set(int64(done.Minutes())) }
 	start := time.Now()
 	rep, err := bench.Simulate(fleet, wl, cfg)
@@ -99,7 +114,7 @@ func runBenchSim(args []string) error {
 	}
 	el := time.Since(start)
 	runs := float64(max(*repl, 1))
-	fmt.Fprintf(os.Stderr, "simulated %.0f h%s in %s (%.0fx real time)\n", *hours, times, el.Round(time.Millisecond), runs*cfg.Hours*3600/el.Seconds())
+	fmt.Fprintf(os.Stderr, "simulated %s%s in %s (%.0fx real time)\n", fmtHours(*hours), times, el.Round(time.Millisecond), runs*cfg.Hours*3600/el.Seconds())
 	return writeReport(rep, *format, *svg)
 }
 
@@ -115,21 +130,58 @@ var (
 	_ simReport = bench.SweepResult{}
 )
 
-// writeReport draws r into svg (when named) and prints it in format.
-func writeReport(r simReport, format, svg string) error {
-	if svg != "" {
-		if err := writeFile(svg, r.WriteSVG); err != nil {
-			return err
-		}
+// fmtHours writes a simulated span as the report does: whole hours when
+// that is exact enough, else minutes or seconds ("0.001 h" is 3.6 s, not
+// "0 h").
+func fmtHours(h float64) string {
+	switch {
+	case h >= 10:
+		return fmt.Sprintf("%.0f h", h)
+	case h >= 1:
+		return strconv.FormatFloat(h, 'g', 3, 64) + " h"
 	}
+	return (time.Duration(h * float64(time.Hour))).Round(time.Millisecond).String()
+}
+
+// writeReport prints r in format, then draws it into svg (when named):
+// the report comes first so that a chart that cannot be written costs
+// the chart, not the run's figures.
+func writeReport(r simReport, format, svg string) error {
+	var err error
 	switch format {
 	case "json":
-		return writeJSON(r)
+		err = writeJSON(r)
 	case "csv":
-		return r.WriteCSV(os.Stdout)
+		err = r.WriteCSV(os.Stdout)
+	default:
+		_, err = fmt.Print(r.String())
 	}
-	fmt.Print(r.String())
+	if err != nil || svg == "" {
+		return err
+	}
+	if err := writeFileAtomic(svg, r.WriteSVG); err != nil {
+		return fmt.Errorf("bench sim: -svg: %w (the report above is complete)", err)
+	}
 	return nil
+}
+
+// checkSVGPath refuses, before a run, an -svg the chart could not be
+// written to: its directory must exist and take a new file. It writes
+// and removes a temporary file there, which is what writeFileAtomic does.
+func checkSVGPath(path string) error {
+	if path == "" {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("bench sim: -svg %s is a directory; give a file name", path)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".vidfarm-svg-*")
+	if err != nil {
+		return fmt.Errorf("bench sim: -svg %s: the chart cannot be written there: %w", path, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }
 
 func runSweep(fleet bench.Fleet, wl bench.Workload, cfg bench.SimConfig, sc bench.SweepConfig, format, svg string) error {
@@ -144,6 +196,14 @@ func runSweep(fleet bench.Fleet, wl bench.Workload, cfg bench.SimConfig, sc benc
 			if g.Name == sc.Group {
 				sc.Max = 2 * g.Count
 			}
+		}
+	}
+	if svg != "" {
+		if sc.Step > 0 && sc.Max >= sc.Min && (sc.Max-sc.Min)/sc.Step+1 < 2 {
+			return fmt.Errorf("bench sim: -svg: a sweep chart needs at least two sizes, and -sweep-min %d, -sweep-max %d and -sweep-step %d give one", sc.Min, sc.Max, sc.Step)
+		}
+		if err := checkSVGPath(svg); err != nil {
+			return err
 		}
 	}
 	var bar *progress
@@ -161,7 +221,9 @@ func runSweep(fleet bench.Fleet, wl bench.Workload, cfg bench.SimConfig, sc benc
 	return writeReport(res, format, svg)
 }
 
-// groupCounts parses "N" (every group) or "group=N,…" (the named ones).
+// groupCounts parses "N" (every group) or "group=N,…" (the named ones,
+// each once: a group given twice is a slip, and which count won would be
+// the parser's secret).
 func groupCounts(fleet bench.Fleet, flagName, v string) (map[string]int, error) {
 	if v == "" {
 		return nil, nil
@@ -179,7 +241,11 @@ func groupCounts(fleet bench.Fleet, flagName, v string) (map[string]int, error) 
 		if !ok || err != nil {
 			return nil, fmt.Errorf("bench sim: %s: want N or group=N,…, got %q", flagName, v)
 		}
-		m[strings.TrimSpace(name)] = n
+		name = strings.TrimSpace(name)
+		if _, twice := m[name]; twice {
+			return nil, fmt.Errorf("bench sim: %s: group %q given twice in %q; give each group once", flagName, name, v)
+		}
+		m[name] = n
 	}
 	return m, nil
 }
@@ -225,16 +291,31 @@ func decodeFile[T any](path string, decode func(io.Reader) (T, error)) (T, error
 	return v, nil
 }
 
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
+// writeFileAtomic writes path through a temporary file in its directory,
+// renamed over it once complete: a failed write leaves no empty or half
+// chart, and an older chart at path stays until the new one is whole.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".vidfarm-svg-*")
 	if err != nil {
 		return err
 	}
-	if err := write(f); err != nil {
-		f.Close()
+	tmp := f.Name()
+	err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		// CreateTemp makes the file 0600; a chart is for sharing.
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	return f.Close()
+	return nil
 }
 
 func writeJSON(v any) error {
@@ -247,13 +328,14 @@ func writeJSON(v any) error {
 // they would be ignored, and a planner would read a plain run's report as
 // the answer to the question the flag asked.
 var simModeFlags = map[string][]string{
-	"-sweep":    {"sweep-min", "sweep-max", "sweep-step", "target-p95", "metric"},
-	"-optimize": {"optimize-min", "optimize-max"},
+	"-sweep":     {"sweep-min", "sweep-max", "sweep-step", "target-p95", "metric"},
+	"-optimize":  {"optimize-min", "optimize-max"},
+	"-from-farm": {"since", "twin-out", "admin-token"},
 }
 
 // simFlagsApply refuses a mode's flags given without the mode.
-func simFlagsApply(fs *flag.FlagSet, sweeping, optimizing bool) error {
-	on := map[string]bool{"-sweep": sweeping, "-optimize": optimizing}
+func simFlagsApply(fs *flag.FlagSet, sweeping, optimizing, twin bool) error {
+	on := map[string]bool{"-sweep": sweeping, "-optimize": optimizing, "-from-farm": twin}
 	var err error
 	fs.Visit(func(f *flag.Flag) {
 		for mode, names := range simModeFlags {

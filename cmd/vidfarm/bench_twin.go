@@ -29,7 +29,7 @@ func (tw *twinFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&tw.since, "since", 168*time.Hour, "-from-farm: how much of the farm's history, back from now (at most 2160h)")
 	fs.StringVar(&tw.out, "twin-out", "", "-from-farm: also write the twin as fleet.yaml and workload.yaml into this directory, to edit and rerun")
 	fs.Float64Var(&tw.scale, "scale-arrivals", 1, "what-if: multiply the workload's arrival rate (1.4: 40% more traffic)")
-	fs.StringVar(&tw.add, "add-nodes", "", "what-if: more nodes in named groups, group=N,… (negative N removes)")
+	fs.StringVar(&tw.add, "add-nodes", "", "what-if: more nodes in named groups, group=N,… (negative N removes; each group once), or N alone: N more in every group")
 }
 
 // inputs reads the fleet and the workload from their files or, with
@@ -91,8 +91,13 @@ func (tw *twinFlags) twin() (bench.Fleet, bench.Workload, error) {
 	for _, g := range fleet.Groups {
 		nodes += g.Count
 	}
+	from, to := bench.TwinWindow(h)
+	window := to.Sub(from).Round(time.Second).String()
+	if from.After(h.From) {
+		window += fmt.Sprintf(" (from the hour of the farm's first video, %s: -since asked for %s)", from.Format(time.RFC3339), h.To.Sub(h.From).Round(time.Second))
+	}
 	fmt.Fprintf(os.Stderr, "twin: %d videos in %s (%.1f an hour), %d nodes in %d groups\n",
-		videos, h.To.Sub(h.From).Round(time.Second), wl.Arrival.RatePerHour, nodes, len(fleet.Groups))
+		videos, window, wl.Arrival.RatePerHour, nodes, len(fleet.Groups))
 	if tw.out == "" {
 		return fleet, wl, nil
 	}
@@ -105,7 +110,7 @@ func (tw *twinFlags) twin() (bench.Fleet, bench.Workload, error) {
 			return fleet, wl, fmt.Errorf("bench sim: encode the twin's %s: %w", name, err)
 		}
 		head := fmt.Sprintf("# A twin of %s, made by `vidfarm bench sim --from-farm` from %s to %s.\n", tw.farm,
-			h.From.Format(time.RFC3339), h.To.Format(time.RFC3339))
+			from.Format(time.RFC3339), to.Format(time.RFC3339))
 		if err := os.WriteFile(filepath.Join(tw.out, name), append([]byte(head), b...), 0o644); err != nil {
 			return fleet, wl, err
 		}
