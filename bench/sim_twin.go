@@ -92,15 +92,20 @@ func Twin(h wire.History) (Fleet, Workload, error) {
 	return fleet, wl, nil
 }
 
-// TwinWindow is the part of h's window the twin's arrival rate is taken
-// over: from the start of the first hour in which the farm created a
-// video (the earliest record the history gives, by the hour) to h.To. A
+// TwinWindow is the part of h's window the farm existed in: from the
+// later of h.From and when the farm's state began (h.Began) to h.To. A
 // farm younger than the window asked for would otherwise have its videos
 // spread over hours in which it did not exist: up 1 minute with 6 videos,
-// --since 1h read 6 an hour. A history without hourly counts keeps
-// h.From.
+// --since 1h read 6 an hour. A history from a server that does not say
+// when the farm began starts at the hour of its first video instead.
 func TwinWindow(h wire.History) (from, to time.Time) {
 	from, to = h.From, h.To
+	if !h.Began.IsZero() {
+		if h.Began.After(from) && h.Began.Before(to) {
+			from = h.Began
+		}
+		return from, to
+	}
 	for i, n := range h.Hourly {
 		if n > 0 {
 			if start := h.From.Add(time.Duration(i) * time.Hour); start.After(from) && start.Before(to) {
@@ -137,7 +142,8 @@ func twinWorkload(h wire.History) (Workload, error) {
 	// The daily cycle is fitted from the window's start on too: the
 	// empty hours before the farm's first video are no cycle of it.
 	seen := h
-	seen.From, seen.Hourly = from, h.Hourly[min(int(from.Sub(h.From)/time.Hour), len(h.Hourly)):]
+	skip := min(int(from.Sub(h.From)/time.Hour), len(h.Hourly))
+	seen.From, seen.Hourly = h.From.Add(time.Duration(skip)*time.Hour), h.Hourly[skip:]
 	wl := Workload{Arrival: twinArrival(seen, float64(total)/hours), ManualShare: float64(manual) / float64(total)}
 	for m, n := range manualMix {
 		// One entry per (model, resolution, duration), weighted by its count.

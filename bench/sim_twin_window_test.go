@@ -50,3 +50,37 @@ func TestTwinRateOverTheFarmsLife(t *testing.T) {
 		})
 	}
 }
+
+// TestTwinWindowFromBegan: a history that says when the farm began (a
+// server that sends Began) is read from then, to the minute, whatever the
+// hourly counts; one that began before the window keeps the window.
+func TestTwinWindowFromBegan(t *testing.T) {
+	from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name      string
+		began     time.Time
+		wantStart time.Time
+	}{
+		{"began a minute before the end of an hour's window", from.Add(59 * time.Minute), from.Add(59 * time.Minute)},
+		{"began before the window", from.Add(-48 * time.Hour), from},
+		{"began mid-window, videos only later", from.Add(90 * time.Minute), from.Add(90 * time.Minute)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := twinHistory(t)
+			h.From, h.To, h.Began = from, from.Add(10*time.Hour), tc.began
+			h.Hourly = make([]int, 10)
+			h.Hourly[5] = 7200 // the first video in the 6th hour
+			start, end := TwinWindow(h)
+			if !start.Equal(tc.wantStart) || !end.Equal(h.To) {
+				t.Fatalf("window %v to %v, want %v to %v", start, end, tc.wantStart, h.To)
+			}
+			_, wl, err := Twin(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := 7200 / h.To.Sub(tc.wantStart).Hours(); math.Abs(wl.Arrival.RatePerHour-want) > 1e-9 {
+				t.Fatalf("rate %v an hour, want %v", wl.Arrival.RatePerHour, want)
+			}
+		})
+	}
+}

@@ -94,7 +94,11 @@ func (tw *twinFlags) twin() (bench.Fleet, bench.Workload, error) {
 	from, to := bench.TwinWindow(h)
 	window := to.Sub(from).Round(time.Second).String()
 	if from.After(h.From) {
-		window += fmt.Sprintf(" (from the hour of the farm's first video, %s: -since asked for %s)", from.Format(time.RFC3339), h.To.Sub(h.From).Round(time.Second))
+		since := "when the farm began"
+		if h.Began.IsZero() {
+			since = "the hour of the farm's first video"
+		}
+		window += fmt.Sprintf(" (from %s, %s: --since asked for %s)", since, from.Format(time.RFC3339), h.To.Sub(h.From).Round(time.Second))
 	}
 	fmt.Fprintf(os.Stderr, "twin: %d videos in %s (%.1f an hour), %d nodes in %d groups\n",
 		videos, window, wl.Arrival.RatePerHour, nodes, len(fleet.Groups))

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +19,8 @@ import (
 // TestE2ETwinOfTheFarm: a farm runs a known workload (six manual videos,
 // whose renders take 1.5 s more than ffmpeg's encode); `vidfarm bench sim
 // --from-farm` makes a twin of it and simulates it. The twin's arrival
-// rate is the six videos in its hour, its fleet is the farm's one node, and
+// rate is the six videos over the farm's few minutes (not over the hour
+// --since asked for, most of which came before the farm), its fleet is the farm's one node, and
 // its tasks take what the agent measured them to take, within 5%.
 func TestE2ETwinOfTheFarm(t *testing.T) {
 	const videos = 6
@@ -66,9 +68,23 @@ echo "progress 100"
 	out := filepath.Join(f.dir, "twin")
 	cmd := exec.Command(vidfarmBinary(t), "bench", "sim", "--from-farm", f.srv.admin.Server, "--admin-token", e2eAdminToken,
 		"--since", "1h", "--twin-out", out, "--hours", "2", "--replications", "1", "--scale-arrivals", "2", "--add-nodes", "virtual=1")
+	var said strings.Builder
+	cmd.Stderr = &said
 	report, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("bench sim --from-farm: %v\n%s", err, stderrOf(err))
+		t.Fatalf("bench sim --from-farm: %v\n%s", err, said.String())
+	}
+	// The farm is minutes old, not the hour --since asked for: the twin's
+	// window starts when the farm began (its account), and says so.
+	var counted int
+	var window string
+	line := said.String()[strings.Index(said.String(), "twin: "):]
+	if _, err := fmt.Sscanf(line, "twin: %d videos in %s", &counted, &window); err != nil || counted != videos || !strings.Contains(line, "from when the farm began") {
+		t.Fatalf("the twin's line: %q (%v)", line, err)
+	}
+	life, err := time.ParseDuration(window)
+	if err != nil || life <= 0 || life >= time.Hour {
+		t.Fatalf("the twin's window %q (%v): want the farm's few minutes", window, err)
 	}
 	// --add-nodes virtual=1 doubled the farm's one node for the run.
 	if !strings.Contains(string(report), "2 nodes, 8 GPUs") {
@@ -84,8 +100,8 @@ echo "progress 100"
 	}
 
 	// The files are the farm as it was; the what-ifs only went into the run.
-	if r := wl.Arrival.RatePerHour; math.Abs(r-videos) > 0.05*videos || wl.ManualShare != 1 {
-		t.Errorf("twin arrivals: %v an hour, manual share %v; want %d an hour, all manual", r, wl.ManualShare, videos)
+	if r, want := wl.Arrival.RatePerHour, videos/life.Hours(); math.Abs(r-want) > 0.05*want || wl.ManualShare != 1 {
+		t.Errorf("twin arrivals: %v an hour, manual share %v; want %.1f an hour (%d videos in %s), all manual", r, wl.ManualShare, want, videos, life)
 	}
 	if len(wl.Manual) != 1 || wl.Manual[0].Model != e2eModel || wl.Manual[0].Resolution != e2eResolution || wl.Manual[0].Durations[0] != 5 {
 		t.Errorf("twin mix: %+v", wl.Manual)

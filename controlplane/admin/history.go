@@ -51,6 +51,9 @@ func farmHistory(f *fsm.FSM, from, to time.Time) wire.History {
 	}
 	hours := int(to.Sub(from)/time.Hour) + 1
 	h := wire.History{From: from, To: to, Hourly: make([]int, hours)}
+	if began := f.Began(); began != 0 {
+		h.Began = time.Unix(0, began).UTC()
+	}
 	classes := map[string]*wire.HistoryClass{}
 	accounts := map[string]bool{}
 	arrivals := map[arrivalKey]int{}

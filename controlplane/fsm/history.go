@@ -15,6 +15,22 @@ type HistoryVideo struct {
 	Priority int
 }
 
+// Began is when the farm's state began: the creation of its oldest
+// account (Unix ns), which comes before any video; 0 with no account. A
+// twin of a farm younger than the window it reads spreads the farm's
+// videos over the farm's life, not over hours before it existed.
+func (f *FSM) Began() int64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var first int64
+	for _, a := range f.s.accounts {
+		if first == 0 || a.CreatedAt < first {
+			first = a.CreatedAt
+		}
+	}
+	return first
+}
+
 // EachCreatedSince calls visit with every video (previews left out)
 // created at or after since (Unix ns), account by account, newest first
 // within one. It reads the accounts' lists in pages, from memory and the

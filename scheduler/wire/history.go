@@ -14,6 +14,10 @@ type History struct {
 	Classes []HistoryClass `json:"classes"`
 	// Arrivals counts the videos created, by what they asked for.
 	Arrivals []HistoryArrival `json:"arrivals"`
+	// Began is when the farm's state began (its oldest account's creation);
+	// zero from a server before it. A window starting before it holds
+	// hours in which the farm did not exist.
+	Began time.Time `json:"began,omitzero"`
 	// Hourly counts the videos created in each hour from From; the last
 	// hour may be partial (it ends at To).
 	Hourly []int `json:"hourly"`
