@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/admin"
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/controlplane/cluster"
+	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/controlplane/tlsconf"
 	"github.com/vidfarm/vidfarm/internal/members"
 )
@@ -230,8 +233,11 @@ func runAdmin(args []string) error {
 	return printJSON(out)
 }
 
-// backupTo writes the backup next to path and renames it into place once whole,
-// so a cut transfer never leaves a file that looks like a backup.
+// backupTo writes the backup next to path and renames it into place once whole
+// and checked, so a cut transfer never leaves a file that looks like a
+// backup: a server that fails partway may end its answer cleanly (one from
+// before it cut the connection instead), and only the file's record count
+// and CRC trailer tell.
 func backupTo(ctx context.Context, cl *admin.Client, path string) (any, error) {
 	if path == "" {
 		return nil, errors.New("backup needs --out FILE")
@@ -245,6 +251,13 @@ func backupTo(ctx context.Context, cl *admin.Client, path string) (any, error) {
 	if err == nil {
 		err = tmp.Sync()
 	}
+	var info fsm.BackupInfo
+	if err == nil {
+		info, err = checkBackupFile(tmp)
+		if err != nil {
+			err = fmt.Errorf("the backup received from %s (%d bytes) is incomplete or damaged, so %s was not written: %w; run the backup again", cl.Server, n, path, err)
+		}
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -254,7 +267,15 @@ func backupTo(ctx context.Context, cl *admin.Client, path string) (any, error) {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return nil, err
 	}
-	return map[string]any{"backup": path, "bytes": n}, nil
+	return map[string]any{"backup": path, "bytes": n, "contents": info}, nil
+}
+
+// checkBackupFile reads f from its start as a restore would check it.
+func checkBackupFile(f *os.File) (fsm.BackupInfo, error) {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fsm.BackupInfo{}, err
+	}
+	return fsm.CheckBackup(bufio.NewReader(f))
 }
 
 func restoreFrom(ctx context.Context, cl *admin.Client, path string, force bool) (any, error) {

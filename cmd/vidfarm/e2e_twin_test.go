@@ -121,10 +121,3 @@ echo "progress 100"
 		t.Errorf("a twin finalize takes %.3f s; the agent measured %.3f s", twinFinalize, mean["finalize"])
 	}
 }
-
-func stderrOf(err error) string {
-	if ee, ok := err.(*exec.ExitError); ok {
-		return string(ee.Stderr)
-	}
-	return ""
-}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,7 @@ import (
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 	"github.com/vidfarm/vidfarm/controlplane/ids"
 	"github.com/vidfarm/vidfarm/controlplane/raftnode"
+	"github.com/vidfarm/vidfarm/controlplane/sealed"
 	"github.com/vidfarm/vidfarm/controlplane/telemetry"
 	"github.com/vidfarm/vidfarm/scheduler"
 	"github.com/vidfarm/vidfarm/textguard"
@@ -60,6 +62,17 @@ type Config struct {
 	// Telemetry is the GPU readings agents' heartbeats brought to this
 	// member (the node listing shows them); nil: none.
 	Telemetry *telemetry.Store
+	// DataDir is the node's data directory: a restore spools its upload
+	// there, on the disk that has room for the state, not in /tmp ("":
+	// the system's temporary directory).
+	DataDir string
+	// Secrets is the node's --secrets-key (nil: it has none): a restore
+	// refuses a backup whose sealed webhook secrets do not open with it.
+	Secrets *sealed.Key
+	// PeerTLS checks the certificates of the other members' admin
+	// listeners (the server's --tls-ca) when a promotion asks a node
+	// whether it caught up; nil: the system's CAs.
+	PeerTLS *tls.Config
 }
 
 type server struct {

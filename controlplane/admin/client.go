@@ -292,9 +292,10 @@ func (c *Client) raw(ctx context.Context, method, path string, body io.Reader) (
 	}, false)
 }
 
-// AddNode adds a node as a voter with the addresses it will be reached at,
-// as `vidfarm server --join` does for itself; for operators who add a node
-// by hand. A request that states no level is sent with this binary's
+// AddNode adds a node with the addresses it will be reached at, at
+// req.Stage, as `vidfarm server --join` does for itself; for operators who
+// add a node by hand. The voter stage is refused (409, details.reason)
+// unless the node is already a nonvoter there and has caught up. A request that states no level is sent with this binary's
 // (fsm.Understood): the node is taken to run the release of the tool that
 // adds it. It corrects its record itself once it runs (it reports a level
 // that differs), but a node older than every member must not be added.

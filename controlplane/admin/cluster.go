@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -107,6 +108,13 @@ func (s *server) clusterJoin(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 	defer cancel()
+	if req.Stage == cluster.StageVoter {
+		if e := s.promotable(ctx, req); e != nil {
+			s.cfg.Logger.Warn("promotion to voter refused", "node_id", req.ID, "raft_addr", req.RaftAddr, "err", e.Message)
+			apierr.Write(w, r, e)
+			return
+		}
+	}
 	if err := add(ctx, req.ID, req.RaftAddr); err != nil {
 		s.cfg.Logger.Warn("add voter failed", "node_id", req.ID, "raft_addr", req.RaftAddr, "err", err)
 		if errors.Is(err, raftnode.ErrPeerRefused) {
@@ -127,6 +135,98 @@ func (s *server) clusterJoin(w http.ResponseWriter, r *http.Request) {
 	}
 	s.cfg.Logger.Info("node joined the cluster", "node_id", req.ID, "raft_addr", req.RaftAddr, "stage", stage, "understands", uint8(m.Level()))
 	apierr.WriteJSON(w, http.StatusOK, map[string]any{"joined": req.ID, "stage": stage})
+}
+
+// promoteWait bounds how long a promotion waits for a nonvoter to apply
+// what the leader had applied when asked: a node that caught up is a few
+// entries behind under load, one still receiving a snapshot is minutes.
+const promoteWait = 5 * time.Second
+
+// promotable refuses to make req's node a voter unless it is a nonvoter of
+// the configuration at the same Raft address and has caught up, by its own
+// account: its admin listener answers as that node, follows this leader and
+// has applied what this leader had applied when asked. Adding a nonvoter
+// checks nothing (no peer is dialled), so a mistyped node is a nonvoter;
+// made a voter it would count for every majority and answer none. A node
+// that is a voter already passes (a retry whose first answer was lost).
+func (s *server) promotable(ctx context.Context, req cluster.JoinRequest) *apierr.Error {
+	servers, err := s.cfg.Cluster.Servers()
+	if err != nil {
+		return apierr.New(http.StatusServiceUnavailable, apierr.CodeUpstreamError, "could not read the cluster's configuration: "+err.Error())
+	}
+	i := slices.IndexFunc(servers, func(sv raftnode.Server) bool { return sv.ID == req.ID })
+	if i < 0 {
+		ids := make([]string, len(servers))
+		for j, sv := range servers {
+			ids[j] = sv.ID
+		}
+		return apierr.New(http.StatusConflict, apierr.CodeInvalidRequest,
+			"node "+req.ID+" is not in the cluster's configuration, so it cannot be made a voter: add it as a nonvoter first "+
+				"(cluster add without --voter, or start it with --join), and run this again once cluster status shows it caught up").
+			With("reason", "not_a_nonvoter").With("members", ids)
+	}
+	sv := servers[i]
+	if sv.RaftAddr != req.RaftAddr {
+		return apierr.New(http.StatusConflict, apierr.CodeInvalidRequest,
+			fmt.Sprintf("node %s is in the configuration at Raft address %s, not %s: remove it and add it again to move it", req.ID, sv.RaftAddr, req.RaftAddr)).
+			With("reason", "other_raft_addr").With("raft_addr", sv.RaftAddr)
+	}
+	if sv.Suffrage == raftnode.SuffrageVoter {
+		return nil
+	}
+	return s.caughtUp(ctx, req)
+}
+
+// caughtUp asks req's node for its own status (what `cluster status` shows
+// an operator) until it has applied what this leader had applied now.
+func (s *server) caughtUp(ctx context.Context, req cluster.JoinRequest) *apierr.Error {
+	want, leader := s.cfg.FSM.AppliedIndex(), s.cfg.Cluster.ID()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = s.cfg.PeerTLS
+	defer tr.CloseIdleConnections()
+	node := &Client{Server: req.AdminURL, Token: s.cfg.Token, HTTP: &http.Client{Transport: tr}}
+	ctx, cancel := context.WithTimeout(ctx, promoteWait)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	refuse := func(reason, msg string) *apierr.Error {
+		return apierr.New(http.StatusConflict, apierr.CodeInvalidRequest, msg).With("reason", reason).With("admin_url", req.AdminURL)
+	}
+	var last ClusterStatus
+	asked := false
+	for {
+		var st ClusterStatus
+		raw, err := node.Do(ctx, http.MethodGet, "/admin/v1/cluster/status", nil)
+		if err == nil {
+			err = json.Unmarshal(raw, &st)
+		}
+		switch {
+		case err == nil && st.NodeID != req.ID:
+			return refuse("other_node", fmt.Sprintf("the admin listener at %s is node %q's, not %s's: give the node's own --admin-url", req.AdminURL, st.NodeID, req.ID)).
+				With("answered_node_id", st.NodeID)
+		case err == nil && st.LeaderID == leader && st.AppliedIndex >= want:
+			return nil
+		case err == nil:
+			last, asked = st, true
+		case !asked || ctx.Err() == nil:
+			return refuse("node_unreachable", fmt.Sprintf("could not ask node %s whether it caught up (%v): "+
+				"a node that does not answer is not made a voter; check that it runs and that its --admin-url is right, or remove it with cluster remove", req.ID, err))
+		}
+		if ctx.Err() == nil {
+			select {
+			case <-tick.C:
+				continue
+			case <-ctx.Done():
+			}
+		}
+		msg := fmt.Sprintf("node %s has not caught up: it has applied index %d, this leader had applied %d when asked", req.ID, last.AppliedIndex, want)
+		if last.LeaderID != leader {
+			msg = fmt.Sprintf("node %s does not follow this leader (%s): it names %q as its leader", req.ID, leader, last.LeaderID)
+		}
+		return refuse("not_caught_up", msg+"; it stays a nonvoter: run this again once cluster status shows its applied index at the leader's "+
+			"(a node receiving a large snapshot needs minutes)").
+			With("node_applied_index", last.AppliedIndex).With("leader_applied_index", want).With("node_leader_id", last.LeaderID).With("leader_id", leader)
+	}
 }
 
 // clusterReport records what a member says of itself when the state holds

@@ -16,6 +16,9 @@ type BackupInfo struct {
 	// in the cluster it came from: a restore must install it at a later
 	// index of its own cluster (raftnode.Node.Restore).
 	Index uint64 `json:"index"`
+	// Secrets are the backup's webhooks' stored signing secrets, by webhook
+	// id: a restore checks that the sealed ones open with the node's key.
+	Secrets []StoredSecret `json:"-"`
 }
 
 // WriteBackup writes the whole state to w in the snapshot format: the same bytes
@@ -82,5 +85,6 @@ func CheckBackup(r io.Reader) (BackupInfo, error) {
 	if err != nil {
 		return BackupInfo{}, fmt.Errorf("check backup: %w", err)
 	}
-	return BackupInfo{Accounts: len(s.accounts), Videos: len(s.videos) + sink.n, Nodes: len(s.nodes), Index: s.out.index}, nil
+	return BackupInfo{Accounts: len(s.accounts), Videos: len(s.videos) + sink.n, Nodes: len(s.nodes), Index: s.out.index,
+		Secrets: s.storedSecrets()}, nil
 }

@@ -48,9 +48,13 @@ type StoredSecret struct {
 func (f *FSM) StoredSecrets() []StoredSecret {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	out := make([]StoredSecret, 0, len(f.s.webhooks))
-	for _, id := range slices.Sorted(maps.Keys(f.s.webhooks)) {
-		out = append(out, StoredSecret{WebhookID: id, Secret: f.s.webhooks[id].Secret})
+	return f.s.storedSecrets()
+}
+
+func (s *state) storedSecrets() []StoredSecret {
+	out := make([]StoredSecret, 0, len(s.webhooks))
+	for _, id := range slices.Sorted(maps.Keys(s.webhooks)) {
+		out = append(out, StoredSecret{WebhookID: id, Secret: s.webhooks[id].Secret})
 	}
 	return out
 }

@@ -3,8 +3,10 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"testing"
 
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
@@ -47,8 +49,26 @@ func TestBackupAndRestoreIntoANewCluster(t *testing.T) {
 	if _, err := dst.admin.Account(ctx, acct); err == nil {
 		t.Fatal("a refused restore left the account behind")
 	}
-	if _, err := dst.admin.Restore(ctx, bytes.NewReader(backup.Bytes()), false); err != nil {
+	raw, err := dst.admin.Restore(ctx, bytes.NewReader(backup.Bytes()), false)
+	if err != nil {
 		t.Fatalf("restore: %v", err)
+	}
+	// applied_index is the backup's own index, as before; raft_index is where
+	// this cluster's log installed it: above the backup's index and above
+	// every index the fresh node had written, and what its Raft reports.
+	var restored struct {
+		Restored     struct{ Index uint64 } `json:"restored"`
+		AppliedIndex uint64                 `json:"applied_index"`
+		RaftIndex    uint64                 `json:"raft_index"`
+	}
+	if err := json.Unmarshal(raw, &restored); err != nil {
+		t.Fatalf("restore answer %s: %v", raw, err)
+	}
+	if restored.Restored.Index == 0 || restored.AppliedIndex != restored.Restored.Index || restored.RaftIndex <= restored.Restored.Index {
+		t.Fatalf("restore answer %s: want applied_index the backup's index and raft_index above it", raw)
+	}
+	if st := dst.srv.Node.Stats()["last_snapshot_index"]; st != strconv.FormatUint(restored.RaftIndex, 10) {
+		t.Fatalf("raft_index %d, but Raft's last snapshot is at %s", restored.RaftIndex, st)
 	}
 	check := func(h *harness) {
 		t.Helper()

@@ -409,7 +409,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	tel := telemetry.New(telemetry.ForHeartbeats(beat))
 	reg.MustRegister(tel.Collector())
 	adminAPI := forward(cluster.Admin, admin.Handler(admin.Config{Token: cfg.AdminToken, FSM: f, Node: node, Logger: cfg.Logger, Gatherer: reg, Registerer: reg, Cluster: node,
-		AppDB: s.bridgeStatus(), BenchFill: cfg.BenchFill, Telemetry: tel}), adminLocal, admin.ObserveRefused(reg))
+		AppDB: s.bridgeStatus(), BenchFill: cfg.BenchFill, Telemetry: tel,
+		DataDir: cfg.DataDir, Secrets: secrets, PeerTLS: tlsSet.client}), adminLocal, admin.ObserveRefused(reg))
 	con := console.New(console.Config{Token: cfg.AdminToken, Admin: adminAPI, EventsHeartbeat: cfg.ConsoleEventsHeartbeat, EventsInterval: cfg.ConsoleEventsInterval, RateLimitHits: s.API.RateLimitHits,
 		MemberTLS: tlsSet.client, FSM: f, Secure: tlsSet.server != nil, Logger: cfg.Logger, Registerer: reg, Telemetry: tel})
 	s.admin = guards.server(guards.admin, withConsole(adminAPI, con))
