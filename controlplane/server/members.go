@@ -107,6 +107,9 @@ func (s *Server) reportSelf(ctx context.Context) {
 	defer t.Stop()
 	var backoff time.Duration
 	var next time.Time
+	// waitedFor is the pre-levels leader this node last said it waits for,
+	// so the wait is logged once per leader, not every second.
+	var waitedFor string
 	for {
 		select {
 		case <-ctx.Done():
@@ -123,6 +126,13 @@ func (s *Server) reportSelf(ctx context.Context) {
 		}
 		leaderID, _ := s.Node.Leader()
 		leader, ok := s.Node.FSM.Member(leaderID)
+		if ok && leader.Understands == 0 && waitedFor != leaderID {
+			// An operator following the upgrade runbook waits for this
+			// node's level in `cluster members`; say why it will not come.
+			waitedFor = leaderID
+			s.log.Info("the leader runs a release from before command levels: this node's level is recorded once the leader is upgraded",
+				"leader_id", leaderID, "understands", want.Understands)
+		}
 		if leaderID == "" || !ok || leader.Understands == 0 || leader.AdminURL == "" {
 			continue
 		}
