@@ -133,7 +133,7 @@ func Decode(entry []byte) (Command, error) {
 	}
 	e := registry[entry[0]]
 	if e.new == nil {
-		return nil, fmt.Errorf("decode: unknown message type %d", entry[0])
+		return nil, fmt.Errorf("decode: unknown message type %d (this binary applies types up to %d): a newer release wrote it; start that release on this data directory", entry[0], Understood())
 	}
 	c := e.new()
 	if err := msgpack.Unmarshal(entry[1:], c); err != nil {

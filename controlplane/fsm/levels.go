@@ -128,3 +128,19 @@ func LowestLevel(levels []ServerLevel) MessageType {
 	}
 	return low
 }
+
+// RecordedLevel is the lowest level the state's member records give (0
+// without records): the newest command types the cluster may have used,
+// since the leader proposes a type only once every member understands it.
+// A binary below it would stop on the first such entry of the log.
+func (f *FSM) RecordedLevel() MessageType {
+	ms := f.Members()
+	if len(ms) == 0 {
+		return 0
+	}
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	return LowestLevel(f.ServerLevels(ids, ""))
+}

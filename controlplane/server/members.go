@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/vidfarm/vidfarm/controlplane/cluster"
@@ -175,4 +176,17 @@ func (s *Server) gated(job string, err error) bool {
 	s.log.Warn("leader job skipped: a member does not understand its command yet", "job", job,
 		"command", nu.Type.String(), "command_type", uint8(nu.Type), "members", nu.IDs(), "detail", nu.Describe())
 	return true
+}
+
+// checkLevel refuses a data directory whose cluster every member had
+// upgraded past this binary: its log may hold commands this binary cannot
+// apply, and it would stop on the first with a panic. Until the last
+// member was upgraded a rollback is safe, and this passes.
+func checkLevel(f *fsm.FSM) error {
+	if lvl := f.RecordedLevel(); lvl > fsm.Understood() {
+		return fmt.Errorf("this data directory's cluster has used commands up to %s (type %d), which this binary cannot apply (it understands up to %s, type %d): "+
+			"a newer release wrote it; start that release (a rollback is safe only until every member runs the newer one, deploy/OPERATIONS.md)",
+			lvl, uint8(lvl), fsm.Understood(), uint8(fsm.Understood()))
+	}
+	return nil
 }

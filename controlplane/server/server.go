@@ -312,6 +312,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.AppURL = "https://app.vidfarm.example"
 	}
 	f, err := fsm.Open(filepath.Join(cfg.DataDir, "state.db"))
+	if err == nil {
+		err = checkLevel(f)
+		if err != nil {
+			f.Close()
+		}
+	}
 	if err != nil {
 		publicLn.Close()
 		adminLn.Close()
