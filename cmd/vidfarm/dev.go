@@ -114,8 +114,12 @@ Try it:
 Press Ctrl-C to stop.
 `, farm, cfg.DataDir, s.PublicURL(), s.AdminAddr(), cfg.AdminToken, s.AdminAddr(), s.AgentAddr(), s.AgentToken(),
 		st.AccountID, key, key, s.PublicURL(), key, s.PublicURL())
-	<-ctx.Done()
-	return <-agentDone
+	select {
+	case <-ctx.Done():
+		return <-agentDone
+	case err := <-s.Failed():
+		return nodeFailed(cfg.DataDir, err)
+	}
 }
 
 // devKey makes a fresh key for the dev account, creating the account on first run.

@@ -168,11 +168,25 @@ func runServer(args []string) error {
 	if err != nil {
 		return err
 	}
-	<-ctx.Done()
-	cfg.Logger.Info("shutting down")
+	var failed error
+	select {
+	case <-ctx.Done():
+		cfg.Logger.Info("shutting down")
+	case failed = <-s.Failed():
+	}
 	shutCtx, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel2()
-	return s.Close(shutCtx)
+	err = s.Close(shutCtx)
+	if failed != nil {
+		return nodeFailed(cfg.DataDir, failed)
+	}
+	return err
+}
+
+// nodeFailed is the error a node stops with when its Raft log cannot be
+// written (server.Server.Failed).
+func nodeFailed(dataDir string, err error) error {
+	return fmt.Errorf("stopped: %w; free space under %s (or repair its disk) and start the node again: it comes back with everything it acknowledged", err, dataDir)
 }
 
 // recoverCluster runs server.Recover for --recover-cluster and says what

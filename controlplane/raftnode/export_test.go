@@ -14,3 +14,7 @@ func OpenWAL(dir string) (*walLog, error) {
 
 // LogRange is logRange, for the tests' log stores.
 var LogRange = logRange
+
+// BreakLog closes the node's WAL under raft, so that every later write to
+// the log fails as a disk's would.
+func BreakLog(n *Node) error { return n.wal.WAL.Close() }

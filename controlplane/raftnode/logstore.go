@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -140,6 +141,38 @@ func moveLog(dataDir string, segmentSize int, old *raftboltdb.BoltStore, log *sl
 		return err
 	}
 	return syncDir(dataDir)
+}
+
+// failingLog tells the node's owner, once, that the log refused a write.
+// raft-wal fails every write after one it could not make (a full disk
+// during a segment's rotation leaves its tail sealed), and raft meanwhile
+// steps down and is elected again and again: the node can take no part in
+// the cluster until it is restarted, and clients of it see "no leader". So
+// the first failed write is the node's end (Config.OnLogFailure), as etcd
+// stops on a WAL it cannot write: its supervisor restarts it, and it comes
+// back once the disk has room, with everything it had acknowledged.
+type failingLog struct {
+	raft.LogStore
+	once   sync.Once
+	failed func(error)
+}
+
+func (l *failingLog) StoreLog(e *raft.Log) error { return l.check(l.LogStore.StoreLog(e)) }
+
+func (l *failingLog) StoreLogs(es []*raft.Log) error { return l.check(l.LogStore.StoreLogs(es)) }
+
+func (l *failingLog) check(err error) error {
+	if err != nil && l.failed != nil {
+		l.once.Do(func() { l.failed(fmt.Errorf("write the raft log: %w", err)) })
+	}
+	return err
+}
+
+// IsMonotonic keeps raft treating the log as the WAL it wraps (it empties
+// a monotonic log after installing a snapshot rather than leaving a gap).
+func (l *failingLog) IsMonotonic() bool {
+	m, ok := l.LogStore.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
 }
 
 // dropLogBehindSnapshot empties a log that ends before the newest snapshot.

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
@@ -221,5 +223,34 @@ func TestTruncatedTailSurvivesRestart(t *testing.T) {
 		if err := w.GetLog(i, &l); err != nil || len(l.Data) != 1 || l.Data[0] != want {
 			t.Errorf("entry %d after the restart: %v %v, want data %d", i, l.Data, err, want)
 		}
+	}
+}
+
+// TestLogFailureStopsTheNode: once the node's log refuses a write, its
+// owner hears of it (Config.OnLogFailure) once, with the log's error; the
+// proposal fails rather than hang.
+func TestLogFailureStopsTheNode(t *testing.T) {
+	failed := make(chan error, 2)
+	n := open(t, t.TempDir(), func(c *raftnode.Config) { c.OnLogFailure = func(err error) { failed <- err } })
+	defer closeNode(t, n)
+	apply(t, n, account("a", 100))
+	if err := raftnode.BreakLog(n); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := n.Apply(ctx, account("b", 1)); err == nil {
+		t.Fatal("a proposal on a broken log succeeded")
+	}
+	select {
+	case err := <-failed:
+		if !strings.Contains(err.Error(), "write the raft log") {
+			t.Fatalf("reported %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the log's failure was not reported")
+	}
+	if len(failed) != 0 {
+		t.Fatalf("reported more than once: %v", <-failed)
 	}
 }

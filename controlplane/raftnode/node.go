@@ -76,6 +76,11 @@ type Config struct {
 	// Timing is how quickly the node suspects a leader and gives up a
 	// leadership; the zero value is DefaultTiming.
 	Timing Timing
+	// OnLogFailure is called, once, when the Raft log refuses a write (a
+	// full or failing disk): the node can take no part in the cluster
+	// until it is restarted (failingLog), so its owner stops it. nil:
+	// the node goes on failing.
+	OnLogFailure func(error)
 }
 
 // Timing holds Raft's failure-detection timeouts. A follower that hears
@@ -270,7 +275,7 @@ func openStores(cfg Config, rc *raft.Config, f *fsm.FSM) (*stores, error) {
 		wlog.Close()
 		store.Close()
 	}
-	logs, err := raft.NewLogCache(1024, wlog)
+	logs, err := raft.NewLogCache(1024, &failingLog{LogStore: wlog, failed: cfg.OnLogFailure})
 	if err != nil {
 		closeStores()
 		return nil, fmt.Errorf("log cache: %w", err)

@@ -190,7 +190,18 @@ type Server struct {
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
 	closeOnce sync.Once
+	// failed receives the error that ended this node's part in the
+	// cluster (Failed).
+	failed chan error
 }
+
+// Failed receives, once, the error that ended this node's part in the
+// cluster: its Raft log refused a write (a full or failing disk), after
+// which the node can only step down and be elected again until it is
+// restarted. The process should stop (its supervisor restarts it; it comes
+// back once the disk has room, with everything it acknowledged): `vidfarm
+// server` exits 1 with the error.
+func (s *Server) Failed() <-chan error { return s.failed }
 
 // Start opens the node, waits until it can take writes and starts serving.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
@@ -343,7 +354,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	engine, guard := newWebhooks(cfg, f, reg, &s, secrets)
+	failed := make(chan error, 1)
 	node, err := raftnode.Open(raftnode.Config{
+		OnLogFailure: func(err error) {
+			cfg.Logger.Error("the raft log cannot be written: this node stops, to be started again once its disk has room", "data_dir", cfg.DataDir, "err", err)
+			failed <- err
+		},
 		DataDir: filepath.Join(cfg.DataDir, "raft"), NodeID: cfg.NodeID, RaftAddr: cfg.RaftListen,
 		Logger: cfg.Logger, NoSync: cfg.NoSync, Join: cfg.Join != "", Advertise: cfg.RaftAdvertise,
 		TLS: tlsSet.raft, Timing: cfg.RaftTiming,
@@ -357,7 +373,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s = &Server{cfg: cfg, tls: tlsSet, Node: node, Blobs: blobs, publicLn: publicLn, adminLn: adminLn, agentLn: agentLn,
-		notify: agentapi.NewNotifier(), webhooks: engine, log: cfg.Logger, secrets: secrets}
+		notify: agentapi.NewNotifier(), webhooks: engine, log: cfg.Logger, secrets: secrets, failed: failed}
 	engine.SetStore(node)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newStateCollector(f, node), guards,
 		&farmCollector{f: f, dataDir: cfg.DataDir, now: time.Now, log: cfg.Logger}, maintenanceCollector{f})
