@@ -59,6 +59,11 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// RestoreSpoolGlob names the files a restore spools its upload to in the
+// data directory; one left by a node killed mid-restore is removed at the
+// next start.
+const RestoreSpoolGlob = ".vidfarm-restore-*"
+
 // restore replaces the cluster's state with a backup. The body is spooled to a
 // file in the data directory (Config.DataDir; it needs room for the whole
 // backup there) and checked end to end (format, record count, CRC, and
@@ -72,7 +77,7 @@ func (s *server) restore(w http.ResponseWriter, r *http.Request) {
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	tmp, err := os.CreateTemp(dir, ".vidfarm-restore-*")
+	tmp, err := os.CreateTemp(dir, RestoreSpoolGlob)
 	if err != nil {
 		s.cfg.Logger.Error("restore: create the spool file", "dir", dir, "err", err)
 		apierr.Write(w, r, apierr.New(http.StatusInternalServerError, apierr.CodeInternalError, "could not create the file the backup is spooled to: "+err.Error()).

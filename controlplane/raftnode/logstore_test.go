@@ -254,3 +254,31 @@ func TestLogFailureStopsTheNode(t *testing.T) {
 		t.Fatalf("reported more than once: %v", <-failed)
 	}
 }
+
+// TestCutSnapshotRemoved: a snapshot a node was killed while writing (raft's
+// *.tmp directory) is gone after the next start; whole ones stay.
+func TestCutSnapshotRemoved(t *testing.T) {
+	dir := t.TempDir()
+	n := open(t, dir)
+	apply(t, n, account("a", 100))
+	if err := n.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	closeNode(t, n)
+	cut := filepath.Join(dir, "snapshots", "2-99-1795000000000.tmp")
+	if err := os.MkdirAll(cut, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cut, "state.bin"), []byte("half a snapshot"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n = open(t, dir)
+	defer closeNode(t, n)
+	if _, err := os.Stat(cut); !os.IsNotExist(err) {
+		t.Fatalf("the cut snapshot is still there: %v", err)
+	}
+	whole, _ := filepath.Glob(filepath.Join(dir, "snapshots", "*"))
+	if len(whole) == 0 {
+		t.Fatal("the whole snapshot went too")
+	}
+}

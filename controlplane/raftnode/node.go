@@ -285,6 +285,7 @@ func openStores(cfg Config, rc *raft.Config, f *fsm.FSM) (*stores, error) {
 		closeStores()
 		return nil, fmt.Errorf("open snapshot store: %w", err)
 	}
+	removeCutSnapshots(cfg.DataDir, cfg.Logger)
 	snaps := newCheckpointSnapshots(files, f, cfg.DataDir, cfg.Logger)
 	if err := dropLogBehindSnapshot(wlog, snaps, cfg.Logger); err != nil {
 		closeStores()

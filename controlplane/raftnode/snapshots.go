@@ -128,3 +128,22 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	c.n.Add(int64(n))
 	return n, err
 }
+
+// removeCutSnapshots deletes the snapshots a node stopped while writing:
+// raft's file store writes one in a directory named *.tmp and renames it
+// once whole, never reads a *.tmp one, and never deletes one either, so
+// each kill mid-snapshot (of a state of millions of videos, minutes) would
+// leave its partial copy on the disk for good.
+func removeCutSnapshots(dataDir string, log *slog.Logger) {
+	cut, err := filepath.Glob(filepath.Join(dataDir, "snapshots", "*.tmp"))
+	if err != nil {
+		return
+	}
+	for _, dir := range cut {
+		if err := os.RemoveAll(dir); err != nil {
+			log.Warn("remove a snapshot cut short", "dir", dir, "err", err)
+			continue
+		}
+		log.Info("removed a snapshot cut short by a stop", "dir", dir)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -119,5 +121,21 @@ func TestBackupAndRestoreIntoANewCluster(t *testing.T) {
 	}
 	if r := again.do("GET", "/v1/videos/"+after, key, nil); r.Status != http.StatusOK {
 		t.Fatalf("the video created after the restore, after the restart: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestRestoreSpoolLeftByAStopRemoved: the upload of a restore a kill cut
+// short (a file the size of a backup in the data directory) is removed
+// when the node starts again.
+func TestRestoreSpoolLeftByAStopRemoved(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	left := filepath.Join(dir, ".vidfarm-restore-123456")
+	if err := os.WriteFile(left, []byte("half a backup"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start(t, func(c *server.Config) { c.DataDir = dir })
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Fatalf("the cut restore's upload is still there: %v", err)
 	}
 }

@@ -2,8 +2,12 @@ package server
 
 import (
 	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/vidfarm/vidfarm/controlplane/admin"
 	"github.com/vidfarm/vidfarm/controlplane/api"
 	"github.com/vidfarm/vidfarm/controlplane/fsm"
 )
@@ -142,5 +146,18 @@ func (s *Server) expireUploads(ctx context.Context) {
 	}
 	if deleted > 0 {
 		s.log.Info("deleted expired uploads", "count", deleted, "older_than", s.cfg.UploadRetention.String())
+	}
+}
+
+// removeRestoreSpools deletes the uploads of restores a stop cut short
+// (admin.RestoreSpoolGlob): each is the size of a backup.
+func removeRestoreSpools(dataDir string, log *slog.Logger) {
+	left, _ := filepath.Glob(filepath.Join(dataDir, admin.RestoreSpoolGlob))
+	for _, p := range left {
+		if err := os.Remove(p); err != nil {
+			log.Warn("remove the upload of a restore cut short", "path", p, "err", err)
+			continue
+		}
+		log.Info("removed the upload of a restore cut short by a stop", "path", p)
 	}
 }

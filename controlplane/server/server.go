@@ -322,6 +322,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.AppURL == "" {
 		cfg.AppURL = "https://app.vidfarm.example"
 	}
+	removeRestoreSpools(cfg.DataDir, cfg.Logger)
 	f, err := fsm.Open(filepath.Join(cfg.DataDir, "state.db"))
 	if err == nil {
 		err = checkLevel(f)
