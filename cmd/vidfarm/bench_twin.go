@@ -92,7 +92,13 @@ func (tw *twinFlags) twin() (bench.Fleet, bench.Workload, error) {
 		nodes += g.Count
 	}
 	from, to := bench.TwinWindow(h)
-	window := to.Sub(from).Round(time.Second).String()
+	// A farm minutes old is read to the hundredth of a second: the rate
+	// the twin takes is its videos over this span.
+	span := to.Sub(from)
+	window := span.Round(time.Second).String()
+	if span < time.Hour {
+		window = span.Round(10 * time.Millisecond).String()
+	}
 	if from.After(h.From) {
 		since := "when the farm began"
 		if h.Began.IsZero() {
