@@ -144,6 +144,9 @@ echo "exported rows: $(metric vidfarm_appdb_rows_exported_total)"
 "$psql" "$pg" -qc "SET client_min_messages = warning; DROP SCHEMA $schema CASCADE"
 
 echo
+echo "== one checkpoint of 200,000 finished videos (scripts/bench-checkpoint.sh)"
+./scripts/bench-checkpoint.sh
+
 echo "== the state at scale: ${STATE_VIDEOS:-10000000} finished videos (scripts/bench-state.sh)"
 ./scripts/bench-state.sh
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -231,7 +233,21 @@ func putVideos(tx *bbolt.Tx, videos []diskVideo, counts map[string]videoCounts) 
 	lb.FillPercent = 0.9
 	touched := map[string]bool{}
 	var written int64
-	for _, d := range videos {
+	// Keys are put in their order, the videos' and then the lists': bbolt
+	// keeps a node's keys in one sorted slice until the transaction
+	// commits, so each key put out of order shifts every key after it. The
+	// videos come in a map's order; 200,000 of them in one checkpoint (a
+	// checkpoint after failed ones, or a fill) took 91 s, nearly all of it
+	// moving memory, where sorted they take about a second.
+	order := make([]int, len(videos))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(videos[a].v.ID, videos[b].v.ID) })
+	type listed struct{ key, id []byte }
+	var lists []listed
+	for _, i := range order {
+		d := videos[i]
 		body, err := encodeDiskVideo(d.v, d.seq)
 		if err != nil {
 			return 0, err
@@ -244,9 +260,7 @@ func putVideos(tx *bbolt.Tx, videos []diskVideo, counts map[string]videoCounts) 
 			continue
 		}
 		for _, tag := range listTags(d.v) {
-			if err := lb.Put(listKey(d.v.AccountID, tag, d.seq), []byte(d.v.ID)); err != nil {
-				return 0, fmt.Errorf("list video %s: %w", d.v.ID, err)
-			}
+			lists = append(lists, listed{listKey(d.v.AccountID, tag, d.seq), []byte(d.v.ID)})
 		}
 		c := counts[d.v.AccountID]
 		if c == nil {
@@ -257,6 +271,12 @@ func putVideos(tx *bbolt.Tx, videos []diskVideo, counts map[string]videoCounts) 
 			c[tag]++
 		}
 		touched[d.v.AccountID] = true
+	}
+	slices.SortFunc(lists, func(a, b listed) int { return bytes.Compare(a.key, b.key) })
+	for _, l := range lists {
+		if err := lb.Put(l.key, l.id); err != nil {
+			return 0, fmt.Errorf("list video %s: %w", l.id, err)
+		}
 	}
 	cb := tx.Bucket([]byte(bucketCounts))
 	for account := range touched {
