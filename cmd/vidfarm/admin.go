@@ -91,8 +91,14 @@ func runAdmin(args []string) error {
 		rest = rest[1:]
 	}
 	timeout := 30 * time.Second
-	if cmd == "backup" || cmd == "restore" {
+	switch cmd {
+	case "backup", "restore":
 		timeout = 30 * time.Minute // the whole state crosses the network
+	case "snapshot":
+		// A checkpoint writes what changed since the last one; after
+		// checkpoints that failed (a full disk) that can be minutes, and a
+		// CLI that gave up at 30 s said nothing of the snapshot going on.
+		timeout = 30 * time.Minute
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
