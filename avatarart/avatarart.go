@@ -41,12 +41,6 @@ func RGB(v uint32) color.RGBA {
 // StockSize is the side of a stock avatar's picture in pixels.
 const StockSize = 256
 
-// Stock is the look of stock avatar id.
-func Stock(id string) (Look, bool) {
-	l, ok := stockLooks[id]
-	return l, ok
-}
-
 // stockPNGs caches each stock avatar's picture: drawing one takes about a
 // millisecond, and the catalogue shows them all on every page.
 var stockPNGs sync.Map // id → func() ([]byte, error)

@@ -43,22 +43,8 @@ func newSweepMetrics(reg prometheus.Registerer) sweepMetrics {
 	}
 }
 
-// counter registers a counter in reg, or takes the one already registered
-// under its name (a second handler on the same registry); nil reg: counted,
-// not exported.
 func counter(reg prometheus.Registerer, name, help string) prometheus.Counter {
-	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
-	if reg == nil {
-		return c
-	}
-	if err := reg.Register(c); err != nil {
-		are, ok := err.(prometheus.AlreadyRegisteredError)
-		if !ok {
-			panic(err) // another collector under the name: a programming error
-		}
-		return are.ExistingCollector.(prometheus.Counter)
-	}
-	return c
+	return apierr.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help}))
 }
 
 // RouteForward is the route label of the agent requests that the forwarder

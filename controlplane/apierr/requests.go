@@ -15,17 +15,25 @@ type Requests struct{ vec *prometheus.CounterVec }
 // NewRequests registers the counter name in reg, or takes the one already
 // registered there under it; nil reg: counted, not exported.
 func NewRequests(reg prometheus.Registerer, name, help string) Requests {
-	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"method", "route", "status"})
-	if reg != nil {
-		if err := reg.Register(vec); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				panic(err) // another collector under the name: a programming error
-			}
-			vec = are.ExistingCollector.(*prometheus.CounterVec)
-		}
+	return Requests{vec: Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"method", "route", "status"}))}
+}
+
+// Register registers c in reg and returns it, or returns the collector of
+// the same description already registered there (a listener's handler
+// and the forwarder in front of it, or a second handler on one registry,
+// share their series); nil reg: c, counted but not exported.
+func Register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if reg == nil {
+		return c
 	}
-	return Requests{vec: vec}
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			panic(err) // another collector under the name: a programming error
+		}
+		return are.ExistingCollector.(C)
+	}
+	return c
 }
 
 // Observe counts one request; the method is folded (MethodLabel).
