@@ -29,11 +29,7 @@ func Recover(cfg Config) (raftnode.Recovery, error) {
 	if err != nil {
 		return raftnode.Recovery{}, err
 	}
-	rec, err := raftnode.Recover(raftnode.Config{
-		DataDir: filepath.Join(cfg.DataDir, "raft"), NodeID: cfg.NodeID, RaftAddr: cfg.RaftListen,
-		Advertise: cfg.RaftAdvertise, Logger: cfg.Logger, Timing: cfg.RaftTiming,
-		SnapshotThreshold: cfg.RaftSnapshotThreshold, TrailingLogs: cfg.RaftTrailingLogs,
-	}, f)
+	rec, err := raftnode.Recover(raftConfig(cfg), f)
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close the state file: %w", cerr)
 	}

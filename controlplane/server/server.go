@@ -203,6 +203,17 @@ type Server struct {
 // server` exits 1 with the error.
 func (s *Server) Failed() <-chan error { return s.failed }
 
+// raftConfig is the Raft node of cfg: where its data is, who it is and how
+// it keeps its log; Start adds what a running node needs (TLS, joining,
+// what to do when the log fails), Recover uses it as it is.
+func raftConfig(cfg Config) raftnode.Config {
+	return raftnode.Config{
+		DataDir: filepath.Join(cfg.DataDir, "raft"), NodeID: cfg.NodeID, RaftAddr: cfg.RaftListen,
+		Advertise: cfg.RaftAdvertise, Logger: cfg.Logger, NoSync: cfg.NoSync, Timing: cfg.RaftTiming,
+		SnapshotThreshold: cfg.RaftSnapshotThreshold, TrailingLogs: cfg.RaftTrailingLogs,
+	}
+}
+
 // Start opens the node, waits until it can take writes and starts serving.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
@@ -356,16 +367,13 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	engine, guard := newWebhooks(cfg, f, reg, &s, secrets)
 	failed := make(chan error, 1)
-	node, err := raftnode.Open(raftnode.Config{
-		OnLogFailure: func(err error) {
-			cfg.Logger.Error("the raft log cannot be written: this node stops, to be started again once its disk has room", "data_dir", cfg.DataDir, "err", err)
-			failed <- err
-		},
-		DataDir: filepath.Join(cfg.DataDir, "raft"), NodeID: cfg.NodeID, RaftAddr: cfg.RaftListen,
-		Logger: cfg.Logger, NoSync: cfg.NoSync, Join: cfg.Join != "", Advertise: cfg.RaftAdvertise,
-		TLS: tlsSet.raft, Timing: cfg.RaftTiming,
-		SnapshotThreshold: cfg.RaftSnapshotThreshold, TrailingLogs: cfg.RaftTrailingLogs,
-	}, f)
+	rc := raftConfig(cfg)
+	rc.TLS, rc.Join = tlsSet.raft, cfg.Join != ""
+	rc.OnLogFailure = func(err error) {
+		cfg.Logger.Error("the raft log cannot be written: this node stops, to be started again once its disk has room", "data_dir", cfg.DataDir, "err", err)
+		failed <- err
+	}
+	node, err := raftnode.Open(rc, f)
 	if err != nil {
 		f.Close()
 		publicLn.Close()
