@@ -54,6 +54,21 @@ func (f Fault) Bidi() bool { return Bidi(f.Rune) }
 // Code is the character as Unicode writes it: U+001B, U+202E.
 func (f Fault) Code() string { return fmt.Sprintf("U+%04X", f.Rune) }
 
+// Message says what is wrong with field, checked under m, and what it may
+// hold, without echoing the character: the text of an API's refusal.
+func (f Fault) Message(field string, m Mode) string {
+	switch {
+	case f.Bidi():
+		return fmt.Sprintf("%s holds the bidirectional control %s at character %d (counting from 1), which makes the text after it display in another order than it is stored; it may hold right-to-left letters and the marks U+200E and U+200F, not embeddings, overrides or isolates (U+202A–U+202E, U+2066–U+2069)",
+			field, f.Code(), f.Pos)
+	case m == Lines:
+		return fmt.Sprintf("%s holds the control character %s at character %d (counting from 1); line breaks (\\n or \\r\\n) and tabs are allowed; other control characters (escape sequences, a lone carriage return) are not",
+			field, f.Code(), f.Pos)
+	}
+	return fmt.Sprintf("%s holds the control character %s at character %d (counting from 1); it is one line of text without control characters: remove line breaks, tabs and escape sequences",
+		field, f.Code(), f.Pos)
+}
+
 // Check finds the first character s may not hold under m; ok is false when
 // there is one.
 func Check(s string, m Mode) (f Fault, ok bool) {

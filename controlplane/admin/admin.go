@@ -242,9 +242,9 @@ func checkReason(reason string) *apierr.Error {
 		return apierr.Invalid("reason", fmt.Sprintf("reason is %d bytes; at most %d", len(reason), maxReason)).With("maximum", maxReason)
 	}
 	if f, ok := textguard.Check(reason, textguard.Line); !ok {
-		return apierr.Invalid("reason", fmt.Sprintf("reason holds the character %s at character %d (counting from 1): a reason is one line of text without control characters, line breaks or bidirectional controls",
-			f.Code(), f.Pos)).With("position", f.Pos).With("character", f.Code())
+		return apierr.Invalid("reason", f.Message("reason", textguard.Line)).With("position", f.Pos).With("character", f.Code())
 	}
+
 	return nil
 }
 

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"fmt"
-
 	"github.com/vidfarm/vidfarm/controlplane/apierr"
 	"github.com/vidfarm/vidfarm/textguard"
 )
@@ -38,17 +36,5 @@ func checkControls(field, s string, m textguard.Mode) *apierr.Error {
 	if ok {
 		return nil
 	}
-	var msg string
-	switch {
-	case f.Bidi():
-		msg = fmt.Sprintf("%s holds the bidirectional control %s at character %d (counting from 1), which makes the text after it display in another order than it is stored; a name may hold right-to-left letters and the marks U+200E and U+200F, not embeddings, overrides or isolates (U+202A–U+202E, U+2066–U+2069)",
-			field, f.Code(), f.Pos)
-	case m == textguard.Lines:
-		msg = fmt.Sprintf("%s holds the control character %s at character %d (counting from 1); line breaks (\\n or \\r\\n) and tabs are allowed; other control characters (escape sequences, a lone carriage return) are not",
-			field, f.Code(), f.Pos)
-	default:
-		msg = fmt.Sprintf("%s holds the control character %s at character %d (counting from 1); a name is one line of text without control characters: remove line breaks, tabs and escape sequences",
-			field, f.Code(), f.Pos)
-	}
-	return apierr.Invalid(field, msg).With("position", f.Pos).With("character", f.Code())
+	return apierr.Invalid(field, f.Message(field, m)).With("position", f.Pos).With("character", f.Code())
 }
