@@ -14,6 +14,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
+	walmetrics "github.com/hashicorp/raft-wal/metrics"
 	"github.com/hashicorp/raft-wal/migrate"
 )
 
@@ -51,6 +52,10 @@ const migrateBatchBytes = 4 << 20
 type walLog struct {
 	*wal.WAL
 	meta *metadb.BoltMetaDB
+	// stats counts what the WAL wrote, read and cut since it was opened
+	// (Node.LogStats): raft's own timings say how long a write took, not
+	// how many bytes the disk took or how often a segment filled.
+	stats *walmetrics.AtomicCollector
 }
 
 // Close closes the WAL, then its metadata store.
@@ -67,12 +72,14 @@ func openWAL(dir string, segmentSize int, hlog hclog.Logger) (*walLog, error) {
 		return nil, err
 	}
 	meta := &metadb.BoltMetaDB{}
-	w, err := wal.Open(dir, wal.WithMetaStore(meta), wal.WithSegmentSize(segmentSize), wal.WithLogger(hlog.Named("wal")))
+	stats := walmetrics.NewAtomicCollector(wal.MetricDefinitions)
+	w, err := wal.Open(dir, wal.WithMetaStore(meta), wal.WithSegmentSize(segmentSize), wal.WithLogger(hlog.Named("wal")),
+		wal.WithMetricsCollector(stats))
 	if err != nil {
 		meta.Close()
 		return nil, err
 	}
-	return &walLog{WAL: w, meta: meta}, nil
+	return &walLog{WAL: w, meta: meta, stats: stats}, nil
 }
 
 // openLog opens the node's Raft log, first moving a log that raft.db still

@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	walmetrics "github.com/hashicorp/raft-wal/metrics"
 	"go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
@@ -452,6 +453,12 @@ func (n *Node) Snapshot() error {
 
 // Stats is Raft's own view of the node (state, term, indexes).
 func (n *Node) Stats() map[string]string { return n.Raft.Stats() }
+
+// LogStats is what the Raft log (raft-wal) counted since the node opened
+// it: entries and bytes written and read, appends, segments filled,
+// entries cut from either end (wal.MetricDefinitions names them), and the
+// age of the last segment when it filled.
+func (n *Node) LogStats() walmetrics.Summary { return n.wal.stats.Summary() }
 
 // Close shuts Raft down and closes the stores.
 func (n *Node) Close() error {

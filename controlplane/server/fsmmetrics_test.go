@@ -31,6 +31,12 @@ func TestFSMMetrics(t *testing.T) {
 		// The video, its task graph, its event, the hot stream, the index:
 		// more than one page.
 		{`vidfarm_state_file_pages_written_total`, 2},
+		// raft-wal's own counters: the bootstrap configuration, the
+		// account, the video and more, each appended and synced.
+		{`vidfarm_raft_log_written_entries_total`, 3},
+		{`vidfarm_raft_log_written_bytes_total`, 100},
+		{`vidfarm_raft_log_appends_total`, 1},
+		{`vidfarm_raft_log_segments_filled_total`, 0},
 	} {
 		v, ok := metricSample(page, want.series)
 		if !ok {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	gometrics "github.com/hashicorp/go-metrics/compat"
+	wal "github.com/hashicorp/raft-wal"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -79,6 +80,35 @@ vidfarm_raft_replication_append_entries_logs_total{peer_id="cp2"} 64
 		}
 		if !found {
 			t.Errorf("%s: no series", c.name)
+		}
+	}
+}
+
+// Every series raft-wal defines reaches /metrics or is left out on
+// purpose, and walSeries names none it does not define: a raft-wal
+// upgrade that adds or renames one fails here rather than going unseen.
+func TestWALSeriesCoverRaftWAL(t *testing.T) {
+	defined := map[string]bool{}
+	for _, d := range wal.MetricDefinitions.Counters {
+		defined[d.Name] = false
+	}
+	for _, d := range wal.MetricDefinitions.Gauges {
+		defined[d.Name] = true
+	}
+	for name, gauge := range defined {
+		s, ok := walSeries[name]
+		switch {
+		case !ok && !walLeftOut[name]:
+			t.Errorf("raft-wal's %s is neither in walSeries nor in walLeftOut", name)
+		case ok && s.gauge != gauge:
+			t.Errorf("%s: walSeries says gauge %v, raft-wal %v", name, s.gauge, gauge)
+		case ok && gauge == strings.HasSuffix(s.name, "_total"):
+			t.Errorf("%s: %s: a counter's name ends in _total, a gauge's does not", name, s.name)
+		}
+	}
+	for name := range walSeries {
+		if _, ok := defined[name]; !ok {
+			t.Errorf("walSeries names %s, which raft-wal does not define", name)
 		}
 	}
 }
