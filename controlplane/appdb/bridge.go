@@ -41,8 +41,11 @@ type Config struct {
 	Batch int
 	// MaxBackoff caps the wait between attempts while Postgres fails (default 30 s).
 	MaxBackoff time.Duration
-	Logger     *slog.Logger
-	Now        func() time.Time
+	// HeldWarnAfter is how long app rows wait behind a transaction still
+	// open before the bridge logs a warning naming it (default 10 s).
+	HeldWarnAfter time.Duration
+	Logger        *slog.Logger
+	Now           func() time.Time
 }
 
 // Bridge runs the app-database bridge on the leader.
@@ -54,6 +57,10 @@ type Bridge struct {
 	pool     *pgxpool.Pool
 	migrated bool
 	st       Status
+	// heldWarnedAt is when warnHeld last warned, of the transaction
+	// heldWarnedXid.
+	heldWarnedAt  time.Time
+	heldWarnedXid uint64
 }
 
 // Status is what `vidfarm admin cluster status` shows of the bridge.
@@ -66,10 +73,14 @@ type Status struct {
 	// LastErrorAt and LastSuccessAt are Unix seconds (0: never).
 	LastErrorAt   int64 `json:"last_error_at,omitempty"`
 	LastSuccessAt int64 `json:"last_success_at,omitempty"`
-	// InboundLagSeconds is the age of the oldest app row not yet applied;
-	// OutboundLagSeconds the age of the oldest movement not yet exported.
+	// InboundLagSeconds is the age of the oldest app row not yet applied,
+	// held back ones included; OutboundLagSeconds the age of the oldest
+	// movement not yet exported.
 	InboundLagSeconds  float64 `json:"inbound_lag_seconds"`
 	OutboundLagSeconds float64 `json:"outbound_lag_seconds"`
+	// InboundHeldRows counts app rows committed but not yet applied because
+	// a transaction that began before them is still open (inbound.go).
+	InboundHeldRows int64 `json:"inbound_held_rows"`
 	// OutboundPending counts ledger entries and video events not yet exported.
 	OutboundPending int    `json:"outbound_pending"`
 	OutboundCursor  uint64 `json:"outbound_cursor"`
@@ -96,6 +107,9 @@ func New(cfg Config) (*Bridge, error) {
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = 30 * time.Second
 	}
+	if cfg.HeldWarnAfter <= 0 {
+		cfg.HeldWarnAfter = 10 * time.Second
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -121,7 +135,11 @@ func (b *Bridge) Status() Status {
 	st.OutboundPending = pending
 	st.OutboundLagSeconds = b.age(oldest)
 	if !st.Active {
-		st.InboundLagSeconds = 0
+		// The bridge runs on the leader alone: what a former leader last
+		// saw of the app database says nothing now, and a stale
+		// "connected" would hide the leader's disconnection from an alert
+		// on the members' maximum.
+		st.Connected, st.InboundLagSeconds, st.InboundHeldRows = false, 0, 0
 	}
 	return st
 }
@@ -175,7 +193,7 @@ func (b *Bridge) lead(ctx context.Context) {
 			fails++
 			wait = backoff(fails, b.cfg.MaxBackoff)
 			b.failed(err)
-			b.cfg.Logger.Warn("app database bridge step failed; retrying", "err", err, "attempt", fails, "retry_in", wait)
+			b.cfg.Logger.Warn("app database bridge step failed; retrying", "err", err, "attempt", fails, "retry_in", wait.String())
 		case err == nil:
 			fails = 0
 			if more {

@@ -105,7 +105,11 @@ func TestPurchaseOnceWhenKilledBeforeCursorCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := fetchInbound(ctx, pool, cur, 100)
+	horizon, err := readHorizon(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := fetchInbound(ctx, pool, cur, horizon, 100)
 	if err != nil || len(rows) != 2 {
 		t.Fatalf("rows %+v, err %v: want the account and the purchase", rows, err)
 	}

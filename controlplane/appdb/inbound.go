@@ -3,6 +3,7 @@ package appdb
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -23,21 +24,61 @@ var inboundTables = []struct{ table, kind, cols string }{
 	{"vidfarm_app_api_key_revocations", fsm.AppKeyRevocations, "NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::text, key_id, NULL::bytea, NULL::text"},
 }
 
-// inboundQuery reads the next rows after the cursor, in (xid, id) order, and only
-// rows of transactions older than every open one: a transaction still running may
-// hold rows that sort before them, and reading past those would skip them for good.
+// horizonQuery is the xid below which every row the inbound tables will ever
+// hold is visible now: the oldest transaction still open, or the next xid when
+// none is. Rows are read in (xid, id) order only below it: a transaction still
+// running may hold rows that sort before later ones, and reading past those
+// would skip them for good. A transaction open in another database of the
+// server cannot write these tables, so it is not waited for; pg_stat_activity
+// says which database a running transaction is in (to a role that may read
+// the other sessions' rows: a superuser, or a member of pg_read_all_stats),
+// and one it does not show, such as a prepared transaction, is waited for.
+// A transaction is only dropped from the wait when pg_stat_activity names
+// another database for its xid, so one that ended between the snapshot and
+// that read is waited for, which is safe.
+const horizonQuery = `WITH s AS MATERIALIZED (SELECT pg_current_snapshot() AS snap)
+SELECT COALESCE(
+	(SELECT min(x) FROM s, pg_snapshot_xip(s.snap) AS x WHERE NOT EXISTS (
+		SELECT 1 FROM pg_stat_activity a WHERE a.backend_xid = xid(x) AND a.datname IS DISTINCT FROM current_database())),
+	(SELECT pg_snapshot_xmax(snap) FROM s))::text`
+
+// inboundQuery reads the next rows after the cursor ($1, $2) and below the
+// horizon ($4, horizonQuery's), in (xid, id) order. The horizon is read in a
+// statement before: every transaction below it had ended then, so a later
+// snapshot sees the same rows below it.
 var inboundQuery = func() string {
 	q := "SELECT kind, id, xid::text, created_at, account_id, name, plan, credits, purchase_id, key_id, key_hash, key_hint FROM ("
 	for i, t := range inboundTables {
 		if i > 0 {
 			q += " UNION ALL "
 		}
-		q += fmt.Sprintf("(SELECT '%s' AS kind, id, xid, created_at, %s FROM %s WHERE (xid, id) > ($1::text::xid8, $2::bigint) ORDER BY xid, id LIMIT $3)",
+		q += fmt.Sprintf("(SELECT '%s' AS kind, id, xid, created_at, %s FROM %s WHERE (xid, id) > ($1::text::xid8, $2::bigint) AND xid < $4::text::xid8 ORDER BY xid, id LIMIT $3)",
 			t.kind, t.cols, t.table)
 	}
 	return q + ") AS r(kind, id, xid, created_at, account_id, name, plan, credits, purchase_id, key_id, key_hash, key_hint)" +
-		" WHERE r.xid < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY r.xid, r.id LIMIT $3"
+		" ORDER BY r.xid, r.id LIMIT $3"
 }()
+
+// heldQuery counts the rows after the cursor ($1, $2) that wait at or above
+// the horizon ($3): committed by a transaction that began after one still
+// open, which holds them back until it ends. (Rows of the open transaction
+// itself are not visible until it commits.)
+var heldQuery = func() string {
+	q := "SELECT count(*), min(created_at) FROM ("
+	for i, t := range inboundTables {
+		if i > 0 {
+			q += " UNION ALL "
+		}
+		q += fmt.Sprintf("SELECT created_at FROM %s WHERE (xid, id) > ($1::text::xid8, $2::bigint) AND xid >= $3::text::xid8", t.table)
+	}
+	return q + ") AS h"
+}()
+
+// blockerQuery describes the open transaction with xid $1 (the horizon), for
+// the warning that names it.
+const blockerQuery = `SELECT pid, COALESCE(datname, ''), COALESCE(usename, ''), COALESCE(application_name, ''), COALESCE(state, ''),
+	COALESCE(extract(epoch FROM now() - xact_start), 0)::float8
+	FROM pg_stat_activity WHERE backend_xid = xid($1::text::xid8) LIMIT 1`
 
 // inRow is one row of an inbound table; columns the table lacks are nil.
 type inRow struct {
@@ -83,8 +124,21 @@ type pgxQuerier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-func fetchInbound(ctx context.Context, q pgxQuerier, after fsm.InboundMark, limit int) ([]inRow, error) {
-	rows, err := q.Query(ctx, inboundQuery, strconv.FormatUint(after.Xid, 10), after.Seq, limit)
+// readHorizon runs horizonQuery.
+func readHorizon(ctx context.Context, q pgxQuerier) (uint64, error) {
+	var s string
+	if err := q.QueryRow(ctx, horizonQuery).Scan(&s); err != nil {
+		return 0, fmt.Errorf("read the oldest open transaction: %w", err)
+	}
+	x, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("oldest open transaction %q: %w", s, err)
+	}
+	return x, nil
+}
+
+func fetchInbound(ctx context.Context, q pgxQuerier, after fsm.InboundMark, horizon uint64, limit int) ([]inRow, error) {
+	rows, err := q.Query(ctx, inboundQuery, strconv.FormatUint(after.Xid, 10), after.Seq, limit, strconv.FormatUint(horizon, 10))
 	if err != nil {
 		return nil, fmt.Errorf("read inbound rows: %w", err)
 	}
@@ -108,21 +162,56 @@ func fetchInbound(ctx context.Context, q pgxQuerier, after fsm.InboundMark, limi
 	return out, nil
 }
 
+// held is what waits behind an open transaction: rows committed at or above
+// the horizon, and the oldest one's time.
+type held struct {
+	rows   int64
+	oldest time.Time
+}
+
+func readHeld(ctx context.Context, q pgxQuerier, after fsm.InboundMark, horizon uint64) (held, error) {
+	var h held
+	var oldest *time.Time
+	if err := q.QueryRow(ctx, heldQuery, strconv.FormatUint(after.Xid, 10), after.Seq, strconv.FormatUint(horizon, 10)).Scan(&h.rows, &oldest); err != nil {
+		return h, fmt.Errorf("count rows held back: %w", err)
+	}
+	if oldest != nil {
+		h.oldest = *oldest
+	}
+	return h, nil
+}
+
 // inbound applies the next batch of app rows and commits the cursor past them.
 func (b *Bridge) inbound(ctx context.Context, pool *pgxpool.Pool) (more bool, err error) {
 	cur, err := readInboundCursor(ctx, pool)
 	if err != nil {
 		return false, err
 	}
-	rows, err := fetchInbound(ctx, pool, cur, b.cfg.Batch)
+	horizon, err := readHorizon(ctx, pool)
 	if err != nil {
 		return false, err
 	}
+	rows, err := fetchInbound(ctx, pool, cur, horizon, b.cfg.Batch)
+	if err != nil {
+		return false, err
+	}
+	var h held
+	if len(rows) < b.cfg.Batch { // else the next step looks
+		if h, err = readHeld(ctx, pool, cur, horizon); err != nil {
+			return false, err
+		}
+		b.warnHeld(ctx, pool, h, horizon)
+	}
 	b.update(func(st *Status) {
 		st.InboundCursor = fmt.Sprintf("%d/%d", cur.Xid, cur.Seq)
+		st.InboundHeldRows = h.rows
+		oldest := h.oldest
+		if len(rows) > 0 && (oldest.IsZero() || rows[0].Created.Before(oldest)) {
+			oldest = rows[0].Created
+		}
 		st.InboundLagSeconds = 0
-		if len(rows) > 0 {
-			st.InboundLagSeconds = b.age(rows[0].Created.UnixNano())
+		if !oldest.IsZero() {
+			st.InboundLagSeconds = b.age(oldest.UnixNano())
 		}
 	})
 	if len(rows) == 0 {
@@ -143,6 +232,41 @@ func (b *Bridge) inbound(ctx context.Context, pool *pgxpool.Pool) (more bool, er
 		}
 	}
 	return len(rows) == b.cfg.Batch, nil
+}
+
+// warnHeld logs, when a transaction begins to hold app rows back and once a
+// minute while it does, that they wait behind it, naming it: an idle session left in a transaction, a
+// long batch job or migration that wrote anything stops purchases and key
+// revocations until it ends, and the app's engineer needs to know which.
+func (b *Bridge) warnHeld(ctx context.Context, pool *pgxpool.Pool, h held, horizon uint64) {
+	if h.rows == 0 || b.cfg.Now().Sub(h.oldest) < b.cfg.HeldWarnAfter {
+		return
+	}
+	b.mu.Lock()
+	due := horizon != b.heldWarnedXid || b.cfg.Now().Sub(b.heldWarnedAt) >= time.Minute
+	if due {
+		b.heldWarnedAt, b.heldWarnedXid = b.cfg.Now(), horizon
+	}
+	b.mu.Unlock()
+	if !due {
+		return
+	}
+	args := []any{"held_rows", h.rows, "oldest_held_seconds", int64(b.cfg.Now().Sub(h.oldest).Seconds()), "blocking_xid", horizon}
+	var (
+		pid                  int32
+		db, user, app, state string
+		open                 float64
+	)
+	err := pool.QueryRow(ctx, blockerQuery, strconv.FormatUint(horizon, 10)).Scan(&pid, &db, &user, &app, &state, &open)
+	switch {
+	case err == nil:
+		args = append(args, "pid", pid, "database", db, "user", user, "application_name", app, "state", state, "open_seconds", int64(open))
+	case errors.Is(err, pgx.ErrNoRows):
+		args = append(args, "pid", nil, "hint", "the transaction is not in pg_stat_activity: a prepared transaction (pg_prepared_xacts), or a session this role may not see (grant it pg_read_all_stats)")
+	default:
+		args = append(args, "describe_err", err)
+	}
+	b.cfg.Logger.Warn("app rows wait behind a transaction still open in the app database; they apply once it commits or rolls back", args...)
 }
 
 // applyRows sends the well-formed rows to the FSM in one command, in order, and

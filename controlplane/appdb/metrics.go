@@ -11,6 +11,7 @@ type Metrics struct {
 	errors      prometheus.Counter
 	lag         *prometheus.Desc
 	pending     *prometheus.Desc
+	held        *prometheus.Desc
 	up          *prometheus.Desc
 }
 
@@ -24,7 +25,9 @@ func newMetrics(b *Bridge) *Metrics {
 		lag: prometheus.NewDesc("vidfarm_appdb_lag_seconds", "Age of the oldest app row not applied (inbound) or movement not exported (outbound).",
 			[]string{"direction"}, nil),
 		pending: prometheus.NewDesc("vidfarm_appdb_outbound_pending", "Ledger entries and video events waiting for export.", nil, nil),
-		up:      prometheus.NewDesc("vidfarm_appdb_connected", "1 when the bridge's last step reached the app database.", nil, nil),
+		held: prometheus.NewDesc("vidfarm_appdb_inbound_held_rows",
+			"App rows committed but waiting behind a transaction of the app database that began before them and is still open (the log names it).", nil, nil),
+		up: prometheus.NewDesc("vidfarm_appdb_connected", "1 when the bridge's last step reached the app database (0 on a member that is not the leader, where it does not run).", nil, nil),
 	}
 }
 
@@ -35,6 +38,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	}
 	ch <- m.lag
 	ch <- m.pending
+	ch <- m.held
 	ch <- m.up
 }
 
@@ -47,6 +51,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.lag, prometheus.GaugeValue, st.InboundLagSeconds, "inbound")
 	ch <- prometheus.MustNewConstMetric(m.lag, prometheus.GaugeValue, st.OutboundLagSeconds, "outbound")
 	ch <- prometheus.MustNewConstMetric(m.pending, prometheus.GaugeValue, float64(st.OutboundPending))
+	ch <- prometheus.MustNewConstMetric(m.held, prometheus.GaugeValue, float64(st.InboundHeldRows))
 	up := 0.0
 	if st.Connected {
 		up = 1

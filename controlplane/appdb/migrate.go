@@ -3,6 +3,7 @@ package appdb
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -59,6 +61,9 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		}
 		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS vidfarm_schema_migrations (
 			version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "3F000" { // invalid_schema_name
+				return fmt.Errorf("create migrations table: the search_path names no schema that exists: create it first (CREATE SCHEMA name): %w", err)
+			}
 			return fmt.Errorf("create migrations table: %w", err)
 		}
 		var have int
@@ -76,6 +81,27 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 				return fmt.Errorf("record migration %s: %w", m.name, err)
 			}
 		}
-		return nil
+		return checkPurchasesUnique(ctx, tx)
 	})
+}
+
+// ErrPurchasesNotUnique is a vidfarm_app_purchases without a unique index on
+// purchase_id alone: the app could insert a purchase twice and it would be
+// granted twice, since the FSM does not keep every purchase id it ever saw.
+// The migration makes the index, but keeps a table that already existed (a
+// table made by hand, or by a tool that dropped the constraint).
+var ErrPurchasesNotUnique = errors.New("vidfarm_app_purchases has no unique index on purchase_id, so a purchase inserted twice would be granted twice")
+
+func checkPurchasesUnique(ctx context.Context, tx pgx.Tx) error {
+	var ok bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_index i
+		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+		WHERE i.indrelid = 'vidfarm_app_purchases'::regclass AND i.indisunique AND i.indisvalid
+			AND i.indnkeyatts = 1 AND i.indpred IS NULL AND a.attname = 'purchase_id')`).Scan(&ok); err != nil {
+		return fmt.Errorf("check vidfarm_app_purchases' unique index: %w", err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: add it (CREATE UNIQUE INDEX ON vidfarm_app_purchases (purchase_id), after removing duplicates) and the bridge goes on", ErrPurchasesNotUnique)
+	}
+	return nil
 }
