@@ -73,6 +73,7 @@ var everyCommand = []struct {
 	{fsm.DisableWebhookType, 61, "disable_webhook", &fsm.DisableWebhook{WebhookID: "whk", FailingSince: t0, MinFailing: 5,
 		EventID: "evt_d", Now: t0}},
 	{fsm.EnableWebhookType, 62, "enable_webhook", &fsm.EnableWebhook{AccountID: "acct", WebhookID: "whk", Now: t0}},
+	{fsm.AbandonDisabledType, 76, "abandon_disabled_deliveries", &fsm.AbandonDisabled{WebhookID: "whk", DisabledAt: t0, Before: t0 + 1, Now: t0 + 2}},
 }
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {

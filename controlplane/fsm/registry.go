@@ -95,6 +95,7 @@ const (
 	CreateAccountOnceType    MessageType = 73
 	NextInLineType           MessageType = 74
 	FailTaskPermanentlyType  MessageType = 75
+	AbandonDisabledType      MessageType = 76
 )
 
 // entry is one command of the registry: its name (in logs and metrics), a
@@ -206,6 +207,7 @@ var registry = [256]entry{
 	CreateAccountOnceType:    command("create_account_once", (*state).applyCreateAccountOnce),
 	NextInLineType:           command("next_in_line", (*state).applyNextInLine),
 	FailTaskPermanentlyType:  command("fail_task_permanently", (*state).applyFailTaskPermanently),
+	AbandonDisabledType:      command("abandon_disabled_deliveries", (*state).applyAbandonDisabled),
 }
 
 // What each command answers, in type order: the R of its apply function and
@@ -248,6 +250,7 @@ func (*GrantCreditsOnce) answers(GrantResult)            {}
 func (*CreateAccountOnce) answers(CreateAccountResult)   {}
 func (*NextInLine) answers(bool)                         {}
 func (*FailTaskPermanently) answers(scheduler.Outcome)   {}
+func (*AbandonDisabled) answers(int)                     {}
 func (*SetMember) answers(Member)                        {}
 func (*RemoveMember) answers(bool)                       {}
 func (*BlobsDeleted) answers(int)                        {}

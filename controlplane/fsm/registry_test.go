@@ -39,8 +39,8 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("%s: decoded %#v (%v), want %#v", e.name, back, err, c)
 		}
 	}
-	if n != 63 {
-		t.Errorf("%d commands registered, want 63: a new one also needs a line in controlplane/README.md", n)
+	if n != 64 {
+		t.Errorf("%d commands registered, want 64: a new one also needs a line in controlplane/README.md", n)
 	}
 	for _, hole := range []byte{0, 9, 10, 11, 26, 27, 35, 36, 37, 42, 43, 44, 45, 255} {
 		if _, err := Decode([]byte{hole, 0x80}); err == nil {
@@ -65,7 +65,7 @@ var declared = []answerType{
 	answerOf(&SweepIntermediates{}), answerOf(&BenchFill{}), answerOf(&CancelVideo{}),
 	answerOf(&CordonNode{}), answerOf(&DrainNode{}), answerOf(&UncordonNode{}), answerOf(&HandBackDrained{}),
 	answerOf(&RetryDelivery{}), answerOf(&SendTestEvent{}), answerOf(&RotateWebhookSecret{}),
-	answerOf(&DisableWebhook{}), answerOf(&EnableWebhook{}), answerOf(&StartEventLog{}), answerOf(&TrimEventLog{}), answerOf(&SetNodeModels{}), answerOf(&SetNodeCapacity{}),
+	answerOf(&DisableWebhook{}), answerOf(&EnableWebhook{}), answerOf(&AbandonDisabled{}), answerOf(&StartEventLog{}), answerOf(&TrimEventLog{}), answerOf(&SetNodeModels{}), answerOf(&SetNodeCapacity{}),
 	answerOf(&SortableEventIDs{}),
 	answerOf(&SpecsByReference{}),
 	answerOf(&ActiveWebhookLimit{}),

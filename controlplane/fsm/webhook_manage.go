@@ -199,3 +199,36 @@ func (s *state) applyEnableWebhook(c *EnableWebhook) (Webhook, error) {
 	s.outboxWritten = true // its waiting deliveries are due again: wake the deliverer
 	return w.clone(), nil
 }
+
+// AbandonDisabled abandons the deliveries still waiting for an endpoint
+// disabled at DisabledAt, when that is at or before Before (the leader's
+// clock less server.Config.WebhookDisabledKeep, 7 days by default): they
+// finish as abandoned, at Now, as after their last failed attempt, so the
+// prune (PruneDeliveries) drops them a week later. Until then they answer
+// in the delivery list and an owner who enables the endpoint can retry
+// them one by one. Without it a disabled endpoint held its waiting
+// deliveries in every member's memory for as long as it existed. An
+// endpoint enabled (and maybe disabled again) since the leader looked
+// carries another DisabledAt and is left alone. It answers how many it
+// abandoned.
+type AbandonDisabled struct {
+	WebhookID  string `msgpack:"webhook"`
+	DisabledAt int64  `msgpack:"disabled_at"`
+	Before     int64  `msgpack:"before"`
+	Now        int64  `msgpack:"now"`
+}
+
+func (*AbandonDisabled) Type() MessageType { return AbandonDisabledType }
+
+func (s *state) applyAbandonDisabled(c *AbandonDisabled) (int, error) {
+	w, ok := s.webhooks[c.WebhookID]
+	if !ok || !w.Disabled() || w.DisabledAt != c.DisabledAt || c.DisabledAt > c.Before {
+		return 0, nil
+	}
+	n := 0
+	for key := range s.pending.byHook[w.ID] { // finishDelivery removes key: allowed while ranging
+		s.finishDelivery(s.deliveries.mem[key], DeliveryAbandoned, c.Now) // pending: in memory
+		n++
+	}
+	return n, nil
+}

@@ -348,3 +348,68 @@ func TestActiveWebhookLimit(t *testing.T) {
 		})
 	}
 }
+
+// A disabled endpoint's waiting deliveries are abandoned once it has been
+// disabled for the leader's keep, and only then, and only for the
+// disablement the leader saw; the other endpoints' are untouched.
+func TestAbandonDisabled(t *testing.T) {
+	disabledAt := t0 + 5*day
+	cases := []struct {
+		name string
+		cmd  fsm.AbandonDisabled
+		want int
+	}{
+		{"abandoned", fsm.AbandonDisabled{WebhookID: "whk_1", DisabledAt: disabledAt, Before: disabledAt + 7*day, Now: disabledAt + 7*day}, 2},
+		{"not disabled long enough", fsm.AbandonDisabled{WebhookID: "whk_1", DisabledAt: disabledAt, Before: disabledAt - 1, Now: disabledAt + 7*day}, 0},
+		{"another disablement", fsm.AbandonDisabled{WebhookID: "whk_1", DisabledAt: disabledAt - 1, Before: disabledAt + 7*day, Now: disabledAt + 7*day}, 0},
+		{"an enabled endpoint", fsm.AbandonDisabled{WebhookID: "whk_2", DisabledAt: 0, Before: disabledAt + 7*day, Now: disabledAt + 7*day}, 0},
+		{"an unknown endpoint", fsm.AbandonDisabled{WebhookID: "whk_9", DisabledAt: disabledAt, Before: disabledAt + 7*day, Now: disabledAt + 7*day}, 0},
+	}
+	for _, ap := range appliers {
+		for _, tc := range cases {
+			t.Run(ap.name+"/"+tc.name, func(t *testing.T) {
+				w := hookWorld(t, ap)
+				fail(w, "whk_1", t0)
+				fail(w, "whk_1", disabledAt)
+				must(w, &fsm.SendTestEvent{AccountID: "a", WebhookID: "whk_2", EventID: "evt_other", Now: disabledAt})
+				if !must(w, &fsm.DisableWebhook{WebhookID: "whk_1", FailingSince: t0, MinFailing: 5 * day, EventID: "evt_d", Now: disabledAt}) {
+					t.Fatal("not disabled")
+				}
+				waiting := func(whk string) (pending, abandoned int) {
+					for _, d := range w.f.Deliveries(fsm.DeliveryFilter{}) {
+						switch {
+						case d.WebhookID != whk:
+						case d.State == fsm.DeliveryPending:
+							pending++
+						case d.State == fsm.DeliveryAbandoned && d.FinishedAt == tc.cmd.Now:
+							abandoned++
+						}
+					}
+					return
+				}
+				if p, _ := waiting("whk_1"); p != 2 {
+					t.Fatalf("%d deliveries wait for the disabled endpoint, want 2", p)
+				}
+				if got := w.f.DisabledWaiting(disabledAt + 7*day); len(got) != 1 || got[0].ID != "whk_1" {
+					t.Fatalf("DisabledWaiting %+v, want whk_1", got)
+				}
+				if got := must(w, &tc.cmd); got != tc.want {
+					t.Fatalf("abandoned %d, want %d", got, tc.want)
+				}
+				p1, a1 := waiting("whk_1")
+				p2, _ := waiting("whk_2")
+				if p1 != 2-tc.want || a1 != tc.want || p2 == 0 || w.f.PendingDeliveries() != p1+p2 {
+					t.Fatalf("whk_1: %d pending, %d abandoned; whk_2: %d pending; %d pending in all", p1, a1, p2, w.f.PendingDeliveries())
+				}
+				if tc.want > 0 {
+					if got := w.f.DisabledWaiting(disabledAt + 7*day); len(got) != 0 {
+						t.Fatalf("DisabledWaiting %+v after the abandon", got)
+					}
+					if again := must(w, &tc.cmd); again != 0 {
+						t.Fatalf("again: abandoned %d", again)
+					}
+				}
+			})
+		}
+	}
+}

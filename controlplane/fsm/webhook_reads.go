@@ -403,6 +403,21 @@ func (f *FSM) FailingWebhooks(minFailing int64) []Webhook {
 	return out
 }
 
+// DisabledWaiting returns the endpoints disabled at or before before that
+// still hold deliveries waiting (for AbandonDisabled), by id.
+func (f *FSM) DisabledWaiting(before int64) []Webhook {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var out []Webhook
+	for _, w := range f.s.webhooks {
+		if w.Disabled() && w.DisabledAt <= before && len(f.s.pending.byHook[w.ID]) > 0 {
+			out = append(out, w.clone())
+		}
+	}
+	slices.SortFunc(out, func(a, b Webhook) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
 // DisabledWebhooks counts the disabled endpoints (a metric).
 func (f *FSM) DisabledWebhooks() int {
 	f.mu.RLock()

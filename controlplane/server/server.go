@@ -107,6 +107,12 @@ type Config struct {
 	// every WebhookDisableCheck (0: DefaultWebhookDisableCheck).
 	WebhookDisableAfter time.Duration
 	WebhookDisableCheck time.Duration
+	// WebhookDisabledKeep is how long a disabled endpoint keeps the
+	// deliveries waiting for it before the leader abandons them (0:
+	// DefaultWebhookDisabledKeep, 7 days): an owner who enables it within
+	// that time gets them sent; after it they are abandoned, listed and
+	// retryable one by one until the prune drops them a week later.
+	WebhookDisabledKeep time.Duration
 	// WebhookResolver resolves webhook hosts, at registration and at every
 	// connection; nil means the system resolver. Tests make names resolve to
 	// what they need (a name that turns private after registration).
@@ -239,6 +245,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.WebhookDisableCheck <= 0 {
 		cfg.WebhookDisableCheck = DefaultWebhookDisableCheck
+	}
+	if cfg.WebhookDisabledKeep <= 0 {
+		cfg.WebhookDisabledKeep = DefaultWebhookDisabledKeep
 	}
 	if cfg.GarbageInterval <= 0 {
 		cfg.GarbageInterval = DefaultGarbageInterval

@@ -82,16 +82,21 @@ func (s *Server) resealSecrets(ctx context.Context) {
 	}
 }
 
-// Defaults of Config.WebhookDisableAfter and WebhookDisableCheck.
+// Defaults of Config.WebhookDisableAfter, WebhookDisableCheck and
+// WebhookDisabledKeep.
 const (
 	DefaultWebhookDisableAfter = 5 * 24 * time.Hour
 	DefaultWebhookDisableCheck = time.Minute
+	DefaultWebhookDisabledKeep = 7 * 24 * time.Hour
 )
 
 // disableFailingWebhooks disables the endpoints whose every attempt failed
 // for WebhookDisableAfter (leader job). Each command carries the run of
 // failures the leader saw, so a success recorded meanwhile makes it a no-op.
+// Then it abandons what endpoints disabled for WebhookDisabledKeep still
+// hold.
 func (s *Server) disableFailingWebhooks(ctx context.Context) {
+	defer s.abandonDisabledDeliveries(ctx)
 	after := s.cfg.WebhookDisableAfter
 	for _, w := range s.Node.FSM.FailingWebhooks(int64(after)) {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -107,6 +112,30 @@ func (s *Server) disableFailingWebhooks(ctx context.Context) {
 		if done {
 			s.log.Warn("webhook endpoint disabled: every attempt failed", "webhook_id", w.ID, "account_id", w.AccountID,
 				"failing_since", time.Unix(0, w.FailingSince).UTC(), "last_failed_at", time.Unix(0, w.LastFailedAt).UTC(), "threshold", after)
+		}
+	}
+}
+
+// abandonDisabledDeliveries abandons the deliveries still waiting for
+// endpoints disabled for WebhookDisabledKeep (leader job): pending
+// deliveries live in every member's memory, and a disabled endpoint's would
+// stay there for as long as the endpoint exists.
+func (s *Server) abandonDisabledDeliveries(ctx context.Context) {
+	now := s.webhookNow()
+	before := now.Add(-s.cfg.WebhookDisabledKeep).UnixNano()
+	for _, w := range s.Node.FSM.DisabledWaiting(before) {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		n, err := fsm.Do(actx, s.Node, &fsm.AbandonDisabled{WebhookID: w.ID, DisabledAt: w.DisabledAt, Before: before, Now: now.UnixNano()})
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil && !s.gated("abandon_disabled_deliveries", err) {
+				s.log.Warn("abandon a disabled webhook endpoint's waiting deliveries", "webhook_id", w.ID, "err", err)
+			}
+			return
+		}
+		if n > 0 {
+			s.log.Info("abandoned the deliveries waiting for a webhook endpoint disabled too long", "webhook_id", w.ID,
+				"account_id", w.AccountID, "deliveries", n, "disabled_at", time.Unix(0, w.DisabledAt).UTC(), "keep", s.cfg.WebhookDisabledKeep)
 		}
 	}
 }

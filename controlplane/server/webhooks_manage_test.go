@@ -256,3 +256,41 @@ func TestWebhookActionsHTTP(t *testing.T) {
 	expectAPIError(t, h.do("POST", "/v1/webhooks", key, map[string]any{"url": rc.srv.URL + "/c",
 		"events": []string{fsm.EventWebhookTest}}), http.StatusBadRequest, "invalid_request")
 }
+
+// An endpoint disabled for WebhookDisabledKeep loses the deliveries still
+// waiting for it: the leader abandons them (they stayed in every member's
+// memory for as long as the endpoint existed), and they answer as
+// abandoned in the endpoint's delivery list.
+func TestDisabledEndpointsDeliveriesAbandoned(t *testing.T) {
+	clock := newFakeClock()
+	h := start(t, withWebhooks(clock), func(c *server.Config) {
+		c.WebhookDisableAfter = 5 * time.Minute
+		c.WebhookDisableCheck = 20 * time.Millisecond
+		c.WebhookDisabledKeep = 10 * time.Minute
+	})
+	_, key := h.account("pro", 1000)
+	down := newReceiver(t, func(int) int { return http.StatusServiceUnavailable })
+	whk, _ := h.registerWebhook(key, down.srv.URL+"/hook")
+	vid := h.failedVideo(key)
+	t0 := clock.Now()
+	down.waitFor(1)
+	for i, at := range []time.Time{t0.Add(time.Minute), t0.Add(6 * time.Minute)} { // the schedule: +1 min, +5 min
+		eventually(t, func() bool { return len(h.deliveriesOf(fsm.EventID(vid))[0].Attempts) == i+1 }, "attempt %d recorded", i+1)
+		clock.Set(at)
+		down.waitFor(i + 2)
+	}
+	state := func() string {
+		page := expectAPIStatus(t, h.do("GET", "/v1/webhooks/"+whk+"/deliveries", key, nil), http.StatusOK)
+		return page["data"].([]any)[0].(map[string]any)["status"].(string)
+	}
+	eventually(t, func() bool { return len(h.srv.Node.FSM.DisabledWaiting(clock.Now().UnixNano())) == 1 }, "the endpoint to be disabled")
+	clock.Set(t0.Add(6*time.Minute + 9*time.Minute)) // disabled 9 minutes: kept
+	if got := state(); got != fsm.DeliveryPending {
+		t.Fatalf("delivery %s nine minutes after the endpoint was disabled, want it still pending", got)
+	}
+	clock.Set(t0.Add(6*time.Minute + 11*time.Minute))
+	eventually(t, func() bool { return state() == fsm.DeliveryAbandoned }, "the waiting delivery to be abandoned")
+	if n := h.srv.Node.FSM.PendingDeliveries(); n != 0 {
+		t.Fatalf("%d deliveries still pending", n)
+	}
+}
