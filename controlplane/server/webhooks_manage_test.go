@@ -138,13 +138,7 @@ func TestWebhookDisabledAfterFailingThenEnabled(t *testing.T) {
 	vid := h.failedVideo(key)
 	delivery := fsm.EventID(vid) + "." + whk
 
-	t0 := clock.Now()
-	down.waitFor(1)
-	for i, at := range []time.Time{t0.Add(time.Minute), t0.Add(6 * time.Minute)} { // the schedule: +1 min, +5 min
-		eventually(t, func() bool { return len(h.deliveriesOf(fsm.EventID(vid))[0].Attempts) == i+1 }, "attempt %d recorded", i+1)
-		clock.Set(at)
-		down.waitFor(i + 2)
-	}
+	t0 := failThrice(t, h, clock, down, vid)
 	status := func() string {
 		for _, w := range expectAPIStatus(t, h.do("GET", "/v1/webhooks", key, nil), http.StatusOK)["data"].([]any) {
 			if m := w.(map[string]any); m["id"] == whk {
@@ -272,13 +266,7 @@ func TestDisabledEndpointsDeliveriesAbandoned(t *testing.T) {
 	down := newReceiver(t, func(int) int { return http.StatusServiceUnavailable })
 	whk, _ := h.registerWebhook(key, down.srv.URL+"/hook")
 	vid := h.failedVideo(key)
-	t0 := clock.Now()
-	down.waitFor(1)
-	for i, at := range []time.Time{t0.Add(time.Minute), t0.Add(6 * time.Minute)} { // the schedule: +1 min, +5 min
-		eventually(t, func() bool { return len(h.deliveriesOf(fsm.EventID(vid))[0].Attempts) == i+1 }, "attempt %d recorded", i+1)
-		clock.Set(at)
-		down.waitFor(i + 2)
-	}
+	t0 := failThrice(t, h, clock, down, vid)
 	state := func() string {
 		page := expectAPIStatus(t, h.do("GET", "/v1/webhooks/"+whk+"/deliveries", key, nil), http.StatusOK)
 		return page["data"].([]any)[0].(map[string]any)["status"].(string)
@@ -293,4 +281,19 @@ func TestDisabledEndpointsDeliveriesAbandoned(t *testing.T) {
 	if n := h.srv.Node.FSM.PendingDeliveries(); n != 0 {
 		t.Fatalf("%d deliveries still pending", n)
 	}
+}
+
+// failThrice moves the clock through the first three attempts of vid's
+// event to down (which fails them: at once, a minute later, five minutes
+// after that) and returns the time of the first.
+func failThrice(t *testing.T, h *harness, clock *fakeClock, down *receiver, vid string) time.Time {
+	t.Helper()
+	t0 := clock.Now()
+	down.waitFor(1)
+	for i, at := range []time.Time{t0.Add(time.Minute), t0.Add(6 * time.Minute)} { // the schedule: +1 min, +5 min
+		eventually(t, func() bool { return len(h.deliveriesOf(fsm.EventID(vid))[0].Attempts) == i+1 }, "attempt %d recorded", i+1)
+		clock.Set(at)
+		down.waitFor(i + 2)
+	}
+	return t0
 }
