@@ -41,7 +41,11 @@ func (s *server) putBlob(w http.ResponseWriter, r *http.Request) {
 	taskID := parts[1] + "/" + parts[2]
 	info(r).taskID = taskID
 	t, ok := s.fsm.Task(taskID)
-	if !ok || t.VideoID != parts[1] || t.Name != parts[2] {
+	if !ok {
+		apierr.Write(w, r, s.unknownTask(taskID))
+		return
+	}
+	if t.VideoID != parts[1] || t.Name != parts[2] {
 		apierr.Write(w, r, apierr.NotFound("task "+taskID))
 		return
 	}

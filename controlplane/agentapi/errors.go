@@ -24,6 +24,20 @@ func staleLease(msg string) *apierr.Error {
 	return apierr.New(http.StatusConflict, wire.CodeStaleLease, msg+"; drop the task and do not retry this report")
 }
 
+// unknownTask is the answer about a task the scheduler does not hold. The
+// scheduler forgets a video's (or media job's) tasks when it ends, so a node
+// still running one of them learns here that its video was canceled, failed
+// or completed, the commonest case being an owner's cancel mid-render: its
+// lease is as dead as an expired one, and it must stop the run and drop the
+// result, not log an error, so that is a stale lease. A task of no video or
+// job, or a name that is not in a running video's graph, is not found.
+func (s *server) unknownTask(taskID string) *apierr.Error {
+	if s.fsm.TaskEnded(taskID) {
+		return staleLease("task " + taskID + " is no longer queued or leased: its video or job ended (canceled, failed or completed)")
+	}
+	return apierr.NotFound("task " + taskID)
+}
+
 func invalid(msg string) *apierr.Error {
 	return apierr.New(http.StatusBadRequest, apierr.CodeInvalidRequest, msg)
 }
@@ -42,7 +56,7 @@ func (s *server) fromApply(r *http.Request, err error) *apierr.Error {
 	case errors.Is(err, scheduler.ErrUnknownNode):
 		return unauthorized("this node is not registered (it was deregistered or replaced); register again")
 	case errors.Is(err, scheduler.ErrUnknownTask):
-		return apierr.NotFound("task")
+		return s.unknownTask(info(r).taskID)
 	case errors.Is(err, scheduler.ErrInvalid), errors.Is(err, fsm.ErrInvalidCommand):
 		return invalid(err.Error())
 	case errors.Is(err, raftnode.ErrNotUnderstood):

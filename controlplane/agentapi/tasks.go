@@ -336,7 +336,7 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, taskID string)
 	}
 	t, ok := s.fsm.Task(taskID)
 	if !ok {
-		apierr.Write(w, r, apierr.NotFound("task"))
+		apierr.Write(w, r, s.unknownTask(taskID))
 		return
 	}
 	// The holder's artifacts must be in the store before the task counts as done;

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"container/heap"
+	"strings"
 
 	"github.com/vidfarm/vidfarm/scheduler"
 )
@@ -116,4 +117,25 @@ func (f *FSM) VideoGraph(id string) (VideoGraph, bool) {
 		g.Tasks = rec.Tasks
 	}
 	return g, true
+}
+
+// TaskEnded reports whether task id ("<owner>/<name>") belongs to a video,
+// avatar or speech sample whose tasks the scheduler no longer holds: it
+// forgets them when the owner ends (completed, failed, canceled), so a node
+// reporting on such a task holds a lease that ended with its video.
+func (f *FSM) TaskEnded(taskID string) bool {
+	owner, _, ok := strings.Cut(taskID, "/")
+	if !ok {
+		return false
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	_, _, isVideo := f.s.lookupVideo(owner)
+	_, isAvatar := f.s.avatars[owner]
+	_, isSpeech := f.s.speech[owner]
+	if !isVideo && !isAvatar && !isSpeech {
+		return false
+	}
+	_, held := f.s.sched.VideoRecord(owner)
+	return !held
 }
