@@ -37,6 +37,9 @@ func TestFSMMetrics(t *testing.T) {
 		{`vidfarm_raft_log_written_bytes_total`, 100},
 		{`vidfarm_raft_log_appends_total`, 1},
 		{`vidfarm_raft_log_segments_filled_total`, 0},
+		// The memory the process owns, without the state file's mapped
+		// pages: a test process's is megabytes.
+		{`vidfarm_process_anon_resident_bytes`, 1 << 20},
 	} {
 		v, ok := metricSample(page, want.series)
 		if !ok {

@@ -393,7 +393,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s = &Server{cfg: cfg, tls: tlsSet, Node: node, Blobs: blobs, publicLn: publicLn, adminLn: adminLn, agentLn: agentLn,
 		notify: agentapi.NewNotifier(), webhooks: engine, log: cfg.Logger, secrets: secrets, failed: failed}
 	engine.SetStore(node)
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newStateCollector(f, node), newWALCollector(node), guards,
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newStateCollector(f, node), newWALCollector(node), anonCollector{}, guards,
 		&farmCollector{f: f, dataDir: cfg.DataDir, now: time.Now, log: cfg.Logger}, maintenanceCollector{f})
 	if err := s.openBridge(f, reg); err != nil {
 		node.Close()
