@@ -30,9 +30,9 @@ var inboundTables = []struct{ table, kind, cols string }{
 // running may hold rows that sort before later ones, and reading past those
 // would skip them for good. A transaction open in another database of the
 // server cannot write these tables, so it is not waited for; pg_stat_activity
-// says which database a running transaction is in (to a role that may read
-// the other sessions' rows: a superuser, or a member of pg_read_all_stats),
-// and one it does not show, such as a prepared transaction, is waited for.
+// says which database a running transaction is in (datname and backend_xid
+// are shown to every role), and one it does not show, such as a prepared
+// transaction, is waited for.
 // A transaction is only dropped from the wait when pg_stat_activity names
 // another database for its xid, so one that ended between the snapshot and
 // that read is waited for, which is safe.
@@ -75,7 +75,9 @@ var heldQuery = func() string {
 }()
 
 // blockerQuery describes the open transaction with xid $1 (the horizon), for
-// the warning that names it.
+// the warning that names it. Its state and age are empty for another role's
+// session unless the bridge's role may read them (a superuser, or a member
+// of pg_read_all_stats).
 const blockerQuery = `SELECT pid, COALESCE(datname, ''), COALESCE(usename, ''), COALESCE(application_name, ''), COALESCE(state, ''),
 	COALESCE(extract(epoch FROM now() - xact_start), 0)::float8
 	FROM pg_stat_activity WHERE backend_xid = xid($1::text::xid8) LIMIT 1`
