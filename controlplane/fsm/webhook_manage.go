@@ -225,10 +225,5 @@ func (s *state) applyAbandonDisabled(c *AbandonDisabled) (int, error) {
 	if !ok || !w.Disabled() || w.DisabledAt != c.DisabledAt || c.DisabledAt > c.Before {
 		return 0, nil
 	}
-	n := 0
-	for key := range s.pending.byHook[w.ID] { // finishDelivery removes key: allowed while ranging
-		s.finishDelivery(s.deliveries.mem[key], DeliveryAbandoned, c.Now) // pending: in memory
-		n++
-	}
-	return n, nil
+	return s.finishPending(w.ID, DeliveryAbandoned, c.Now), nil
 }

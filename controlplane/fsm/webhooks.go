@@ -163,10 +163,19 @@ func (s *state) applyDeleteWebhook(c *DeleteWebhook) (Webhook, error) {
 	if len(s.accountWebhooks[w.AccountID]) == 0 {
 		delete(s.accountWebhooks, w.AccountID)
 	}
-	for key := range s.pending.byHook[w.ID] { // finishDelivery removes key: allowed while ranging
-		s.finishDelivery(s.deliveries.mem[key], DeliveryCancelled, c.Now) // pending: in memory
-	}
+	s.finishPending(w.ID, DeliveryCancelled, c.Now)
 	return w.clone(), nil
+}
+
+// finishPending finishes every delivery still waiting for endpoint
+// hookID as st, at at, and returns how many it finished.
+func (s *state) finishPending(hookID, st string, at int64) int {
+	n := 0
+	for key := range s.pending.byHook[hookID] { // finishDelivery removes key: allowed while ranging
+		s.finishDelivery(s.deliveries.mem[key], st, at) // pending: in memory
+		n++
+	}
+	return n
 }
 
 func (s *state) finishDelivery(d *Delivery, st string, at int64) {
