@@ -54,6 +54,7 @@ func (s *Server) leaderJobs(ctx context.Context) {
 		case <-failing.C:
 			if s.Node.IsLeader() {
 				s.disableFailingWebhooks(ctx)
+				s.abandonDisabledDeliveries(ctx)
 			}
 		case <-garbage.C:
 			if s.Node.IsLeader() {
@@ -85,6 +86,7 @@ func (s *Server) leaderJobs(ctx context.Context) {
 				s.expireSpeech(ctx)
 				s.collectGarbage(ctx)
 				s.disableFailingWebhooks(ctx)
+				s.abandonDisabledDeliveries(ctx)
 			}
 			wasLeader = leader
 			if leader {

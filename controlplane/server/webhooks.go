@@ -93,10 +93,7 @@ const (
 // disableFailingWebhooks disables the endpoints whose every attempt failed
 // for WebhookDisableAfter (leader job). Each command carries the run of
 // failures the leader saw, so a success recorded meanwhile makes it a no-op.
-// Then it abandons what endpoints disabled for WebhookDisabledKeep still
-// hold.
 func (s *Server) disableFailingWebhooks(ctx context.Context) {
-	defer s.abandonDisabledDeliveries(ctx)
 	after := s.cfg.WebhookDisableAfter
 	for _, w := range s.Node.FSM.FailingWebhooks(int64(after)) {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
