@@ -1,12 +1,8 @@
 package server
 
 import (
-	"bufio"
-	"bytes"
-	"os"
-	"strconv"
-
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/procfs"
 )
 
 // anonMemory reports the memory the process owns (RssAnon in
@@ -28,24 +24,16 @@ func (anonCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// rssAnon reads RssAnon from /proc/self/status, in bytes.
-func rssAnon() (int64, bool) {
-	b, err := os.ReadFile("/proc/self/status")
+// rssAnon reads RssAnon from /proc/self/status, in bytes (procfs, which the
+// Prometheus process collector reads its figures with, parses it).
+func rssAnon() (uint64, bool) {
+	p, err := procfs.Self()
 	if err != nil {
 		return 0, false
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("RssAnon:"))
-		if !ok {
-			continue
-		}
-		f := bytes.Fields(rest) // "1234 kB"
-		if len(f) != 2 || string(f[1]) != "kB" {
-			return 0, false
-		}
-		kb, err := strconv.ParseInt(string(f[0]), 10, 64)
-		return kb << 10, err == nil
+	st, err := p.NewStatus()
+	if err != nil {
+		return 0, false
 	}
-	return 0, false
+	return st.RssAnon, st.RssAnon > 0 // 0: a kernel without the field (before 4.5)
 }
