@@ -105,7 +105,7 @@ func TestPurchaseOnceWhenKilledBeforeCursorCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	horizon, err := readHorizon(ctx, pool)
+	horizon, _, err := readHorizon(ctx, pool, cur)
 	if err != nil {
 		t.Fatal(err)
 	}

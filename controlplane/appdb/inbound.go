@@ -32,15 +32,29 @@ var inboundTables = []struct{ table, kind, cols string }{
 // server cannot write these tables, so it is not waited for; pg_stat_activity
 // says which database a running transaction is in (datname and backend_xid
 // are shown to every role), and one it does not show, such as a prepared
-// transaction, is waited for.
-// A transaction is only dropped from the wait when pg_stat_activity names
-// another database for its xid, so one that ended between the snapshot and
-// that read is waited for, which is safe.
-const horizonQuery = `WITH s AS MATERIALIZED (SELECT pg_current_snapshot() AS snap)
-SELECT COALESCE(
+// transaction, is waited for. A transaction is only dropped from the wait
+// when pg_stat_activity names another database for its xid, so one that
+// ended between the snapshot and that read is waited for, which is safe.
+//
+// The same statement counts the rows held back: those after the cursor ($1,
+// $2) at or above the horizon, committed by a transaction that began after
+// one still open (rows of the open transaction itself are not visible until
+// it commits); it answers the horizon, their count and the oldest one's time.
+var horizonQuery = func() string {
+	held := ""
+	for i, t := range inboundTables {
+		if i > 0 {
+			held += " UNION ALL "
+		}
+		held += fmt.Sprintf("SELECT created_at FROM %s WHERE (xid, id) > ($1::text::xid8, $2::bigint) AND xid >= h.x", t.table)
+	}
+	return `WITH s AS MATERIALIZED (SELECT pg_current_snapshot() AS snap),
+h AS (SELECT COALESCE(
 	(SELECT min(x) FROM s, pg_snapshot_xip(s.snap) AS x WHERE NOT EXISTS (
 		SELECT 1 FROM pg_stat_activity a WHERE a.backend_xid = xid(x) AND a.datname IS DISTINCT FROM current_database())),
-	(SELECT pg_snapshot_xmax(snap) FROM s))::text`
+	(SELECT pg_snapshot_xmax(snap) FROM s)) AS x)
+SELECT h.x::text, count(r.created_at), min(r.created_at) FROM h LEFT JOIN LATERAL (` + held + `) AS r ON true GROUP BY h.x`
+}()
 
 // inboundQuery reads the next rows after the cursor ($1, $2) and below the
 // horizon ($4, horizonQuery's), in (xid, id) order. The horizon is read in a
@@ -57,21 +71,6 @@ var inboundQuery = func() string {
 	}
 	return q + ") AS r(kind, id, xid, created_at, account_id, name, plan, credits, purchase_id, key_id, key_hash, key_hint)" +
 		" ORDER BY r.xid, r.id LIMIT $3"
-}()
-
-// heldQuery counts the rows after the cursor ($1, $2) that wait at or above
-// the horizon ($3): committed by a transaction that began after one still
-// open, which holds them back until it ends. (Rows of the open transaction
-// itself are not visible until it commits.)
-var heldQuery = func() string {
-	q := "SELECT count(*), min(created_at) FROM ("
-	for i, t := range inboundTables {
-		if i > 0 {
-			q += " UNION ALL "
-		}
-		q += fmt.Sprintf("SELECT created_at FROM %s WHERE (xid, id) > ($1::text::xid8, $2::bigint) AND xid >= $3::text::xid8", t.table)
-	}
-	return q + ") AS h"
 }()
 
 // blockerQuery describes the open transaction with xid $1 (the horizon), for
@@ -126,17 +125,29 @@ type pgxQuerier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// readHorizon runs horizonQuery.
-func readHorizon(ctx context.Context, q pgxQuerier) (uint64, error) {
+// held is what waits behind an open transaction: rows committed at or above
+// the horizon, and the oldest one's time.
+type held struct {
+	rows   int64
+	oldest time.Time
+}
+
+// readHorizon runs horizonQuery for the rows after the cursor.
+func readHorizon(ctx context.Context, q pgxQuerier, after fsm.InboundMark) (uint64, held, error) {
 	var s string
-	if err := q.QueryRow(ctx, horizonQuery).Scan(&s); err != nil {
-		return 0, fmt.Errorf("read the oldest open transaction: %w", err)
+	var h held
+	var oldest *time.Time
+	if err := q.QueryRow(ctx, horizonQuery, strconv.FormatUint(after.Xid, 10), after.Seq).Scan(&s, &h.rows, &oldest); err != nil {
+		return 0, h, fmt.Errorf("read the oldest open transaction: %w", err)
 	}
 	x, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("oldest open transaction %q: %w", s, err)
+		return 0, h, fmt.Errorf("oldest open transaction %q: %w", s, err)
 	}
-	return x, nil
+	if oldest != nil {
+		h.oldest = *oldest
+	}
+	return x, h, nil
 }
 
 func fetchInbound(ctx context.Context, q pgxQuerier, after fsm.InboundMark, horizon uint64, limit int) ([]inRow, error) {
@@ -164,32 +175,13 @@ func fetchInbound(ctx context.Context, q pgxQuerier, after fsm.InboundMark, hori
 	return out, nil
 }
 
-// held is what waits behind an open transaction: rows committed at or above
-// the horizon, and the oldest one's time.
-type held struct {
-	rows   int64
-	oldest time.Time
-}
-
-func readHeld(ctx context.Context, q pgxQuerier, after fsm.InboundMark, horizon uint64) (held, error) {
-	var h held
-	var oldest *time.Time
-	if err := q.QueryRow(ctx, heldQuery, strconv.FormatUint(after.Xid, 10), after.Seq, strconv.FormatUint(horizon, 10)).Scan(&h.rows, &oldest); err != nil {
-		return h, fmt.Errorf("count rows held back: %w", err)
-	}
-	if oldest != nil {
-		h.oldest = *oldest
-	}
-	return h, nil
-}
-
 // inbound applies the next batch of app rows and commits the cursor past them.
 func (b *Bridge) inbound(ctx context.Context, pool *pgxpool.Pool) (more bool, err error) {
 	cur, err := readInboundCursor(ctx, pool)
 	if err != nil {
 		return false, err
 	}
-	horizon, err := readHorizon(ctx, pool)
+	horizon, h, err := readHorizon(ctx, pool, cur)
 	if err != nil {
 		return false, err
 	}
@@ -197,13 +189,7 @@ func (b *Bridge) inbound(ctx context.Context, pool *pgxpool.Pool) (more bool, er
 	if err != nil {
 		return false, err
 	}
-	var h held
-	if len(rows) < b.cfg.Batch { // else the next step looks
-		if h, err = readHeld(ctx, pool, cur, horizon); err != nil {
-			return false, err
-		}
-		b.warnHeld(ctx, pool, h, horizon)
-	}
+	b.warnHeld(ctx, pool, h, horizon)
 	b.update(func(st *Status) {
 		st.InboundCursor = fmt.Sprintf("%d/%d", cur.Xid, cur.Seq)
 		st.InboundHeldRows = h.rows
@@ -237,9 +223,10 @@ func (b *Bridge) inbound(ctx context.Context, pool *pgxpool.Pool) (more bool, er
 }
 
 // warnHeld logs, when a transaction begins to hold app rows back and once a
-// minute while it does, that they wait behind it, naming it: an idle session left in a transaction, a
-// long batch job or migration that wrote anything stops purchases and key
-// revocations until it ends, and the app's engineer needs to know which.
+// minute while it does, that they wait behind it, naming it: an idle session
+// left in a transaction, a long batch job or migration that wrote anything
+// stops purchases and key revocations until it ends, and the app's engineer
+// needs to know which.
 func (b *Bridge) warnHeld(ctx context.Context, pool *pgxpool.Pool, h held, horizon uint64) {
 	if h.rows == 0 || b.cfg.Now().Sub(h.oldest) < b.cfg.HeldWarnAfter {
 		return
