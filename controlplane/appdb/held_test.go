@@ -1,7 +1,6 @@
 package appdb
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vidfarm/vidfarm/internal/fakes"
 )
 
 // openTx begins a transaction on its own connection to dsn that holds an
@@ -96,7 +97,7 @@ func TestTransactionsOfOtherDatabasesHoldNothing(t *testing.T) {
 // not connected.
 func TestRowsHeldBehindAnOpenTransaction(t *testing.T) {
 	r := newRig(t)
-	var logs syncBuffer
+	var logs fakes.LogBuffer
 	r.b.cfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 	r.b.cfg.HeldWarnAfter = time.Nanosecond
 	pid, end := openTx(t, r.dsn)
@@ -108,7 +109,7 @@ func TestRowsHeldBehindAnOpenTransaction(t *testing.T) {
 			t.Logf("pid %d; the bridge's log:\n%s", pid, logs.String())
 		}
 	})
-	stepUntil(t, r.b, "no warning names the open transaction", func() bool { return logs.names(pid) })
+	stepUntil(t, r.b, "no warning names the open transaction", func() bool { return namesBlocker(logs.String(), pid) })
 	st := r.b.Status()
 	if st.InboundHeldRows != 1 || st.InboundLagSeconds <= 0 {
 		t.Errorf("held %d rows, inbound lag %v s: want the account's row, waiting", st.InboundHeldRows, st.InboundLagSeconds)
@@ -158,29 +159,10 @@ func gauge(t *testing.T, c prometheus.Collector, name string) float64 {
 	return 0
 }
 
-// syncBuffer is a log the bridge writes while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
-
-// names reports whether a warning about held rows names the backend pid.
-func (s *syncBuffer) names(pid int32) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for line := range strings.SplitSeq(s.buf.String(), "\n") {
+// namesBlocker reports whether a warning about held rows in the bridge's
+// log names the backend pid.
+func namesBlocker(log string, pid int32) bool {
+	for line := range strings.SplitSeq(log, "\n") {
 		var l struct {
 			Msg      string  `json:"msg"`
 			PID      float64 `json:"pid"`
